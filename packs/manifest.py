@@ -1,0 +1,102 @@
+"""manifest.json: what a pack is, how it was built, and how to query it.
+
+The build writes a `Manifest`; readers load it with `read_manifest`, which checks the
+format version before anything else is trusted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from packs.format import FORMAT_VERSION, MANIFEST_FILE, PackFormatError, check_format
+
+
+class SourceRecord(BaseModel):
+    """One line of urls.txt and what fetching it gave."""
+
+    url: str
+    status: str  # "ok", "not_modified", "failed", "skipped", "unsupported", "disallowed"
+    http_status: int | None = None
+    final_url: str | None = None
+    content_type: str | None = None
+    content_hash: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    error: str | None = None
+
+
+class EmbeddingInfo(BaseModel):
+    model: str  # canonical model id (e.g. "BAAI/bge-base-en-v1.5"), never a local path
+    dim: int
+    normalized: bool = True
+    query_prefix: str = ""
+    document_prefix: str = ""
+    max_seq_length: int = 512
+    # Confidence gate: best cosine similarity below this → answer without pack context.
+    gate_threshold: float = 0.5
+
+
+class ExtractorInfo(BaseModel):
+    kind: str  # "claude" or "offline"
+    model: str | None = None
+    prompt_version: str = ""
+    note: str = ""
+
+
+class Counts(BaseModel):
+    articles: int = 0
+    sections: int = 0
+    entities: int = 0
+    relationships: int = 0
+    facts: int = 0
+    links: int = 0
+    mentions: int = 0
+
+
+class Manifest(BaseModel):
+    format_version: int = FORMAT_VERSION
+    name: str
+    description: str = ""
+    build_id: str
+    built_at: str  # ISO-8601 UTC
+    partial: bool = False
+    partial_reasons: list[str] = Field(default_factory=list)
+    sources: list[SourceRecord] = Field(default_factory=list)
+    counts: Counts = Field(default_factory=Counts)
+    embedding: EmbeddingInfo
+    extractor: ExtractorInfo
+    kuzu_version: str
+    query_module_version: str
+    durations: dict[str, float] = Field(default_factory=dict)
+    # Average LINKS_TO edges per article: graph rerank switches itself off below 2.
+    avg_links_per_article: float = 0.0
+    costs: dict[str, dict[str, float]] = Field(default_factory=dict)
+    extra: dict[str, object] = Field(default_factory=dict)
+
+    def write(self, build_dir: Path) -> Path:
+        path = build_dir / MANIFEST_FILE
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+
+def read_manifest(build_dir: Path) -> Manifest:
+    """Load and validate `build_dir/manifest.json`; PackFormatError says what is wrong."""
+    path = build_dir / MANIFEST_FILE
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise PackFormatError(f"{build_dir}: not a knowledge pack (no {MANIFEST_FILE})") from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise PackFormatError(f"{path}: unreadable manifest: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise PackFormatError(f"{path}: manifest is not a JSON object")
+    check_format(raw.get("format_version"), str(path))
+    try:
+        return Manifest.model_validate(raw)
+    except ValueError as exc:
+        raise PackFormatError(f"{path}: invalid manifest: {exc}") from exc

@@ -1,0 +1,186 @@
+"""Reading a source folder: `sources/<name>/urls.txt` and the optional `pack.toml`.
+
+Everything a build needs to know about one pack's inputs is a `SourceConfig`. Errors name
+the file (and line) and say how to fix it, so a user can act on them without reading code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import unquote, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+URLS_FILE = "urls.txt"
+CONFIG_FILE = "pack.toml"
+DEFAULT_EMBEDDING_MODEL = "BAAI/bge-base-en-v1.5"
+DEFAULT_CLAUDE_MODEL = "claude-haiku-4-5"
+EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?]+$")
+
+
+class SourceError(ValueError):
+    """The source folder, its urls.txt or its pack.toml is invalid; the message says how."""
+
+
+class PackConfig(BaseModel):
+    """The typed contents of pack.toml. Every field is optional; defaults live here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    description: str = ""
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    # "auto": Claude when ANTHROPIC_API_KEY is set, else the offline extractor.
+    extractor: Literal["auto", "claude", "offline"] = "auto"
+    extractor_model: str = DEFAULT_CLAUDE_MODEL
+    extract_concurrency: int = Field(default=8, ge=1, le=64)
+    # Hosts the build may fetch from; empty means any public host.
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allow_private_hosts: bool = False
+    fetch_concurrency: int = Field(default=8, ge=1, le=64)
+    per_host_concurrency: int = Field(default=2, ge=1, le=32)
+    fetch_timeout_s: float = Field(default=20.0, gt=0, le=600)
+    max_page_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+    # Cron expression for scheduled rebuilds (deployments/), default daily at 03:00 UTC.
+    schedule: str = "0 3 * * *"
+    keep_builds: int = Field(default=2, ge=1, le=100)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, v: str | None) -> str | None:
+        if v is not None and not _NAME_RE.match(v):
+            raise ValueError("use letters, digits, '.', '_' or '-' (at most 64 characters)")
+        return v
+
+    @field_validator("schedule")
+    @classmethod
+    def _valid_cron(cls, v: str) -> str:
+        fields = v.split()
+        if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+            raise ValueError(f"{v!r} is not a 5-field cron expression like '0 3 * * *'")
+        return v
+
+
+@dataclass(frozen=True)
+class UrlEntry:
+    """One line of urls.txt: a remote URL or a local file, with where it was written."""
+
+    url: str  # http(s) URL or file:// URL (local paths are turned into file:// URLs)
+    line: int
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    name: str
+    folder: Path
+    urls: tuple[UrlEntry, ...]
+    config: PackConfig
+
+
+def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
+    """Parse urls.txt text. `origin` is the file (for messages and relative paths).
+
+    Lines: an http(s) URL, a file:// URL, or a local path (relative to the file's folder).
+    `#` starts a comment (at line start or after whitespace); blank lines are ignored;
+    duplicates are dropped keeping the first. Raises SourceError naming file:line.
+    """
+    entries: list[UrlEntry] = []
+    seen: set[str] = set()
+    base = origin.parent
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()
+        if not line:
+            continue
+        where = f"{origin}:{lineno}"
+        if any(c.isspace() for c in line):
+            raise SourceError(f"{where}: one URL or path per line, got {line!r}")
+        url = _normalise_entry(line, base, where)
+        if url not in seen:
+            seen.add(url)
+            entries.append(UrlEntry(url=url, line=lineno))
+    return entries
+
+
+def _normalise_entry(line: str, base: Path, where: str) -> str:
+    parts = urlsplit(line)
+    scheme = parts.scheme.lower()
+    if scheme in ("http", "https"):
+        if not parts.hostname:
+            raise SourceError(f"{where}: URL {line!r} has no host")
+        return line
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            raise SourceError(
+                f"{where}: file URL {line!r} must hold an absolute path (file:///abs/path)"
+            )
+        return _local_file(Path(unquote(parts.path)), line, where)
+    if scheme and len(scheme) > 1:  # one letter would be a Windows drive
+        raise SourceError(
+            f"{where}: unsupported scheme {scheme!r} in {line!r}; use http(s)://, file:// "
+            "or a local path"
+        )
+    path = Path(os.path.expanduser(line))
+    return _local_file(path if path.is_absolute() else base / path, line, where)
+
+
+def _local_file(path: Path, line: str, where: str) -> str:
+    path = path.resolve()
+    if not path.exists():
+        raise SourceError(f"{where}: local file {line!r} does not exist (looked at {path})")
+    if path.is_dir():
+        raise SourceError(f"{where}: {line!r} is a folder; list its files one per line")
+    return path.as_uri()
+
+
+def load_config(path: Path) -> PackConfig:
+    """Read pack.toml; a missing file gives the defaults."""
+    if not path.exists():
+        return PackConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SourceError(f"{path}: not valid TOML: {exc}") from exc
+    try:
+        return PackConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise SourceError(f"{path}: {problems}") from exc
+
+
+def load_source(folder: Path | str) -> SourceConfig:
+    """Load a source folder. Raises SourceError for a missing folder or invalid input."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SourceError(
+            f"unknown source {str(folder)!r}: expected a folder holding {URLS_FILE} "
+            "(e.g. sources/example)"
+        )
+    urls_path = folder / URLS_FILE
+    if not urls_path.is_file():
+        raise SourceError(f"{folder}: no {URLS_FILE}; write one URL or local path per line")
+    config = load_config(folder / CONFIG_FILE)
+    urls = parse_urls(urls_path.read_text(encoding="utf-8"), urls_path)
+    if not urls:
+        raise SourceError(f"{urls_path}: lists no URLs")
+    name = config.name or folder.resolve().name
+    if not _NAME_RE.match(name):
+        raise SourceError(
+            f"{folder}: {name!r} is not a usable pack name; set name = \"...\" in {CONFIG_FILE}"
+        )
+    return SourceConfig(name=name, folder=folder.resolve(), urls=tuple(urls), config=config)
+
+
+def resolve_embedding_model(config: PackConfig, override: str | None = None) -> str:
+    """The embedding model to build with: CLI flag, then $KPACK_EMBEDDING_MODEL, then pack.toml."""
+    return override or os.environ.get(EMBEDDING_MODEL_ENV) or config.embedding_model
