@@ -1,0 +1,247 @@
+"""Split stage: pages (as Markdown) → sections by headings, chunked to the model's window.
+
+Rules (the pure core, `split_markdown`):
+- `##`, `###` and `####` start sections; `#` is the page title; `#####`+ stay in the text.
+- Fence-aware: a `#` inside a ``` or ~~~ block is code, not a heading.
+- Text before the first section heading is the intro section, titled with the page title.
+- Every heading yields a section, even one with no body, so the pack mirrors the page.
+- A section's heading path starts at the page title: "Pods > Pod lifecycle > Restart policy".
+- A section longer than `max_words` is cut into chunks at paragraph (or line) boundaries,
+  each starting with about `overlap_words` words from the end of the previous chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from packs import format as fmt
+from tasks.links import canonical_url
+
+SPLITTER_VERSION = "split-v1"
+HEADING_SEP = " > "
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_WORD = re.compile(r"\S+")
+
+
+@dataclass(frozen=True)
+class RawSection:
+    title: str
+    heading_path: tuple[str, ...]
+    level: int  # 1 = intro, 2-4 = heading level
+    body: str
+
+
+@dataclass(frozen=True)
+class Chunk:
+    title: str
+    heading_path: str
+    level: int
+    position: int  # order of the section in the page
+    chunk: int  # order of the chunk within the section
+    content: str
+    is_code: bool
+
+
+def _clean_heading(text: str) -> str:
+    text = re.sub(r"\s*\{#[^}]*\}\s*$", "", text)  # Hugo/Pandoc heading anchors
+    return re.sub(r"\s+", " ", text.replace("`", "")).strip()
+
+
+def iter_lines_with_fences(text: str):
+    """Yield (line, in_code) pairs; fence lines themselves count as code."""
+    fence: str | None = None
+    for line in text.splitlines():
+        m = _FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)
+            yield line, True
+        elif fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence[0] * len(fence)) and set(stripped) <= {fence[0]}:
+                fence = None
+            yield line, True
+        else:
+            yield line, False
+
+
+def sections_from_markdown(text: str, page_title: str) -> list[RawSection]:
+    """Cut Markdown into raw sections by ##–#### headings (see module docstring)."""
+    title = page_title.strip() or "Untitled"
+    stack: list[tuple[int, str]] = []  # (level, heading) for levels 2-4
+    current_title, current_level = title, 1
+    current_path: tuple[str, ...] = (title,)
+    body: list[str] = []
+    out: list[RawSection] = []
+    seen_heading = False
+
+    def flush() -> None:
+        text_body = "\n".join(body).strip()
+        if seen_heading or text_body:
+            out.append(RawSection(current_title, current_path, current_level, text_body))
+
+    for line, in_code in iter_lines_with_fences(text):
+        m = None if in_code else _HEADING.match(line)
+        if m and len(m.group(1)) == 1:
+            if not body and not seen_heading:
+                continue  # the page's own title line
+            body.append(_clean_heading(m.group(2)))
+            continue
+        if m and 2 <= len(m.group(1)) <= 4:
+            flush()
+            level = len(m.group(1))
+            heading = _clean_heading(m.group(2)) or "(untitled)"
+            stack = [(lv, h) for lv, h in stack if lv < level] + [(level, heading)]
+            current_title, current_level = heading, level
+            current_path = (title, *(h for _, h in stack))
+            body = []
+            seen_heading = True
+            continue
+        body.append(line)
+    flush()
+    return out
+
+
+def _blocks(body: str) -> list[tuple[str, bool]]:
+    """Blocks of a body: prose paragraphs (split on blank lines) and whole code blocks."""
+    blocks: list[tuple[str, bool]] = []
+    current: list[str] = []
+    current_code = False
+    for line, in_code in iter_lines_with_fences(body):
+        if current and (in_code != current_code or (not in_code and not line.strip())):
+            blocks.append(("\n".join(current), current_code))
+            current = []
+        if not in_code and not line.strip():
+            continue
+        current_code = in_code
+        current.append(line)
+    if current:
+        blocks.append(("\n".join(current), current_code))
+    return blocks
+
+
+def _word_count(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def _split_big_block(text: str, max_words: int) -> list[str]:
+    """Cut one block longer than max_words at line boundaries, then at words."""
+    pieces: list[str] = []
+    current: list[str] = []
+    count = 0
+    for line in text.splitlines():
+        n = _word_count(line)
+        if n > max_words:
+            words = line.split()
+            for i in range(0, len(words), max_words):
+                pieces.append(" ".join(words[i : i + max_words]))
+            continue
+        if count + n > max_words and current:
+            pieces.append("\n".join(current))
+            current, count = [], 0
+        current.append(line)
+        count += n
+    if current:
+        pieces.append("\n".join(current))
+    return pieces
+
+
+def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
+    """Pack paragraph blocks into chunks of ≤ max_words with a trailing-block overlap."""
+    if max_words <= 0:
+        raise ValueError("max_words must be positive")
+    if _word_count(body) <= max_words:
+        return [body]
+    units: list[str] = []
+    for block, _ in _blocks(body):
+        units.extend(_split_big_block(block, max_words) if _word_count(block) > max_words
+                     else [block])
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    count = 0
+    for unit in units:
+        n = _word_count(unit)
+        if current and count + n > max_words:
+            chunks.append(current)
+            overlap: list[str] = []
+            kept = 0
+            for prev in reversed(current):
+                m = _word_count(prev)
+                if kept + m > overlap_words or kept + m + n > max_words:
+                    break
+                overlap.insert(0, prev)
+                kept += m
+            current, count = overlap, kept
+        current.append(unit)
+        count += n
+    if current:
+        chunks.append(current)
+    return ["\n\n".join(c) for c in chunks]
+
+
+def code_fraction(text: str) -> float:
+    """Share of words inside code fences."""
+    total = code = 0
+    for line, in_code in iter_lines_with_fences(text):
+        n = _word_count(line)
+        total += n
+        code += n if in_code else 0
+    return code / total if total else 0.0
+
+
+def split_markdown(
+    text: str, page_title: str, max_words: int = 300, overlap_words: int = 40
+) -> list[Chunk]:
+    """The pure core: one page's Markdown → ordered chunks (see module docstring)."""
+    chunks: list[Chunk] = []
+    for position, sec in enumerate(sections_from_markdown(text, page_title)):
+        path = HEADING_SEP.join(sec.heading_path)
+        body = sec.body or sec.title
+        for i, part in enumerate(chunk_text(body, max_words, overlap_words)):
+            chunks.append(
+                Chunk(sec.title, path, sec.level, position, i, part, code_fraction(part) > 0.5)
+            )
+    return chunks
+
+
+def words_for_window(max_seq_length: int) -> int:
+    """Words that fit a model window of max_seq_length tokens, leaving room for the path.
+
+    English prose runs about 1.3 wordpiece tokens a word and code more, so 0.55 of the
+    window in words keeps nearly every chunk untruncated.
+    """
+    return max(64, int(max_seq_length * 0.55))
+
+
+SECTION_SCHEMA = {
+    "id": pl.Utf8, "article_id": pl.Utf8, "url": pl.Utf8, "page_title": pl.Utf8,
+    "title": pl.Utf8, "heading_path": pl.Utf8, "level": pl.Int64, "position": pl.Int64,
+    "chunk": pl.Int64, "content": pl.Utf8, "content_hash": pl.Utf8, "word_count": pl.Int64,
+    "is_code": pl.Boolean,
+}
+
+
+def split_pages(pages: pl.DataFrame, max_words: int, overlap_words: int) -> pl.DataFrame:
+    """Pages (url, title, text) → the sections table (columns SECTION_SCHEMA)."""
+    rows = []
+    for page in pages.iter_rows(named=True):
+        text = page["text"] or ""
+        title = page["title"] or page["url"].rstrip("/").rsplit("/", 1)[-1]
+        art = fmt.article_id(canonical_url(page["url"]))
+        for c in split_markdown(text, title, max_words, overlap_words):
+            chash = fmt.content_hash(c.heading_path + "\n" + c.content)
+            rows.append({
+                "id": fmt.section_id(page["url"], c.heading_path, chash, c.chunk),
+                "article_id": art, "url": page["url"], "page_title": title,
+                "title": c.title, "heading_path": c.heading_path, "level": c.level,
+                "position": c.position, "chunk": c.chunk, "content": c.content,
+                "content_hash": chash, "word_count": _word_count(c.content),
+                "is_code": c.is_code,
+            })
+    df = pl.DataFrame(rows, schema=SECTION_SCHEMA)
+    # Identical sections on one page (e.g. two empty "Example" headings) would share an id.
+    return df.unique(subset="id", keep="first", maintain_order=True)

@@ -1,0 +1,95 @@
+from tasks.split import chunk_text, sections_from_markdown, split_markdown
+
+PAGE = """---
+ignored: front matter is removed by fetch, not here
+---
+# Pods
+
+Pods are the smallest deployable units.
+
+## Pod lifecycle
+
+Pods follow a lifecycle.
+
+### Restart policy
+
+```bash
+# not a heading: a shell comment
+kubectl get pods
+```
+
+#### Details
+
+##### Level five stays in the text
+
+Body.
+
+## Empty heading
+
+## Networking
+Pods share a network namespace.
+"""
+
+
+def test_sections_follow_headings_with_paths_and_order() -> None:
+    secs = sections_from_markdown(PAGE.split("---\n", 2)[2], "Pods")
+    assert [s.title for s in secs] == [
+        "Pods", "Pod lifecycle", "Restart policy", "Details", "Empty heading", "Networking",
+    ]
+    assert [" > ".join(s.heading_path) for s in secs] == [
+        "Pods",
+        "Pods > Pod lifecycle",
+        "Pods > Pod lifecycle > Restart policy",
+        "Pods > Pod lifecycle > Restart policy > Details",
+        "Pods > Empty heading",
+        "Pods > Networking",
+    ]
+    assert secs[0].level == 1 and secs[0].body == "Pods are the smallest deployable units."
+    assert "# not a heading" in secs[2].body
+    assert "##### Level five stays in the text" in secs[3].body
+    assert secs[4].body == ""
+
+
+def test_fence_with_tildes_and_longer_backticks() -> None:
+    text = "intro\n\n~~~\n## not a heading\n~~~\n\n````\n```\n## still code\n```\n````\n## Real\nx\n"
+    secs = sections_from_markdown(text, "T")
+    assert [s.title for s in secs] == ["T", "Real"]
+    assert "## still code" in secs[0].body
+
+
+def test_every_heading_is_a_section_even_empty() -> None:
+    chunks = split_markdown("## A\n## B\ntext\n", "Page")
+    assert [(c.title, c.content) for c in chunks] == [("A", "A"), ("B", "text")]
+    assert [c.position for c in chunks] == [0, 1]
+
+
+def test_no_headings_gives_one_intro_section() -> None:
+    chunks = split_markdown("just some text", "Title")
+    assert len(chunks) == 1 and chunks[0].heading_path == "Title" and chunks[0].level == 1
+
+
+def test_long_section_is_chunked_with_overlap() -> None:
+    paragraphs = [" ".join(f"p{i}w{j}" for j in range(30)) for i in range(10)]
+    body = "\n\n".join(paragraphs)
+    chunks = chunk_text(body, max_words=100, overlap_words=30)
+    assert len(chunks) > 1
+    for c in chunks:
+        assert len(c.split()) <= 100
+    # each chunk after the first starts with the last paragraph of the previous one
+    for prev, nxt in zip(chunks, chunks[1:]):
+        assert nxt.split("\n\n")[0] == prev.split("\n\n")[-1]
+    # nothing is lost
+    joined = set(" ".join(chunks).split())
+    assert joined == set(body.split())
+
+
+def test_huge_single_paragraph_is_cut_by_words() -> None:
+    body = " ".join(f"w{i}" for i in range(250))
+    chunks = chunk_text(body, max_words=100, overlap_words=10)
+    assert all(len(c.split()) <= 100 for c in chunks)
+    assert set(" ".join(chunks).split()) == set(body.split())
+
+
+def test_code_sections_are_flagged() -> None:
+    chunks = split_markdown("## Code\n```\na b c d e f g h\n```\nshort\n## Prose\nwords only here\n", "P")
+    assert [c.is_code for c in chunks] == [True, False]
