@@ -1,0 +1,159 @@
+"""The build flow: urls.txt → fetch → split + links → extract + embed → publish.
+
+Composition only: each stage is a task from tasks.stages; this module decides the order,
+the content keys that chain them, and what runs side by side (links beside split,
+extraction — network-bound — beside embedding — CPU-bound). Per-stage durations go into
+the manifest.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+from flows.settings import configure_prefect_env
+
+configure_prefect_env()
+
+from prefect import flow  # noqa: E402
+from prefect.settings import (  # noqa: E402
+    PREFECT_LOCAL_STORAGE_PATH,
+    PREFECT_RESULTS_PERSIST_BY_DEFAULT,
+    temporary_settings,
+)
+
+from packs.embedding import Embedder  # noqa: E402
+from packs.manifest import EmbeddingInfo  # noqa: E402
+from tasks import extract as extract_core  # noqa: E402
+from tasks import fetch as fetch_core  # noqa: E402
+from tasks import split as split_core  # noqa: E402
+from tasks import stages  # noqa: E402
+from tasks.publish import new_build_id  # noqa: E402
+from tasks.sources import SourceConfig, load_source, resolve_embedding_model  # noqa: E402
+
+# Chunk overlap as a share of the chunk length.
+OVERLAP_SHARE = 0.15
+
+
+class BuildError(RuntimeError):
+    """The build cannot produce a pack (e.g. no page could be fetched)."""
+
+
+def fetch_config(source: SourceConfig, allow_private_hosts: bool) -> fetch_core.FetchConfig:
+    cfg = source.config
+    return fetch_core.FetchConfig(
+        timeout_s=cfg.fetch_timeout_s,
+        max_bytes=cfg.max_page_bytes,
+        concurrency=cfg.fetch_concurrency,
+        per_host_concurrency=cfg.per_host_concurrency,
+        allowed_hosts=tuple(cfg.allowed_hosts),
+        allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts,
+    )
+
+
+def extract_config(source: SourceConfig, kind: str | None,
+                   max_cost_usd: float | None) -> extract_core.ExtractConfig:
+    cfg = source.config
+    return extract_core.ExtractConfig(
+        kind=kind or cfg.extractor, model=cfg.extractor_model,
+        concurrency=cfg.extract_concurrency, max_cost_usd=max_cost_usd,
+    )
+
+
+@flow(name="build-pack", flow_run_name="{name}-{build_id}", log_prints=False)
+def build_pack(
+    name: str,
+    build_id: str,
+    source_dir: str,
+    out_dir: str,
+    work_dir: str,
+    embedding_model: str | None = None,
+    extractor: str | None = None,
+    allow_private_hosts: bool = False,
+    max_cost_usd: float | None = None,
+) -> dict:
+    """Build the pack of `source_dir` into `out_dir/<name>/`; returns a summary dict."""
+    t_start = time.perf_counter()
+    source = load_source(source_dir)
+    work = stages.WorkDir(Path(work_dir).resolve(), source.name)
+    model_name = resolve_embedding_model(source.config, embedding_model)
+    embedder = Embedder(model_name)
+    embedding = EmbeddingInfo(
+        model=embedder.model_id, dim=embedder.dim, normalized=True,
+        query_prefix=embedder.spec.query_prefix, document_prefix=embedder.spec.document_prefix,
+        max_seq_length=embedder.max_seq_length, gate_threshold=embedder.spec.gate_threshold,
+    )
+    max_words = split_core.words_for_window(embedder.max_seq_length)
+    xcfg = extract_config(source, extractor, max_cost_usd)
+
+    fetched = stages.fetch_task.with_options(task_run_name=f"fetch-{source.name}")(
+        source, work, fetch_config(source, allow_private_hosts)
+    )
+    if fetched.rows["usable"] == 0:
+        raise BuildError(
+            f"{source.name}: none of the {fetched.rows['pages']} URLs could be fetched "
+            f"({fetched.info['status_counts']}); nothing was published. See the fetch log."
+        )
+    split_key = stages._key("split", fetched.key, split_core.SPLITTER_VERSION, max_words)
+    links_key = stages._key("links", fetched.key, stages.LINKS_VERSION)
+    split_f = stages.split_task.with_options(task_run_name=f"split-{source.name}").submit(
+        split_key, fetched, work, max_words, int(max_words * OVERLAP_SHARE)
+    )
+    links_f = stages.links_task.with_options(task_run_name=f"links-{source.name}").submit(
+        links_key, fetched, work
+    )
+    split = split_f.result()
+    extract_key = stages._key("extract", split.key, xcfg.kind, xcfg.model,
+                              extract_core.PROMPT_VERSION, bool(os.environ.get("ANTHROPIC_API_KEY")))
+    embed_key = stages._key("embed", split.key, embedder.model_id, stages.EMBED_VERSION)
+    extract_f = stages.extract_task.with_options(task_run_name=f"extract-{source.name}").submit(
+        extract_key, split, work, xcfg
+    )
+    embed_f = stages.embed_task.with_options(task_run_name=f"embed-{source.name}").submit(
+        embed_key, split, work, model_name
+    )
+    links, extracted, embedded = links_f.result(), extract_f.result(), embed_f.result()
+    durations = {r.stage: round(r.seconds, 3)
+                 for r in (fetched, split, links, extracted, embedded)}
+    summary = stages.publish_task.with_options(task_run_name=f"publish-{source.name}")(
+        source, Path(out_dir).resolve(), build_id, embedding,
+        fetched, split, links, extracted, embedded, durations,
+    )
+    summary["seconds"] = round(time.perf_counter() - t_start, 1)
+    summary["durations"] = durations
+    return summary
+
+
+def run_build(
+    source_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    work_dir: str | Path | None = None,
+    embedding_model: str | None = None,
+    extractor: str | None = None,
+    allow_private_hosts: bool = False,
+    max_cost_usd: float | None = None,
+) -> dict:
+    """Validate the source, then run the build flow with results stored in the work dir.
+
+    The work directory defaults to `<out_dir>/.work`; it holds the intermediates and the
+    caches that make rebuilds cheap, shared by all packs built into the same folder.
+    """
+    source = load_source(source_dir)  # fail fast, before Prefect starts
+    out = Path(out_dir)
+    work = Path(work_dir) if work_dir else out / ".work"
+    work.mkdir(parents=True, exist_ok=True)
+    for name in ("httpx", "httpcore", "trafilatura", "htmldate", "courlan", "urllib3"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    with temporary_settings(updates={
+        PREFECT_LOCAL_STORAGE_PATH: str((work / "prefect-results").resolve()),
+        PREFECT_RESULTS_PERSIST_BY_DEFAULT: True,
+    }):
+        return build_pack(
+            name=source.name, build_id=new_build_id(), source_dir=str(source.folder),
+            out_dir=str(out.resolve()), work_dir=str(work.resolve()),
+            embedding_model=embedding_model, extractor=extractor,
+            allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost_usd,
+        )

@@ -1,0 +1,174 @@
+"""`kpack`: build, query and inspect knowledge packs.
+
+Thin by design: each command parses its arguments, calls one library function and prints.
+`--json` prints machine-readable output. Exit codes: 0 success, 1 the work failed (a build
+that published nothing, a query that errored), 2 bad input (unknown source, invalid
+urls.txt or pack.toml, unreadable pack, mismatched model). Set KPACK_DEBUG=1 to get the
+full traceback instead of the one-line error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(
+    help="Turn a list of URLs into a self-contained, queryable knowledge pack.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    from packs.embedding import EmbeddingModelError
+    from packs.format import PackFormatError
+    from tasks.sources import SourceError
+
+    return (SourceError, PackFormatError, EmbeddingModelError, FileNotFoundError)
+
+
+def _fail(exc: BaseException) -> None:
+    if os.environ.get("KPACK_DEBUG"):
+        raise exc
+    code = EXIT_BAD_INPUT if isinstance(exc, _input_errors()) else EXIT_FAILED
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(code)
+
+
+def _print_json(data: object) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+@app.command()
+def build(
+    source: Annotated[Path, typer.Argument(help="Source folder holding urls.txt (and pack.toml).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder the pack is published into, as OUT/<name>/.")] = Path("out"),
+    work_dir: Annotated[Optional[Path], typer.Option(help="Intermediates and caches (default OUT/.work).")] = None,
+    embedding_model: Annotated[Optional[str], typer.Option(help="Model id or local folder; overrides pack.toml and $KPACK_EMBEDDING_MODEL.")] = None,
+    extractor: Annotated[Optional[str], typer.Option(help="auto | claude | offline (default from pack.toml: auto).")] = None,
+    allow_private_hosts: Annotated[bool, typer.Option(help="Allow fetching from loopback/private addresses.")] = False,
+    max_cost: Annotated[Optional[float], typer.Option(help="Stop starting Claude calls once this many USD are spent.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the build summary as JSON.")] = False,
+) -> None:
+    """Build (or rebuild) the pack of SOURCE and publish it atomically into OUT/<name>/."""
+    try:
+        from flows.build import run_build
+
+        summary = run_build(
+            source, out, work_dir=work_dir, embedding_model=embedding_model,
+            extractor=extractor, allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost,
+        )
+    except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
+        _fail(exc)
+    if as_json:
+        _print_json(summary)
+        return
+    c = summary["counts"]
+    typer.echo(
+        f"built {summary['pack']} (build {summary['build_id']}) in {summary['seconds']} s: "
+        f"{c['articles']} articles, {c['sections']} sections, {c['entities']} entities, "
+        f"{c['facts']} facts, {c['links']} links"
+    )
+    typer.echo(f"extractor: {summary['extractor']['kind']} {summary['extractor'].get('note') or ''}".rstrip())
+    for failed in summary["failed_sources"]:
+        typer.echo(f"  not included: {failed['url']}: {failed['status']}: {failed['error']}")
+    if summary["partial"]:
+        typer.echo("  the pack is PARTIAL: see manifest.json partial_reasons")
+
+
+def _open(pack: Path, embedding_model: str | None):
+    from packs import KnowledgePack
+
+    return KnowledgePack.open(pack, embedding_model=embedding_model)
+
+
+@app.command()
+def query(
+    pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
+    question: Annotated[str, typer.Argument(help="The question.")],
+    embedding_model: Annotated[Optional[str], typer.Option(help="Local copy of the pack's model.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer dict as JSON.")] = False,
+) -> None:
+    """Answer QUESTION from PACK (Claude when ANTHROPIC_API_KEY is set, else extractive)."""
+    try:
+        with _open(pack, embedding_model) as kp:
+            result = kp.ask(question)
+    except Exception as exc:  # the CLI edge
+        _fail(exc)
+    if as_json:
+        _print_json(result)
+        return
+    typer.echo(result["answer"])
+    typer.echo("")
+    typer.echo(f"[{result['query_type']}]")
+    for src in result["sources"]:
+        typer.echo(f"  [{src['n']}] {src.get('heading_path') or src.get('title')} — {src['url']}")
+
+
+@app.command()
+def search(
+    pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
+    question: Annotated[str, typer.Argument(help="The question.")],
+    embedding_model: Annotated[Optional[str], typer.Option(help="Local copy of the pack's model.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the search result as JSON.")] = False,
+) -> None:
+    """Rank PACK's sections for QUESTION and print them (no answer synthesis)."""
+    try:
+        with _open(pack, embedding_model) as kp:
+            result = kp.search(question)
+    except Exception as exc:  # the CLI edge
+        _fail(exc)
+    data = result.to_dict()
+    if as_json:
+        _print_json(data)
+        return
+    for i, sec in enumerate(data["sections"], start=1):
+        typer.echo(f"{i:2d}. {sec['score']:.3f}  {sec['heading_path']}  {sec['url']}")
+
+
+@app.command()
+def inspect(
+    pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest as JSON.")] = False,
+) -> None:
+    """Show a pack's manifest: build, counts, model, extractor, sources."""
+    try:
+        from packs.pack import resolve_build_dir
+        from packs.manifest import read_manifest
+
+        manifest = read_manifest(resolve_build_dir(pack))
+    except Exception as exc:  # the CLI edge
+        _fail(exc)
+    if as_json:
+        _print_json(manifest.model_dump())
+        return
+    m = manifest
+    typer.echo(f"{m.name}: build {m.build_id} at {m.built_at}{' (PARTIAL)' if m.partial else ''}")
+    if m.description:
+        typer.echo(f"  {m.description}")
+    typer.echo("  counts: " + ", ".join(f"{k} {v}" for k, v in m.counts.model_dump().items()))
+    typer.echo(f"  embedding: {m.embedding.model} (dim {m.embedding.dim})")
+    typer.echo(f"  extractor: {m.extractor.kind} {m.extractor.model or ''} {m.extractor.note}".rstrip())
+    ok = sum(s.status in ("ok", "not_modified") for s in m.sources)
+    typer.echo(f"  sources: {ok}/{len(m.sources)} fetched")
+    for s in m.sources:
+        if s.status not in ("ok", "not_modified"):
+            typer.echo(f"    {s.status}: {s.url}: {s.error}")
+    typer.echo("  durations: " + ", ".join(f"{k} {v:.1f}s" for k, v in m.durations.items()))
+
+
+def main() -> None:
+    app(prog_name="kpack")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

