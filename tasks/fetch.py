@@ -1,0 +1,64 @@
+"""The fetch stage: a list of URLs in, one `Page` per URL out (same order).
+
+`fetch_pages` is the entry point; the rules it applies are pure functions elsewhere:
+`tasks.fetch_policy` (address guard, allowed hosts, GitHub rewrites, retry timing) and
+`tasks.fetch_parse` (content typing, charsets, HTML/Markdown → Markdown).
+
+The network engine is `tasks.fetch_http` (guards, robots, retries, redirects, size and
+time caps); the public types are in `tasks.fetch_model`.
+
+Failures never raise: each becomes a Page with status "failed", "unsupported" or
+"disallowed" and a human reason. Only programming errors propagate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from tasks.fetch_http import fetch_all
+from tasks.fetch_model import USER_AGENT, VERSION, FetchConfig, Page, Sleep
+from tasks.fetch_markdown import markdown_document
+from tasks.fetch_parse import html_to_markdown
+
+__all__ = [
+    "USER_AGENT",
+    "VERSION",
+    "FetchConfig",
+    "Page",
+    "fetch_pages",
+    "html_to_markdown",
+    "markdown_document",
+]
+
+
+def fetch_pages(
+    urls: list[str],
+    config: FetchConfig,
+    *,
+    previous: dict[str, dict] | None = None,
+    progress: Callable[[int, int, Page], None] | None = None,
+    sleep: Sleep | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> list[Page]:
+    """Fetch every URL and return one Page per URL, in input order.
+
+    `previous` maps url → {"etag", "last_modified", "content_hash"} from the last build;
+    those URLs are fetched conditionally and a 304 gives status "not_modified" with the
+    previous content_hash and no text. `progress(done, total, page)` is called as each URL
+    finishes. `sleep` replaces asyncio.sleep for backoff and per-host delays (tests);
+    `transport` replaces httpx's network transport. Per-URL problems become Page statuses;
+    this raises only on programming errors. Safe to call from a thread with no event loop
+    (a Prefect task) and from inside a running loop (it then runs in a worker thread).
+    """
+    job = fetch_all(list(urls), config, previous or {}, progress, sleep or asyncio.sleep, transport)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(job)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpack-fetch") as pool:
+        return pool.submit(asyncio.run, job).result()
+

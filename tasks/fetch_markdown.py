@@ -1,0 +1,155 @@
+"""Markdown handling for the fetch stage (pure): front matter, Hugo shortcodes, links.
+
+Also the link and fence helpers that `tasks.fetch_parse` uses on trafilatura's Markdown.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import frontmatter
+import yaml
+
+FENCE = re.compile(r"^\s*(```|~~~)")  # a code fence line (open or close)
+# [text](href "title"); not an image (!) and not an escaped \[ that trafilatura writes for a
+# literal bracket. Group 1 text, 2 href, 3 optional title.
+LINK = re.compile(r"(?<![\\!])\[((?:\\.|[^\]\\])*)\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\))?)>?(\s+\"[^\"]*\")?\s*\)")
+INLINE_CODE = re.compile(r"(`+)(.+?)\1")  # `code` spans: links inside are not links
+
+
+def resolve_link(href: str, base: str) -> str | None:
+    """`href` resolved against `base`, or None when it is not a web (or local file) link."""
+    href = href.strip()
+    if not href:
+        return None
+    absolute = urljoin(base, href)
+    scheme = urlsplit(absolute).scheme.lower()
+    if scheme in ("http", "https") or (scheme == "file" and urlsplit(base).scheme == "file"):
+        return absolute
+    return None
+
+
+def collect_link(href: str, page_url: str, links: list[str]) -> None:
+    """Append `href` to `links` unless already there or a link back to `page_url` itself."""
+    if _defrag(href) == _defrag(page_url) or href in links:
+        return
+    links.append(href)
+
+
+def _defrag(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(fragment=""))
+
+
+_SHORTCODE = re.compile(r"\{\{([<%])\s*(/?)\s*([\w./-]*)(.*?)\s*[>%]\}\}", re.S)
+_TEXT_PARAM = re.compile(r"""\btext\s*=\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_A_HREF = re.compile(r"""<a\s[^>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$", re.M)
+_AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
+_ATX_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+
+
+def strip_shortcodes(text: str) -> str:
+    """Remove Hugo shortcodes: a shortcode with a text="..." parameter becomes that text
+    (glossary_tooltip), every other tag ({{< note >}}, {{< /note >}}, {{% ... %}}) goes,
+    and the text between paired tags stays."""
+
+    def replace(m: re.Match[str]) -> str:
+        if m.group(2):  # closing tag
+            return ""
+        param = _TEXT_PARAM.search(m.group(4))
+        return next((g for g in param.groups() if g is not None), "") if param else ""
+
+    return _SHORTCODE.sub(replace, text)
+
+
+def split_front_matter(text: str) -> tuple[dict[str, object], str]:
+    """(metadata, body) for YAML (---) or TOML (+++) front matter. Unreadable front matter
+    is still stripped, with empty metadata; text without front matter comes back whole."""
+    text = text.lstrip("\ufeff")
+    if text.startswith("+++"):
+        m = re.match(r"\+\+\+[ \t]*\r?\n(.*?)\r?\n\+\+\+[ \t]*(?:\r?\n|$)", text, re.S)
+        if not m:
+            return {}, text
+        try:
+            return tomllib.loads(m.group(1)), text[m.end():]
+        except tomllib.TOMLDecodeError:
+            return {}, text[m.end():]
+    if text.startswith("---"):
+        m = re.match(r"---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", text, re.S)
+        if not m:
+            return {}, text
+        try:
+            meta, _ = frontmatter.parse(text, handler=frontmatter.YAMLHandler())
+        except yaml.YAMLError:
+            meta = {}
+        return (meta if isinstance(meta, dict) else {}), text[m.end():]
+    return {}, text
+
+
+def markdown_document(text: str, url: str) -> tuple[str | None, str, list[str]]:
+    """A Markdown file as (title, markdown, links): front matter parsed (its `title`) and
+    removed, Hugo shortcodes and HTML comments cleaned, links ([t](href), <a href>,
+    reference definitions, <autolinks>) resolved against `url`. Without a front-matter
+    title, the first `# ` heading is the title."""
+    meta, body = split_front_matter(text)
+    body = strip_shortcodes(body)
+    body = _outside_fences(body, lambda chunk: _HTML_COMMENT.sub("", chunk))
+    body = re.sub(r"\n{3,}", "\n\n", body).strip()
+    title = meta.get("title")
+    if not isinstance(title, str) or not title.strip():
+        title = _first_h1(body)
+    hrefs: list[str] = []
+    _outside_fences(body, lambda chunk: _gather_hrefs(chunk, hrefs))
+    links: list[str] = []
+    for href in hrefs:
+        if resolved := resolve_link(href, url):
+            collect_link(resolved, url, links)
+    return (title.strip() if title else None), body, links
+
+
+def _gather_hrefs(chunk: str, hrefs: list[str]) -> str:
+    """Append the link targets in `chunk` to `hrefs` in document order; return `chunk`."""
+    masked = INLINE_CODE.sub(lambda m: " " * len(m.group(0)), chunk)
+    found: list[tuple[int, str]] = []
+    for pattern in (LINK, _A_HREF, _REF_DEF, _AUTOLINK):
+        for m in pattern.finditer(masked):
+            href = m.group(2) if pattern is LINK else next(g for g in m.groups() if g is not None)
+            found.append((m.start(), href))
+    hrefs.extend(href for _, href in sorted(found))
+    return chunk
+
+
+def _outside_fences(text: str, fn: Callable[[str], str]) -> str:
+    """Apply `fn` to each run of lines outside ``` / ~~~ fences; fenced code is kept."""
+    out: list[str] = []
+    run: list[str] = []
+    in_fence = False
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            if not in_fence and run:
+                out.append(fn("\n".join(run)))
+                run = []
+            out.append(line)
+            in_fence = not in_fence
+        elif in_fence:
+            out.append(line)
+        else:
+            run.append(line)
+    if run:
+        out.append(fn("\n".join(run)))
+    return "\n".join(out)
+
+
+def _first_h1(body: str) -> str | None:
+    in_fence = False
+    for line in body.splitlines():
+        if FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and (m := _ATX_H1.match(line)):
+            return strip_shortcodes(m.group(1)).strip() or None
+    return None
