@@ -1,0 +1,77 @@
+"""One dated price table for the Claude models the extractor may call, and $ from token usage.
+
+PRICES_AS_OF is the date this table was written (from Anthropic's published list prices, not
+re-checked online: the build machine has no internet). Prices change: when they do, edit the
+table and the date together. A model missing from the table is priced at the most expensive
+entry and flagged `known=False`, so an unknown model over-estimates rather than under-runs a
+cost cap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRICES_AS_OF = "2026-11-21"
+
+# Prompt-cache multipliers relative to the base input price (5-minute ephemeral cache).
+CACHE_WRITE_MULTIPLIER = 1.25
+CACHE_READ_MULTIPLIER = 0.10
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+    @property
+    def cache_write_per_mtok(self) -> float:
+        return self.input_per_mtok * CACHE_WRITE_MULTIPLIER
+
+    @property
+    def cache_read_per_mtok(self) -> float:
+        return self.input_per_mtok * CACHE_READ_MULTIPLIER
+
+
+PRICES: dict[str, Price] = {
+    "claude-haiku-4-5": Price(1.0, 5.0),
+    "claude-sonnet-4-5": Price(3.0, 15.0),
+    "claude-sonnet-4": Price(3.0, 15.0),
+    "claude-opus-4-5": Price(5.0, 25.0),
+    "claude-opus-4-1": Price(15.0, 75.0),
+    "claude-opus-4": Price(15.0, 75.0),
+    "claude-3-5-haiku": Price(0.8, 4.0),
+}
+
+_MOST_EXPENSIVE = max(PRICES.values(), key=lambda p: (p.output_per_mtok, p.input_per_mtok))
+
+
+def price_for(model: str) -> tuple[Price, bool]:
+    """(price, known) for a model id; dated ids ("claude-haiku-4-5-20251001") and "-latest"
+    aliases match their family by longest prefix. Unknown models get the most expensive price
+    and known=False."""
+    best = ""
+    for name in PRICES:
+        if (model == name or model.startswith(name + "-")) and len(name) > len(best):
+            best = name
+    if best:
+        return PRICES[best], True
+    return _MOST_EXPENSIVE, False
+
+
+def cost_usd(
+    model: str,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    cache_read_input_tokens: int = 0,
+    cache_creation_input_tokens: int = 0,
+) -> float:
+    """USD for one call's usage. `input_tokens` excludes cached tokens, as the API reports it."""
+    price, _ = price_for(model)
+    return (
+        input_tokens * price.input_per_mtok
+        + output_tokens * price.output_per_mtok
+        + cache_read_input_tokens * price.cache_read_per_mtok
+        + cache_creation_input_tokens * price.cache_write_per_mtok
+    ) / 1_000_000

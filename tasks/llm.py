@@ -1,0 +1,547 @@
+"""The LLM layer. One call goes through four visible layers, outermost first:
+
+    cache  →  retry  →  rate limit  →  provider
+
+- **cache** (`LLMCache`, SQLite in the shared work dir): the key hashes the request (no
+  secrets in it: the key lives in the client) plus a version constant, so an unchanged
+  section costs nothing on a rebuild. It is outermost so a hit never touches the budget, the
+  limiter or the network. Only *validated* output is stored: a response that failed
+  validation (even after the one repair round) or a request that errored is never cached, so
+  the next build tries again instead of replaying garbage.
+- **validate / repair** (in `LLM.structured`, between cache and retry): the tool input is
+  parsed by the caller's validator; on failure the validation error goes back to the model
+  once as a `tool_result` with `is_error`, then the item is reported as invalid.
+- **retry** (`LLM._call`): transient errors (429, 408, 409, 5xx, 529 overloaded, connection
+  errors, timeouts) back off exponentially with jitter, honouring Retry-After. Terminal
+  errors are never retried: 400/413/422 fail the one item; 401/402/403/404 raise `FatalError`
+  and poison the `LLM` object so every later call fails at once (a bad key is reported once,
+  not hammered N times). The SDK's own retries are off (`max_retries=0`) so that the clock and
+  sleep are injectable and every attempt is visible in the ledger.
+- **rate limit** (`RateLimiter`): at most `concurrency` requests in flight, and a shared
+  cool-down: a Retry-After seen by one worker pauses all of them. The cost cap (`Budget`) sits
+  here too: a call is only started when the spend so far, plus what in-flight calls are
+  expected to cost, plus this call's estimate, stays within the cap.
+- **provider** (`AnthropicProvider`): one Messages API call through the `anthropic` SDK.
+  Every attempt, successful or not, is written to the ledger with its token usage and $.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import random
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import anthropic
+
+from tasks.costs import cost_usd
+
+CACHE_FILE = "llm-cache.sqlite"
+# Bump when the cache row format changes; part of every cache key.
+CACHE_SCHEMA = "llm-cache-v1"
+MAX_BACKOFF_S = 60.0
+MAX_RETRY_AFTER_S = 600.0
+
+T = TypeVar("T")
+
+
+class LLMError(RuntimeError):
+    """Base class for errors from the LLM layer."""
+
+
+class FatalError(LLMError):
+    """The whole stage must stop: the key, the account or the model is wrong (401/402/403/404)."""
+
+
+class ItemError(LLMError):
+    """This one request failed for good (bad request, retries exhausted, invalid output)."""
+
+
+class BudgetExhausted(LLMError):
+    """Starting this call could take spend past max_cost_usd; it was not started."""
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    def add(self, other: "Usage") -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_input_tokens += other.cache_read_input_tokens
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens
+
+
+@dataclass
+class Completion:
+    """What a provider returns: the assistant content blocks (as dicts) and usage."""
+
+    content: list[dict]
+    usage: Usage
+    stop_reason: str | None = None
+
+
+def cache_key(request: dict, version: str) -> str:
+    """sha256 of the request (model, system, tools, messages, max_tokens) and a version."""
+    blob = json.dumps(
+        {"schema": CACHE_SCHEMA, "version": version, "request": request},
+        sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+# --- provider -------------------------------------------------------------------------
+
+
+class AnthropicProvider:
+    """Calls the Messages API with the real SDK; SDK retries off (the retry layer owns them)."""
+
+    def __init__(self, api_key: str, *, base_url: str | None, timeout_s: float) -> None:
+        self.client = anthropic.Anthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+        self.base_url = str(self.client.base_url)
+
+    def __call__(self, request: dict) -> Completion:
+        msg = self.client.messages.create(**request)
+        u = msg.usage
+        usage = Usage(
+            input_tokens=u.input_tokens or 0,
+            output_tokens=u.output_tokens or 0,
+            cache_read_input_tokens=u.cache_read_input_tokens or 0,
+            cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
+        )
+        content = [block.model_dump(mode="json", exclude_none=True) for block in msg.content]
+        return Completion(content=content, usage=usage, stop_reason=msg.stop_reason)
+
+
+# --- cache + ledger -------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    prompt_version TEXT NOT NULL,
+    model TEXT NOT NULL,
+    content_hash TEXT,
+    item_id TEXT,
+    response TEXT NOT NULL,
+    usage TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ledger (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    key TEXT,
+    item_id TEXT,
+    model TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    http_status INTEGER,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_input_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    duration_s REAL,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS ledger_run ON ledger(run_id);
+"""
+
+LEDGER_COLUMNS = (
+    "run_id", "ts", "key", "item_id", "model", "purpose", "attempt", "status", "http_status",
+    "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+    "cost_usd", "duration_s", "error",
+)
+
+
+class LLMCache:
+    """Validated responses and the per-call ledger, in one SQLite file shared across builds.
+
+    WAL mode and a busy timeout let two builds share the file; within a process one
+    connection is shared by the worker threads behind a lock.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT response FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, *, prompt_version: str, model: str, content_hash: str | None,
+            item_id: str | None, response: dict, usage: Usage) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, prompt_version, model, content_hash, item_id,
+                 json.dumps(response, ensure_ascii=False), json.dumps(asdict(usage)), _now()),
+            )
+
+    def record(self, row: dict) -> None:
+        with self._lock:
+            self._db.execute(
+                f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) "
+                f"VALUES ({', '.join('?' for _ in LEDGER_COLUMNS)})",
+                tuple(row.get(c) for c in LEDGER_COLUMNS),
+            )
+
+    def ledger(self, run_id: str | None = None) -> list[dict]:
+        sql = f"SELECT {', '.join(LEDGER_COLUMNS)} FROM ledger"
+        args: tuple = ()
+        if run_id is not None:
+            sql += " WHERE run_id = ?"
+            args = (run_id,)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
+        return [dict(zip(LEDGER_COLUMNS, r)) for r in rows]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+# --- rate limit + budget ----------------------------------------------------------------
+
+
+class RateLimiter:
+    """Bounded concurrency plus a shared cool-down set by Retry-After."""
+
+    def __init__(self, concurrency: int, *, clock: Callable[[], float],
+                 sleep: Callable[[float], None]) -> None:
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._lock = threading.Lock()
+        self._not_before = float("-inf")
+        self._clock = clock
+        self._sleep = sleep
+
+    def pause_all(self, seconds: float) -> None:
+        with self._lock:
+            self._not_before = max(self._not_before, self._clock() + seconds)
+
+    def __enter__(self) -> "RateLimiter":
+        with self._lock:
+            wait = self._not_before - self._clock()
+        if wait > 0:
+            self._sleep(wait)
+        self._slots.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._slots.release()
+
+
+class Budget:
+    """A USD cap over actual spend plus reservations for calls in flight."""
+
+    def __init__(self, cap_usd: float | None) -> None:
+        self.cap = cap_usd
+        self.spent = 0.0
+        self._reserved = 0.0
+        self._lock = threading.Lock()
+
+    def reserve(self, estimate: float) -> None:
+        with self._lock:
+            if self.cap is not None and self.spent + self._reserved + estimate > self.cap:
+                raise BudgetExhausted(
+                    f"max_cost_usd={self.cap} reached (spent ${self.spent:.4f}, "
+                    f"${self._reserved:.4f} in flight, next call ~${estimate:.4f})"
+                )
+            self._reserved += estimate
+
+    def settle(self, estimate: float, actual: float) -> None:
+        with self._lock:
+            self._reserved -= estimate
+            self.spent += actual
+
+
+# --- error classification -----------------------------------------------------------------
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """Seconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if any."""
+    if headers is None:
+        return None
+    seconds = _float(headers.get("retry-after-ms"))
+    if seconds is not None:
+        return max(0.0, seconds / 1000)
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    seconds = _float(value)
+    if seconds is not None:
+        return max(0.0, seconds)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None  # unparseable: the caller falls back to exponential backoff
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def classify(exc: Exception, *, model: str, base_url: str) -> tuple[str, str, float | None]:
+    """(kind, message, retry_after) with kind in {"transient", "item", "fatal"}."""
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        detail = exc.api_message or str(exc)
+        if status == 401:
+            return ("fatal", f"ANTHROPIC_API_KEY was rejected (401) by {base_url}: {detail}. "
+                    "Check the key, or unset ANTHROPIC_API_KEY to build with the offline "
+                    "extractor.", None)
+        if status == 402:
+            return ("fatal", f"the Anthropic account cannot be billed (402): {detail}", None)
+        if status == 403:
+            return ("fatal", f"ANTHROPIC_API_KEY is not allowed to use {model!r} (403): "
+                    f"{detail}", None)
+        if status == 404:
+            return ("fatal", f"model {model!r} or endpoint not found (404) at {base_url}: "
+                    f"{detail}. Check extractor_model in pack.toml.", None)
+        if status in (408, 409, 429) or status >= 500:
+            return ("transient", f"HTTP {status}: {detail}", retry_after_s(exc.response.headers))
+        return ("item", f"request rejected (HTTP {status}): {detail}", None)
+    if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
+        return ("transient", f"{type(exc).__name__}: {exc}", None)
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return ("item", f"unparseable API response: {exc}", None)
+    raise exc
+
+
+# --- the layered client -------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    value: Any
+    cached: bool
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class Counters:
+    calls: int = 0
+    retries: int = 0
+    repairs: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+
+
+class LLM:
+    """cache → (validate/repair) → retry → rate limit → provider, for tool-forced calls."""
+
+    def __init__(self, provider: Callable[[dict], Completion], cache: LLMCache, *,
+                 model: str, prompt_version: str, concurrency: int, max_retries: int,
+                 budget: Budget, clock: Callable[[], float], sleep: Callable[[float], None],
+                 rng: random.Random, run_id: str, base_url: str = "") -> None:
+        self.provider = provider
+        self.cache = cache
+        self.model = model
+        self.prompt_version = prompt_version
+        self.max_retries = max_retries
+        self.budget = budget
+        self.limiter = RateLimiter(concurrency, clock=clock, sleep=sleep)
+        self.clock = clock
+        self.sleep = sleep
+        self.rng = rng
+        self.run_id = run_id
+        self.base_url = base_url
+        self.counters = Counters()
+        self._lock = threading.Lock()
+        self.fatal: FatalError | None = None
+
+    def cached(self, key: str, parse: Callable[[dict], T]) -> T | None:
+        """The validated cached value for `key`, or None (a row that no longer validates, e.g.
+        after a schema change without a version bump, counts as a miss)."""
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        try:
+            return parse(hit)
+        except ValueError:
+            return None
+
+    def structured(self, request: dict, *, tool_name: str, parse: Callable[[dict], T],
+                   dump: Callable[[T], dict], estimate_usd: float, item_id: str = "",
+                   content_hash: str | None = None) -> Outcome:
+        """The validated tool input for `request`, from the cache or the API.
+
+        Raises FatalError (stage must stop), ItemError (this item failed, with the reason),
+        BudgetExhausted (not started: the cost cap was reached).
+        """
+        key = cache_key(request, self.prompt_version)
+        hit = self.cached(key, parse)
+        if hit is not None:
+            return Outcome(hit, cached=True)
+        usage = Usage()
+        completion = self._call(request, key=key, item_id=item_id, purpose="extract",
+                                estimate_usd=estimate_usd, usage=usage)
+        try:
+            value = parse(_tool_input(completion, tool_name))
+        except ValueError as first_error:
+            with self._lock:
+                self.counters.repairs += 1
+            repair = _repair_request(request, completion, tool_name, first_error)
+            completion = self._call(repair, key=key, item_id=item_id, purpose="repair",
+                                    estimate_usd=estimate_usd, usage=usage)
+            try:
+                value = parse(_tool_input(completion, tool_name))
+            except ValueError as second_error:
+                raise ItemError(
+                    f"invalid output after one repair: {_short(second_error)}"
+                ) from second_error
+        self.cache.put(key, prompt_version=self.prompt_version, model=self.model,
+                       content_hash=content_hash, item_id=item_id, response=dump(value),
+                       usage=usage)
+        return Outcome(value, cached=False, usage=usage)
+
+    def _call(self, request: dict, *, key: str, item_id: str, purpose: str,
+              estimate_usd: float, usage: Usage) -> Completion:
+        """Retry layer around one logical call."""
+        if self.fatal is not None:
+            raise FatalError(str(self.fatal))
+        self.budget.reserve(estimate_usd)
+        actual = 0.0
+        try:
+            for attempt in range(self.max_retries + 1):
+                if self.fatal is not None:
+                    raise FatalError(str(self.fatal))
+                row = {"run_id": self.run_id, "key": key, "item_id": item_id,
+                       "model": self.model, "purpose": purpose, "attempt": attempt}
+                started = self.clock()
+                try:
+                    with self.limiter:
+                        completion = self.provider(request)
+                except anthropic.APIError as exc:  # status and connection errors
+                    kind, message, wait = classify(exc, model=self.model, base_url=self.base_url)
+                    self._record(row, status=_status_name(exc), error=message,
+                                 http_status=getattr(exc, "status_code", None),
+                                 duration_s=self.clock() - started)
+                    if kind == "fatal":
+                        self.fatal = FatalError(message)
+                        raise self.fatal from exc
+                    if kind == "item":
+                        raise ItemError(message) from exc
+                    if attempt == self.max_retries:
+                        raise ItemError(
+                            f"gave up after {attempt + 1} attempts: {message}"
+                        ) from exc
+                    with self._lock:
+                        self.counters.retries += 1
+                    if wait is not None:
+                        wait = min(wait, MAX_RETRY_AFTER_S)
+                        self.limiter.pause_all(wait)
+                    else:
+                        wait = self._backoff(attempt)
+                    self.sleep(wait)
+                    continue
+                cost = cost_usd(self.model, **asdict(completion.usage))
+                actual += cost
+                usage.add(completion.usage)
+                self._record(row, status="ok", http_status=200, usage=completion.usage,
+                             cost=cost, duration_s=self.clock() - started)
+                return completion
+            raise AssertionError("unreachable: the loop returns or raises")
+        finally:
+            self.budget.settle(estimate_usd, actual)
+
+    def _backoff(self, attempt: int) -> float:
+        # "Equal jitter": half fixed, half random, so workers spread out but still wait.
+        ceiling = min(MAX_BACKOFF_S, 2.0 ** attempt)
+        with self._lock:
+            return ceiling / 2 + self.rng.random() * ceiling / 2
+
+    def _record(self, row: dict, *, status: str, http_status: int | None = None,
+                usage: Usage | None = None, cost: float = 0.0, error: str | None = None,
+                duration_s: float | None = None) -> None:
+        usage = usage or Usage()
+        row = {**row, **asdict(usage), "ts": _now(), "status": status,
+               "http_status": http_status, "cost_usd": cost, "error": error,
+               "duration_s": duration_s}
+        with self._lock:
+            self.counters.calls += 1
+            self.counters.usage.add(usage)
+            self.counters.cost_usd += cost
+        self.cache.record(row)
+
+
+def _status_name(exc: Exception) -> str:
+    code = getattr(exc, "status_code", None)
+    return f"http_{code}" if code else "connection_error"
+
+
+def _short(exc: Exception, limit: int = 500) -> str:
+    """One line for an error; pydantic errors as "loc: message; ..." without doc links."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        text = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ())) or 'input'}: {e.get('msg', '')}"
+            for e in errors()[:8]
+        )
+    else:
+        text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _tool_input(completion: Completion, tool_name: str) -> dict:
+    for block in completion.content:
+        if block.get("type") == "tool_use" and block.get("name") == tool_name:
+            value = block.get("input")
+            if not isinstance(value, dict):
+                raise ValueError(f"tool input is {type(value).__name__}, expected an object")
+            return value
+    if completion.stop_reason == "max_tokens":
+        raise ValueError("the response hit max_tokens before the tool call was complete")
+    raise ValueError(f"the response did not call the {tool_name} tool")
+
+
+def _repair_request(request: dict, completion: Completion, tool_name: str,
+                    error: Exception) -> dict:
+    """The original request plus the bad answer and the validation error, as a tool_result."""
+    tool_use = next((b for b in completion.content if b.get("type") == "tool_use"), None)
+    message = (f"The {tool_name} input was invalid: {_short(error, 2000)}\n"
+               f"Call {tool_name} again with the complete, corrected input.")
+    if tool_use is not None:
+        assistant = [{"type": "tool_use", "id": tool_use["id"], "name": tool_use["name"],
+                      "input": tool_use.get("input", {})}]
+        reply = [{"type": "tool_result", "tool_use_id": tool_use["id"], "is_error": True,
+                  "content": message}]
+    else:
+        text = "".join(b.get("text", "") for b in completion.content) or "(no output)"
+        assistant = [{"type": "text", "text": text}]
+        reply = [{"type": "text", "text": message}]
+    return {**request, "messages": [*request["messages"],
+                                    {"role": "assistant", "content": assistant},
+                                    {"role": "user", "content": reply}]}
+
+
+def default_sleep(seconds: float) -> None:
+    time.sleep(seconds)

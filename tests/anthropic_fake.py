@@ -1,0 +1,344 @@
+"""A loopback HTTP server speaking enough of the Anthropic Messages API for the real SDK.
+
+Use it at the real boundary: point `anthropic.Anthropic(base_url=fake.base_url)` (or
+`ExtractConfig(base_url=...)`) at it.
+
+    with FakeAnthropic(api_key="test-key") as fake:
+        ...  # POST {fake.base_url}/v1/messages
+        fake.stats.requests, fake.stats.max_in_flight, fake.stats.input_tokens ...
+
+What it does for POST /v1/messages:
+- checks the key (`Authorization: Bearer <key>` or `x-api-key`): 401 otherwise;
+- answers a forced tool call (`tool_choice: {"type": "tool", "name": ...}`) with a tool_use
+  block whose input is a deterministic extraction of the text between <section> and
+  </section> in the first user message (by default `tasks.offline_extract`; pass `responder`
+  for anything else) — or plain text when no tool is forced;
+- reports realistic `usage`: tokens are counted as words and punctuation runs (close to a
+  BPE tokenizer on English and JSON), plus TOOL_USE_OVERHEAD tokens for a forced tool;
+  a prefix marked with `cache_control` is billed as cache creation the first time and as a
+  cache read afterwards, the way the API reports it;
+- injects faults: `script` (a list consumed one per request: "ok", "429", "529", "500",
+  "401", "400", "malformed", "no_tool") takes precedence; otherwise `fault_rates`
+  ({"429": 0.1, "529": 0.05, "malformed": 0.05, ...}) are drawn from an RNG seeded with
+  `seed`, the request body and how often that body was seen (deterministic under threads).
+  429 carries `retry-after: <retry_after>`.
+
+`stats` counts requests by outcome, the maximum number in flight, and the token totals of
+the 200 responses (malformed ones included: the API bills those too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+TOOL_USE_OVERHEAD = 346
+_TOKEN = re.compile(r"\w+|[^\w\s]+")
+_SECTION = re.compile(r"<section>\n?(.*?)\n?</section>", re.S)
+_TITLE = re.compile(r"<page_title>(.*?)</page_title>", re.S)
+_HEADING = re.compile(r"<heading_path>(.*?)</heading_path>", re.S)
+
+ERRORS = {
+    "400": (400, "invalid_request_error", "bad request (scripted)"),
+    "401": (401, "authentication_error", "invalid x-api-key"),
+    "429": (429, "rate_limit_error", "rate limited (scripted)"),
+    "500": (500, "api_error", "internal error (scripted)"),
+    "529": (529, "overloaded_error", "Overloaded"),
+}
+
+
+def count_tokens(text: str) -> int:
+    return len(_TOKEN.findall(text))
+
+
+def default_responder(request: dict) -> dict:
+    """A valid extraction of the request's section, via the offline extractor, trimmed to
+    the size a model answering the extraction prompt gives (a dozen entities, short
+    descriptions and evidence)."""
+    from tasks.offline_extract import extract_offline
+
+    text = _first_user_text(request)
+    section = _SECTION.search(text)
+    title = _TITLE.search(text)
+    heading = _HEADING.search(text)
+    out = extract_offline(title.group(1) if title else "", heading.group(1) if heading else "",
+                          section.group(1) if section else text)
+    entities = [{**e, "description": e["description"][:160]} for e in out["entities"][:12]]
+    names = {e["name"] for e in entities}
+    relationships = [{**r, "relation": "RELATED_TO", "evidence": r["evidence"][:160]}
+                     for r in out["relationships"]
+                     if r["source"] in names and r["target"] in names][:10]
+    return {"entities": entities, "relationships": relationships, "facts": out["facts"][:5]}
+
+
+def malformed(tool_input: dict, rng: random.Random) -> dict:
+    """A wrong version of a valid tool input: missing keys or wrong types."""
+    choice = rng.randrange(3)
+    if choice == 0:
+        return {"entities": tool_input.get("entities", [])}  # no relationships, no facts
+    if choice == 1:
+        return {**tool_input, "entities": "Horizontal Pod Autoscaler, Deployment"}
+    return {**tool_input, "entities": [{"type": "concept", "description": 7}]}
+
+
+@dataclass
+class FakeStats:
+    requests: int = 0
+    ok: int = 0
+    malformed: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    bodies: list[dict] = field(default_factory=list)
+
+    @property
+    def total_tokens(self) -> int:
+        return (self.input_tokens + self.output_tokens + self.cache_read_input_tokens
+                + self.cache_creation_input_tokens)
+
+
+def _text_of(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(block.get("text", ""))
+        elif kind == "tool_use":
+            parts.append(json.dumps(block.get("input", {})))
+        elif kind == "tool_result":
+            parts.append(_text_of(block.get("content", "")))
+    return "\n".join(parts)
+
+
+def _first_user_text(request: dict) -> str:
+    for message in request.get("messages", []):
+        if message.get("role") == "user":
+            return _text_of(message.get("content"))
+    return ""
+
+
+def _has_cache_control(blocks: object) -> bool:
+    return isinstance(blocks, list) and any(
+        isinstance(b, dict) and b.get("cache_control") for b in blocks)
+
+
+class FakeAnthropic:
+    def __init__(self, *, api_key: str = "test-key", seed: int = 0,
+                 fault_rates: dict[str, float] | None = None, script: list[str] | None = None,
+                 retry_after: str = "2", responder: Callable[[dict], dict] | None = None,
+                 delay_s: float = 0.0, keep_bodies: bool = False) -> None:
+        self.api_key = api_key
+        self.seed = seed
+        self._seen: dict[str, int] = {}
+        self.fault_rates = dict(fault_rates or {})
+        self.script = list(script or [])
+        self.retry_after = retry_after
+        self.responder = responder or default_responder
+        self.delay_s = delay_s  # server-side latency, so concurrency becomes observable
+        self.keep_bodies = keep_bodies
+        self.stats = FakeStats()
+        self._lock = threading.Lock()
+        self._cached_prefixes: set[str] = set()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "start() the server first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "FakeAnthropic":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # else headers + body meet delayed ACKs (40 ms)
+
+            def log_message(self, *args: object) -> None:  # keep test output quiet
+                return
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                status, headers, body = fake.handle(self.path, dict(self.headers.items()), raw)
+                data = json.dumps(body).encode("utf-8")
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.send_header("request-id", "req_fake")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,),
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "FakeAnthropic":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- the API ---
+    def _next_fault(self, raw: bytes) -> tuple[str, random.Random]:
+        """The scripted fault, else a draw that depends only on the seed, the request body and
+        how often that body was seen, so faults do not depend on thread scheduling."""
+        digest = hashlib.sha256(raw).hexdigest()
+        with self._lock:
+            seen = self._seen.get(digest, 0)
+            self._seen[digest] = seen + 1
+            rng = random.Random(f"{self.seed}:{digest}:{seen}")
+            if self.script:
+                return self.script.pop(0), rng
+        draw = rng.random()
+        for name, rate in sorted(self.fault_rates.items()):
+            if draw < rate:
+                return name, rng
+            draw -= rate
+        return "ok", rng
+
+    def handle(self, path: str, headers: dict, raw: bytes) -> tuple[int, dict, dict]:
+        with self._lock:
+            self.stats.requests += 1
+            self.stats.in_flight += 1
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+        try:
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            return self._respond(path, headers, raw)
+        finally:
+            with self._lock:
+                self.stats.in_flight -= 1
+
+    def _error(self, name: str) -> tuple[int, dict, dict]:
+        status, etype, message = ERRORS[name]
+        with self._lock:
+            self.stats.errors[name] = self.stats.errors.get(name, 0) + 1
+        headers = {"retry-after": self.retry_after} if status == 429 else {}
+        if status >= 500:
+            headers["x-should-retry"] = "true"
+        return status, headers, {"type": "error", "error": {"type": etype, "message": message}}
+
+    def _respond(self, path: str, headers: dict, raw: bytes) -> tuple[int, dict, dict]:
+        lower = {k.lower(): v for k, v in headers.items()}
+        key = lower.get("x-api-key") or lower.get("authorization", "").removeprefix("Bearer ")
+        if path.rstrip("/") != "/v1/messages":
+            return 404, {}, {"type": "error",
+                             "error": {"type": "not_found_error", "message": path}}
+        if key != self.api_key:
+            return self._error("401")
+        try:
+            request = json.loads(raw)
+        except json.JSONDecodeError:
+            return self._error("400")
+        if not all(k in request for k in ("model", "max_tokens", "messages")):
+            return self._error("400")
+        if self.keep_bodies:
+            with self._lock:
+                self.stats.bodies.append(request)
+        fault, rng = self._next_fault(raw)
+        if fault in ERRORS:
+            return self._error(fault)
+        return 200, {}, self._message(request, fault, rng)
+
+    def _message(self, request: dict, fault: str, rng: random.Random) -> dict:
+        system = request.get("system", "")
+        system_text = system if isinstance(system, str) else _text_of(system)
+        tools = request.get("tools") or []
+        prefix = json.dumps(tools) + system_text
+        rest = "\n".join(_text_of(m.get("content")) for m in request["messages"])
+        forced = (request.get("tool_choice") or {}).get("type") == "tool"
+        prefix_tokens = count_tokens(prefix) + (TOOL_USE_OVERHEAD if forced else 0)
+        rest_tokens = count_tokens(rest)
+
+        cache_read = cache_creation = 0
+        if _has_cache_control(tools) or _has_cache_control(system):
+            digest = hashlib.sha256((request["model"] + prefix).encode()).hexdigest()
+            with self._lock:
+                seen = digest in self._cached_prefixes
+                self._cached_prefixes.add(digest)
+            if seen:
+                cache_read = prefix_tokens
+            else:
+                cache_creation = prefix_tokens
+            input_tokens = rest_tokens
+        else:
+            input_tokens = prefix_tokens + rest_tokens
+
+        if forced and fault != "no_tool":
+            name = request["tool_choice"]["name"]
+            tool_input = self.responder(request)
+            if fault == "malformed":
+                tool_input = malformed(tool_input, rng)
+            text_out = json.dumps(tool_input)
+            digest = hashlib.sha256(text_out.encode()).hexdigest()[:24]
+            content = [{"type": "tool_use", "id": f"toolu_{digest}", "name": name,
+                        "input": tool_input}]
+            stop_reason = "tool_use"
+        else:
+            text_out = "I cannot call a tool for this."
+            content = [{"type": "text", "text": text_out}]
+            stop_reason = "end_turn"
+        output_tokens = count_tokens(text_out) + 10
+        with self._lock:
+            self.stats.ok += 1
+            self.stats.malformed += fault in ("malformed", "no_tool")
+            self.stats.input_tokens += input_tokens
+            self.stats.output_tokens += output_tokens
+            self.stats.cache_read_input_tokens += cache_read
+            self.stats.cache_creation_input_tokens += cache_creation
+        return {
+            "id": "msg_" + hashlib.sha256(json.dumps(request).encode()).hexdigest()[:24],
+            "type": "message", "role": "assistant", "model": request["model"],
+            "content": content, "stop_reason": stop_reason, "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                      "cache_read_input_tokens": cache_read,
+                      "cache_creation_input_tokens": cache_creation},
+        }
+
+
+class FakeClock:
+    """An injectable clock + sleep: `sleep` records the delay and advances `now` at once.
+
+    Pass `clock=fc.clock, sleep=fc.sleep` wherever code would otherwise really wait.
+    """
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+        self._lock = threading.Lock()
+
+    def clock(self) -> float:
+        with self._lock:
+            return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.sleeps.append(seconds)
+            self.now += max(0.0, seconds)
