@@ -1,0 +1,395 @@
+"""Main-content quality of the fetch stage's HTML extraction, measured.
+
+    python benchmarks/html_extraction.py [--data ../shared/data/html] [--limit N] [--json]
+
+Two checks, each run for every candidate setting in one process (so the numbers compare):
+
+1. article-extraction-benchmark (181 news/blog pages, gold `articleBody` in
+   ground-truth.json). Each page goes through `tasks.fetch_parse.html_to_markdown` -- the
+   exact code a build runs (decoding, <pre> wrapping, trafilatura, Markdown tidy) -- and the
+   Markdown is scored against `articleBody`.
+2. Doc-like pages from readability-test-pages, against the reference `expected.html`:
+   headings kept = its h2-h4 headings whose text comes out as a Markdown heading (any level:
+   the reference renumbers some pages' h1 sections as h2); code blocks kept = its <pre>
+   blocks whose text lies inside one ``` fence; and token F1 against its text.
+
+Scoring. Markdown syntax is stripped first so markup is not penalised: link and image
+syntax keeps only its text (URLs dropped), fence lines and ordered-list numbers are
+removed, and `_` emphasis is unwrapped; `#`, `*`, `>`, `|`, backticks and list dashes are
+not word characters, so the tokeniser skips them. Tokens are `\\w+` runs, lowercased.
+Per page, with multiset (bag-of-words) overlap tp = sum(min(count_pred, count_gold)):
+precision = tp / |pred|, recall = tp / |gold|, F1 their harmonic mean; an empty output
+scores 0 on all three. The table gives the mean and median of per-page F1 and the means of
+precision and recall. `AEB F1` is the benchmark's own headline metric for comparison with
+published numbers (scrapinghub/article-extraction-benchmark evaluate.py: case-sensitive
+4-gram shingles, per-page normalised tp/fp/fn, F1 of mean precision and mean recall).
+Each candidate's per-page F1 is also compared, page by page, with the first candidate's
+(the project's current settings): mean difference with a 95% bootstrap interval, and how
+many pages got better or worse. Timings (ms/page, after one warm-up page) are wall clock
+on whatever else the machine is doing; read them as rough.
+
+Candidates: the project's current settings, the same with one trafilatura option changed
+(applied by overriding the keyword arguments fetch_parse passes to `trafilatura.extract`,
+so everything around the call is unchanged), and plain `trafilatura.extract(html)` with
+default settings (txt output) as the baseline. Skips with a message (exit 0) when the data
+folder is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import json
+import os
+import platform
+import random
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import lxml.html  # noqa: E402
+import trafilatura  # noqa: E402
+
+from tasks import fetch_parse  # noqa: E402
+from tasks.fetch_markdown import FENCE  # noqa: E402
+
+DOC_PAGES = (
+    "google-sre-book-1",
+    "ietf-1",
+    "mercurial",
+    "v8-blog",
+    "lwn-1",
+    "wikipedia",
+    "mozilla-1",
+    "mozilla-2",
+    "gitlab-blog",
+)
+
+Extractor = Callable[[bytes, str], str]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    extract: Extractor
+    markdown: bool  # output is Markdown (headings and fences countable, syntax stripped)
+
+
+def _project(**overrides: object) -> Extractor:
+    """html_to_markdown with `overrides` merged into its trafilatura.extract call."""
+
+    def run(raw: bytes, url: str) -> str:
+        if not overrides:
+            return fetch_parse.html_to_markdown(raw, url)[1]
+        calls: list[dict] = []
+
+        def extract(*args: object, **kwargs: object) -> str | None:
+            calls.append(kwargs)
+            return trafilatura.extract(*args, **{**kwargs, **overrides})
+
+        proxy = SimpleNamespace(extract=extract, extract_metadata=trafilatura.extract_metadata)
+        with mock.patch.object(fetch_parse, "trafilatura", proxy):
+            markdown = fetch_parse.html_to_markdown(raw, url)[1]
+        if not calls:
+            raise RuntimeError("html_to_markdown no longer calls trafilatura.extract: update the benchmark")
+        return markdown
+
+    return run
+
+
+def _plain_trafilatura(raw: bytes, url: str) -> str:
+    # Same decoded text as the project gets, so only the extraction differs.
+    return trafilatura.extract(fetch_parse.decode(raw, None, html=True)) or ""
+
+
+CANDIDATES = (
+    Candidate("kpack (current)", _project(), True),
+    Candidate("kpack + favor_precision", _project(favor_precision=True), True),
+    Candidate("kpack + favor_recall", _project(favor_recall=True), True),
+    Candidate("kpack, include_tables=False", _project(include_tables=False), True),
+    Candidate("trafilatura defaults (txt)", _plain_trafilatura, False),
+)
+
+# --- scoring -------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+_MD_LINK = re.compile(r"!?\[((?:\\.|[^\]\\])*)\]\([^()\s]*(?:\([^()\s]*\))?(?:\s+\"[^\"]*\")?\s*\)")
+_ORDERED = re.compile(r"^(\s*)\d+[.)]\s+", re.M)
+_UNDERSCORE_EMPHASIS = re.compile(r"(?<!\w)_+|_+(?!\w)")
+
+
+def markdown_text(markdown: str) -> str:
+    """Markdown with its syntax removed, for scoring (see the module docstring)."""
+    lines = [line for line in markdown.splitlines() if not FENCE.match(line)]
+    text = _MD_LINK.sub(lambda m: m.group(1), "\n".join(lines))
+    text = _ORDERED.sub(r"\1", text)
+    return _UNDERSCORE_EMPHASIS.sub("", text)
+
+
+def tokens(text: str) -> list[str]:
+    return [t.lower() for t in _WORD.findall(text)]
+
+
+def bag_scores(pred: list[str], gold: list[str]) -> tuple[float, float, float]:
+    """(precision, recall, F1) of multiset token overlap; all 0 when either side is empty."""
+    if not pred or not gold:
+        return 0.0, 0.0, 0.0
+    tp = sum((Counter(pred) & Counter(gold)).values())
+    p, r = tp / len(pred), tp / len(gold)
+    return p, r, (2 * p * r / (p + r) if tp else 0.0)
+
+
+def _shingles(text: str, n: int = 4) -> Counter:
+    toks = _WORD.findall(text)  # case-sensitive, as in the benchmark's evaluate.py
+    return Counter(tuple(toks[i : i + n]) for i in range(max(1, len(toks) - n + 1)) if toks[i : i + n])
+
+
+def aeb_tp_fp_fn(pred: str, gold: str) -> tuple[float, float, float]:
+    """The benchmark's per-page shingle counts, normalised to sum to 1."""
+    ps, gs = _shingles(pred), _shingles(gold)
+    tp = sum((ps & gs).values())
+    fp = sum((ps - gs).values())
+    fn = sum((gs - ps).values())
+    total = tp + fp + fn
+    return (tp / total, fp / total, fn / total) if total else (0.0, 0.0, 0.0)
+
+
+def aeb_f1(rows: list[tuple[float, float, float]]) -> float:
+    def prec(tp: float, fp: float, fn: float) -> float:
+        return 1.0 if fp == fn == 0 else (0.0 if tp == fp == 0 else tp / (tp + fp))
+
+    def rec(tp: float, fp: float, fn: float) -> float:
+        return 1.0 if fp == fn == 0 else (0.0 if tp == fn == 0 else tp / (tp + fn))
+
+    precisions = [prec(*row) for row in rows if row[0] + row[1] > 0]
+    recalls = [rec(*row) for row in rows if row[0] + row[2] > 0]
+    p = statistics.mean(precisions) if precisions else 0.0
+    r = statistics.mean(recalls) if recalls else 0.0
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def bootstrap_ci(values: list[float], *, rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the mean of `values` (pages resampled)."""
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(rounds))
+    return means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
+
+
+def markdown_blocks(markdown: str) -> tuple[list[str], list[str]]:
+    """(heading texts of any level, fenced code block contents), fences excluded from headings."""
+    headings: list[str] = []
+    fences: list[str] = []
+    block: list[str] | None = None
+    for line in markdown.splitlines():
+        if FENCE.match(line):
+            if block is None:
+                block = []
+            else:
+                fences.append("\n".join(block))
+                block = None
+        elif block is not None:
+            block.append(line)
+        elif m := re.match(r"#{1,6} (.*)", line):
+            headings.append(m.group(1))
+    if block is not None:
+        fences.append("\n".join(block))
+    return headings, fences
+
+
+def _key(text: str) -> str:
+    return " ".join(tokens(markdown_text(text)))
+
+
+def kept(expected: list[str], found: list[str], *, inside: bool) -> int:
+    """How many `expected` texts reappear in `found` (as equal token sequences; or, with
+    `inside`, contained in one), each found item used once."""
+    pool = [f" {_key(f)} " for f in found]
+    count = 0
+    for text in expected:
+        key = f" {_key(text)} "
+        for i, cand in enumerate(pool):
+            if key.strip() and (key in cand if inside else key == cand):
+                count += 1
+                del pool[i]
+                break
+    return count
+
+
+# --- runs ----------------------------------------------------------------------------------
+
+
+def _prepared(candidate: Candidate, output: str) -> str:
+    return markdown_text(output) if candidate.markdown else output
+
+
+def run_articles(folder: Path, limit: int | None) -> dict[str, dict]:
+    truth = json.loads((folder / "ground-truth.json").read_text(encoding="utf-8"))
+    shas = sorted(truth)[:limit]
+    pages = [(sha, gzip.decompress((folder / "html" / f"{sha}.html.gz").read_bytes())) for sha in shas]
+    results: dict[str, dict] = {}
+    reference: list[float] | None = None
+    for cand in CANDIDATES:
+        ps, rs, fs, aeb, empty = [], [], [], [], 0
+        cand.extract(pages[0][1], truth[pages[0][0]]["url"])  # warm-up, outside the timing
+        started = time.perf_counter()
+        for sha, raw in pages:
+            gold = truth[sha]["articleBody"]
+            pred = _prepared(cand, cand.extract(raw, truth[sha]["url"]))
+            empty += not pred.strip()
+            p, r, f = bag_scores(tokens(pred), tokens(gold))
+            ps.append(p)
+            rs.append(r)
+            fs.append(f)
+            aeb.append(aeb_tp_fp_fn(pred, gold))
+        elapsed = time.perf_counter() - started
+        reference = reference or fs
+        diff = [mine - theirs for mine, theirs in zip(fs, reference)]
+        results[cand.name] = {
+            "pages": len(pages),
+            "precision_mean": statistics.mean(ps),
+            "recall_mean": statistics.mean(rs),
+            "f1_mean": statistics.mean(fs),
+            "f1_median": statistics.median(fs),
+            "aeb_f1": aeb_f1(aeb),
+            "empty": empty,
+            "ms_per_page": 1000 * elapsed / len(pages),
+            "f1_diff_vs_first": statistics.mean(diff),
+            "f1_diff_ci95": bootstrap_ci(diff),
+            "pages_better": sum(d > 0.001 for d in diff),
+            "pages_worse": sum(d < -0.001 for d in diff),
+        }
+    return results
+
+
+def _reference(path: Path) -> lxml.html.HtmlElement:
+    # expected.html is UTF-8 with no <meta charset>; <br> inside <pre> separates lines.
+    tree = lxml.html.fromstring(path.read_text(encoding="utf-8"))
+    for br in tree.iter("br"):
+        br.tail = "\n" + (br.tail or "")
+    return tree
+
+
+def run_docs(folder: Path) -> dict[str, dict[str, dict]]:
+    out: dict[str, dict[str, dict]] = {}
+    for cand in CANDIDATES:
+        per_page = {}
+        for name in DOC_PAGES:
+            page = folder / name
+            raw = (page / "source.html").read_bytes()
+            expected = _reference(page / "expected.html")
+            output = cand.extract(raw, f"https://{name}.example/")
+            exp_headings = [h.text_content() for h in expected.xpath("//h2|//h3|//h4")]
+            exp_pre = [pre.text_content() for pre in expected.xpath("//pre")]
+            headings, fences = markdown_blocks(output) if cand.markdown else (None, None)
+            f1 = bag_scores(tokens(_prepared(cand, output)), tokens(expected.text_content()))[2]
+            per_page[name] = {
+                "expected_headings": len(exp_headings),
+                "expected_pre": len(exp_pre),
+                "headings": None if headings is None else kept(exp_headings, headings, inside=False),
+                "code_blocks": None if fences is None else kept(exp_pre, fences, inside=True),
+                "fences_out": None if fences is None else len(fences),
+                "f1": f1,
+            }
+        out[cand.name] = per_page
+    return out
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def _machine() -> str:
+    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return (
+        f"{now}; {platform.platform()}; {platform.processor() or platform.machine()}; "
+        f"{os.cpu_count()} CPUs; Python {platform.python_version()}; trafilatura {trafilatura.__version__}"
+    )
+
+
+def print_report(articles: dict[str, dict] | None, docs: dict[str, dict[str, dict]] | None) -> None:
+    print(f"machine: {_machine()}")
+    width = max(len(c.name) for c in CANDIDATES)
+    if articles:
+        n = next(iter(articles.values()))["pages"]
+        print(f"\narticle-extraction-benchmark: {n} pages, bag-of-words token scores vs articleBody")
+        print(f"{'setting':<{width}}  P mean  R mean  F1 mean  F1 median  AEB F1  empty  ms/page")
+        for name, r in articles.items():
+            print(
+                f"{name:<{width}}  {r['precision_mean']:.3f}   {r['recall_mean']:.3f}   {r['f1_mean']:.3f}"
+                f"    {r['f1_median']:.3f}      {r['aeb_f1']:.3f}   {r['empty']:>4}  {r['ms_per_page']:>7.0f}"
+            )
+        first = next(iter(articles))
+        print(f"\nper-page F1 against {first!r} (paired; better/worse = pages moved by more than 0.001)")
+        print(f"{'setting':<{width}}  mean diff  95% bootstrap CI    better  worse")
+        for name, r in list(articles.items())[1:]:
+            lo, hi = r["f1_diff_ci95"]
+            print(
+                f"{name:<{width}}  {r['f1_diff_vs_first']:+.4f}    [{lo:+.4f}, {hi:+.4f}]"
+                f"  {r['pages_better']:>6}  {r['pages_worse']:>5}"
+            )
+    if docs:
+        first = next(iter(docs.values()))
+        exp_h = sum(p["expected_headings"] for p in first.values())
+        exp_pre = sum(p["expected_pre"] for p in first.values())
+        print(f"\ndoc pages ({len(first)}): h2-h4 headings and <pre> of expected.html kept, F1 vs its text")
+        print(f"{'setting':<{width}}  headings (of {exp_h})  code blocks (of {exp_pre})  F1 mean")
+        for name, pages in docs.items():
+            rows = list(pages.values())
+            h = "-" if rows[0]["headings"] is None else str(sum(p["headings"] for p in rows))
+            c = "-" if rows[0]["code_blocks"] is None else str(sum(p["code_blocks"] for p in rows))
+            f1 = statistics.mean(p["f1"] for p in rows)
+            print(f"{name:<{width}}  {h:>19}  {c:>22}  {f1:.3f}")
+        print("\nper page: headings kept/expected  code blocks kept/expected  F1")
+        names = list(docs)
+        print(f"{'page':<18}" + "".join(f"  {n[:24]:<24}" for n in names))
+        for page in first:
+            cells = []
+            for name in names:
+                p = docs[name][page]
+                if p["headings"] is None:
+                    cell = f"-  -  {p['f1']:.3f}"
+                else:
+                    cell = (
+                        f"{p['headings']}/{p['expected_headings']}  {p['code_blocks']}/{p['expected_pre']}"
+                        f"  {p['f1']:.3f}"
+                    )
+                cells.append(f"  {cell:<24}")
+            print(f"{page:<18}" + "".join(cells))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "html")
+    parser.add_argument("--limit", type=int, default=None, help="score only the first N benchmark pages")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
+
+    bench = args.data / "article-extraction-benchmark"
+    docs_dir = args.data / "readability-test-pages"
+    if not bench.is_dir() and not docs_dir.is_dir():
+        print(f"skipped: no benchmark data under {args.data} (expected article-extraction-benchmark/)")
+        return 0
+    articles = run_articles(bench, args.limit) if bench.is_dir() else None
+    docs = run_docs(docs_dir) if docs_dir.is_dir() else None
+    if args.json:
+        print(json.dumps({"machine": _machine(), "articles": articles, "docs": docs}, indent=2))
+    else:
+        print_report(articles, docs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
