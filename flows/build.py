@@ -126,6 +126,55 @@ def build_pack(
     return summary
 
 
+@flow(name="estimate-pack", flow_run_name="{name}-estimate", log_prints=False)
+def estimate_pack(
+    name: str, source_dir: str, work_dir: str, embedding_model: str | None = None,
+    extractor: str | None = None, allow_private_hosts: bool = False,
+) -> dict:
+    """Fetch and split like a build, then price the extraction without calling Claude."""
+    source = load_source(source_dir)
+    work = stages.WorkDir(Path(work_dir).resolve(), source.name)
+    embedder = Embedder(resolve_embedding_model(source.config, embedding_model))
+    max_words = split_core.words_for_window(embedder.max_seq_length)
+    fetched = stages.fetch_task(source, work, fetch_config(source, allow_private_hosts))
+    split_key = stages._key("split", fetched.key, split_core.SPLITTER_VERSION, max_words)
+    split = stages.split_task(split_key, fetched, work, max_words, int(max_words * OVERLAP_SHARE))
+    xcfg = extract_config(source, extractor or "claude", None)
+    estimate = extract_core.estimate_cost(split.table("sections"), xcfg, work.cache)
+    return {"pack": source.name, "pages": fetched.rows["usable"], **estimate}
+
+
+def _prefect_settings(work: Path):
+    return temporary_settings(updates={
+        PREFECT_LOCAL_STORAGE_PATH: str((work / "prefect-results").resolve()),
+        PREFECT_RESULTS_PERSIST_BY_DEFAULT: True,
+    })
+
+
+def _quiet_libraries() -> None:
+    for name in ("httpx", "httpcore", "trafilatura", "htmldate", "courlan", "urllib3"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def run_estimate(source_dir: str | Path, out_dir: str | Path, *, work_dir=None,
+                 embedding_model: str | None = None, extractor: str | None = None,
+                 allow_private_hosts: bool = False) -> dict:
+    """`kpack build --estimate`: tokens and USD of extracting the source's sections.
+
+    Sections already in the LLM cache count zero. Nothing is published.
+    """
+    source = load_source(source_dir)
+    work = Path(work_dir) if work_dir else Path(out_dir) / ".work"
+    work.mkdir(parents=True, exist_ok=True)
+    _quiet_libraries()
+    with _prefect_settings(work):
+        return estimate_pack(
+            name=source.name, source_dir=str(source.folder), work_dir=str(work.resolve()),
+            embedding_model=embedding_model, extractor=extractor,
+            allow_private_hosts=allow_private_hosts,
+        )
+
+
 def run_build(
     source_dir: str | Path,
     out_dir: str | Path,
@@ -145,12 +194,8 @@ def run_build(
     out = Path(out_dir)
     work = Path(work_dir) if work_dir else out / ".work"
     work.mkdir(parents=True, exist_ok=True)
-    for name in ("httpx", "httpcore", "trafilatura", "htmldate", "courlan", "urllib3"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    with temporary_settings(updates={
-        PREFECT_LOCAL_STORAGE_PATH: str((work / "prefect-results").resolve()),
-        PREFECT_RESULTS_PERSIST_BY_DEFAULT: True,
-    }):
+    _quiet_libraries()
+    with _prefect_settings(work):
         return build_pack(
             name=source.name, build_id=new_build_id(), source_dir=str(source.folder),
             out_dir=str(out.resolve()), work_dir=str(work.resolve()),

@@ -57,9 +57,13 @@ def build(
     extractor: Annotated[Optional[str], typer.Option(help="auto | claude | offline (default from pack.toml: auto).")] = None,
     allow_private_hosts: Annotated[bool, typer.Option(help="Allow fetching from loopback/private addresses.")] = False,
     max_cost: Annotated[Optional[float], typer.Option(help="Stop starting Claude calls once this many USD are spent.")] = None,
+    estimate: Annotated[bool, typer.Option("--estimate", help="Fetch and split, then print the Claude tokens and USD a build would spend; publish nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the build summary as JSON.")] = False,
 ) -> None:
     """Build (or rebuild) the pack of SOURCE and publish it atomically into OUT/<name>/."""
+    if estimate:
+        _estimate(source, out, work_dir, embedding_model, extractor, allow_private_hosts, as_json)
+        return
     try:
         from flows.build import run_build
 
@@ -83,6 +87,26 @@ def build(
         typer.echo(f"  not included: {failed['url']}: {failed['status']}: {failed['error']}")
     if summary["partial"]:
         typer.echo("  the pack is PARTIAL: see manifest.json partial_reasons")
+
+
+def _estimate(source, out, work_dir, embedding_model, extractor, allow_private_hosts,
+              as_json) -> None:
+    try:
+        from flows.build import run_estimate
+
+        est = run_estimate(source, out, work_dir=work_dir, embedding_model=embedding_model,
+                           extractor=extractor, allow_private_hosts=allow_private_hosts)
+    except Exception as exc:  # the CLI edge
+        _fail(exc)
+    if as_json:
+        _print_json(est)
+        return
+    typer.echo(
+        f"estimate for {est['pack']} with {est['model']}: {est['to_call']} of {est['sections']} "
+        f"sections to extract ({est['cached']} cached); ~{est['input_tokens']:,} input + "
+        f"~{est['output_tokens']:,} output tokens ≈ ${est['cost_usd']:.2f} "
+        f"(prices as of {est['prices_as_of']})"
+    )
 
 
 def _open(pack: Path, embedding_model: str | None):
@@ -164,6 +188,11 @@ def inspect(
         if s.status not in ("ok", "not_modified"):
             typer.echo(f"    {s.status}: {s.url}: {s.error}")
     typer.echo("  durations: " + ", ".join(f"{k} {v:.1f}s" for k, v in m.durations.items()))
+
+
+from flows.cli_distribute import register as _register_distribute  # noqa: E402
+
+_register_distribute(app)  # kpack mcp / pack / install / list
 
 
 def main() -> None:
