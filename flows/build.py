@@ -17,7 +17,7 @@ from flows.settings import configure_prefect_env
 
 configure_prefect_env()
 
-from prefect import flow  # noqa: E402
+from prefect import flow, get_run_logger  # noqa: E402
 from prefect.settings import (  # noqa: E402
     PREFECT_LOCAL_STORAGE_PATH,
     PREFECT_RESULTS_PERSIST_BY_DEFAULT,
@@ -30,7 +30,8 @@ from tasks import extract as extract_core  # noqa: E402
 from tasks import fetch as fetch_core  # noqa: E402
 from tasks import split as split_core  # noqa: E402
 from tasks import stages  # noqa: E402
-from tasks.publish import new_build_id  # noqa: E402
+from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION  # noqa: E402
+from tasks.publish import append_history, new_build_id  # noqa: E402
 from tasks.sources import SourceConfig, load_source, resolve_embedding_model  # noqa: E402
 
 # Chunk overlap as a share of the chunk length.
@@ -62,21 +63,44 @@ def extract_config(source: SourceConfig, kind: str | None,
     )
 
 
-@flow(name="build-pack", flow_run_name="{name}-{build_id}", log_prints=False)
+def _run_name() -> str:
+    """`<pack>-<build id>`: the build id is generated here when the caller gave none
+    (scheduled runs), and the flow reads it back from its own run name."""
+    from prefect.runtime import flow_run
+
+    params = flow_run.parameters
+    return f"{params['name']}-{params.get('build_id') or new_build_id()}"
+
+
+def inputs_fingerprint(*keys: str) -> str:
+    """Everything a published build is made from: stage keys and format versions."""
+    return stages._key("inputs", *keys, FORMAT_VERSION, QUERY_MODULE_VERSION)
+
+
+@flow(name="build-pack", flow_run_name=_run_name, log_prints=False)
 def build_pack(
     name: str,
-    build_id: str,
     source_dir: str,
     out_dir: str,
     work_dir: str,
+    build_id: str | None = None,
     embedding_model: str | None = None,
     extractor: str | None = None,
     allow_private_hosts: bool = False,
     max_cost_usd: float | None = None,
 ) -> dict:
-    """Build the pack of `source_dir` into `out_dir/<name>/`; returns a summary dict."""
+    """Build the pack of `source_dir` into `out_dir/<name>/`; returns a summary dict.
+
+    When every stage key equals the ones the published build was made from, nothing is
+    split, extracted, embedded or republished: the summary says "no changes" and names
+    the current build (readers keep the build they have, and caches stay warm).
+    """
+    from prefect.runtime import flow_run
+
     t_start = time.perf_counter()
+    build_id = build_id or flow_run.name.rsplit("-", 1)[-1]
     source = load_source(source_dir)
+    out = Path(out_dir).resolve()
     work = stages.WorkDir(Path(work_dir).resolve(), source.name)
     model_name = resolve_embedding_model(source.config, embedding_model)
     embedder = Embedder(model_name)
@@ -87,8 +111,13 @@ def build_pack(
     )
     max_words = split_core.words_for_window(embedder.max_seq_length)
     xcfg = extract_config(source, extractor, max_cost_usd)
+    pack_tag = f"pack:{source.name}"
 
-    fetched = stages.fetch_task.with_options(task_run_name=f"fetch-{source.name}")(
+    def stage(task, label: str):
+        return task.with_options(task_run_name=f"{label}-{source.name}",
+                                 tags=[pack_tag, f"stage:{label}"])
+
+    fetched = stage(stages.fetch_task, "fetch")(
         source, work, fetch_config(source, allow_private_hosts)
     )
     if fetched.rows["usable"] == 0:
@@ -98,28 +127,34 @@ def build_pack(
         )
     split_key = stages._key("split", fetched.key, split_core.SPLITTER_VERSION, max_words)
     links_key = stages._key("links", fetched.key, stages.LINKS_VERSION)
-    split_f = stages.split_task.with_options(task_run_name=f"split-{source.name}").submit(
+    extract_key = stages._key("extract", split_key, xcfg.kind, xcfg.model,
+                              extract_core.PROMPT_VERSION, bool(os.environ.get("ANTHROPIC_API_KEY")))
+    embed_key = stages._key("embed", split_key, embedder.model_id, stages.EMBED_VERSION)
+    fingerprint = inputs_fingerprint(split_key, links_key, extract_key, embed_key,
+                                     source.config.description)
+    unchanged = stages.unchanged_build(out, source.name, fingerprint)
+    if unchanged is not None:
+        get_run_logger().info("no changes since build %s: nothing to publish",
+                              unchanged["build_id"])
+        append_history(out / source.name, build_id, "no changes",
+                       f"inputs equal build {unchanged['build_id']}")
+        unchanged["seconds"] = round(time.perf_counter() - t_start, 1)
+        unchanged["durations"] = {"fetch": round(fetched.seconds, 3)}
+        return unchanged
+
+    split_f = stage(stages.split_task, "split").submit(
         split_key, fetched, work, max_words, int(max_words * OVERLAP_SHARE)
     )
-    links_f = stages.links_task.with_options(task_run_name=f"links-{source.name}").submit(
-        links_key, fetched, work
-    )
+    links_f = stage(stages.links_task, "links").submit(links_key, fetched, work)
     split = split_f.result()
-    extract_key = stages._key("extract", split.key, xcfg.kind, xcfg.model,
-                              extract_core.PROMPT_VERSION, bool(os.environ.get("ANTHROPIC_API_KEY")))
-    embed_key = stages._key("embed", split.key, embedder.model_id, stages.EMBED_VERSION)
-    extract_f = stages.extract_task.with_options(task_run_name=f"extract-{source.name}").submit(
-        extract_key, split, work, xcfg
-    )
-    embed_f = stages.embed_task.with_options(task_run_name=f"embed-{source.name}").submit(
-        embed_key, split, work, model_name
-    )
+    extract_f = stage(stages.extract_task, "extract").submit(extract_key, split, work, xcfg)
+    embed_f = stage(stages.embed_task, "embed").submit(embed_key, split, work, model_name)
     links, extracted, embedded = links_f.result(), extract_f.result(), embed_f.result()
     durations = {r.stage: round(r.seconds, 3)
                  for r in (fetched, split, links, extracted, embedded)}
-    summary = stages.publish_task.with_options(task_run_name=f"publish-{source.name}")(
-        source, Path(out_dir).resolve(), build_id, embedding,
-        fetched, split, links, extracted, embedded, durations,
+    summary = stage(stages.publish_task, "publish")(
+        source, out, build_id, embedding,
+        fetched, split, links, extracted, embedded, durations, fingerprint,
     )
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
     summary["durations"] = durations
@@ -195,10 +230,16 @@ def run_build(
     work = Path(work_dir) if work_dir else out / ".work"
     work.mkdir(parents=True, exist_ok=True)
     _quiet_libraries()
-    with _prefect_settings(work):
-        return build_pack(
-            name=source.name, build_id=new_build_id(), source_dir=str(source.folder),
-            out_dir=str(out.resolve()), work_dir=str(work.resolve()),
-            embedding_model=embedding_model, extractor=extractor,
-            allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost_usd,
-        )
+    build_id = new_build_id()
+    try:
+        with _prefect_settings(work):
+            return build_pack(
+                name=source.name, build_id=build_id, source_dir=str(source.folder),
+                out_dir=str(out.resolve()), work_dir=str(work.resolve()),
+                embedding_model=embedding_model, extractor=extractor,
+                allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost_usd,
+            )
+    except Exception as exc:
+        # Recorded, then re-raised: the pack's history shows failed runs next to good ones.
+        append_history(out / source.name, build_id, "failed", f"{type(exc).__name__}: {exc}")
+        raise

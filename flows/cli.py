@@ -77,11 +77,19 @@ def build(
         _print_json(summary)
         return
     c = summary["counts"]
+    if summary.get("status") == "no changes":
+        typer.echo(f"no changes: {summary['pack']} stays at build {summary['build_id']} "
+                   f"({summary['seconds']} s)")
+        return
     typer.echo(
         f"built {summary['pack']} (build {summary['build_id']}) in {summary['seconds']} s: "
         f"{c['articles']} articles, {c['sections']} sections, {c['entities']} entities, "
         f"{c['facts']} facts, {c['links']} links"
     )
+    if summary.get("changes"):
+        from packs.diff import summary_line
+
+        typer.echo(f"changes: {summary_line(summary['changes'])}")
     typer.echo(f"extractor: {summary['extractor']['kind']} {summary['extractor'].get('note') or ''}".rstrip())
     for failed in summary["failed_sources"]:
         typer.echo(f"  not included: {failed['url']}: {failed['status']}: {failed['error']}")
@@ -157,6 +165,29 @@ def search(
         return
     for i, sec in enumerate(data["sections"], start=1):
         typer.echo(f"{i:2d}. {sec['score']:.3f}  {sec['heading_path']}  {sec['url']}")
+
+
+@app.command()
+def diff(
+    old: Annotated[Path, typer.Argument(help="Old pack or build folder.")],
+    new: Annotated[Path, typer.Argument(help="New pack or build folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
+) -> None:
+    """Pages added/changed/removed, sections and entities between two builds."""
+    try:
+        from packs.diff import diff_builds, summary_line
+        from packs.pack import resolve_build_dir
+
+        result = diff_builds(resolve_build_dir(old), resolve_build_dir(new))
+    except Exception as exc:  # the CLI edge
+        _fail(exc)
+    if as_json:
+        _print_json(result)
+        return
+    typer.echo(summary_line(result))
+    for key, mark in (("pages_added", "+"), ("pages_changed", "~"), ("pages_removed", "-")):
+        for url in result[key]:
+            typer.echo(f"  {mark} {url}")
 
 
 @app.command()

@@ -95,7 +95,8 @@ def markdown_document(text: str, url: str) -> tuple[str | None, str, list[str]]:
     """A Markdown file as (title, markdown, links): front matter parsed (its `title`) and
     removed, Hugo shortcodes and HTML comments cleaned, links ([t](href), <a href>,
     reference definitions, <autolinks>) resolved against `url`. Without a front-matter
-    title, the first `# ` heading is the title."""
+    title, the first `# ` heading is the title. A file that is front matter only gets
+    its `description` (else its title) as text."""
     meta, body = split_front_matter(text)
     body = strip_shortcodes(body)
     body = _outside_fences(body, lambda chunk: _HTML_COMMENT.sub("", chunk))
@@ -103,6 +104,12 @@ def markdown_document(text: str, url: str) -> tuple[str | None, str, list[str]]:
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():
         title = _first_h1(body)
+    if not body:
+        # Section index pages (Hugo `_index.md`) are often front matter only: keep them as
+        # pages (other pages link to them) with their description, else their title.
+        description = meta.get("description")
+        fallback = description if isinstance(description, str) and description.strip() else title
+        body = fallback.strip() if isinstance(fallback, str) else ""
     hrefs: list[str] = []
     _outside_fences(body, lambda chunk: _gather_hrefs(chunk, hrefs))
     links: list[str] = []

@@ -137,6 +137,20 @@ def publish(pack_root: Path, build_id: str, fill, keep: int = 2) -> Path:
     return final
 
 
+HISTORY_FILE = "history.jsonl"
+
+
+def append_history(pack_root: Path, build_id: str, status: str, detail: str = "") -> None:
+    """One JSON line per build run in `<pack>/history.jsonl`: published, no changes, failed."""
+    import json
+
+    line = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "build_id": build_id,
+            "status": status, "detail": detail}
+    pack_root.mkdir(parents=True, exist_ok=True)
+    with (pack_root / HISTORY_FILE).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+
+
 def prune_builds(pack_root: Path, keep: int) -> list[str]:
     """Remove the oldest builds so that at most `keep` remain (current always stays)."""
     builds = pack_root / fmt.BUILDS_DIR

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,7 +33,8 @@ from prefect.exceptions import MissingContextError
 
 from packs import format as fmt
 from packs.embedding import Embedder
-from packs.manifest import EmbeddingInfo, ExtractorInfo, Manifest, SourceRecord
+from packs.diff import diff_builds, diff_tables, summary_line
+from packs.manifest import EmbeddingInfo, ExtractorInfo, Manifest, SourceRecord, read_manifest
 from tasks import embed as embed_core
 from tasks import extract as extract_core
 from tasks import fetch as fetch_core
@@ -87,6 +89,21 @@ class StageRecord:
 
     def table(self, name: str) -> pl.DataFrame:
         return pl.read_parquet(self.paths[name])
+
+
+def write_parquet(df: pl.DataFrame, path: Path) -> None:
+    """Write via a temp file and rename, so a killed run never leaves a torn intermediate
+    that the next run would mistake for finished work."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    df.write_parquet(tmp)
+    os.replace(tmp, path)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Atomic small-file write (markers and pointers), same reason as write_parquet."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _key(*parts: object) -> str:
@@ -153,10 +170,14 @@ def fetch_stage(source: SourceConfig, work: WorkDir, config: fetch_core.FetchCon
                        content_hash=old["content_hash"])
         rows.append(row)
     df = pl.DataFrame(rows, schema=PAGE_COLUMNS)
-    key = _key("fetch", df.select("url", "status", "content_hash", "final_url").rows())
+    # Keyed on what the pages hold, not how they were fetched: a 304 and a 200 with the
+    # same bytes give the same key, so an unchanged site rebuilds nothing.
+    usable_status = pl.when(pl.col("text").is_not_null()).then(pl.lit("text")).otherwise("status")
+    key = _key("fetch", df.select("url", usable_status.alias("s"), "content_hash",
+                                  "final_url").rows())
     out = work.stage("fetch") / f"pages-{key}.parquet"
-    df.write_parquet(out)
-    (work.stage("fetch") / "latest").write_text(key)
+    write_parquet(df, out)
+    write_text(work.stage("fetch") / "latest", key)
     usable = df.filter(pl.col("text").is_not_null())
     counts = df.group_by("status").len().rows()
     log.info("fetch: done, %s", ", ".join(f"{n} {s}" for s, n in sorted(counts)))
@@ -175,8 +196,7 @@ def split_stage(key: str, pages: StageRecord, work: WorkDir, max_words: int,
     out = work.stage("split") / f"sections-{key}.parquet"
     if not out.is_file():
         df = pl.read_parquet(pages.paths["pages"]).filter(pl.col("text").is_not_null())
-        sections = split_core.split_pages(df, max_words, overlap_words)
-        sections.write_parquet(out)
+        write_parquet(split_core.split_pages(df, max_words, overlap_words), out)
     rows = pl.scan_parquet(out).select(pl.len()).collect().item()
     logger().info("split: %d sections from %d pages", rows, pages.rows["usable"])
     return StageRecord("split", key, {"sections": str(out)}, {"sections": rows},
@@ -188,7 +208,7 @@ def links_stage(key: str, pages: StageRecord, work: WorkDir) -> StageRecord:
     out = work.stage("links") / f"links-{key}.parquet"
     if not out.is_file():
         df = pl.read_parquet(pages.paths["pages"]).filter(pl.col("text").is_not_null())
-        links_core.links_table(df).write_parquet(out)
+        write_parquet(links_core.links_table(df), out)
     rows = pl.scan_parquet(out).select(pl.len()).collect().item()
     logger().info("links: %d links between pages of the pack", rows)
     return StageRecord("links", key, {"links": str(out)}, {"links": rows},
@@ -226,15 +246,14 @@ def extract_stage(key: str, sections: StageRecord, work: WorkDir,
         target.mkdir(exist_ok=True)
         for t in EXTRACT_TABLES:
             p = target / f"{t}-{key}.parquet"
-            getattr(result, t).write_parquet(p)
+            write_parquet(getattr(result, t), p)
             paths[t] = str(p)
         info = {
             "stats": result.stats, "extractor": result.extractor,
             "failures": result.failures, "not_extracted": result.not_extracted,
         }
-        (stats_path if complete else target / "stats.json").write_text(
-            json.dumps(info, default=str)
-        )
+        write_text(stats_path if complete else target / "stats.json",
+                   json.dumps(info, default=str))
         log.info(
             "extract: %d sections, %d failed, %d not extracted (%s)", df.height,
             len(result.failures), len(result.not_extracted), result.extractor.get("kind"),
@@ -266,7 +285,7 @@ def embed_stage(key: str, sections: StageRecord, work: WorkDir, model: str) -> S
         vectors, stats = embed_core.embed_sections(
             df, embedder, cache, progress=Progress("embed", log)
         )
-        vectors.write_parquet(out)
+        write_parquet(vectors, out)
         info = {"computed": stats.computed, "cached": stats.cached, "seconds": stats.seconds}
         log.info("embed: %d sections encoded, %d from cache, %.1f s (%.1f sections/s)",
                  stats.computed, stats.cached, stats.seconds,
@@ -309,9 +328,13 @@ def _source_records(pages: pl.DataFrame) -> list[SourceRecord]:
 def publish_stage(
     source: SourceConfig, out_dir: Path, build_id: str, embedder_info: EmbeddingInfo,
     fetched: StageRecord, split: StageRecord, links: StageRecord, extracted: StageRecord,
-    embedded: StageRecord, durations: dict[str, float],
+    embedded: StageRecord, durations: dict[str, float], fingerprint: str,
 ) -> dict:
-    """Assemble, write, verify and atomically publish the pack; returns a summary dict."""
+    """Assemble, write, verify and atomically publish the pack; returns a summary dict.
+
+    The manifest records `inputs_fingerprint` (see flows.build) so that the next build
+    can tell it has nothing new, and `changes`, the diff against the build it replaces.
+    """
     log = logger()
     pages = fetched.table("pages")
     tables = publish_core.assemble_tables(
@@ -349,16 +372,28 @@ def publish_stage(
             "extract_failures": info.get("failures", []),
             "not_extracted": info.get("not_extracted", []),
             "embed_stats": embedded.info,
+            "inputs_fingerprint": fingerprint,
         },
     )
     t0 = time.perf_counter()
     pack_root = out_dir / source.name
-    build_dir = publish_core.publish(
-        pack_root, build_id,
-        lambda tmp: publish_core.write_build(tmp, tables, manifest, source.folder),
-        keep=source.config.keep_builds,
-    )
-    log.info("publish: %s (%.1f s)", build_dir, time.perf_counter() - t0)
+    previous = publish_core.current_build(pack_root)
+    changes: dict = {}
+
+    def fill(tmp: Path) -> None:
+        publish_core.write_build(tmp, tables, manifest, source.folder)
+        if previous and (pack_root / fmt.BUILDS_DIR / previous).is_dir():
+            changes.update(diff_builds(pack_root / fmt.BUILDS_DIR / previous, tmp))
+        else:
+            changes.update(diff_tables_first(tables))
+        manifest.extra["changes"] = {k: changes[k] for k in ("pages", "sections", "entities")}
+        manifest.extra["previous_build"] = previous
+        manifest.write(tmp)
+
+    build_dir = publish_core.publish(pack_root, build_id, fill, keep=source.config.keep_builds)
+    log.info("publish: %s (%.1f s); changes: %s", build_dir, time.perf_counter() - t0,
+             summary_line(changes))
+    publish_core.append_history(pack_root, build_id, "published", summary_line(changes))
     return {
         "pack": str(pack_root), "build_dir": str(build_dir), "build_id": build_id,
         "counts": manifest.counts.model_dump(), "partial": manifest.partial,
@@ -366,6 +401,52 @@ def publish_stage(
                            and s.status != "not_modified"],
         "extractor": manifest.extractor.model_dump(),
         "embedding_model": manifest.embedding.model,
+        "changes": changes,
+        "extract_stats": info.get("stats", {}),
+        "extract_failures": info.get("failures", []),
+        "embed_stats": embedded.info,
+        "status": "published",
+    }
+
+
+def diff_tables_first(tables: dict[str, pl.DataFrame]) -> dict:
+    """The diff of a first build: everything is added."""
+    empty = {
+        "articles": pl.DataFrame(schema={"url": pl.Utf8, "content_hash": pl.Utf8}),
+        "sections": pl.DataFrame(schema={"id": pl.Utf8, "url": pl.Utf8}),
+        "entities": pl.DataFrame(schema={"id": pl.Utf8, "name": pl.Utf8}),
+    }
+    return diff_tables(empty, {k: tables[k] for k in empty})
+
+
+def unchanged_build(out_dir: Path, name: str, fingerprint: str) -> dict | None:
+    """The published build's summary if it was made from exactly these inputs, else None.
+
+    A partial build never counts as unchanged: the next build retries what it missed.
+    """
+    pack_root = out_dir / name
+    current = publish_core.current_build(pack_root)
+    if not current:
+        return None
+    build_dir = pack_root / fmt.BUILDS_DIR / current
+    try:
+        manifest = read_manifest(build_dir)
+    except fmt.PackFormatError:
+        return None
+    if manifest.partial or manifest.extra.get("inputs_fingerprint") != fingerprint:
+        return None
+    return {
+        "pack": str(pack_root), "build_dir": str(build_dir), "build_id": current,
+        "counts": manifest.counts.model_dump(), "partial": False,
+        "failed_sources": [s.model_dump() for s in manifest.sources
+                           if s.status not in ("ok", "not_modified")],
+        "extractor": manifest.extractor.model_dump(),
+        "embedding_model": manifest.embedding.model,
+        "changes": {"pages": {"added": 0, "changed": 0, "removed": 0,
+                              "unchanged": manifest.counts.articles},
+                    "sections": {"added": 0, "removed": 0, "unchanged": manifest.counts.sections},
+                    "entities": {"added": 0, "removed": 0}},
+        "status": "no changes",
     }
 
 

