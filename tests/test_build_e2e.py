@@ -321,3 +321,25 @@ def test_cli_query_inspect_and_errors(built, tmp_path) -> None:
     assert res.exit_code == 2 and res.output.count("\n") == 1 and "error:" in res.output
     res = runner.invoke(app, ["build", str(tmp_path / "no-such-source")])
     assert res.exit_code == 2 and "unknown source" in res.output
+
+
+def test_cost_cap_publishes_a_partial_pack_and_the_next_build_completes_it(
+        site, prefect_harness, tmp_path, monkeypatch) -> None:
+    _, base = site
+    with FakeAnthropic(api_key="test-key") as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        source = _write_source(tmp_path / "garden", base)
+        capped = run_build(source, tmp_path / "out", work_dir=tmp_path / "work",
+                           max_cost_usd=0.002)
+        manifest = json.loads((Path(capped["build_dir"]) / fmt.MANIFEST_FILE).read_text())
+        assert capped["partial"] and manifest["partial"]
+        assert any("cost cap" in r for r in manifest["partial_reasons"])
+        skipped = manifest["extra"]["not_extracted"]
+        assert skipped and fake.stats.requests + len(skipped) == manifest["counts"]["sections"]
+        with KnowledgePack.open(tmp_path / "out" / "garden") as pack:  # partial but usable
+            assert pack.search("compost browns greens").sections
+        calls = fake.stats.requests
+        full = run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
+        assert full["status"] == "published" and not full["partial"]
+        assert fake.stats.requests - calls == len(skipped)  # only what the cap left out
