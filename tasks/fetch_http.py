@@ -194,11 +194,16 @@ class Crawler:
         if scheme not in ("http", "https"):
             raise _Outcome("failed", f"unsupported URL scheme {scheme!r}: only http(s) and file:// URLs are fetched")
         target = self._rewrite(url, trace)
+        # A GitHub page rewritten to its raw file is judged by the robots.txt of the page
+        # the user listed: the raw host's robots.txt disallows crawlers wholesale, yet a
+        # listed file is what a person would open with GitHub's own "Raw" button.
+        robots_for = url if target != url else None
         prev = self.previous.get(url) or {}
         headers = _conditional_headers(prev)
         visited: set[str] = set()
         for _ in range(self.config.max_redirects + 1):
-            await self._check(target)
+            await self._check(target, robots_for=robots_for)
+            robots_for = None
             hop = await self._get(target, headers)
             trace.http_status = hop.status
             if hop.status not in REDIRECT_STATUS:
@@ -267,9 +272,9 @@ class Crawler:
 
     # --- guards ---------------------------------------------------------------------
 
-    async def _check(self, url: str, *, robots: bool = True) -> None:
+    async def _check(self, url: str, *, robots: bool = True, robots_for: str | None = None) -> None:
         """Raise an _Outcome unless `url` may be requested: scheme, allowed host, resolved
-        addresses, robots.txt."""
+        addresses, robots.txt (of `robots_for` when given, else of `url`)."""
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https"):
@@ -290,8 +295,9 @@ class Crawler:
         addresses = await self._resolve(host, port)
         if reason := check_addresses(host, addresses, allow_private=self.config.allow_private_hosts):
             raise _Outcome("failed", reason)
-        if robots and self.config.respect_robots and not await self._robots_allow(url):
-            origin = f"{scheme}://{parts.netloc}"
+        robots_url = robots_for or url
+        if robots and self.config.respect_robots and not await self._robots_allow(robots_url):
+            origin = "{0.scheme}://{0.netloc}".format(urlsplit(robots_url))
             raise _Outcome("disallowed", f"disallowed by {origin}/robots.txt for user agent {self.config.user_agent!r}")
 
     async def _resolve(self, host: str, port: int) -> list[str]:
