@@ -24,6 +24,8 @@ from prefect.settings import (  # noqa: E402
     temporary_settings,
 )
 
+from flows.artifacts import publish_report  # noqa: E402
+from flows.runners import task_runner  # noqa: E402
 from packs.embedding import Embedder  # noqa: E402
 from packs.manifest import EmbeddingInfo  # noqa: E402
 from tasks import extract as extract_core  # noqa: E402
@@ -77,7 +79,8 @@ def inputs_fingerprint(*keys: str) -> str:
     return stages._key("inputs", *keys, FORMAT_VERSION, QUERY_MODULE_VERSION)
 
 
-@flow(name="build-pack", flow_run_name=_run_name, log_prints=False)
+@flow(name="build-pack", flow_run_name=_run_name, log_prints=False,
+      task_runner=task_runner())  # $KPACK_TASK_RUNNER or threads; run_build can override
 def build_pack(
     name: str,
     source_dir: str,
@@ -98,6 +101,7 @@ def build_pack(
     from prefect.runtime import flow_run
 
     t_start = time.perf_counter()
+    _quiet_libraries()  # here too, for scheduled runs that do not come through run_build
     build_id = build_id or flow_run.name.rsplit("-", 1)[-1]
     source = load_source(source_dir)
     out = Path(out_dir).resolve()
@@ -140,6 +144,7 @@ def build_pack(
                        f"inputs equal build {unchanged['build_id']}")
         unchanged["seconds"] = round(time.perf_counter() - t_start, 1)
         unchanged["durations"] = {"fetch": round(fetched.seconds, 3)}
+        publish_report(unchanged)
         return unchanged
 
     split_f = stage(stages.split_task, "split").submit(
@@ -158,6 +163,7 @@ def build_pack(
     )
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
     summary["durations"] = durations
+    publish_report(summary)
     return summary
 
 
@@ -219,6 +225,7 @@ def run_build(
     extractor: str | None = None,
     allow_private_hosts: bool = False,
     max_cost_usd: float | None = None,
+    task_runner_setting: str | None = None,
 ) -> dict:
     """Validate the source, then run the build flow with results stored in the work dir.
 
@@ -233,7 +240,9 @@ def run_build(
     build_id = new_build_id()
     try:
         with _prefect_settings(work):
-            return build_pack(
+            flow_fn = (build_pack.with_options(task_runner=task_runner(task_runner_setting))
+                       if task_runner_setting else build_pack)
+            return flow_fn(
                 name=source.name, build_id=build_id, source_dir=str(source.folder),
                 out_dir=str(out.resolve()), work_dir=str(work.resolve()),
                 embedding_model=embedding_model, extractor=extractor,

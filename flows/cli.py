@@ -29,11 +29,13 @@ EXIT_BAD_INPUT = 2
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
+    from flows.runners import TaskRunnerSettingError
     from packs.embedding import EmbeddingModelError
     from packs.format import PackFormatError
     from tasks.sources import SourceError
 
-    return (SourceError, PackFormatError, EmbeddingModelError, FileNotFoundError)
+    return (SourceError, PackFormatError, EmbeddingModelError, FileNotFoundError,
+            TaskRunnerSettingError)
 
 
 def _fail(exc: BaseException) -> None:
@@ -57,6 +59,7 @@ def build(
     extractor: Annotated[Optional[str], typer.Option(help="auto | claude | offline (default from pack.toml: auto).")] = None,
     allow_private_hosts: Annotated[bool, typer.Option(help="Allow fetching from loopback/private addresses.")] = False,
     max_cost: Annotated[Optional[float], typer.Option(help="Stop starting Claude calls once this many USD are spent.")] = None,
+    task_runner: Annotated[Optional[str], typer.Option(help="threads | threads:N | dask | dask:N | tcp://host:port of a Dask scheduler (default $KPACK_TASK_RUNNER or threads).")] = None,
     estimate: Annotated[bool, typer.Option("--estimate", help="Fetch and split, then print the Claude tokens and USD a build would spend; publish nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the build summary as JSON.")] = False,
 ) -> None:
@@ -70,6 +73,7 @@ def build(
         summary = run_build(
             source, out, work_dir=work_dir, embedding_model=embedding_model,
             extractor=extractor, allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost,
+            task_runner_setting=task_runner,
         )
     except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
         _fail(exc)
@@ -224,6 +228,10 @@ def inspect(
 from flows.cli_distribute import register as _register_distribute  # noqa: E402
 
 _register_distribute(app)  # kpack mcp / pack / install / list
+
+from flows.cli_serve import register as _register_serve  # noqa: E402
+
+_register_serve(app)  # kpack serve
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ from prefect import get_run_logger, task
 from prefect.context import TaskRunContext
 from prefect.exceptions import MissingContextError
 
+from flows.artifacts import stage_progress
 from packs import format as fmt
 from packs.embedding import Embedder
 from packs.diff import diff_builds, diff_tables, summary_line
@@ -116,12 +117,17 @@ def _content_key(ctx: TaskRunContext, params: dict) -> str:
 
 
 class Progress:
-    """Plain log lines at every ~10% (and the first item) of a long loop."""
+    """Plain log lines at every ~10% (and the first item) of a long loop, and with `pack`
+    a Prefect progress artifact `progress-<pack>-<label>` (a no-op outside a run)."""
 
-    def __init__(self, label: str, log: logging.Logger | logging.LoggerAdapter) -> None:
+    def __init__(self, label: str, log: logging.Logger | logging.LoggerAdapter,
+                 pack: str | None = None) -> None:
         self.label, self.log, self.next_pct = label, log, 0
+        self.bar = stage_progress(label, pack) if pack else None
 
     def __call__(self, done: int, total: int, *_: object) -> None:
+        if self.bar is not None:
+            self.bar(done, total)
         pct = 100 * done // max(total, 1)
         if pct >= self.next_pct or done == total:
             self.log.info("%s: %d/%d (%d%%)", self.label, done, total, pct)
@@ -159,7 +165,7 @@ def fetch_stage(source: SourceConfig, work: WorkDir, config: fetch_core.FetchCon
             previous[row["url"]] = row
     log.info("fetch: %d URLs (%d known from the last build)", len(urls), len(previous))
     pages = fetch_core.fetch_pages(
-        urls, config, previous=previous, progress=Progress("fetch", log)
+        urls, config, previous=previous, progress=Progress("fetch", log, work.pack)
     )
     rows = []
     for page in pages:
@@ -239,7 +245,7 @@ def extract_stage(key: str, sections: StageRecord, work: WorkDir,
         log = logger()
         df = sections.table("sections")
         result = extract_core.extract_sections(
-            df, config, work.cache, progress=Progress("extract", log)
+            df, config, work.cache, progress=Progress("extract", log, work.pack)
         )
         complete = not result.failures and not result.not_extracted
         target = folder if complete else folder / f"incomplete-{key}"
@@ -283,7 +289,7 @@ def embed_stage(key: str, sections: StageRecord, work: WorkDir, model: str) -> S
         cache = embed_core.EmbeddingCache(work.cache / embed_core.CACHE_FILE)
         df = sections.table("sections")
         vectors, stats = embed_core.embed_sections(
-            df, embedder, cache, progress=Progress("embed", log)
+            df, embedder, cache, progress=Progress("embed", log, work.pack)
         )
         write_parquet(vectors, out)
         info = {"computed": stats.computed, "cached": stats.cached, "seconds": stats.seconds}

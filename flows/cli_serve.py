@@ -1,0 +1,59 @@
+"""`kpack serve`: rebuild every source's pack on its schedule, through Prefect.
+
+`register(app)` adds the command to the main `kpack` app (flows/cli.py). Exit codes as
+there: 0 stopped cleanly, 1 the server or a run failed to start, 2 bad input (no
+sources, an invalid urls.txt or pack.toml, a bad --task-runner). KPACK_DEBUG=1 re-raises.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def _fail(exc: BaseException) -> None:
+    from flows.runners import TaskRunnerSettingError
+    from tasks.sources import SourceError
+
+    if os.environ.get("KPACK_DEBUG"):
+        raise exc
+    typer.echo(f"error: {exc}", err=True)
+    bad_input = (SourceError, TaskRunnerSettingError, FileNotFoundError)
+    raise typer.Exit(EXIT_BAD_INPUT if isinstance(exc, bad_input) else EXIT_FAILED)
+
+
+def serve(
+    sources: Annotated[Path, typer.Argument(help="Folder with one sub-folder per pack (urls.txt, pack.toml).")] = Path("sources"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder the packs are published into, as OUT/<name>/.")] = Path("out"),
+    work_dir: Annotated[Optional[Path], typer.Option(help="Intermediates and caches (default OUT/.work).")] = None,
+    every: Annotated[Optional[float], typer.Option(help="Rebuild every N seconds instead of each pack.toml schedule (demos).")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Most builds running at once.")] = 1,
+    task_runner: Annotated[Optional[str], typer.Option(help="threads | threads:N | dask | dask:N | tcp://host:port (default $KPACK_TASK_RUNNER or threads).")] = None,
+) -> None:
+    """Serve one Prefect deployment per SOURCES/* pack, scheduled by its pack.toml cron.
+
+    Registers the deployments build-pack/<pack> with the Prefect server in $PREFECT_API_URL
+    and runs each build when it falls due, until Ctrl-C.
+
+    Run one now: prefect deployment run 'build-pack/<pack>'. See deployments/README.md.
+    """
+    try:
+        from deployments.serve import serve as serve_all
+
+        serve_all(sources, out, work_dir,
+                  every=timedelta(seconds=every) if every else None, limit=limit,
+                  task_runner=task_runner)
+    except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
+        _fail(exc)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `kpack serve` to `app`."""
+    app.command(name="serve")(serve)

@@ -1,0 +1,102 @@
+"""Which Prefect task runner a build uses, chosen by one setting.
+
+The setting comes from `kpack build --task-runner` or `$KPACK_TASK_RUNNER`:
+
+    threads            a bounded thread pool of 4 (the default)
+    threads:N          a thread pool of N
+    dask               a local Dask cluster (prefect-dask's default LocalCluster)
+    dask:N             a local Dask cluster of N worker processes
+    dask://host:port   an existing Dask scheduler (same as tcp://host:port)
+    tcp://host:port    an existing Dask scheduler; tls:// and ucx:// are passed as given
+
+With Dask, task arguments and results cross process boundaries, so they must pickle:
+the build passes small records (StageRecord, WorkDir, SourceConfig, ...) for that reason.
+Parsing is pure (`parse_task_runner`); `task_runner` builds the runner object, which
+starts nothing until Prefect enters it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from prefect.task_runners import TaskRunner
+
+TASK_RUNNER_ENV = "KPACK_TASK_RUNNER"
+DEFAULT_THREADS = 4
+MAX_THREADS = 256
+
+_SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://")
+_HOST_PORT = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:\d{1,5}$")
+_USAGE = "use threads, threads:N, dask, dask:N, dask://host:port or tcp://host:port"
+
+
+class TaskRunnerSettingError(ValueError):
+    """The task runner setting cannot be understood; the message says what would work."""
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    kind: Literal["threads", "dask"]
+    workers: int | None = None  # threads: pool size; dask: local worker processes
+    address: str | None = None  # dask: scheduler of an existing cluster
+
+
+def _count(text: str, setting: str, limit: int) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= limit:
+        raise TaskRunnerSettingError(
+            f"task runner {setting!r}: {text!r} is not a worker count from 1 to {limit}"
+        )
+    return int(text)
+
+
+def parse_task_runner(setting: str | None = None) -> RunnerSpec:
+    """Parse a setting (None or empty: `$KPACK_TASK_RUNNER`, then "threads").
+
+    Returns a RunnerSpec. Raises TaskRunnerSettingError naming the setting and the forms
+    that are accepted.
+    """
+    raw = setting if setting else os.environ.get(TASK_RUNNER_ENV, "")
+    text = raw.strip()
+    low = text.lower()
+    if low in ("", "threads"):
+        return RunnerSpec("threads", DEFAULT_THREADS)
+    if low.startswith("threads:"):
+        return RunnerSpec("threads", _count(text.split(":", 1)[1], text, MAX_THREADS))
+    if low == "dask":
+        return RunnerSpec("dask")
+    if low.startswith("dask://"):
+        text = "tcp://" + text[len("dask://"):]
+        low = text.lower()
+    if low.startswith("dask:"):
+        return RunnerSpec("dask", _count(text.split(":", 1)[1], text, MAX_THREADS))
+    if low.startswith(_SCHEMES):
+        scheme, _, rest = text.partition("://")
+        if scheme.lower() != "inproc" and not _HOST_PORT.match(rest):
+            raise TaskRunnerSettingError(
+                f"task runner {raw!r}: expected {scheme}://host:port of a Dask scheduler"
+            )
+        return RunnerSpec("dask", address=text)
+    where = "" if setting else f" (from ${TASK_RUNNER_ENV})"
+    raise TaskRunnerSettingError(f"unknown task runner {raw!r}{where}: {_USAGE}")
+
+
+def task_runner(setting: str | None = None) -> TaskRunner:
+    """The Prefect task runner for `setting` (see the module docstring and
+    `parse_task_runner`). Imports prefect-dask only when Dask is asked for; raises
+    TaskRunnerSettingError for a bad setting, ImportError when prefect-dask is missing."""
+    spec = parse_task_runner(setting)
+    if spec.kind == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=spec.workers)
+    from prefect_dask import DaskTaskRunner
+
+    if spec.address:
+        return DaskTaskRunner(address=spec.address)
+    if spec.workers:
+        return DaskTaskRunner(cluster_kwargs={"n_workers": spec.workers})
+    return DaskTaskRunner()
