@@ -34,8 +34,10 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from packs.format import PackFormatError
     from tasks.sources import SourceError
 
+    from packs.options import OptionsError
+
     return (SourceError, PackFormatError, EmbeddingModelError, FileNotFoundError,
-            TaskRunnerSettingError)
+            TaskRunnerSettingError, OptionsError, OptionError)
 
 
 def _fail(exc: BaseException) -> None:
@@ -121,6 +123,27 @@ def _estimate(source, out, work_dir, embedding_model, extractor, allow_private_h
     )
 
 
+def _search_options(max_results: int, no_enhancements: bool,
+                    option: list[str] | None) -> dict[str, object]:
+    """CLI flags → keyword overrides of packs.options.SearchOptions (validated there)."""
+    opts: dict[str, object] = {"max_results": max_results}
+    if no_enhancements:
+        opts["use_enhancements"] = False
+    for item in option or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise OptionError(f"--option {item!r}: write NAME=VALUE, e.g. -o hybrid=false")
+        try:
+            opts[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            opts[name.strip()] = value  # a bare string such as bfs
+    return opts
+
+
+class OptionError(ValueError):
+    """A malformed --option on the command line."""
+
+
 def _open(pack: Path, embedding_model: str | None):
     from packs import KnowledgePack
 
@@ -131,13 +154,17 @@ def _open(pack: Path, embedding_model: str | None):
 def query(
     pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
     question: Annotated[str, typer.Argument(help="The question.")],
+    max_results: Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")] = 10,
+    no_enhancements: Annotated[bool, typer.Option(help="Plain vector search (the gate and quality filter stay on).")] = False,
+    option: Annotated[Optional[list[str]], typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o hybrid=false.")] = None,
     embedding_model: Annotated[Optional[str], typer.Option(help="Local copy of the pack's model.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer dict as JSON.")] = False,
 ) -> None:
     """Answer QUESTION from PACK (Claude when ANTHROPIC_API_KEY is set, else extractive)."""
     try:
+        opts = _search_options(max_results, no_enhancements, option)
         with _open(pack, embedding_model) as kp:
-            result = kp.ask(question)
+            result = kp.ask(question, **opts)
     except Exception as exc:  # the CLI edge
         _fail(exc)
     if as_json:
@@ -154,21 +181,32 @@ def query(
 def search(
     pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
     question: Annotated[str, typer.Argument(help="The question.")],
+    max_results: Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")] = 10,
+    no_enhancements: Annotated[bool, typer.Option(help="Plain vector search (the gate and quality filter stay on).")] = False,
+    option: Annotated[Optional[list[str]], typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs.")] = None,
+    context: Annotated[bool, typer.Option("--context", help="Also print the assembled context (what an agent gets).")] = False,
     embedding_model: Annotated[Optional[str], typer.Option(help="Local copy of the pack's model.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the search result as JSON.")] = False,
 ) -> None:
     """Rank PACK's sections for QUESTION and print them (no answer synthesis)."""
     try:
+        opts = _search_options(max_results, no_enhancements, option)
         with _open(pack, embedding_model) as kp:
-            result = kp.search(question)
+            result = kp.search(question, **opts)
     except Exception as exc:  # the CLI edge
         _fail(exc)
     data = result.to_dict()
     if as_json:
         _print_json(data)
         return
+    if data["gated"]:
+        typer.echo(f"no section is similar enough (best {data['best_similarity']:.3f} < gate "
+                   f"{data['gate_threshold']:.3f})")
     for i, sec in enumerate(data["sections"], start=1):
         typer.echo(f"{i:2d}. {sec['score']:.3f}  {sec['heading_path']}  {sec['url']}")
+    if context:
+        typer.echo(f"\n--- context ({data['context_tokens']} tokens"
+                   f"{', truncated' if data['truncated'] else ''}) ---\n{data['context']}")
 
 
 @app.command()

@@ -13,16 +13,15 @@ import logging
 import os
 import shutil
 import time
-import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import kuzu
 import polars as pl
 
-import packs
 from packs import format as fmt
 from packs.manifest import Manifest
+from packs.vendor import write_zipapp
 from tasks.store import count_rows, load_kuzu, write_tables
 
 log = logging.getLogger("kpack.publish")
@@ -37,15 +36,6 @@ class PublishError(RuntimeError):
 def new_build_id(now: datetime | None = None) -> str:
     now = now or datetime.now(UTC)
     return now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond // 1000:03d}Z"
-
-
-def vendor_query_module(target: Path) -> Path:
-    """Write the `packs` package as a zip importable with `sys.path.insert(0, target)`."""
-    src = Path(packs.__file__).parent
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(src.rglob("*.py")):
-            zf.write(path, Path("packs") / path.relative_to(src))
-    return target
 
 
 def write_build(
@@ -67,7 +57,7 @@ def write_build(
             if src.is_file():
                 (build_dir / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, build_dir / rel)
-    vendor_query_module(build_dir / fmt.VENDORED_MODULE)
+    write_zipapp(build_dir / fmt.VENDORED_MODULE)
     manifest.counts = manifest.counts.model_copy(update=result.counts)
     if result.dropped_edges:
         manifest.extra["dropped_edges"] = result.dropped_edges

@@ -1,0 +1,23 @@
+"""Knowledge packs, query side: open a pack directory and search or ask it.
+
+    from packs import KnowledgePack
+    with KnowledgePack.open("out/kestrel") as pack:
+        print(pack.ask("How are failed jobs retried?")["answer"])
+
+Importing `packs` loads neither Prefect nor any build-only dependency; torch and
+sentence-transformers load on the first query, the anthropic SDK only when a key is set.
+"""
+
+from packs.embedding import EmbeddingModelError
+from packs.format import QUERY_MODULE_VERSION, PackFormatError
+from packs.options import OptionsError, SearchOptions
+from packs.pack import KnowledgePack
+from packs.pipeline import QuestionError
+from packs.result import RankedSection, SearchResult
+
+__version__ = QUERY_MODULE_VERSION  # the format module owns the number
+
+__all__ = [
+    "EmbeddingModelError", "KnowledgePack", "OptionsError", "PackFormatError",
+    "QuestionError", "RankedSection", "SearchOptions", "SearchResult", "__version__",
+]

@@ -1,0 +1,218 @@
+"""Read-only access to a pack's Kuzu database: every Cypher statement the query side runs.
+
+All statements are constants with `$parameters` (user text never becomes Cypher), and each
+call records the statement it ran in a `QueryLog`, which `ask()` reports as `cypher_query`.
+A Kuzu connection is not safe for concurrent use, so calls are serialised with a lock.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from packs import format as fmt
+
+_SECTION_COLS = ("s.id, s.article_id, s.url, s.title, s.heading_path, s.content, "
+                 "s.word_count, s.position")
+
+VECTOR_SEARCH = (
+    f"CALL QUERY_VECTOR_INDEX('Section', '{fmt.VECTOR_INDEX}', $q, $k) "
+    "WITH node AS s, distance "
+    f"RETURN {_SECTION_COLS}, distance ORDER BY distance"
+)
+FTS_SEARCH = (
+    f"CALL QUERY_FTS_INDEX('Section', '{fmt.FTS_INDEX}', $q, top := $k) "
+    "WITH node AS s, score "
+    f"RETURN {_SECTION_COLS}, score, s.embedding ORDER BY score DESC"
+)
+SECTIONS_BY_ID = (
+    f"MATCH (s:Section) WHERE s.id IN $ids RETURN {_SECTION_COLS}, s.embedding"
+)
+ARTICLE_SECTIONS = (
+    f"MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids "
+    f"RETURN {_SECTION_COLS}, s.embedding ORDER BY s.article_id, s.position"
+)
+LINKED_SECTIONS = (
+    "MATCH (a:Article)-[:LINKS_TO]->(b:Article)-[:HAS_SECTION]->(s:Section) "
+    f"WHERE a.id IN $ids RETURN a.id, {_SECTION_COLS}, s.embedding"
+)
+LINKING_SECTIONS = (
+    "MATCH (a:Article)<-[:LINKS_TO]-(b:Article)-[:HAS_SECTION]->(s:Section) "
+    f"WHERE a.id IN $ids RETURN a.id, {_SECTION_COLS}, s.embedding"
+)
+ENTITY_SECTIONS = (
+    "MATCH (x:Section)-[:MENTIONS]->(e:Entity)<-[:MENTIONS]-(s:Section) "
+    f"WHERE x.id IN $ids AND s.id <> x.id RETURN x.id, {_SECTION_COLS}, s.embedding"
+)
+CENTRALITY = "MATCH (a:Article) RETURN a.id, a.centrality"
+ENTITY_NAMES = "MATCH (e:Entity) RETURN e.name, e.aliases"
+SECTION_ENTITIES = (
+    "MATCH (s:Section)-[:MENTIONS]->(e:Entity) WHERE s.id IN $ids "
+    "OPTIONAL MATCH (e)-[:HAS_FACT]->(f:Fact) "
+    "RETURN s.id, e.id, e.name, e.type, f.text"
+)
+SECTION_TRIPLES = (
+    "MATCH (s:Section)-[:MENTIONS]->(e:Entity)-[r:RELATED_TO]->(o:Entity) "
+    "WHERE s.id IN $ids RETURN e.name, r.relation, o.name "
+    "UNION MATCH (s:Section)-[:MENTIONS]->(e:Entity)<-[r:RELATED_TO]-(o:Entity) "
+    "WHERE s.id IN $ids RETURN o.name, r.relation, e.name"
+)
+
+
+@dataclass
+class Row:
+    """One section as the query side sees it."""
+
+    id: str
+    article_id: str
+    url: str
+    title: str
+    heading_path: str
+    content: str
+    word_count: int
+    position: int
+    similarity: float | None = None  # cosine similarity to the question
+    bm25: float | None = None
+    via: str | None = None  # the article/section this row was reached from (graph queries)
+
+
+def _row(values: list, start: int = 0) -> Row:
+    v = values[start:start + 8]
+    return Row(id=v[0], article_id=v[1], url=v[2] or "", title=v[3] or "",
+               heading_path=v[4] or "", content=v[5] or "", word_count=int(v[6] or 0),
+               position=int(v[7] or 0))
+
+
+@dataclass
+class QueryLog:
+    """The parameterised statements run for one query, in order, without repeats."""
+
+    statements: list[str] = field(default_factory=list)
+
+    def add(self, statement: str) -> None:
+        if statement not in self.statements:
+            self.statements.append(statement)
+
+    def text(self) -> str:
+        return ";\n".join(self.statements)
+
+
+_FTS_TOKEN = re.compile(r"[A-Za-z0-9_]+")
+
+
+def fts_query_text(terms: list[str]) -> str:
+    """The FTS query string: word tokens only, so no user punctuation reaches the parser."""
+    seen: dict[str, None] = {}
+    for term in terms:
+        for tok in _FTS_TOKEN.findall(term):
+            seen.setdefault(tok.lower(), None)
+    return " ".join(seen)
+
+
+class PackDB:
+    """A read-only Kuzu database of one pack build."""
+
+    def __init__(self, db_path: Path) -> None:
+        import kuzu
+
+        self._db = kuzu.Database(str(db_path), read_only=True)
+        self._conn = kuzu.Connection(self._db)
+        self._lock = threading.Lock()
+        self._centrality: dict[str, float] | None = None
+        self._entity_names: list[tuple[str, list[str]]] | None = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+            self._db.close()
+
+    def _run(self, statement: str, params: dict, log: QueryLog | None) -> list[list]:
+        if log is not None:
+            log.add(statement)
+        with self._lock:
+            result = self._conn.execute(statement, params)
+            rows = []
+            while result.has_next():
+                rows.append(result.get_next())
+            return rows
+
+    def vector_search(self, qvec: np.ndarray, k: int, log: QueryLog | None = None) -> list[Row]:
+        """Top-k sections by cosine distance, nearest first, with `similarity` = 1 - d."""
+        out = []
+        for values in self._run(VECTOR_SEARCH, {"q": qvec.tolist(), "k": int(k)}, log):
+            row = _row(values)
+            row.similarity = 1.0 - float(values[8])
+            out.append(row)
+        return out
+
+    def fts_search(self, text: str, qvec: np.ndarray, k: int,
+                   log: QueryLog | None = None) -> list[Row]:
+        """Top-k sections by BM25 for `text` (already tokenised), with their similarity."""
+        if not text:
+            return []
+        return [
+            self._with_similarity(values, 0, qvec, bm25=float(values[8]))
+            for values in self._run(FTS_SEARCH, {"q": text, "k": int(k)}, log)
+        ]
+
+    def sections_by_id(self, ids: list[str], qvec: np.ndarray,
+                       log: QueryLog | None = None) -> list[Row]:
+        rows = self._run(SECTIONS_BY_ID, {"ids": list(ids)}, log)
+        return [self._with_similarity(v, 0, qvec) for v in rows]
+
+    def article_sections(self, article_ids: list[str], qvec: np.ndarray,
+                         log: QueryLog | None = None) -> list[Row]:
+        """Every section of the articles, in article then document order."""
+        rows = self._run(ARTICLE_SECTIONS, {"ids": list(article_ids)}, log)
+        return [self._with_similarity(v, 0, qvec) for v in rows]
+
+    def linked_sections(self, article_ids: list[str], qvec: np.ndarray, direction: str,
+                        log: QueryLog | None = None) -> list[Row]:
+        """Sections of articles linked from ("out") or linking to ("in") the articles."""
+        statement = LINKED_SECTIONS if direction == "out" else LINKING_SECTIONS
+        rows = self._run(statement, {"ids": list(article_ids)}, log)
+        return [self._with_similarity(v, 1, qvec, via=v[0]) for v in rows]
+
+    def entity_sections(self, section_ids: list[str], qvec: np.ndarray,
+                        log: QueryLog | None = None) -> list[Row]:
+        """Sections that mention an entity one of `section_ids` mentions."""
+        rows = self._run(ENTITY_SECTIONS, {"ids": list(section_ids)}, log)
+        return [self._with_similarity(v, 1, qvec, via=v[0]) for v in rows]
+
+    def section_entities(self, section_ids: list[str], log: QueryLog | None = None):
+        """(section id, entity id, name, type, fact text or None) rows."""
+        return [tuple(r) for r in self._run(SECTION_ENTITIES, {"ids": list(section_ids)}, log)]
+
+    def section_triples(self, section_ids: list[str], log: QueryLog | None = None):
+        """(subject, relation, object) triples touching the sections' entities."""
+        return [tuple(r) for r in self._run(SECTION_TRIPLES, {"ids": list(section_ids)}, log)]
+
+    def centrality(self) -> dict[str, float]:
+        """Article id → precomputed degree centrality (loaded once)."""
+        if self._centrality is None:
+            self._centrality = {
+                r[0]: float(r[1] or 0.0) for r in self._run(CENTRALITY, {}, None)
+            }
+        return self._centrality
+
+    def entity_names(self) -> list[tuple[str, list[str]]]:
+        """(name, aliases) of every entity (loaded once)."""
+        if self._entity_names is None:
+            self._entity_names = [(r[0], list(r[1] or [])) for r in
+                                  self._run(ENTITY_NAMES, {}, None) if r[0]]
+        return self._entity_names
+
+    @staticmethod
+    def _with_similarity(values: list, start: int, qvec: np.ndarray, *, bm25=None,
+                         via=None) -> Row:
+        row = _row(values, start)
+        emb = values[-1]
+        if emb is not None:
+            row.similarity = float(np.dot(np.asarray(emb, dtype=np.float32), qvec))
+        row.bm25 = bm25
+        row.via = via
+        return row

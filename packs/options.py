@@ -1,0 +1,136 @@
+"""One typed options object for `KnowledgePack.search` / `ask`, with every default here.
+
+`SearchOptions` is frozen (hashable), so it is also part of the result-cache key. Build one
+directly, or pass keyword arguments to `search()` / `ask()`; unknown names raise
+`OptionsError` listing the valid ones.
+
+`use_enhancements=False` switches off the optional stages (query-term expansion, BM25,
+multi-query, cross-encoder, graph rerank, multi-document expansion, graph facts, few-shot)
+and leaves plain vector search. It never switches off the confidence gate or the content
+quality filter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+DEFAULT_SYNTHESIS_MODEL = "claude-sonnet-4-6"
+DEFAULT_EXPANSION_MODEL = "claude-haiku-4-5"
+DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-12-v2"
+MAX_RESULTS_LIMIT = 1000
+# Longer questions are truncated: they cost embedding time and prompt tokens for nothing.
+MAX_QUESTION_CHARS = 2000
+
+
+class OptionsError(ValueError):
+    """An option has an unknown name or an invalid value; the message says which."""
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Every query-time switch, with its default.
+
+    Retrieval
+      max_results: sections returned (clamped to 1..1000). The cross-encoder, when on,
+        scores 2x this many candidates.
+      hybrid: add BM25 over the pack's full-text index to the vector search.
+      fusion: "rrf" (reciprocal rank fusion, k=`rrf_k`) or "weighted"
+        (`vector_weight`*similarity + `bm25_weight`*normalised BM25).
+      query_analysis: detect intent and entities, expand BM25 terms with synonyms and
+        entity names the pack knows.
+      multi_query: ask Claude (`expansion_model`) for 2 rephrasings and merge their vector
+        results (off by default: it sends the question to the Anthropic API).
+      cross_encoder: rerank candidates with a sentence-transformers CrossEncoder.
+      graph_rerank: fuse vector rank with article centrality; "rrf" mode is
+        1/(60+vector_rank) + 0.5/(60+centrality_rank), "weighted" is
+        0.6*similarity + 0.4*normalised_centrality. Off by itself when the pack averages
+        fewer than 2 links per article.
+      multi_doc: add sections of up to `linked_articles` articles linked from the top
+        result ("neighbours"), or a 2-hop labelled neighbourhood ("bfs").
+      max_related: cap on related sections in "bfs" mode.
+      max_articles: cap on distinct articles among all sections used.
+      graph_facts: facts and entity triples of the chosen sections' entities.
+    Always on
+      gate_threshold: best vector similarity below it → no pack context
+        (None: the manifest's per-model value).
+      quality_threshold: sections scoring below it are left out of the context.
+    Context and answer
+      fewshot: the `fewshot_k` most similar examples from fewshot/examples.jsonl.
+      token_budget / answer_reserve: the context gets budget - reserve tokens, split
+        60% primary sections, 30% related sections, 10% graph facts.
+      model / max_tokens: the synthesis model; with no ANTHROPIC_API_KEY the answer is
+        extractive.
+      use_cache: keep results in the pack's LRU+TTL cache.
+    """
+
+    max_results: int = 10
+    use_enhancements: bool = True
+    hybrid: bool = True
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: int = 60
+    vector_weight: float = 0.7
+    bm25_weight: float = 0.3
+    query_analysis: bool = True
+    multi_query: bool = False
+    expansion_model: str = DEFAULT_EXPANSION_MODEL
+    cross_encoder: bool = False
+    cross_encoder_model: str = DEFAULT_CROSS_ENCODER
+    graph_rerank: bool = True
+    graph_rerank_mode: Literal["rrf", "weighted"] = "rrf"
+    multi_doc: bool = True
+    expansion_mode: Literal["neighbours", "bfs"] = "neighbours"
+    linked_articles: int = 2
+    max_related: int = 10
+    max_articles: int = 7
+    graph_facts: bool = True
+    max_facts: int = 20
+    gate_threshold: float | None = None
+    quality_threshold: float = 0.3
+    fewshot: bool = True
+    fewshot_k: int = 2
+    token_budget: int = 8000
+    answer_reserve: int = 2000
+    model: str = DEFAULT_SYNTHESIS_MODEL
+    max_tokens: int = 1024
+    use_cache: bool = True
+
+    def __post_init__(self) -> None:
+        # Clamp rather than fail: callers pass user input straight through.
+        object.__setattr__(self, "max_results", min(max(int(self.max_results), 1),
+                                                    MAX_RESULTS_LIMIT))
+        if self.fusion not in ("rrf", "weighted"):
+            raise OptionsError(f"fusion must be 'rrf' or 'weighted', got {self.fusion!r}")
+        if self.graph_rerank_mode not in ("rrf", "weighted"):
+            raise OptionsError(
+                f"graph_rerank_mode must be 'rrf' or 'weighted', got {self.graph_rerank_mode!r}")
+        if self.expansion_mode not in ("neighbours", "bfs"):
+            raise OptionsError(
+                f"expansion_mode must be 'neighbours' or 'bfs', got {self.expansion_mode!r}")
+        if self.answer_reserve < 0 or self.token_budget <= self.answer_reserve:
+            raise OptionsError(
+                f"token_budget ({self.token_budget}) must exceed answer_reserve "
+                f"({self.answer_reserve}) and the reserve must be >= 0")
+        for name in ("rrf_k", "fewshot_k", "max_articles", "linked_articles", "max_facts", "max_related",
+                     "max_tokens"):
+            if getattr(self, name) < 0:
+                raise OptionsError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+    @classmethod
+    def build(cls, base: "SearchOptions | None" = None, **overrides: object) -> "SearchOptions":
+        """`base` (or the defaults) with `overrides` applied; unknown names → OptionsError."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise OptionsError(
+                f"unknown search option(s) {unknown}; valid options: {sorted(known)}")
+        return dataclasses.replace(base or cls(), **overrides)
+
+    # Effective switches: `use_enhancements=False` wins over the individual flags.
+    def enabled(self, stage: str) -> bool:
+        """Whether an optional stage runs (gate and quality filter are not optional)."""
+        return bool(self.use_enhancements and getattr(self, stage))
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)

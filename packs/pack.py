@@ -1,0 +1,208 @@
+"""`KnowledgePack`: open a pack directory read-only and query it.
+
+    with KnowledgePack.open("out/kestrel") as pack:
+        result = pack.search("how are jobs retried?")       # SearchResult
+        answer = pack.ask("how are jobs retried?")          # dict, the seed's fields
+
+`open` accepts a pack folder (follows its `current` file) or one build folder, checks the
+manifest's format version, and opens pack.db read-only. The question embedder is the
+manifest's model, loaded on the first query; asking for another model fails at open.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from packs import format as fmt
+from packs import pipeline
+from packs.db import PackDB
+from packs.embedding import Embedder, EmbeddingModelError, canonical_model_id, resolve_model
+from packs.manifest import Manifest, read_manifest
+from packs.options import SearchOptions
+from packs.result import SearchResult
+from packs.retrieval import analysis, fewshot
+from packs.retrieval.cache import TTLCache
+
+EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
+_BUILD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def resolve_build_dir(path: str | os.PathLike[str]) -> Path:
+    """The build folder of a pack folder or build folder; PackFormatError says what's wrong."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise PackFormatError(f"{p}: no such pack directory")
+    if not p.is_dir():
+        raise PackFormatError(f"{p}: not a directory (pass the pack folder or a build folder)")
+    if (p / fmt.MANIFEST_FILE).is_file():
+        return p
+    current = p / fmt.CURRENT_FILE
+    if not current.is_file():
+        raise PackFormatError(
+            f"{p}: not a knowledge pack (neither {fmt.MANIFEST_FILE} nor a "
+            f"'{fmt.CURRENT_FILE}' file)")
+    build_id = current.read_text(encoding="utf-8").strip()
+    if not _BUILD_ID.match(build_id):
+        raise PackFormatError(f"{current}: invalid build id {build_id[:80]!r}")
+    build = p / fmt.BUILDS_DIR / build_id
+    if not (build / fmt.MANIFEST_FILE).is_file():
+        raise PackFormatError(
+            f"{p}: '{fmt.CURRENT_FILE}' names build {build_id!r}, but {build} has no "
+            f"{fmt.MANIFEST_FILE}")
+    return build
+
+
+PackFormatError = fmt.PackFormatError
+
+
+class KnowledgePack:
+    """One open pack build. Thread-safe for queries; close() (or `with`) when done."""
+
+    def __init__(self, build_dir: Path, manifest: Manifest, db: PackDB,
+                 embedding_model: str, cache: TTLCache | None = None) -> None:
+        self.path = build_dir
+        self.manifest = manifest
+        self.db = db
+        self._model_name = embedding_model
+        self._embedder: Embedder | None = None
+        self._onnx = None  # None: not decided yet; False: use torch
+        self._lock = threading.Lock()
+        self._entity_index: dict[str, str] | None = None
+        self._fewshot: tuple[list[fewshot.Example], np.ndarray] | None = None
+        self.cache: TTLCache = cache if cache is not None else TTLCache()
+
+    # --- opening ------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *,
+             embedding_model: str | None = None) -> "KnowledgePack":
+        """Open a pack read-only.
+
+        `embedding_model` (or env KPACK_EMBEDDING_MODEL) may name the manifest's model or
+        a local copy of it; a different model raises EmbeddingModelError naming the one the
+        pack needs. PackFormatError for a missing, unreadable or unknown-format pack.
+        """
+        build_dir = resolve_build_dir(path)
+        manifest = read_manifest(build_dir)
+        db_path = build_dir / fmt.DB_FILE
+        if not db_path.exists():
+            raise PackFormatError(f"{build_dir}: no {fmt.DB_FILE}; the build is incomplete")
+        needed = manifest.embedding.model
+        requested = embedding_model or os.environ.get(EMBEDDING_MODEL_ENV) or None
+        if requested:
+            if canonical_model_id(requested) != needed:
+                raise EmbeddingModelError(
+                    f"{build_dir}: this pack was built with embedding model {needed!r} "
+                    f"(dim {manifest.embedding.dim}); {requested!r} is "
+                    f"{canonical_model_id(requested)!r}. Open it with embedding_model="
+                    f"{needed!r} (or unset {EMBEDDING_MODEL_ENV})")
+        try:
+            db = PackDB(db_path)
+        except RuntimeError as exc:
+            raise PackFormatError(f"{db_path}: cannot open the database: {exc}") from exc
+        return cls(build_dir, manifest, db, requested or needed)
+
+    def close(self) -> None:
+        self.db.close()
+        self.cache.clear()
+
+    def __enter__(self) -> "KnowledgePack":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- lazily loaded query-time state --------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                emb = Embedder(self._model_name)
+                if emb.dim != self.manifest.embedding.dim:
+                    raise EmbeddingModelError(
+                        f"{self.path}: model {self._model_name!r} gives {emb.dim}-dim vectors; "
+                        f"the pack needs {self.manifest.embedding.model!r} "
+                        f"(dim {self.manifest.embedding.dim})")
+                self._embedder = emb
+            return self._embedder
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The question's unit vector (ONNX Runtime when the model allows; see
+        packs.embedding)."""
+        return self.embedder.encode_query(text)
+
+    def entity_index(self) -> dict[str, str]:
+        if self._entity_index is None:
+            self._entity_index = analysis.build_entity_index(self.db.entity_names())
+        return self._entity_index
+
+    def fewshot_examples(self, qvec: np.ndarray, k: int) -> list[fewshot.Example]:
+        """The k examples of fewshot/examples.jsonl most similar to the question."""
+        if self._fewshot is None:
+            examples = fewshot.load_examples(self.path / fmt.FEWSHOT_EXAMPLES)
+            matrix = (np.stack([self.embed_query(e.question) for e in examples])
+                      if examples else np.zeros((0, self.manifest.embedding.dim), np.float32))
+            self._fewshot = (examples, matrix)
+        examples, matrix = self._fewshot
+        return fewshot.select(qvec, matrix, examples, k)
+
+    # --- queries ------------------------------------------------------------------------
+    def search(self, question: str, options: SearchOptions | None = None,
+               **overrides: object) -> SearchResult:
+        """Ranked sections, related sections, graph facts and the assembled context.
+
+        Options: a SearchOptions and/or keyword overrides (see packs.options).
+        Raises QuestionError for an empty question, OptionsError for unknown options.
+        """
+        opts = SearchOptions.build(options, **overrides)
+        key = ("search", self.manifest.build_id, " ".join(question.split()), opts)
+        if opts.use_cache:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        result = pipeline.search(self, question, opts)
+        if opts.use_cache and not result.warnings:
+            self.cache.put(key, result)
+        return result
+
+    def ask(self, question: str, options: SearchOptions | None = None, *,
+            stream: bool = False, **overrides: object
+            ) -> dict[str, object] | Iterator[str | dict[str, object]]:
+        """Answer a question: a dict with answer, sources, entities, facts, cypher_query,
+        query_type and token_usage. Claude answers when ANTHROPIC_API_KEY is set; without it
+        the answer is extractive (`query_type: "retrieval_only"`). With `stream=True`,
+        returns an iterator of text chunks followed by that dict.
+        Raises packs.claude.SynthesisError when Claude rejects the request (auth, model).
+        """
+        opts = SearchOptions.build(options, **overrides)
+        result = self.search(question, opts)
+        if stream:
+            return pipeline.ask_stream(self, result, opts)
+        from packs import claude
+
+        key = ("ask", self.manifest.build_id, " ".join(question.split()), opts,
+               claude.api_key() is not None, os.environ.get(claude.BASE_URL_ENV))
+        if opts.use_cache:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return _copy_answer(hit)
+        answer, cacheable = pipeline.ask(self, result, opts)
+        if opts.use_cache and cacheable:
+            self.cache.put(key, _copy_answer(answer))
+        return answer
+
+    def __repr__(self) -> str:
+        m = self.manifest
+        return (f"KnowledgePack({m.name!r}, build={m.build_id!r}, "
+                f"sections={m.counts.sections}, model={m.embedding.model!r})")
+
+
+def _copy_answer(answer: dict[str, object]) -> dict[str, object]:
+    import copy
+
+    return copy.deepcopy(answer)

@@ -1,0 +1,371 @@
+"""The retrieval pipeline: composition of the stages in packs/retrieval, nothing else.
+
+search: analysis → embed → vector (+ multi-query) → gate → BM25 + fusion → cross-encoder
+        → graph rerank → article cap → multi-document expansion → quality filter
+        → graph facts → few-shot → context
+ask:    search → Claude synthesis (or the extractive / gated answers)
+
+Each stage is timed into `SearchResult.timings_ms`; each stage that found or moved a section
+is listed in its `stages`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from packs import claude
+from packs.db import QueryLog, Row, fts_query_text
+from packs.options import MAX_QUESTION_CHARS, SearchOptions
+from packs.result import Facts, RankedSection, SearchResult
+from packs.retrieval import analysis as analysis_stage
+from packs.retrieval import context as context_stage
+from packs.retrieval import expansion, fewshot, gate, graph, hybrid, quality, rerank, synthesis
+
+if TYPE_CHECKING:
+    from packs.pack import KnowledgePack
+
+ASK_FIELDS = ("answer", "sources", "entities", "facts", "cypher_query", "query_type",
+              "token_usage")
+
+
+class QuestionError(ValueError):
+    """The question is empty (after trimming)."""
+
+
+def clean_question(question: str) -> str:
+    """Trimmed question, capped at MAX_QUESTION_CHARS characters."""
+    if not isinstance(question, str) or not question.strip():
+        raise QuestionError("the question is empty")
+    return " ".join(question.split())[:MAX_QUESTION_CHARS]
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, stage: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[stage] = self.ms.get(stage, 0.0) + (time.perf_counter() - t0) * 1000
+
+
+def _ranked(row: Row, score: float, stages: list[str], **kw) -> RankedSection:
+    return RankedSection(id=row.id, article_id=row.article_id, url=row.url, title=row.title,
+                         heading_path=row.heading_path, content=row.content, score=score,
+                         similarity=row.similarity, stages=stages, word_count=row.word_count,
+                         **kw)
+
+
+def _zero_usage() -> dict[str, int]:
+    return {"input_tokens": 0, "output_tokens": 0, "api_calls": 0}
+
+
+def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchResult:
+    """Run every enabled retrieval stage; see the module docstring for the order."""
+    question = clean_question(question)
+    timer, qlog, warnings = _Timer(), QueryLog(), []
+    usage = _zero_usage()
+    db = pack.db
+
+    with timer("analysis"):
+        index = pack.entity_index() if opts.enabled("query_analysis") else None
+        qa = analysis_stage.analyse(question, index)
+    with timer("embed"):
+        qvec = pack.embed_query(question)
+
+    n_candidates = opts.max_results * (2 if opts.enabled("cross_encoder") else 1)
+    with timer("vector"):
+        vec_rows = db.vector_search(qvec, n_candidates, qlog)
+    best = max((r.similarity for r in vec_rows if r.similarity is not None), default=None)
+    stages: dict[str, list[str]] = {r.id: ["vector"] for r in vec_rows}
+
+    if opts.enabled("multi_query"):
+        with timer("multi_query"):
+            alts, u, warning = expansion.alternatives(question, opts.expansion_model)
+            _add_usage(usage, u)
+            if warning:
+                warnings.append(warning)
+            lists = [vec_rows]
+            for alt in alts:
+                rows = db.vector_search(pack.embed_query(alt), n_candidates, qlog)
+                for r in rows:
+                    stages.setdefault(r.id, []).append("multi_query")
+                lists.append(rows)
+            if alts:
+                vec_rows = expansion.merge_by_article(
+                    lists, lambda r: r.article_id, lambda r: r.similarity or 0.0)
+
+    limit = gate.threshold(opts.gate_threshold, pack.manifest.embedding.gate_threshold)
+    base = dict(question=question, analysis=qa.to_dict(), best_similarity=best,
+                gate_threshold=limit, build_id=pack.manifest.build_id, warnings=warnings,
+                token_usage=usage)
+    if not gate.passes(best, limit):
+        return _result(base, [], [], Facts(), None, timer, qlog, gated=True)
+
+    # --- hybrid fusion ------------------------------------------------------------------
+    rows: dict[str, Row] = {r.id: r for r in vec_rows}
+    order = [r.id for r in vec_rows]
+    scores = {r.id: r.similarity or 0.0 for r in vec_rows}
+    if opts.enabled("hybrid"):
+        with timer("bm25"):
+            bm_rows = db.fts_search(fts_query_text(list(qa.terms)), qvec, n_candidates, qlog)
+        with timer("fusion"):
+            for r in bm_rows:
+                rows.setdefault(r.id, r).bm25 = r.bm25
+                stages.setdefault(r.id, []).append("bm25")
+            if opts.fusion == "rrf":
+                scores = hybrid.rrf([order, [r.id for r in bm_rows]], k=opts.rrf_k)
+            else:
+                scores = hybrid.weighted(
+                    {i: rows[i].similarity or 0.0 for i in order},
+                    {r.id: r.bm25 or 0.0 for r in bm_rows},
+                    opts.vector_weight, opts.bm25_weight)
+            order = hybrid.ranked(scores)[:n_candidates]
+
+    # --- cross-encoder ------------------------------------------------------------------
+    if opts.enabled("cross_encoder"):
+        with timer("cross_encoder"):
+            model = rerank.load(opts.cross_encoder_model)
+            if model is None:
+                warnings.append(f"cross-encoder {opts.cross_encoder_model!r} unavailable; "
+                                "passthrough")
+            else:
+                texts = [f"{rows[i].heading_path}\n{rows[i].content}" for i in order]
+                ce = rerank.scores(model, question, texts)
+                scores = dict(zip(order, ce))
+                order = [order[j] for j in rerank.order(ce)]
+                for i in order:
+                    stages.setdefault(i, []).append("cross_encoder")
+    order = order[: opts.max_results]
+
+    # --- graph rerank -------------------------------------------------------------------
+    if opts.enabled("graph_rerank") and graph.enabled(pack.manifest.avg_links_per_article):
+        with timer("graph_rerank"):
+            cent = db.centrality()
+            cs = [cent.get(rows[i].article_id, 0.0) for i in order]
+            if opts.graph_rerank_mode == "rrf":
+                gs = graph.rrf_scores(cs)
+            else:
+                gs = graph.weighted_scores([rows[i].similarity or 0.0 for i in order], cs)
+            scores = dict(zip(order, gs))
+            order = hybrid.ranked(scores)
+            for i in order:
+                stages[i].append("graph_rerank")
+    order = graph.cap_articles(order, lambda i: rows[i].article_id, opts.max_articles)
+    primary = [_ranked(rows[i], scores.get(i, 0.0), stages.get(i, [])) for i in order]
+
+    # --- multi-document expansion ---------------------------------------------------------
+    related: list[RankedSection] = []
+    if opts.enabled("multi_doc") and primary:
+        with timer("multi_doc"):
+            related = _expand(pack, primary, qvec, opts, qlog)
+
+    # --- quality filter (always on) -------------------------------------------------------
+    fallback = False
+    with timer("quality"):
+        for s in (*primary, *related):
+            s.quality = quality.quality_score(s.content, question, s.word_count)
+        kept_p = [s for s in primary if quality.passes(s.quality, opts.quality_threshold)]
+        kept_r = [s for s in related if quality.passes(s.quality, opts.quality_threshold)]
+        if primary and not kept_p and not kept_r:
+            # Global fallback: every section was filtered, use the selected articles whole.
+            fallback = True
+            arts = list(dict.fromkeys(s.article_id for s in primary))
+            full = db.article_sections(arts, qvec, qlog)
+            kept_p = [_ranked(r, r.similarity or 0.0, ["full_article_fallback"]) for r in full]
+        primary, related = kept_p, kept_r
+
+    facts = Facts()
+    # A pack without entities (offline extractor found none) has no facts to look up.
+    if opts.enabled("graph_facts") and primary and pack.manifest.counts.entities:
+        with timer("graph_facts"):
+            facts = _facts(pack, [s.id for s in (*primary, *related)], opts.max_facts, qlog)
+
+    examples = []
+    if opts.enabled("fewshot") and opts.fewshot_k:
+        with timer("fewshot"):
+            examples = pack.fewshot_examples(qvec, opts.fewshot_k)
+    base["fewshot"] = [{"question": e.question, "answer": e.answer} for e in examples]
+    base["fallback_full_articles"] = fallback
+    return _result(base, primary, related, facts, opts, timer, qlog, gated=False)
+
+
+def _result(base: dict, primary, related, facts: Facts, opts: SearchOptions | None,
+            timer: _Timer, qlog: QueryLog, *, gated: bool) -> SearchResult:
+    with timer("context"):
+        if opts is None:
+            ctx = context_stage.Context(text="", tokens=0, truncated=False)
+        else:
+            ctx = context_stage.assemble(primary, related, facts, opts.token_budget,
+                                         opts.answer_reserve)
+    return SearchResult(sections=primary, related=related, facts=facts, context=ctx.text,
+                        context_tokens=ctx.tokens, truncated=ctx.truncated, gated=gated,
+                        cypher_query=qlog.text(), timings_ms=dict(timer.ms), **base)
+
+
+def _add_usage(total: dict[str, int], more: dict[str, int]) -> None:
+    for k in total:
+        total[k] += int(more.get(k, 0))
+
+
+def _expand(pack, primary: list[RankedSection], qvec, opts: SearchOptions,
+            qlog: QueryLog) -> list[RankedSection]:
+    """Related sections reached through the graph from the top result."""
+    db, top = pack.db, primary[0]
+    have_sections = {s.id for s in primary}
+    have_articles = {s.article_id for s in primary}
+    room = max(opts.max_articles - len(have_articles), 0)
+    sim = lambda r: r.similarity or 0.0  # noqa: E731
+    if opts.expansion_mode == "neighbours":
+        rows = db.linked_sections([top.article_id], qvec, "out", qlog)
+        picked = graph.best_per_article(rows, lambda r: r.article_id, sim, have_articles,
+                                        min(opts.linked_articles, room))
+        return [_ranked(r, sim(r), ["multi_doc"], relation="links_to", hops=1)
+                for r in picked]
+    # BFS, 2 hops from the top result's article, each section labelled by how it was reached.
+    out1 = db.linked_sections([top.article_id], qvec, "out", qlog)
+    in1 = db.linked_sections([top.article_id], qvec, "in", qlog)
+    same = [r for r in db.article_sections([top.article_id], qvec, qlog) if r.id != top.id]
+    shared = db.entity_sections([top.id], qvec, qlog)
+    hop1_articles = list({r.article_id for r in (*out1, *in1)} - {top.article_id})
+    out2 = db.linked_sections(hop1_articles, qvec, "out", qlog) if hop1_articles else []
+    labelled = graph.label_related(
+        {"same_page": same, "links_to": out1, "linked_from": in1, "shares_entity": shared,
+         "links_to_2": [r for r in out2 if r.article_id != top.article_id]},
+        lambda r: r.id, sim, have_sections)
+    items = [(label, r) for label, r in labelled]
+    capped = graph.cap_articles(items, lambda t: t[1].article_id,
+                                max(opts.max_articles - len(have_articles), 0)
+                                + len(have_articles))
+    return [
+        _ranked(r, sim(r), ["bfs"], relation=label.removesuffix("_2"),
+                hops=2 if label.endswith("_2") else 1)
+        for label, r in capped[: opts.max_related]
+    ]
+
+
+def _facts(pack, section_ids: list[str], cap: int, qlog: QueryLog) -> Facts:
+    ents: dict[str, dict[str, str]] = {}
+    facts: dict[str, None] = {}
+    for _sid, _eid, name, etype, fact in pack.db.section_entities(section_ids, qlog):
+        ents.setdefault(name, {"name": name, "type": etype or ""})
+        if fact:
+            facts.setdefault(fact, None)
+    triples = list(dict.fromkeys(pack.db.section_triples(section_ids, qlog)))
+    return Facts(entities=list(ents.values()), facts=list(facts)[:cap],
+                 triples=[tuple(t) for t in triples][: max(cap - len(facts), 0)])
+
+
+# --- ask ----------------------------------------------------------------------------------
+
+
+def _sources(result: SearchResult) -> list[dict[str, object]]:
+    return [{"n": s.citation, "url": s.url, "title": s.title, "heading_path": s.heading_path,
+             "score": round(float(s.score), 6)} for s in result.cited()]
+
+
+def _answer_dict(result: SearchResult, answer: str, query_type: str,
+                 usage: dict[str, int]) -> dict[str, object]:
+    gated = query_type == "confidence_gated_fallback"
+    return {
+        "answer": answer,
+        "sources": [] if gated else _sources(result),
+        "entities": [] if gated else [e["name"] for e in result.facts.entities],
+        "facts": [] if gated else result.facts.lines(),
+        "cypher_query": result.cypher_query,
+        "query_type": query_type,
+        "token_usage": usage,
+    }
+
+
+def _retrieval_type(result: SearchResult) -> str:
+    return "hybrid_search" if "QUERY_FTS_INDEX" in result.cypher_query else "vector_search"
+
+
+def _plan(result: SearchResult, opts: SearchOptions):
+    """(query_type, system prompt, user message) for Claude."""
+    if result.gated:
+        return ("confidence_gated_fallback", synthesis.SYSTEM_NO_CONTEXT,
+                f"<question>\n{result.question}\n</question>")
+    block = fewshot.format_block([fewshot.Example(**e) for e in result.fewshot])
+    return (_retrieval_type(result), synthesis.SYSTEM,
+            synthesis.user_message(result.question, result.context, block))
+
+
+def _offline_answer(result: SearchResult, note: str | None = None) -> tuple[str, str]:
+    if result.gated:
+        return (f"The pack has nothing relevant enough to answer this (best similarity "
+                f"{(result.best_similarity or 0):.2f} < threshold {result.gate_threshold:.2f}),"
+                " and no language model is configured (ANTHROPIC_API_KEY unset).",
+                "confidence_gated_fallback")
+    kw = {"note": note} if note else {}
+    return synthesis.extractive_answer(result.question, result.cited(), **kw), "retrieval_only"
+
+
+def ask(pack: "KnowledgePack", result: SearchResult, opts: SearchOptions
+        ) -> tuple[dict[str, object], bool]:
+    """(answer dict, cacheable). Transient Claude failures degrade to the extractive answer
+    (not cacheable); terminal ones raise `claude.SynthesisError`."""
+    usage = dict(result.token_usage)
+    api = claude.client()
+    if api is None:
+        answer, qtype = _offline_answer(result)
+        return _answer_dict(result, answer, qtype, usage), True
+    qtype, system, user = _plan(result, opts)
+    try:
+        text, u = synthesis.complete(api, opts.model, opts.max_tokens, system, user)
+    except Exception as exc:
+        return _degrade(result, usage, exc), False
+    _add_usage(usage, u)
+    return _answer_dict(result, text, qtype, usage), True
+
+
+def _degrade(result: SearchResult, usage: dict[str, int], exc: Exception) -> dict[str, object]:
+    import anthropic
+
+    if not isinstance(exc, anthropic.APIError):
+        raise exc
+    usage["api_calls"] += 1
+    if claude.is_terminal(exc):
+        raise claude.SynthesisError(
+            f"Claude refused the request ({type(exc).__name__}): "
+            f"{str(exc).splitlines()[0][:300]}. Check ANTHROPIC_API_KEY and the model name"
+        ) from exc
+    note = (f"Claude was unavailable ({type(exc).__name__}); retrieval-only answer "
+            "(no language model was used). The most relevant passages in the pack:")
+    answer, qtype = _offline_answer(result, note)
+    return _answer_dict(result, answer, qtype, usage)
+
+
+def ask_stream(pack: "KnowledgePack", result: SearchResult, opts: SearchOptions
+               ) -> Iterator[str | dict[str, object]]:
+    """Yield answer text chunks, then the final answer dict (same fields as `ask`)."""
+    usage = dict(result.token_usage)
+    api = claude.client()
+    if api is None:
+        answer, qtype = _offline_answer(result)
+        yield answer
+        yield _answer_dict(result, answer, qtype, usage)
+        return
+    qtype, system, user = _plan(result, opts)
+    chunks: list[str] = []
+    u: dict[str, int] = {}
+    try:
+        for chunk in synthesis.stream(api, opts.model, opts.max_tokens, system, user, u):
+            chunks.append(chunk)
+            yield chunk
+    except Exception as exc:
+        if chunks:
+            raise
+        final = _degrade(result, usage, exc)
+        yield str(final["answer"])
+        yield final
+        return
+    _add_usage(usage, u)
+    yield _answer_dict(result, "".join(chunks), qtype, usage)

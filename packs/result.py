@@ -1,0 +1,71 @@
+"""What `search()` returns: ranked sections, related sections, graph facts, and the
+assembled context, all plain dataclasses with `to_dict()` for JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RankedSection:
+    id: str
+    article_id: str
+    url: str
+    title: str
+    heading_path: str
+    content: str
+    score: float
+    similarity: float | None = None  # cosine similarity to the question
+    stages: list[str] = field(default_factory=list)  # stages that found or moved it
+    relation: str | None = None  # related sections: links_to / linked_from / same_page / ...
+    hops: int = 0
+    quality: float | None = None
+    citation: int | None = None  # [n] in the context, when it made it in
+    word_count: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class Facts:
+    entities: list[dict[str, str]] = field(default_factory=list)  # {name, type}
+    facts: list[str] = field(default_factory=list)
+    triples: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [*self.facts, *(f"{s} — {r} → {o}" for s, r, o in self.triples)]
+
+
+@dataclass
+class SearchResult:
+    question: str
+    sections: list[RankedSection]
+    related: list[RankedSection]
+    facts: Facts
+    context: str
+    context_tokens: int
+    truncated: bool
+    gated: bool
+    best_similarity: float | None
+    gate_threshold: float
+    analysis: dict[str, object]
+    cypher_query: str
+    fallback_full_articles: bool = False
+    fewshot: list[dict[str, str]] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    build_id: str = ""
+    # Claude calls made while searching (multi-query expansion).
+    token_usage: dict[str, int] = field(default_factory=dict)
+
+    def cited(self) -> list[RankedSection]:
+        """Sections that made it into the context, in citation order."""
+        both = [s for s in (*self.sections, *self.related) if s.citation is not None]
+        return sorted(both, key=lambda s: s.citation or 0)
+
+    def to_dict(self) -> dict[str, object]:
+        d = dataclasses.asdict(self)
+        d["facts"]["triples"] = [list(t) for t in self.facts.triples]
+        return d

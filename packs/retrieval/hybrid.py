@@ -1,0 +1,38 @@
+"""Hybrid search: fuse the vector ranking with the BM25 ranking.
+
+RRF: score(d) = sum over rankings of w / (k + rank(d)), rank 1-based, k = 60 by default.
+Weighted: w_v * similarity + w_b * bm25 / max(bm25), with missing values counted as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+
+def rrf(rankings: Sequence[Sequence[str]], k: int = 60,
+        weights: Sequence[float] | None = None) -> dict[str, float]:
+    """Reciprocal rank fusion of ranked id lists → id: fused score."""
+    weights = weights or [1.0] * len(rankings)
+    scores: dict[str, float] = {}
+    for ranking, w in zip(rankings, weights):
+        for rank, doc in enumerate(ranking, start=1):
+            scores[doc] = scores.get(doc, 0.0) + w / (k + rank)
+    return scores
+
+
+def weighted(similarity: Mapping[str, float], bm25: Mapping[str, float],
+             vector_weight: float = 0.7, bm25_weight: float = 0.3) -> dict[str, float]:
+    """Weighted sum of similarity and max-normalised BM25 → id: fused score."""
+    top = max(bm25.values(), default=0.0)
+    ids = list(dict.fromkeys([*similarity, *bm25]))
+    return {
+        d: vector_weight * similarity.get(d, 0.0)
+        + (bm25_weight * bm25.get(d, 0.0) / top if top > 0 else 0.0)
+        for d in ids
+    }
+
+
+def ranked(scores: Mapping[str, float]) -> list[str]:
+    """Ids by descending score; ties keep insertion order (the earlier ranking wins)."""
+    order = {d: i for i, d in enumerate(scores)}
+    return sorted(scores, key=lambda d: (-scores[d], order[d]))

@@ -1,0 +1,50 @@
+"""Content quality filter, always on when a question is given.
+
+score = 0.0 under 20 words; otherwise
+    min(0.8, 0.2 + words/200 * 0.6) + min(0.2, keyword_overlap * 0.2)
+where keyword_overlap is the fraction of the question's keywords (stop words excluded) that
+occur in the text. Sections below the threshold (0.3) are left out of the context; if that
+leaves nothing, the caller falls back to the full text of the selected articles (a global
+fallback only, never per section).
+"""
+
+from __future__ import annotations
+
+import re
+
+MIN_WORDS = 20
+DEFAULT_THRESHOLD = 0.3
+
+STOP_WORDS = frozenset("""
+a about above after again all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had
+has have having he her here hers how i if in into is it its itself just me more most my no
+nor not now of off on once only or other our out over own same she should so some such than
+that the their them then there these they this those through to too under until up very was
+we were what when where which while who whom why will with would you your
+""".split())
+
+_TOKEN = re.compile(r"[a-z0-9_]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens (letters, digits, underscore)."""
+    return _TOKEN.findall(text.lower())
+
+
+def keywords(text: str) -> set[str]:
+    return {t for t in tokenize(text) if t not in STOP_WORDS}
+
+
+def quality_score(text: str, question: str, word_count: int | None = None) -> float:
+    """The score above; `word_count` (precomputed at build time) saves a split."""
+    words = word_count if word_count is not None else len(text.split())
+    if words < MIN_WORDS:
+        return 0.0
+    q = keywords(question)
+    overlap = len(q & keywords(text)) / len(q) if q else 0.0
+    return min(0.8, 0.2 + words / 200 * 0.6) + min(0.2, overlap * 0.2)
+
+
+def passes(score: float, threshold: float = DEFAULT_THRESHOLD) -> bool:
+    return score >= threshold

@@ -1,0 +1,257 @@
+"""KnowledgePack on a small real pack (real embedder, real Kuzu), no API key."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from packs import EmbeddingModelError, KnowledgePack, PackFormatError, QuestionError, __version__
+from packs.options import MAX_QUESTION_CHARS
+from packs.pipeline import ASK_FIELDS
+from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture()
+def pack(pack_dir, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("KPACK_EMBEDDING_MODEL", raising=False)
+    with KnowledgePack.open(pack_dir) as p:
+        yield p
+
+
+def test_version():
+    assert __version__ == "0.1.0"
+
+
+def test_opens_pack_folder_build_folder_and_a_copy(pack_dir, tmp_path):
+    with KnowledgePack.open(pack_dir / "builds" / "b0001") as p:
+        assert p.manifest.name == "kestrel"
+    copy = tmp_path / "copied"
+    shutil.copytree(pack_dir, copy)
+    with KnowledgePack.open(copy) as p:
+        assert p.search("dead letter queue").sections[0].url == url_of("queues")
+
+
+def test_open_errors_are_one_clear_line(tmp_path, pack_dir):
+    with pytest.raises(PackFormatError, match="no such pack directory"):
+        KnowledgePack.open(tmp_path / "nope")
+    with pytest.raises(PackFormatError, match="not a knowledge pack"):
+        KnowledgePack.open(tmp_path)
+    (tmp_path / "current").write_text("../../etc\n")
+    with pytest.raises(PackFormatError, match="invalid build id"):
+        KnowledgePack.open(tmp_path)
+    bad = tmp_path / "bad"
+    shutil.copytree(pack_dir / "builds" / "b0001", bad, ignore=shutil.ignore_patterns("pack.db"))
+    raw = json.loads((bad / "manifest.json").read_text())
+    raw["format_version"] = 99
+    (bad / "manifest.json").write_text(json.dumps(raw))
+    with pytest.raises(PackFormatError, match="format 99 is not readable") as exc:
+        KnowledgePack.open(bad)
+    assert "\n" not in str(exc.value)
+
+
+def test_refuses_a_different_embedding_model(pack_dir, monkeypatch):
+    with pytest.raises(EmbeddingModelError, match="built with embedding model "
+                       "'sentence-transformers/all-MiniLM-L6-v2'"):
+        KnowledgePack.open(pack_dir, embedding_model="BAAI/bge-base-en-v1.5")
+    monkeypatch.setenv("KPACK_EMBEDDING_MODEL", "BAAI/bge-small-en-v1.5")
+    with pytest.raises(EmbeddingModelError, match="KPACK_EMBEDDING_MODEL"):
+        KnowledgePack.open(pack_dir)
+    monkeypatch.setenv("KPACK_EMBEDDING_MODEL", "minilm")  # an alias of the same model
+    KnowledgePack.open(pack_dir).close()
+
+
+@pytest.mark.parametrize("question,slug,heading", [
+    ("How many times is a failed job retried?", "retries", "Retry policy"),
+    ("Where do jobs go after they exhaust their retries?", "queues", "Dead letter queue"),
+    ("my jobs stay pending forever", "troubleshooting", "Jobs stuck in pending"),
+    ("which port does kestrel serve listen on", "overview", "Installation"),
+])
+def test_search_ranks_the_right_section_first(pack, question, slug, heading):
+    result = pack.search(question)
+    top = result.sections[0]
+    assert (top.url, top.heading_path.split(" > ")[-1]) == (url_of(slug), heading)
+    assert top.citation == 1 and "vector" in top.stages
+    assert f"[1]" in result.context and top.url in result.context
+    assert result.context_tokens > 0 and not result.gated
+
+
+def test_search_result_shape_and_json(pack):
+    result = pack.search("How do I configure the RetryPolicy backoff?")
+    d = json.loads(json.dumps(result.to_dict()))
+    assert d["sections"][0]["stages"][:2] == ["vector", "bm25"]
+    assert "graph_rerank" in d["sections"][0]["stages"]
+    assert d["analysis"]["known_entities"] == ["RetryPolicy"]
+    assert "QUERY_VECTOR_INDEX" in d["cypher_query"] and "$q" in d["cypher_query"]
+    assert "RetryPolicy.max_attempts defaults to 5." in d["facts"]["facts"]
+    assert {"name": "RetryPolicy", "type": "class"} in d["facts"]["entities"]
+    assert d["fewshot"] and len(d["fewshot"]) == 2
+    assert set(d["timings_ms"]) >= {"embed", "vector", "bm25", "quality", "context"}
+
+
+def test_quality_filter_drops_short_sections(pack):
+    result = pack.search("What is a broker?", max_results=12)
+    assert all(s.quality >= 0.3 for s in result.sections)
+    assert "Glossary > Broker" not in [s.heading_path for s in result.sections]
+
+
+def test_quality_fallback_uses_whole_articles(pack):
+    # Only the glossary's short sections survive a 2-result search with a tight cap.
+    result = pack.search("job broker glossary", max_results=1, quality_threshold=0.99)
+    assert result.fallback_full_articles
+    assert result.sections and all(s.stages == ["full_article_fallback"]
+                                   for s in result.sections)
+    assert len({s.article_id for s in result.sections}) == 1
+
+
+def test_use_enhancements_false_keeps_gate_and_quality(pack):
+    result = pack.search("How many times is a failed job retried?", use_enhancements=False)
+    assert all(s.stages == ["vector"] for s in result.sections)
+    assert "QUERY_FTS_INDEX" not in result.cypher_query
+    assert not result.related and not result.facts.facts and not result.fewshot
+    assert all(s.quality >= 0.3 for s in result.sections)
+    gated = pack.search("recipe for banana bread", use_enhancements=False, gate_threshold=0.9)
+    assert gated.gated
+
+
+def test_multi_doc_neighbours_and_bfs_labels(pack):
+    # max_results=1 leaves the linked articles out of the primary list.
+    result = pack.search("How many times is a failed job retried?", max_results=1)
+    assert result.related and all(s.relation == "links_to" for s in result.related)
+    assert len({s.article_id for s in result.related}) <= 2
+    bfs = pack.search("How many times is a failed job retried?", max_results=1,
+                      expansion_mode="bfs")
+    labels = {s.relation for s in bfs.related}
+    assert {"same_page", "linked_from"} <= labels
+    assert labels <= {"same_page", "links_to", "linked_from", "shares_entity"}
+    same = [s for s in bfs.related if s.relation == "same_page"]
+    assert same[0].heading_path == "Configuring retries > The RetryPolicy class"
+
+
+def test_graph_rerank_modes_and_sparse_graph(pack, tmp_path, embedder):
+    weighted = pack.search("retries", graph_rerank_mode="weighted", use_cache=False)
+    assert all("graph_rerank" in s.stages for s in weighted.sections)
+    sparse_dir = build_pack(tmp_path, embedder, name="sparse", links=[("overview", "retries")])
+    with KnowledgePack.open(sparse_dir) as sparse:
+        assert sparse.manifest.avg_links_per_article < 2
+        result = sparse.search("retries")
+        assert not any("graph_rerank" in s.stages for s in result.sections)
+        assert result.fewshot  # the fixture writes few-shot examples by default
+
+
+def test_ask_offline_is_extractive_and_labelled(pack):
+    answer = pack.ask("How many times is a failed job retried?")
+    assert tuple(answer) == ASK_FIELDS
+    assert answer["query_type"] == "retrieval_only"
+    assert answer["answer"].startswith("Retrieval-only answer")
+    assert "[1]" in answer["answer"]
+    assert answer["sources"][0] == {
+        "n": 1, "url": url_of("retries"), "title": "Configuring retries",
+        "heading_path": "Configuring retries > Retry policy",
+        "score": answer["sources"][0]["score"]}
+    assert "RetryPolicy" in answer["entities"]
+    assert answer["token_usage"] == {"input_tokens": 0, "output_tokens": 0, "api_calls": 0}
+    json.dumps(answer)
+
+
+def test_gated_question_has_no_pack_context(pack):
+    answer = pack.ask("Who won the 1998 football world cup?", gate_threshold=0.6)
+    assert answer["query_type"] == "confidence_gated_fallback"
+    assert answer["sources"] == answer["entities"] == answer["facts"] == []
+    result = pack.search("Who won the 1998 football world cup?", gate_threshold=0.6)
+    assert result.gated and result.sections == [] and result.context == ""
+
+
+def test_question_is_validated_and_capped(pack):
+    with pytest.raises(QuestionError):
+        pack.search("   ")
+    result = pack.search("retry " * 1000)
+    assert len(result.question) == MAX_QUESTION_CHARS
+
+
+def test_cache_returns_the_same_result_until_options_change(pack):
+    first = pack.search("dead letter queue")
+    assert pack.search("dead  letter queue") is first
+    assert pack.search("dead letter queue", max_results=3) is not first
+    assert pack.search("dead letter queue", use_cache=False) is not first
+
+
+def test_stream_offline_yields_text_then_the_dict(pack):
+    parts = list(pack.ask("dead letter queue", stream=True))
+    assert isinstance(parts[0], str) and isinstance(parts[-1], dict)
+    assert parts[-1]["answer"] == parts[0]
+
+
+def test_import_and_search_load_no_prefect(pack_dir):
+    code = textwrap.dedent(f"""
+        import sys
+        from packs import KnowledgePack
+        with KnowledgePack.open({str(pack_dir)!r}) as p:
+            p.search("dead letter queue")
+            p.ask("dead letter queue")
+        bad = sorted(m for m in sys.modules if m.split(".")[0] in ("prefect", "tasks", "flows"))
+        print(bad)
+        sys.exit(1 if bad else 0)
+    """)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("ANTHROPIC_API_KEY", None)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+
+
+def test_vendored_zip_imports_the_module(tmp_path):
+    from packs.vendor import write_zipapp
+
+    pyz = write_zipapp(tmp_path / "packs.pyz")
+    assert write_zipapp(tmp_path / "again.pyz").read_bytes() == pyz.read_bytes()
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import packs, packs.pack; "
+            "print(packs.__file__, packs.__version__)")
+    proc = subprocess.run([sys.executable, "-c", code, str(pyz)], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == [str(pyz / "packs" / "__init__.py"), "0.1.0"]
+
+
+def test_questions_are_embedded_on_the_onnx_backend(pack_dir, embedder, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    monkeypatch.delenv("KPACK_EMBEDDING_MODEL", raising=False)
+    with KnowledgePack.open(pack_dir) as p:
+        q = "Where do jobs go after they exhaust their retries?"
+        vec = p.embed_query(q)
+        assert p.embedder.backend == "onnx"
+        assert float(vec @ embedder.encode_query(q)) > 0.9999
+        assert p.search(q).sections[0].url == url_of("queues")
+
+
+def test_cli_search_and_query_json(pack_dir, monkeypatch):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("KPACK_EMBEDDING_MODEL", raising=False)
+    runner = CliRunner()
+    res = runner.invoke(app, ["query", str(pack_dir), "dead letter queue", "--json"])
+    assert res.exit_code == 0, res.output
+    answer = json.loads(res.output)
+    assert tuple(answer) == ASK_FIELDS and answer["sources"][0]["url"] == url_of("queues")
+    res = runner.invoke(app, ["search", str(pack_dir), "dead letter queue", "-k", "2",
+                              "-o", "expansion_mode=bfs", "--context"])
+    assert res.exit_code == 0, res.output
+    assert "[1]" in res.output
+    res = runner.invoke(app, ["search", str(pack_dir), "q", "-o", "bogus=1"])
+    assert res.exit_code == 2 and "bogus" in res.output
+    res = runner.invoke(app, ["query", str(pack_dir / "missing"), "q"])
+    assert res.exit_code == 2 and "error:" in res.output
+
+
