@@ -17,7 +17,7 @@ from flows.settings import configure_prefect_env
 
 configure_prefect_env()
 
-from prefect import flow, get_run_logger  # noqa: E402
+from prefect import flow, get_run_logger, tags  # noqa: E402
 from prefect.settings import (  # noqa: E402
     PREFECT_LOCAL_STORAGE_PATH,
     PREFECT_RESULTS_PERSIST_BY_DEFAULT,
@@ -239,7 +239,7 @@ def run_build(
     _quiet_libraries()
     build_id = new_build_id()
     try:
-        with _prefect_settings(work):
+        with _prefect_settings(work), tags(f"pack:{source.name}"):
             flow_fn = (build_pack.with_options(task_runner=task_runner(task_runner_setting))
                        if task_runner_setting else build_pack)
             return flow_fn(
