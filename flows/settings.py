@@ -17,6 +17,8 @@ DEFAULTS = {
     "PREFECT_LOGGING_LOG_PRINTS": "false",
     # Loggers that are chatty at INFO: keep their warnings only.
     "PREFECT_LOGGING_EXTRA_LOGGERS": "kpack",
+    # kpack.* loggers also run outside flows (queries, the CLI): no API log there.
+    "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
 }
 
 
