@@ -1,0 +1,259 @@
+"""Shared by the evaluation benchmarks: serve a corpus as pages over loopback, build a pack
+from their URLs through the real build flow (cached), plain-library baselines, and tables.
+
+A corpus becomes `Page`s (a path, a title, Markdown text). `build_cached` serves them from
+memory on 127.0.0.1, writes a source folder whose urls.txt lists them, and runs
+`flows.build.run_build` with the offline extractor. The pack, the base URL it was built
+from and a fingerprint of the pages and model are kept under the work folder, so a rerun
+with the same pages reuses the pack without serving or building anything; gold URLs are
+made from the recorded base URL.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import platform
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+DEFAULT_WORK = ROOT / "out" / "bench"
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# Bump when the page layout changes, so cached packs are rebuilt.
+LAYOUT_VERSION = "pages-v1"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@dataclass(frozen=True)
+class Page:
+    path: str  # "/doc/123"
+    title: str
+    markdown: str
+
+
+def markdown_page(title: str, sections: Sequence[tuple[str | None, str]]) -> str:
+    """A page: `# title`, then each (heading or None, text) as `## heading` + paragraph."""
+    parts = [f"# {title}"]
+    for heading, text in sections:
+        if heading:
+            parts.append(f"## {heading}")
+        parts.append(" ".join(text.split()))
+    return "\n\n".join(parts) + "\n"
+
+
+def machine_line() -> str:
+    """Host, cores, accelerator, Python and date: printed first by every benchmark."""
+    try:
+        import torch
+
+        gpu = "GPU" if torch.cuda.is_available() else "no GPU"
+    except ImportError:
+        gpu = "no GPU"
+    return (f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, {gpu}, "
+            f"Python {platform.python_version()}; date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+
+
+# --- serving -----------------------------------------------------------------------------
+
+
+@contextmanager
+def serve_pages(pages: Sequence[Page]) -> Iterator[str]:
+    """Serve the pages as text/markdown on a free port of 127.0.0.1; yields the base URL."""
+    body = {p.path: p.markdown.encode("utf-8") for p in pages}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            data = body.get(self.path.split("?", 1)[0])
+            self.send_response(200 if data is not None else 404)
+            self.send_header("Content-Type", "text/markdown; charset=utf-8")
+            data = data if data is not None else b"not found"
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- building (cached) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BuiltPack:
+    pack_dir: Path
+    base_url: str
+    reused: bool
+    seconds: float
+    counts: dict[str, int]
+
+
+def fingerprint(pages: Sequence[Page], model: str) -> str:
+    h = hashlib.sha256(f"{LAYOUT_VERSION}\0{model}".encode())
+    for p in pages:
+        h.update(f"\0{p.path}\0{p.title}\0{p.markdown}".encode())
+    return h.hexdigest()
+
+
+def build_cached(name: str, pages: Sequence[Page], work: Path, model: str = MODEL,
+                 description: str = "") -> BuiltPack:
+    """The pack of `pages` under work/name/: reused when the pages and model are unchanged,
+    else served and built with the offline extractor. Raises flows.build.BuildError."""
+    folder = work / name
+    state_file = folder / "state.json"
+    fp = fingerprint(pages, model)
+    if state_file.is_file():
+        state = json.loads(state_file.read_text())
+        pack_dir = Path(state["pack"])
+        if state.get("fingerprint") == fp and (pack_dir / "current").is_file():
+            return BuiltPack(pack_dir, state["base_url"], True, 0.0, state["counts"])
+    from flows.build import run_build
+
+    source = folder / "source" / name
+    source.mkdir(parents=True, exist_ok=True)
+    (source / "pack.toml").write_text(
+        f"description = {json.dumps(description)}\nallow_private_hosts = true\n"
+        f"embedding_model = {json.dumps(model)}\nfetch_concurrency = 16\n"
+        "per_host_concurrency = 16\nkeep_builds = 1\n")
+    t0 = time.perf_counter()
+    with serve_pages(pages) as base:
+        (source / "urls.txt").write_text("".join(f"{base}{p.path}\n" for p in pages))
+        summary = run_build(source, folder / "out", work_dir=folder / "work",
+                            extractor="offline", allow_private_hosts=True)
+    seconds = time.perf_counter() - t0
+    state = {"fingerprint": fp, "base_url": base, "pack": summary["pack"],
+             "counts": summary["counts"], "failed": len(summary["failed_sources"])}
+    state_file.write_text(json.dumps(state, indent=2))
+    return BuiltPack(Path(summary["pack"]), base, False, seconds, summary["counts"])
+
+
+# --- plain-library baselines ----------------------------------------------------------------
+
+
+def bm25_rankings(doc_ids: Sequence[str], texts: Sequence[str], queries: Sequence[str],
+                  k: int = 100) -> list[list[str]]:
+    """bm25s (Lucene BM25, k1=1.5, b=0.75) with English stop words and the Snowball stemmer."""
+    import bm25s
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer,
+                                   show_progress=False), show_progress=False)
+    q_tokens = bm25s.tokenize(list(queries), stopwords="en", stemmer=stemmer,
+                              show_progress=False)
+    docs, _ = retriever.retrieve(q_tokens, k=min(k, len(doc_ids)), show_progress=False,
+                                 n_threads=1)
+    return [[doc_ids[i] for i in row] for row in docs]
+
+
+@functools.lru_cache(maxsize=2)
+def _sentence_transformer(model: str):
+    from sentence_transformers import SentenceTransformer
+
+    from packs.embedding import resolve_model
+
+    return SentenceTransformer(resolve_model(model).load_from, device="cpu")
+
+
+def dense_rankings(doc_ids: Sequence[str], texts: Sequence[str], queries: Sequence[str],
+                   model: str = MODEL, k: int = 100,
+                   cache_dir: Path | None = None) -> list[list[str]]:
+    """sentence-transformers `encode` (normalised) of documents and queries, cosine top k.
+    With `cache_dir`, the document matrix is kept there keyed on the texts and model."""
+    import numpy as np
+
+    st = _sentence_transformer(model)
+    key = hashlib.sha256("\0".join([model, *texts]).encode()).hexdigest()[:16]
+    cached = cache_dir / f"dense-{key}.npy" if cache_dir else None
+    if cached is not None and cached.is_file():
+        d = np.load(cached)
+    else:
+        d = st.encode(list(texts), batch_size=32, normalize_embeddings=True,
+                      convert_to_numpy=True)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            np.save(cached, d)
+    q = st.encode(list(queries), batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    sims = q @ d.T
+    top = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+    return [[doc_ids[i] for i in row] for row in top]
+
+
+def rrf_rankings(*runs: list[list[str]], k: int = 60, depth: int = 100) -> list[list[str]]:
+    """Reciprocal rank fusion (k=60) of per-query rankings."""
+    out = []
+    for lists in zip(*runs):
+        scores: dict[str, float] = {}
+        for ranking in lists:
+            for rank, doc in enumerate(ranking, start=1):
+                scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank)
+        out.append(sorted(scores, key=lambda d: -scores[d])[:depth])
+    return out
+
+
+def score_url_run(rankings: Sequence[Sequence[str]], golds: Sequence[Sequence[str]],
+                  ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
+    """Mean metrics of rankings of URLs (or URL#heading) against gold sources, with the
+    same matching and metric code `kpack eval` uses."""
+    from packs.evaluation import Source, mean_metrics, parse_gold, score_ranking
+
+    rows = []
+    for ranking, gold in zip(rankings, golds):
+        parsed = [parse_gold(g) for g in gold]
+        srcs = []
+        for item in ranking[:max(max(ks), 10)]:
+            url, _, heading = item.partition("#")
+            srcs.append(Source(url, heading.rsplit(" > ", 1)[-1], heading))
+        rows.append(score_ranking(srcs, parsed, ks))
+    return mean_metrics(rows)
+
+
+# --- the product -------------------------------------------------------------------------------
+
+
+def product_run(pack, questions, options, ks: Sequence[int] = (1, 5, 10)) -> tuple[dict, float]:
+    """(overall metrics, mean ms per search) of `evaluate` with `options`."""
+    from packs.evaluation import evaluate
+
+    report = evaluate(pack, questions, options, ks=ks)
+    return report.overall, 1000 * report.seconds / max(report.questions, 1)
+
+
+def table(rows: Sequence[tuple[str, dict[str, float]]], cols: Sequence[str],
+          extra: Sequence[str] = ()) -> str:
+    """A Markdown table: one row per (label, metrics), `cols` as 3-decimal columns."""
+    width = max(len(r[0]) for r in rows)
+    w = {c: max(len(c), 5) for c in cols}
+    head = f"| {'run':{width}} | " + " | ".join(f"{c:>{w[c]}}" for c in cols) + " |"
+    lines = [head, "|" + "-" * (width + 2) + "|" + "|".join("-" * (w[c] + 2) for c in cols) + "|"]
+    for label, m in rows:
+        cells = []
+        for c in cols:
+            v = m.get(c)
+            cells.append(f"{v:{w[c]}.3f}" if isinstance(v, float) else f"{str(v or ''):>{w[c]}}")
+        lines.append(f"| {label:{width}} | " + " | ".join(cells) + " |")
+    lines.extend(extra)
+    return "\n".join(lines)

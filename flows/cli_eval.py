@@ -1,0 +1,110 @@
+"""`kpack eval`: retrieval metrics (and graded answers) of a pack on a questions file.
+
+`register(app)` adds the command to the main `kpack` app (flows/cli.py); `python -m
+flows.cli_eval ...` runs it on its own. Exit codes: 0 success, 1 the evaluation failed
+(e.g. Claude refused the grading requests), 2 bad input (unreadable pack or questions
+file, eval questions in the pack's few-shot pool). KPACK_DEBUG=1 re-raises.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def _fail(exc: BaseException) -> None:
+    from packs.embedding import EmbeddingModelError
+    from packs.evaluation import EvalLeakError, QuestionsFileError
+    from packs.format import PackFormatError
+    from packs.options import OptionsError
+
+    if os.environ.get("KPACK_DEBUG"):
+        raise exc
+    bad_input = (PackFormatError, EmbeddingModelError, QuestionsFileError, EvalLeakError,
+                 OptionsError, FileNotFoundError)
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT if isinstance(exc, bad_input) else EXIT_FAILED)
+
+
+def eval_(
+    pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
+    questions: Annotated[Path, typer.Option("--questions", "-q", help="JSONL of {id, question, gold_sources[], answer?, kind?}; a gold source is URL (page) or URL#heading (section).")],
+    k: Annotated[Optional[list[int]], typer.Option("--k", help="Cut-offs for recall@k (repeat the option; default 1, 5, 10). MRR and nDCG@10 are always reported.")] = None,
+    binary: Annotated[bool, typer.Option(help="Binary gains for nDCG (every gold counts 1) instead of the gold grades.")] = False,
+    no_gate: Annotated[bool, typer.Option("--no-gate", help="Score rankings with the confidence gate off (gated questions otherwise score 0).")] = False,
+    judge: Annotated[bool, typer.Option(help="With ANTHROPIC_API_KEY set, ask() the questions that have a reference answer and let Claude grade the answers.")] = True,
+    judge_model: Annotated[str, typer.Option(help="Claude model that grades answers.")] = "claude-sonnet-4-6",
+    per_question: Annotated[bool, typer.Option(help="Print one line per question.")] = False,
+    embedding_model: Annotated[Optional[str], typer.Option(help="Local copy of the pack's model.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full report (overall, per kind, per question) as JSON.")] = False,
+) -> None:
+    """Score PACK's retrieval on the QUESTIONS file: recall@k, MRR and nDCG@10 per question
+    and overall, against the gold sources. When ANTHROPIC_API_KEY is set, answers to
+    questions with a reference `answer` are graded by Claude (0, 0.5, 1) with a fixed rubric.
+    Refuses to run when a question is in the pack's few-shot pool."""
+    try:
+        from packs import KnowledgePack
+        from packs.evaluation import DEFAULT_KS, evaluate, judge_client, load_questions
+        from packs.options import SearchOptions
+
+        qs = load_questions(questions)
+        options = SearchOptions(gate_threshold=-1.0) if no_gate else None
+        client = judge_client() if judge else None
+        with KnowledgePack.open(pack, embedding_model=embedding_model) as kp:
+            report = evaluate(kp, qs, options, ks=tuple(k or DEFAULT_KS), binary=binary,
+                              judge=client, judge_model=judge_model)
+    except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str))
+        return
+    typer.echo(format_report(report, per_question))
+
+
+def format_report(report, per_question: bool = False) -> str:
+    """The report as a plain-text table: overall, then per kind, then (optionally) per
+    question."""
+    names = list(report.overall)
+    width = max(12, *(len(k) for k in report.by_kind)) if report.by_kind else 12
+    lines = [f"{report.pack} (build {report.build_id}): {report.questions} questions, "
+             f"{report.gated} gated, {report.seconds:.1f} s",
+             f"{'':{width}} {'n':>5} " + " ".join(f"{n:>10}" for n in names)]
+    groups = [("overall", report.questions, report.overall)]
+    for kind, metrics in report.by_kind.items():
+        groups.append((kind, sum(r.kind == kind for r in report.per_question), metrics))
+    for label, n, metrics in groups:
+        lines.append(f"{label:{width}} {n:>5} "
+                     + " ".join(f"{metrics.get(m, float('nan')):>10.3f}" for m in names))
+    if report.judge_model:
+        lines.append(f"answers graded by {report.judge_model}: {report.judged} "
+                     f"({report.judge_failures} could not be graded)")
+    if per_question:
+        for r in report.per_question:
+            top = r.retrieved[0] if r.retrieved else "(nothing)"
+            lines.append(f"  {r.id}: " + " ".join(f"{m}={v:.2f}" for m, v in r.metrics.items())
+                         + f"{' GATED' if r.gated else ''}  top: {top}")
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `eval` to `app`."""
+    app.command(name="eval")(eval_)
+
+
+def main() -> None:
+    app = typer.Typer(help="Evaluate knowledge packs.", no_args_is_help=True,
+                      add_completion=False, pretty_exceptions_enable=False)
+    register(app)
+    app(prog_name="kpack")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Each evaluation benchmark end to end on a few synthetic documents written here in the
+datasets' formats (never ../shared), so the scripts cannot rot: loopback serving, the real
+build flow (the session's Prefect harness), the product runs, the baselines, the tables."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import gate_calibration, scifact, xquad
+
+DOCS = [
+    ("11", "Vitamin D supplementation and bone fractures in older adults",
+     "In a randomised trial of 2,000 adults over seventy, daily vitamin D supplements did "
+     "not reduce the rate of hip fractures compared with placebo over five years of "
+     "follow-up, although serum vitamin D levels rose in the treated group."),
+    ("12", "Statins lower LDL cholesterol and cardiovascular events",
+     "Statin therapy lowered low-density lipoprotein cholesterol by a third and reduced "
+     "heart attacks and strokes among patients with high cardiovascular risk in a "
+     "meta-analysis of twenty-six trials."),
+    ("13", "Gut microbiome composition in infants delivered by caesarean section",
+     "Infants born by caesarean section carried fewer Bacteroides species in their gut "
+     "microbiome during the first month of life than infants born vaginally, a difference "
+     "that faded by one year of age."),
+    ("14", "Malaria parasite resistance to artemisinin in Southeast Asia",
+     "Mutations in the kelch13 gene of Plasmodium falciparum were associated with delayed "
+     "parasite clearance after artemisinin treatment in patients in Cambodia and Myanmar."),
+    ("15", "Sleep deprivation impairs memory consolidation",
+     "Healthy volunteers kept awake for one night recalled fewer word pairs the next day "
+     "than volunteers who slept, and hippocampal activity during learning was reduced."),
+]
+CLAIMS = {  # id: (text, gold doc, split)
+    "1": ("Vitamin D supplements prevent hip fractures in the elderly.", "11", "test"),
+    "2": ("Statins reduce the risk of heart attack.", "12", "test"),
+    "3": ("Caesarean delivery changes the infant gut microbiome.", "13", "test"),
+    "4": ("kelch13 mutations cause artemisinin resistance in malaria.", "14", "train"),
+    "5": ("Losing a night of sleep harms memory.", "15", "train"),
+}
+ARTICLES = [
+    ("Lighthouse", [
+        ("A lighthouse is a tower that emits light from a system of lamps and lenses to "
+         "guide ships at sea. The Pharos of Alexandria was among the earliest.",
+         ["What does a lighthouse guide?", "Which ancient lighthouse was among the first?"]),
+        ("Modern lighthouses are automated; the last keepers in Britain left their towers "
+         "in 1998 when the final station was converted.",
+         ["When did the last British lighthouse keepers leave?"]),
+    ]),
+    ("Honey", [
+        ("Honey is a sweet substance made by bees from flower nectar, stored in wax "
+         "honeycombs inside the hive.", ["What do bees make honey from?"]),
+        ("Because of its low water content and acidity, honey resists bacteria and can keep "
+         "for thousands of years in sealed jars.", ["Why does honey not spoil?"]),
+    ]),
+]
+
+
+def _write_scifact(root):
+    d = root / "scifact"
+    (d / "qrels").mkdir(parents=True)
+    (d / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in DOCS))
+    for name, split in (("queries.jsonl", "train"), ("queries_test.jsonl", "test")):
+        (d / name).write_text("".join(json.dumps({"_id": q, "text": t, "metadata": {}}) + "\n"
+                                      for q, (t, _, s) in CLAIMS.items() if s == split))
+    for name in ("train", "test"):
+        rows = [f"{q}\t{doc}\t1" for q, (_, doc, s) in CLAIMS.items() if s == name]
+        (d / "qrels" / f"{name}.tsv").write_text("query-id\tcorpus-id\tscore\n"
+                                                 + "\n".join(rows) + "\n")
+
+
+def _write_xquad(root):
+    d = root / "qa" / "xquad"
+    d.mkdir(parents=True)
+    data = [{"title": title, "paragraphs": [
+        {"context": ctx, "qas": [{"id": f"{title}-{i}-{j}", "question": q,
+                                  "answers": [{"text": "x", "answer_start": 0}]}
+                                 for j, q in enumerate(qs)]}
+        for i, (ctx, qs) in enumerate(paras)]} for title, paras in ARTICLES]
+    (d / "xquad.en.json").write_text(json.dumps({"data": data, "version": "1.0"}))
+
+
+OOD = [
+    {"id": "u1", "question": "How do I fold a paper aeroplane?", "kind": "unrelated",
+     "target": "any", "split": "dev"},
+    {"id": "u2", "question": "Best pizza dough hydration?", "kind": "unrelated",
+     "target": "any", "split": "test"},
+    {"id": "a1", "question": "Who designed the Eiffel Tower?", "kind": "adjacent",
+     "target": "xquad", "split": "dev"},
+    {"id": "a2", "question": "Beta blockers shorten migraine attacks.", "kind": "adjacent",
+     "target": "scifact", "split": "test"},
+]
+
+
+def test_the_out_of_domain_set_is_well_formed():
+    rows = gate_calibration.load_ood(gate_calibration.DEFAULT_OOD)
+    assert len(rows) == 60 and len({r["id"] for r in rows}) == 60
+    assert {r["kind"] for r in rows} == {"unrelated", "adjacent"}
+    assert {r["target"] for r in rows} == {"any", "scifact", "xquad"}
+    for split in ("dev", "test"):
+        assert sum(r["split"] == split for r in rows) == 30
+
+
+def test_threshold_choice_maximises_balanced_accuracy():
+    sims = {"a": {"in": [0.6, 0.7, 0.45], "ood": [0.1, 0.2, 0.5]},
+            "b": {"in": [0.5, 0.55], "ood": [0.05]}}
+    t, bacc = gate_calibration.choose_threshold(sims)
+    # every grid point in (0.20, 0.45] passes all in-domain and gates 2/3 + 1/1 of the ood
+    assert 0.21 <= t <= 0.45 and bacc == pytest.approx((1 + (2 / 3 + 1) / 2) / 2)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    _write_scifact(root)
+    _write_xquad(root)
+    return root
+
+
+def test_benchmarks_skip_without_data(tmp_path, capsys):
+    for module in (scifact, xquad, gate_calibration):
+        assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
+        assert capsys.readouterr().out.startswith("skipped:")
+
+
+def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
+    work = tmp_path / "work"
+    assert scifact.main(["--data", str(data), "--work", str(work), "--dev-limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "5 abstracts, 3 test claims, 2 dev claims" in out
+    assert "baseline: RRF(BM25, dense), k=60" in out
+    for label in (*scifact.CONFIGS, *scifact.ABLATIONS, "best on dev"):
+        assert label in out, label
+    assert "cross-encoder" in out and "built in" in out
+    # SciFact-style claims about distinct topics: the product finds every gold abstract
+    default_row = next(line for line in out.splitlines()
+                       if line.startswith("| default: hybrid + graph/quality stages"))
+    assert float(default_row.split("|")[3]) == 1.0  # recall@10
+
+    assert xquad.main(["--data", str(data), "--work", str(work), "--dev-articles", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "2 articles, 4 paragraphs, 5 questions (dev 3, test 2)" in out
+    assert "dev split (3 questions" in out and "test split (2 questions" in out
+    assert "default pipeline" in out and "baseline: MiniLM dense" in out
+
+    ood = tmp_path / "ood.jsonl"
+    ood.write_text("".join(json.dumps(r) + "\n" for r in OOD))
+    assert gate_calibration.main(["--data", str(data), "--work", str(work),
+                                  "--dev-articles", "1", "--ood", str(ood)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("(reused)") == 2  # both packs come from the work folder
+    assert "chosen threshold" in out and "KNOWN_MODELS['sentence-transformers/all-MiniLM-L6-v2']" in out
+    threshold = float(out.strip().splitlines()[-1].rsplit("=", 1)[1])
+    assert 0.0 <= threshold <= 1.0
+
