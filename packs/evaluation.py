@@ -40,10 +40,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from packs import format as fmt
 from packs.options import SearchOptions
+from packs.urls import canonical_url
 
 if TYPE_CHECKING:
     from packs.pack import KnowledgePack
@@ -65,32 +66,8 @@ class EvalLeakError(ValueError):
 
 # --- gold sources and matching -------------------------------------------------------
 
-_INDEX_SUFFIXES = ("/index.html", "/index.htm", "/_index.md", "/index.md", "/readme.md")
-_EXTENSIONS = (".html", ".htm", ".md", ".markdown")
 _SLUG = re.compile(r"[^\w]+")
 HEADING_SEP = " > "
-
-
-def canonical_url(url: str) -> str:
-    """The form two URLs share when they name the same page (same rules as the build's
-    link matching, restated here because packs/ never imports the build)."""
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    port = parts.port
-    if port and not ((scheme == "http" and port == 80) or (scheme == "https" and port == 443)):
-        host = f"{host}:{port}"
-    path = re.sub(r"/{2,}", "/", parts.path or "/")
-    lower = path.lower()
-    for suffix in _INDEX_SUFFIXES:
-        if lower.endswith(suffix):
-            path, lower = path[: -len(suffix)] or "/", lower[: -len(suffix)] or "/"
-            break
-    for ext in _EXTENSIONS:
-        if lower.endswith(ext):
-            path = path[: -len(ext)]
-            break
-    return urlunsplit((scheme, host, path.rstrip("/") or "/", parts.query, ""))
 
 
 def slug(text: str) -> str:

@@ -11,43 +11,19 @@ here so queries only look it up.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections import defaultdict
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 import polars as pl
 
 from packs import format as fmt
+from packs.urls import canonical_url
 
-_INDEX_SUFFIXES = ("/index.html", "/index.htm", "/_index.md", "/index.md", "/readme.md")
-_EXTENSIONS = (".html", ".htm", ".md", ".markdown")
 _MD_LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
-
-def canonical_url(url: str) -> str:
-    """The form two URLs share when they name the same page (see module docstring)."""
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    port = parts.port
-    if port and not ((scheme == "http" and port == 80) or (scheme == "https" and port == 443)):
-        host = f"{host}:{port}"
-    path = posixpath.normpath(parts.path) if parts.path else "/"
-    if path == ".":
-        path = "/"
-    lower = path.lower()
-    for suffix in _INDEX_SUFFIXES:
-        if lower.endswith(suffix):
-            path, lower = path[: -len(suffix)] or "/", lower[: -len(suffix)] or "/"
-            break
-    for ext in _EXTENSIONS:
-        if lower.endswith(ext):
-            path = path[: -len(ext)]
-            break
-    path = path.rstrip("/") or "/"
-    return urlunsplit((scheme, host, path, parts.query, ""))
-
+__all__ = ["canonical_url", "degree_centrality", "links_in_markdown", "links_table",
+           "resolve_links"]
 
 def links_in_markdown(text: str, base_url: str) -> list[str]:
     """Absolute targets of Markdown `[text](href)` links, resolved against base_url."""
