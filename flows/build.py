@@ -1,4 +1,4 @@
-"""The build flow: urls.txt → fetch → split + links → extract + embed → publish.
+"""The build flow: urls.txt → fetch → split + links → extract + embed → keywords → publish.
 
 Composition only: each stage is a task from tasks.stages; this module decides the order,
 the content keys that chain them, and what runs side by side (links beside split,
@@ -32,6 +32,7 @@ from tasks import extract as extract_core  # noqa: E402
 from tasks import fetch as fetch_core  # noqa: E402
 from tasks import split as split_core  # noqa: E402
 from tasks import stages  # noqa: E402
+from tasks.embed import KEYWORD_VERSION  # noqa: E402
 from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION  # noqa: E402
 from tasks.publish import append_history, new_build_id  # noqa: E402
 from tasks.sources import SourceConfig, load_source, resolve_embedding_model  # noqa: E402
@@ -134,8 +135,10 @@ def build_pack(
     extract_key = stages._key("extract", split_key, xcfg.kind, xcfg.model,
                               extract_core.PROMPT_VERSION, bool(os.environ.get("ANTHROPIC_API_KEY")))
     embed_key = stages._key("embed", split_key, embedder.model_id, stages.EMBED_VERSION)
+    keywords_on = source.config.keyword_vectors
     fingerprint = inputs_fingerprint(split_key, links_key, extract_key, embed_key,
-                                     source.config.description)
+                                     source.config.description,
+                                     KEYWORD_VERSION if keywords_on else "no-keyword-vectors")
     unchanged = stages.unchanged_build(out, source.name, fingerprint)
     if unchanged is not None:
         get_run_logger().info("no changes since build %s: nothing to publish",
@@ -155,8 +158,15 @@ def build_pack(
     extract_f = stage(stages.extract_task, "extract").submit(extract_key, split, work, xcfg)
     embed_f = stage(stages.embed_task, "embed").submit(embed_key, split, work, model_name)
     links, extracted, embedded = links_f.result(), extract_f.result(), embed_f.result()
-    durations = {r.stage: round(r.seconds, 3)
-                 for r in (fetched, split, links, extracted, embedded)}
+    # Keyword vectors (opt-in: keyword_vectors = true in pack.toml; they did not help on
+    # the benchmarks, see BENCHMARKS.md) need both the extraction and the content
+    # vectors; their record (content + keyword vectors) is what publish reads.
+    records = [fetched, split, links, extracted, embedded]
+    if keywords_on:
+        embedded = stage(stages.keywords_task, "keywords")(split, embedded, extracted, work,
+                                                           model_name)
+        records.append(embedded)
+    durations = {r.stage: round(r.seconds, 3) for r in records}
     summary = stage(stages.publish_task, "publish")(
         source, out, build_id, embedding,
         fetched, split, links, extracted, embedded, durations, fingerprint,

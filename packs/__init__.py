@@ -12,12 +12,13 @@ from packs.embedding import EmbeddingModelError
 from packs.format import QUERY_MODULE_VERSION, PackFormatError
 from packs.options import OptionsError, SearchOptions
 from packs.pack import KnowledgePack
+from packs.packset import PackSet
 from packs.pipeline import QuestionError
 from packs.result import RankedSection, SearchResult
 
 __version__ = QUERY_MODULE_VERSION  # the format module owns the number
 
 __all__ = [
-    "EmbeddingModelError", "KnowledgePack", "OptionsError", "PackFormatError",
+    "EmbeddingModelError", "KnowledgePack", "OptionsError", "PackFormatError", "PackSet",
     "QuestionError", "RankedSection", "SearchOptions", "SearchResult", "__version__",
 ]

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from packs import format as fmt
+from packs.filters import Filters, where
 
 _SECTION_COLS = ("s.id, s.article_id, s.url, s.title, s.heading_path, s.content, "
                  "s.word_count, s.position")
@@ -48,6 +49,40 @@ ENTITY_SECTIONS = (
     "MATCH (x:Section)-[:MENTIONS]->(e:Entity)<-[:MENTIONS]-(s:Section) "
     f"WHERE x.id IN $ids AND s.id <> x.id RETURN x.id, {_SECTION_COLS}, s.embedding"
 )
+# Keyword vectors (format 2): candidates from both indexes, then both similarities of the
+# union, computed in the database.
+KEYWORD_VECTOR_SEARCH = (
+    f"CALL QUERY_VECTOR_INDEX('Section', '{fmt.KEYWORD_VECTOR_INDEX}', $q, $k) "
+    "WITH node AS s, distance "
+    f"RETURN {_SECTION_COLS}, distance ORDER BY distance"
+)
+SECTION_SIMILARITIES = (
+    f"MATCH (s:Section) WHERE s.id IN $ids RETURN {_SECTION_COLS}, "
+    "array_cosine_similarity(s.embedding, $q), "
+    f"array_cosine_similarity(s.{fmt.KEYWORD_EMBEDDING}, $q)"
+)
+# Filtered searches scan the sections the filter admits, exactly (no HNSW): a filter then
+# narrows the candidates before any ranking or truncation. `{where}` is built by
+# packs.filters.where from constant fragments; every value is a parameter.
+FILTERED_VECTOR_SEARCH = (
+    "MATCH (s:Section) WHERE {where} "
+    f"WITH s, array_cosine_similarity(s.embedding, $q) AS sim "
+    f"RETURN {_SECTION_COLS}, sim ORDER BY sim DESC LIMIT $k"
+)
+FILTERED_KEYWORD_VECTOR_SEARCH = (
+    "MATCH (s:Section) WHERE {where} "
+    "WITH s, array_cosine_similarity(s.embedding, $q) AS sim, "
+    f"array_cosine_similarity(s.{fmt.KEYWORD_EMBEDDING}, $q) AS ksim "
+    f"RETURN {_SECTION_COLS}, sim, ksim ORDER BY (1.0 - $w) * sim + $w * ksim DESC LIMIT $k"
+)
+FILTERED_FTS_SEARCH = (
+    f"CALL QUERY_FTS_INDEX('Section', '{fmt.FTS_INDEX}', $q) "
+    "WITH node AS s, score WHERE {where} "
+    f"RETURN {_SECTION_COLS}, score, s.embedding ORDER BY score DESC LIMIT $k"
+)
+ARTICLE_URLS = "MATCH (a:Article) RETURN a.url"
+SECTION_LANGUAGES = ("MATCH (s:Section) UNWIND s.languages AS lang "
+                     "RETURN DISTINCT lang")
 CENTRALITY = "MATCH (a:Article) RETURN a.id, a.centrality"
 ENTITY_NAMES = "MATCH (e:Entity) RETURN e.name, e.aliases"
 SECTION_ENTITIES = (
@@ -76,8 +111,10 @@ class Row:
     word_count: int
     position: int
     similarity: float | None = None  # cosine similarity to the question
+    keyword_similarity: float | None = None  # of the keyword vector, when searched
     bm25: float | None = None
     via: str | None = None  # the article/section this row was reached from (graph queries)
+    vscore: float | None = None  # vector score: similarity, or the content/keyword blend
 
 
 def _row(values: list, start: int = 0) -> Row:
@@ -85,6 +122,12 @@ def _row(values: list, start: int = 0) -> Row:
     return Row(id=v[0], article_id=v[1], url=v[2] or "", title=v[3] or "",
                heading_path=v[4] or "", content=v[5] or "", word_count=int(v[6] or 0),
                position=int(v[7] or 0))
+
+
+def _blend(row: Row, w: float) -> float:
+    if w <= 0 or row.keyword_similarity is None:
+        return row.similarity or 0.0
+    return (1.0 - w) * (row.similarity or 0.0) + w * row.keyword_similarity
 
 
 @dataclass
@@ -114,9 +157,15 @@ def fts_query_text(terms: list[str]) -> str:
 
 
 class PackDB:
-    """A read-only Kuzu database of one pack build."""
+    """A read-only Kuzu database of one pack build.
 
-    def __init__(self, db_path: Path) -> None:
+    `has_languages` and `keyword_vectors` say whether the database has Section.languages
+    and Section.keyword_embedding (format 2; the manifest says so); without them language
+    filters match fence lines in the content and keyword search is refused.
+    """
+
+    def __init__(self, db_path: Path, *, has_languages: bool = True,
+                 keyword_vectors: bool = False) -> None:
         import kuzu
 
         self._db = kuzu.Database(str(db_path), read_only=True)
@@ -124,6 +173,10 @@ class PackDB:
         self._lock = threading.Lock()
         self._centrality: dict[str, float] | None = None
         self._entity_names: list[tuple[str, list[str]]] | None = None
+        self._article_urls: list[str] | None = None
+        self._languages: list[str] | None = None
+        self.has_languages = has_languages
+        self.keyword_vectors = keyword_vectors
 
     def close(self) -> None:
         with self._lock:
@@ -149,15 +202,83 @@ class PackDB:
             out.append(row)
         return out
 
+    def vector_candidates(self, qvec: np.ndarray, k: int, filters: Filters | None = None,
+                          keyword_weight: float = 0.0,
+                          log: QueryLog | None = None) -> list[Row]:
+        """Top-k sections by vector score, best first, each with `similarity` (content
+        cosine) and `vscore`.
+
+        keyword_weight w > 0 (needs keyword vectors) scores (1-w)*content + w*keyword
+        cosine over the union of both indexes' top-k. Filters scan exactly the sections
+        they admit (see FILTERED_VECTOR_SEARCH). No filter and w = 0: the plain HNSW query.
+        """
+        w = float(keyword_weight)
+        if w > 0 and not self.keyword_vectors:
+            raise ValueError("this pack has no keyword vectors (built before format 2); "
+                             "set keyword_vectors=False")
+        if filters:
+            clause, params = where(filters, self.has_languages)
+            params.update(q=qvec.tolist(), k=int(k))
+            if w > 0:
+                statement = FILTERED_KEYWORD_VECTOR_SEARCH.replace("{where}", clause)
+                params["w"] = w
+            else:
+                statement = FILTERED_VECTOR_SEARCH.replace("{where}", clause)
+            out = []
+            for values in self._run(statement, params, log):
+                row = _row(values)
+                row.similarity = float(values[8])
+                if w > 0:
+                    row.keyword_similarity = float(values[9])
+                row.vscore = _blend(row, w)
+                out.append(row)
+            return out
+        rows = self.vector_search(qvec, k, log)
+        if w <= 0:
+            for r in rows:
+                r.vscore = r.similarity
+            return rows
+        ids = list(dict.fromkeys([r.id for r in rows] + [
+            v[0] for v in self._run(KEYWORD_VECTOR_SEARCH, {"q": qvec.tolist(), "k": int(k)},
+                                    log)]))
+        out = []
+        for values in self._run(SECTION_SIMILARITIES, {"ids": ids, "q": qvec.tolist()}, log):
+            row = _row(values)
+            row.similarity, row.keyword_similarity = float(values[8]), float(values[9])
+            row.vscore = _blend(row, w)
+            out.append(row)
+        out.sort(key=lambda r: -(r.vscore or 0.0))
+        return out[:k]
+
     def fts_search(self, text: str, qvec: np.ndarray, k: int,
-                   log: QueryLog | None = None) -> list[Row]:
-        """Top-k sections by BM25 for `text` (already tokenised), with their similarity."""
+                   log: QueryLog | None = None, filters: Filters | None = None) -> list[Row]:
+        """Top-k sections by BM25 for `text` (already tokenised), with their similarity.
+        With filters, the top k among the matches the filters admit."""
         if not text:
             return []
+        if filters:
+            clause, params = where(filters, self.has_languages)
+            statement = FILTERED_FTS_SEARCH.replace("{where}", clause)
+            params.update(q=text, k=int(k))
+        else:
+            statement, params = FTS_SEARCH, {"q": text, "k": int(k)}
         return [
             self._with_similarity(values, 0, qvec, bm25=float(values[8]))
-            for values in self._run(FTS_SEARCH, {"q": text, "k": int(k)}, log)
+            for values in self._run(statement, params, log)
         ]
+
+    def article_urls(self) -> list[str]:
+        """Every article URL (loaded once; for the analyzer's path suggestions)."""
+        if self._article_urls is None:
+            self._article_urls = [r[0] for r in self._run(ARTICLE_URLS, {}, None) if r[0]]
+        return self._article_urls
+
+    def languages(self) -> list[str]:
+        """The code languages the pack's sections use (loaded once; [] for format 1)."""
+        if self._languages is None:
+            self._languages = (sorted(r[0] for r in self._run(SECTION_LANGUAGES, {}, None)
+                                      if r[0]) if self.has_languages else [])
+        return self._languages
 
     def sections_by_id(self, ids: list[str], qvec: np.ndarray,
                        log: QueryLog | None = None) -> list[Row]:
@@ -165,9 +286,17 @@ class PackDB:
         return [self._with_similarity(v, 0, qvec) for v in rows]
 
     def article_sections(self, article_ids: list[str], qvec: np.ndarray,
-                         log: QueryLog | None = None) -> list[Row]:
-        """Every section of the articles, in article then document order."""
-        rows = self._run(ARTICLE_SECTIONS, {"ids": list(article_ids)}, log)
+                         log: QueryLog | None = None,
+                         filters: Filters | None = None) -> list[Row]:
+        """Every section of the articles (that the filters admit), in article then document
+        order."""
+        statement, params = ARTICLE_SECTIONS, {"ids": list(article_ids)}
+        if filters:
+            clause, extra = where(filters, self.has_languages)
+            statement = ARTICLE_SECTIONS.replace("WHERE a.id IN $ids",
+                                                 f"WHERE a.id IN $ids AND {clause}")
+            params.update(extra)
+        rows = self._run(statement, params, log)
         return [self._with_similarity(v, 0, qvec) for v in rows]
 
     def linked_sections(self, article_ids: list[str], qvec: np.ndarray, direction: str,

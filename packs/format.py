@@ -25,11 +25,14 @@ from __future__ import annotations
 import hashlib
 import re
 
-FORMAT_VERSION = 1
+# 2: Section.languages (code-fence languages) and the optional keyword vector
+#    (Section.keyword_embedding + its HNSW index, manifest.keyword_vectors).
+FORMAT_VERSION = 2
 # Version of the query module (`packs`) itself; recorded in every manifest it builds.
 QUERY_MODULE_VERSION = "0.1.0"
-# Readers accept every format version listed here.
-READABLE_FORMATS = frozenset({1})
+# Readers accept every format version listed here. Format 1 packs have neither languages
+# nor keyword vectors; readers fall back (see packs.filters, packs.db).
+READABLE_FORMATS = frozenset({1, 2})
 
 MANIFEST_FILE = "manifest.json"
 DB_FILE = "pack.db"
@@ -56,7 +59,8 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     SECTIONS: (
         "id", "article_id", "url", "title", "heading_path", "level", "position",
-        "chunk", "content", "content_hash", "word_count", "is_code", "embedding",
+        "chunk", "content", "content_hash", "word_count", "is_code", "languages",
+        "embedding",
     ),
     ENTITIES: ("id", "name", "type", "description", "aliases"),
     MENTIONS: ("section_id", "entity_id"),
@@ -65,23 +69,32 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     LINKS: ("source_id", "target_id"),
 }
 
+# Section columns a pack may lack: derived when missing (languages, from the content) or
+# present only when the build made them (keyword_embedding: a second vector per section from
+# its entities and key phrases, same model and dimension as `embedding`).
+SECTION_DERIVED_COLUMNS = ("languages",)
+KEYWORD_EMBEDDING = "keyword_embedding"
+
 # --- Kuzu schema ----------------------------------------------------------------------
 VECTOR_INDEX = "section_vec"
+KEYWORD_VECTOR_INDEX = "section_kw_vec"
 FTS_INDEX = "section_fts"
 
 
-def kuzu_schema(dim: int) -> list[str]:
-    """DDL statements for a pack database whose section embeddings have `dim` floats."""
+def kuzu_schema(dim: int, keyword_vectors: bool = False) -> list[str]:
+    """DDL statements for a pack database whose section embeddings have `dim` floats
+    (plus the keyword vector column when `keyword_vectors`)."""
     if dim <= 0:
         raise ValueError(f"embedding dimension must be positive, got {dim}")
+    keyword = f", {KEYWORD_EMBEDDING} FLOAT[{dim}]" if keyword_vectors else ""
     return [
         "CREATE NODE TABLE Article(id STRING, url STRING, final_url STRING, title STRING, "
         "content_hash STRING, content_type STRING, word_count INT64, centrality DOUBLE, "
         "PRIMARY KEY(id))",
         "CREATE NODE TABLE Section(id STRING, article_id STRING, url STRING, title STRING, "
         "heading_path STRING, level INT64, position INT64, chunk INT64, content STRING, "
-        "content_hash STRING, word_count INT64, is_code BOOLEAN, "
-        f"embedding FLOAT[{dim}], PRIMARY KEY(id))",
+        "content_hash STRING, word_count INT64, is_code BOOLEAN, languages STRING[], "
+        f"embedding FLOAT[{dim}]{keyword}, PRIMARY KEY(id))",
         "CREATE NODE TABLE Entity(id STRING, name STRING, type STRING, description STRING, "
         "aliases STRING[], PRIMARY KEY(id))",
         "CREATE NODE TABLE Fact(id STRING, text STRING, entity_id STRING, section_id STRING, "

@@ -39,6 +39,16 @@ class EmbeddingInfo(BaseModel):
     gate_threshold: float = 0.5
 
 
+class KeywordVectorsInfo(BaseModel):
+    """The optional second vector per section (format 2): its entities and key phrases
+    embedded with the pack's model. Absent (present=False) in format-1 packs and in builds
+    made without it; readers then search the content vector alone."""
+
+    present: bool = False
+    dim: int = 0
+    version: str = ""  # the keyword-text recipe (tasks.embed.KEYWORD_VERSION)
+
+
 class ExtractorInfo(BaseModel):
     kind: str  # "claude" or "offline"
     model: str | None = None
@@ -67,6 +77,7 @@ class Manifest(BaseModel):
     sources: list[SourceRecord] = Field(default_factory=list)
     counts: Counts = Field(default_factory=Counts)
     embedding: EmbeddingInfo
+    keyword_vectors: KeywordVectorsInfo = Field(default_factory=KeywordVectorsInfo)
     extractor: ExtractorInfo
     kuzu_version: str
     query_module_version: str

@@ -16,6 +16,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
+from packs import filters
+
 DEFAULT_SYNTHESIS_MODEL = "claude-sonnet-4-6"
 DEFAULT_EXPANSION_MODEL = "claude-haiku-4-5"
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-12-v2"
@@ -52,6 +54,19 @@ class SearchOptions:
       max_related: cap on related sections in "bfs" mode.
       max_articles: cap on distinct articles among all sections used.
       graph_facts: facts and entity triples of the chosen sections' entities.
+      keyword_vectors: also search the keyword vectors (entities + key phrases of each
+        section, format-2 packs) and rank vector candidates by
+        (1 - keyword_weight) * content similarity + keyword_weight * keyword similarity.
+        Off by default: it did not help on the benchmarks (BENCHMARKS.md / README).
+    Filters (see packs.filters; applied inside the candidate queries, before fusion)
+      url_prefix: a URL prefix ("https://host/docs/tasks/") or a path prefix ("/docs/tasks/").
+      content_kind: "code" (sections mostly inside code fences) or "prose".
+      language: a programming language of the section's code fences ("python", "yaml").
+      auto_filters: apply the filters the query analyzer suggests from the question (always
+        reported in `analysis["suggested_filters"]`) where no explicit filter is set.
+    Several packs (PackSet / KnowledgePack.open_many; ignored by a single pack)
+      pack_mode: "general" (one ranking over all packs, `max_results` in total) or
+        "per_pack" (each pack keeps its top `per_pack_results`, for diverse results).
     Always on
       gate_threshold: best vector similarity below it → no pack context
         (None: the manifest's per-model value).
@@ -86,6 +101,14 @@ class SearchOptions:
     max_articles: int = 7
     graph_facts: bool = True
     max_facts: int = 20
+    keyword_vectors: bool = False
+    keyword_weight: float = 0.5
+    url_prefix: str | None = None
+    content_kind: Literal["code", "prose"] | None = None
+    language: str | None = None
+    auto_filters: bool = False
+    pack_mode: Literal["general", "per_pack"] = "general"
+    per_pack_results: int = 3
     gate_threshold: float | None = None
     quality_threshold: float = 0.3
     fewshot: bool = True
@@ -112,6 +135,20 @@ class SearchOptions:
             raise OptionsError(
                 f"token_budget ({self.token_budget}) must exceed answer_reserve "
                 f"({self.answer_reserve}) and the reserve must be >= 0")
+        if not 0.0 <= float(self.keyword_weight) <= 1.0:
+            raise OptionsError(f"keyword_weight must be within 0..1, got {self.keyword_weight}")
+        if self.pack_mode not in ("general", "per_pack"):
+            raise OptionsError(f"pack_mode must be 'general' or 'per_pack', got {self.pack_mode!r}")
+        object.__setattr__(self, "per_pack_results", min(max(int(self.per_pack_results), 1),
+                                                         MAX_RESULTS_LIMIT))
+        try:
+            url_prefix, kind, language = filters.validate(
+                self.url_prefix, self.content_kind, self.language)
+        except ValueError as exc:
+            raise OptionsError(str(exc)) from None
+        object.__setattr__(self, "url_prefix", url_prefix)
+        object.__setattr__(self, "content_kind", kind)
+        object.__setattr__(self, "language", language)
         for name in ("rrf_k", "fewshot_k", "max_articles", "linked_articles", "max_facts", "max_related",
                      "max_tokens"):
             if getattr(self, name) < 0:

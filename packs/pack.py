@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from packs import filters
 from packs import format as fmt
 from packs import pipeline
 from packs.db import PackDB
@@ -74,6 +75,7 @@ class KnowledgePack:
         self._onnx = None  # None: not decided yet; False: use torch
         self._lock = threading.Lock()
         self._entity_index: dict[str, str] | None = None
+        self._path_prefixes = None
         self._fewshot: tuple[list[fewshot.Example], np.ndarray] | None = None
         self.cache: TTLCache = cache if cache is not None else TTLCache()
 
@@ -102,10 +104,20 @@ class KnowledgePack:
                     f"{canonical_model_id(requested)!r}. Open it with embedding_model="
                     f"{needed!r} (or unset {EMBEDDING_MODEL_ENV})")
         try:
-            db = PackDB(db_path)
+            db = PackDB(db_path, has_languages=manifest.format_version >= 2,
+                        keyword_vectors=manifest.keyword_vectors.present)
         except RuntimeError as exc:
             raise PackFormatError(f"{db_path}: cannot open the database: {exc}") from exc
         return cls(build_dir, manifest, db, requested or needed)
+
+    @classmethod
+    def open_many(cls, paths, *, embedding_models=None):
+        """Open several packs as one `packs.packset.PackSet` (parallel search, RRF fusion,
+        each pack with its own model); `embedding_models` maps a model id to a local
+        folder. See packs.packset."""
+        from packs.packset import PackSet
+
+        return PackSet.open(paths, embedding_models=embedding_models)
 
     def close(self) -> None:
         self.db.close()
@@ -135,6 +147,13 @@ class KnowledgePack:
         """The question's unit vector (ONNX Runtime when the model allows; see
         packs.embedding)."""
         return self.embedder.encode_query(text)
+
+    def path_prefixes(self):
+        """Directory prefixes of the pack's article URLs → article count (for the
+        analyzer's path filter suggestions; loaded once)."""
+        if self._path_prefixes is None:
+            self._path_prefixes = filters.path_prefixes(self.db.article_urls())
+        return self._path_prefixes
 
     def entity_index(self) -> dict[str, str]:
         if self._entity_index is None:

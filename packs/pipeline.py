@@ -1,6 +1,7 @@
 """The retrieval pipeline: composition of the stages in packs/retrieval, nothing else.
 
-search: analysis → embed → vector (+ multi-query) → gate → BM25 + fusion → cross-encoder
+search: analysis (+ filters) → embed → vector (+ keyword vectors, multi-query) → gate
+        → BM25 + fusion → cross-encoder
         → graph rerank → article cap → multi-document expansion → quality filter
         → graph facts → few-shot → context
 ask:    search → Claude synthesis (or the extractive / gated answers)
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from packs import claude
+from packs import filters as filters_mod
 from packs.db import QueryLog, Row, fts_query_text
 from packs.options import MAX_QUESTION_CHARS, SearchOptions
 from packs.result import Facts, RankedSection, SearchResult
@@ -76,12 +78,26 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
     with timer("analysis"):
         index = pack.entity_index() if opts.enabled("query_analysis") else None
         qa = analysis_stage.analyse(question, index)
+        suggested = (filters_mod.suggest(question, pack.path_prefixes(), db.languages())
+                     if opts.enabled("query_analysis") else filters_mod.Filters())
+        explicit = filters_mod.Filters(opts.url_prefix, opts.content_kind, opts.language)
+        active = _active_filters(explicit, suggested, opts.auto_filters)
     with timer("embed"):
         qvec = pack.embed_query(question)
 
+    kw = opts.keyword_weight if opts.enabled("keyword_vectors") else 0.0
+    if kw > 0 and not db.keyword_vectors:
+        warnings.append(f"pack {pack.manifest.name!r} has no keyword vectors (format "
+                        f"{pack.manifest.format_version}); searched the content vectors only")
+        kw = 0.0
     n_candidates = opts.max_results * (2 if opts.enabled("cross_encoder") else 1)
     with timer("vector"):
-        vec_rows = db.vector_search(qvec, n_candidates, qlog)
+        vec_rows = db.vector_candidates(qvec, n_candidates, active, kw, qlog)
+        if not vec_rows and active != explicit:
+            warnings.append(f"suggested filters {active.to_dict()} matched nothing; "
+                            "searched without them")
+            active = explicit
+            vec_rows = db.vector_candidates(qvec, n_candidates, active, kw, qlog)
     best = max((r.similarity for r in vec_rows if r.similarity is not None), default=None)
     stages: dict[str, list[str]] = {r.id: ["vector"] for r in vec_rows}
 
@@ -93,7 +109,8 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                 warnings.append(warning)
             lists = [vec_rows]
             for alt in alts:
-                rows = db.vector_search(pack.embed_query(alt), n_candidates, qlog)
+                rows = db.vector_candidates(pack.embed_query(alt), n_candidates, active, kw,
+                                            qlog)
                 for r in rows:
                     stages.setdefault(r.id, []).append("multi_query")
                 lists.append(rows)
@@ -102,19 +119,21 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                     lists, lambda r: r.article_id, lambda r: r.similarity or 0.0)
 
     limit = gate.threshold(opts.gate_threshold, pack.manifest.embedding.gate_threshold)
-    base = dict(question=question, analysis=qa.to_dict(), best_similarity=best,
-                gate_threshold=limit, build_id=pack.manifest.build_id, warnings=warnings,
-                token_usage=usage)
+    base = dict(question=question,
+                analysis={**qa.to_dict(), "suggested_filters": suggested.to_dict()},
+                best_similarity=best, gate_threshold=limit, build_id=pack.manifest.build_id,
+                warnings=warnings, token_usage=usage, filters=active.to_dict())
     if not gate.passes(best, limit):
         return _result(base, [], [], Facts(), None, timer, qlog, gated=True)
 
     # --- hybrid fusion ------------------------------------------------------------------
     rows: dict[str, Row] = {r.id: r for r in vec_rows}
     order = [r.id for r in vec_rows]
-    scores = {r.id: r.similarity or 0.0 for r in vec_rows}
+    scores = {r.id: _vscore(r) for r in vec_rows}
     if opts.enabled("hybrid"):
         with timer("bm25"):
-            bm_rows = db.fts_search(fts_query_text(list(qa.terms)), qvec, n_candidates, qlog)
+            bm_rows = db.fts_search(fts_query_text(list(qa.terms)), qvec, n_candidates, qlog,
+                                    filters=active)
         with timer("fusion"):
             for r in bm_rows:
                 rows.setdefault(r.id, r).bm25 = r.bm25
@@ -123,7 +142,7 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                 scores = hybrid.rrf([order, [r.id for r in bm_rows]], k=opts.rrf_k)
             else:
                 scores = hybrid.weighted(
-                    {i: rows[i].similarity or 0.0 for i in order},
+                    {i: _vscore(rows[i]) for i in order},
                     {r.id: r.bm25 or 0.0 for r in bm_rows},
                     opts.vector_weight, opts.bm25_weight)
             order = hybrid.ranked(scores)[:n_candidates]
@@ -177,7 +196,7 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
             # Global fallback: every section was filtered, use the selected articles whole.
             fallback = True
             arts = list(dict.fromkeys(s.article_id for s in primary))
-            full = db.article_sections(arts, qvec, qlog)
+            full = db.article_sections(arts, qvec, qlog, filters=active)
             kept_p = [_ranked(r, r.similarity or 0.0, ["full_article_fallback"]) for r in full]
         primary, related = kept_p, kept_r
 
@@ -194,6 +213,20 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
     base["fewshot"] = [{"question": e.question, "answer": e.answer} for e in examples]
     base["fallback_full_articles"] = fallback
     return _result(base, primary, related, facts, opts, timer, qlog, gated=False)
+
+
+def _vscore(row: Row) -> float:
+    return row.vscore if row.vscore is not None else (row.similarity or 0.0)
+
+
+def _active_filters(explicit: filters_mod.Filters, suggested: filters_mod.Filters,
+                    auto: bool) -> filters_mod.Filters:
+    """The explicit filters, completed by the suggested ones when `auto`."""
+    if not auto:
+        return explicit
+    return filters_mod.Filters(explicit.url_prefix or suggested.url_prefix,
+                               explicit.content_kind or suggested.content_kind,
+                               explicit.language or suggested.language)
 
 
 def _result(base: dict, primary, related, facts: Facts, opts: SearchOptions | None,
@@ -266,8 +299,15 @@ def _facts(pack, section_ids: list[str], cap: int, qlog: QueryLog) -> Facts:
 
 
 def _sources(result: SearchResult) -> list[dict[str, object]]:
-    return [{"n": s.citation, "url": s.url, "title": s.title, "heading_path": s.heading_path,
-             "score": round(float(s.score), 6)} for s in result.cited()]
+    out = []
+    for s in result.cited():
+        src: dict[str, object] = {"n": s.citation, "url": s.url, "title": s.title,
+                                  "heading_path": s.heading_path,
+                                  "score": round(float(s.score), 6)}
+        if s.pack is not None:  # results of several packs name the pack of each source
+            src["pack"] = s.pack
+        out.append(src)
+    return out
 
 
 def _answer_dict(result: SearchResult, answer: str, query_type: str,

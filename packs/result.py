@@ -23,6 +23,7 @@ class RankedSection:
     quality: float | None = None
     citation: int | None = None  # [n] in the context, when it made it in
     word_count: int = 0
+    pack: str | None = None  # the pack's label, in results of several packs (PackSet)
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -59,6 +60,10 @@ class SearchResult:
     build_id: str = ""
     # Claude calls made while searching (multi-query expansion).
     token_usage: dict[str, int] = field(default_factory=dict)
+    # The filters the candidates were narrowed by (explicit, or suggested with auto_filters).
+    filters: dict[str, str] = field(default_factory=dict)
+    # Several packs: per pack, its label, path, model, best similarity, gate and sections.
+    packs: list[dict[str, object]] = field(default_factory=list)
 
     def cited(self) -> list[RankedSection]:
         """Sections that made it into the context, in citation order."""

@@ -8,6 +8,7 @@ sections, and two packs sharing pages share the work.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -112,3 +113,109 @@ def embed_sections(
     })
     stats = EmbedStats(len(todo), len(unique_keys) - len(todo), time.perf_counter() - start)
     return out, stats
+
+
+# --- keyword vectors ------------------------------------------------------------------------
+#
+# A second vector per section: its extracted entity names and its key phrases, embedded
+# with the same model. It needs the extraction output, so it runs after extraction and
+# embedding (the flow's "keywords" stage). Vectors share the embedding cache under a key
+# hashed from the keyword text, so a rebuild re-encodes only sections whose text changed.
+
+KEYWORD_VERSION = "kw-v1"  # bump when the keyword text recipe changes
+MAX_KEY_PHRASES = 8
+MAX_KEYWORD_ENTITIES = 16
+
+_FENCED = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
+_PHRASE_SPLIT = re.compile(r"[.,;:!?()\[\]{}\"'`|<>=*#/\\]+|\s-\s|\n")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*")
+
+
+def key_phrases(text: str, k: int = MAX_KEY_PHRASES) -> list[str]:
+    """The text's top-k key phrases, RAKE-style: runs of 1–3 non-stop words between stop
+    words and punctuation, scored by the sum of their words' degree/frequency; fenced code
+    is skipped. Deterministic; ties keep first-occurrence order."""
+    from packs.retrieval.quality import STOP_WORDS
+
+    prose = _FENCED.sub(" ", text or "")
+    candidates: list[tuple[str, ...]] = []
+    for chunk in _PHRASE_SPLIT.split(prose):
+        run: list[str] = []
+        for word in [*_WORD.findall(chunk), ""]:
+            w = word.lower()
+            if w and w not in STOP_WORDS and len(w) > 2:
+                run.append(w)
+                continue
+            for i in range(0, len(run), 3):
+                candidates.append(tuple(run[i:i + 3]))
+            run = []
+    freq: dict[str, int] = {}
+    degree: dict[str, int] = {}
+    for phrase in candidates:
+        for w in phrase:
+            freq[w] = freq.get(w, 0) + 1
+            degree[w] = degree.get(w, 0) + len(phrase)
+    scored: dict[str, float] = {}
+    for phrase in candidates:
+        scored.setdefault(" ".join(phrase), sum(degree[w] / freq[w] for w in phrase)
+                          + sum(freq[w] for w in phrase) / 10)
+    ranked = sorted(scored, key=lambda p: -scored[p])  # stable: first occurrence on ties
+    return ranked[:k]
+
+
+def keyword_text(heading_path: str, entity_names: list[str], phrases: list[str]) -> str:
+    """What the keyword vector encodes: entity names, then key phrases ('; '-separated).
+    A section with neither falls back to its heading path, so every section has one."""
+    parts = list(dict.fromkeys([*entity_names[:MAX_KEYWORD_ENTITIES], *phrases]))
+    return "; ".join(parts) if parts else heading_path
+
+
+def keyword_texts(sections: pl.DataFrame, entities: pl.DataFrame,
+                  mentions: pl.DataFrame) -> list[str]:
+    """One keyword text per section row (same order): mentioned entities + key phrases."""
+    names = dict(zip(entities["id"].to_list(), entities["name"].to_list())) \
+        if entities.height else {}
+    by_section: dict[str, list[str]] = {}
+    if mentions.height:
+        for sid, eid in mentions.select("section_id", "entity_id").iter_rows():
+            if eid in names:
+                by_section.setdefault(sid, []).append(names[eid])
+    return [
+        keyword_text(row["heading_path"], by_section.get(row["id"], []),
+                     key_phrases(row["content"]))
+        for row in sections.select("id", "heading_path", "content").iter_rows(named=True)
+    ]
+
+
+def embed_keywords(
+    sections: pl.DataFrame,
+    entities: pl.DataFrame,
+    mentions: pl.DataFrame,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    *,
+    batch_size: int = 64,
+) -> tuple[pl.DataFrame, EmbedStats]:
+    """Sections (id, heading_path, content) + extraction tables → (id, keyword_embedding)."""
+    from packs.format import content_hash
+
+    start = time.perf_counter()
+    texts = keyword_texts(sections, entities, mentions)
+    keys = [content_hash(f"{KEYWORD_VERSION}\x00{t}") for t in texts]
+    by_key = dict(zip(keys, texts))
+    vectors = cache.get_many(embedder.model_id, list(by_key), embedder.dim)
+    todo = [k for k in by_key if k not in vectors]
+    step = max(batch_size * 4, 256)
+    for i in range(0, len(todo), step):
+        batch = todo[i : i + step]
+        encoded = embedder.encode_documents([by_key[k] for k in batch], batch_size=batch_size)
+        new = list(zip(batch, encoded, strict=True))
+        cache.put_many(embedder.model_id, new)
+        vectors.update(new)
+    matrix = np.stack([vectors[k] for k in keys]) if keys else np.zeros((0, embedder.dim))
+    out = pl.DataFrame({
+        "id": sections["id"],
+        "keyword_embedding": pl.Series(matrix.astype(np.float32)).cast(
+            pl.Array(pl.Float32, embedder.dim)),
+    })
+    return out, EmbedStats(len(todo), len(by_key) - len(todo), time.perf_counter() - start)

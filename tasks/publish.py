@@ -20,7 +20,7 @@ import kuzu
 import polars as pl
 
 from packs import format as fmt
-from packs.manifest import Manifest
+from packs.manifest import KeywordVectorsInfo, Manifest
 from packs.vendor import write_zipapp
 from tasks.store import count_rows, load_kuzu, write_tables
 
@@ -59,6 +59,11 @@ def write_build(
                 shutil.copyfile(src, build_dir / rel)
     write_zipapp(build_dir / fmt.VENDORED_MODULE)
     manifest.counts = manifest.counts.model_copy(update=result.counts)
+    if result.keyword_vectors:
+        from tasks.embed import KEYWORD_VERSION
+
+        manifest.keyword_vectors = KeywordVectorsInfo(present=True, dim=dim,
+                                                      version=KEYWORD_VERSION)
     if result.dropped_edges:
         manifest.extra["dropped_edges"] = result.dropped_edges
     manifest.write(build_dir)

@@ -52,6 +52,10 @@ class PackConfig(BaseModel):
     # Cron expression for scheduled rebuilds (deployments/), default daily at 03:00 UTC.
     schedule: str = "0 3 * * *"
     keep_builds: int = Field(default=2, ge=1, le=100)
+    # A second vector per section from its entities and key phrases (SearchOptions
+    # keyword_vectors uses it). Off: it doubles embedding time and did not help on the
+    # SciFact and Kubernetes benchmarks.
+    keyword_vectors: bool = False
 
     @field_validator("name")
     @classmethod

@@ -303,6 +303,52 @@ def embed_stage(key: str, sections: StageRecord, work: WorkDir, model: str) -> S
                        time.perf_counter() - start, info)
 
 
+def _file_sha(path: str) -> str:
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def keywords_key(embedded: StageRecord, extracted: StageRecord) -> str:
+    """The keyword stage's content key: the embed key, the bytes of the extraction tables it
+    reads (an incomplete extraction has other bytes than the complete one under the same
+    extract key), and the keyword recipe."""
+    return _key("keywords", embedded.key, _file_sha(extracted.paths[fmt.ENTITIES]),
+                _file_sha(extracted.paths[fmt.MENTIONS]), embed_core.KEYWORD_VERSION)
+
+
+def keywords_stage(sections: StageRecord, embedded: StageRecord, extracted: StageRecord,
+                   work: WorkDir, model: str) -> StageRecord:
+    """After extract and embed: a keyword vector per section (entities + key phrases, same
+    model) added beside the content vector → embeddings-kw-<key>.parquet with columns id,
+    embedding, keyword_embedding. Returned as the record the publish stage reads as its
+    embeddings (info keeps the embed stats and adds `keyword_vectors`)."""
+    start = time.perf_counter()
+    key = keywords_key(embedded, extracted)
+    out = work.stage("embed") / f"embeddings-kw-{key}.parquet"
+    if not out.is_file():
+        log = logger()
+        embedder = Embedder(model)
+        cache = embed_core.EmbeddingCache(work.cache / embed_core.CACHE_FILE)
+        vectors, stats = embed_core.embed_keywords(
+            sections.table("sections"), pl.read_parquet(extracted.paths[fmt.ENTITIES]),
+            pl.read_parquet(extracted.paths[fmt.MENTIONS]), embedder, cache)
+        write_parquet(embedded.table("embeddings").join(vectors, on="id", how="left"), out)
+        kw = {"computed": stats.computed, "cached": stats.cached, "seconds": stats.seconds}
+        log.info("keywords: %d keyword vectors encoded, %d from cache, %.1f s",
+                 stats.computed, stats.cached, stats.seconds)
+    else:
+        kw = {"computed": 0, "reused_stage_output": True}
+    rows = pl.scan_parquet(out).select(pl.len()).collect().item()
+    return StageRecord("keywords", key, {"embeddings": str(out)}, {"embeddings": rows},
+                       time.perf_counter() - start, {**embedded.info, "keyword_vectors": kw})
+
+
+def _keywords_cache_key(ctx: TaskRunContext, params: dict) -> str:
+    return f"{ctx.task.name}-{keywords_key(params['embedded'], params['extracted'])}"
+
+
 # --- Prefect task wrappers --------------------------------------------------------------
 
 fetch_task = task(fetch_stage, name="fetch", retries=1, retry_delay_seconds=5)
@@ -314,6 +360,8 @@ extract_task = task(extract_stage, name="extract", cache_key_fn=_extract_cache_k
                     persist_result=True, retries=1, retry_delay_seconds=10)
 embed_task = task(embed_stage, name="embed", cache_key_fn=_content_key, persist_result=True,
                   retries=1)
+keywords_task = task(keywords_stage, name="keywords", cache_key_fn=_keywords_cache_key,
+                     persist_result=True, retries=1)
 
 
 # --- publish ------------------------------------------------------------------------------

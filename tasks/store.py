@@ -2,7 +2,10 @@
 
 Input is the dict of the seven pack tables (see packs.format.TABLE_COLUMNS); output is
 `tables/*.parquet` and `pack.db` in a build directory, with the HNSW vector index on
-Section.embedding (cosine) and a full-text index over section heading path and content.
+Section.embedding (cosine), a second one on Section.keyword_embedding when the sections
+carry keyword vectors, and a full-text index over section heading path and content.
+Section.languages (the languages of the section's code fences, for the query filter) is
+derived here from the content when the sections table lacks it.
 Relationship rows whose endpoints are missing are dropped (and counted), because Kuzu
 refuses dangling edges and one bad extraction must not sink a build.
 """
@@ -18,6 +21,7 @@ import kuzu
 import polars as pl
 
 from packs import format as fmt
+from packs.filters import fence_languages
 
 log = logging.getLogger("kpack.store")
 
@@ -26,17 +30,42 @@ log = logging.getLogger("kpack.store")
 class StoreResult:
     counts: dict[str, int]
     dropped_edges: dict[str, int] = field(default_factory=dict)
+    keyword_vectors: bool = False  # Section.keyword_embedding and its index were stored
+
+
+def has_keyword_vectors(sections: pl.DataFrame) -> bool:
+    """True when every section carries a keyword vector (a partial column is refused)."""
+    if fmt.KEYWORD_EMBEDDING not in sections.columns:
+        return False
+    nulls = sections[fmt.KEYWORD_EMBEDDING].null_count()
+    if nulls:
+        raise ValueError(f"{nulls} of {sections.height} sections have no keyword vector; "
+                         "rerun the build (the keyword stage writes one for every section)")
+    return True
 
 
 def conform(name: str, df: pl.DataFrame, dim: int | None = None) -> pl.DataFrame:
-    """Select a table's columns in format order, with the embedding as Array[Float32, dim]."""
-    columns = fmt.TABLE_COLUMNS[name]
+    """Select a table's columns in format order, with the embeddings as Array[Float32, dim].
+
+    Sections: `languages` is derived from the content when missing; `keyword_embedding` is
+    kept (after `embedding`) when present.
+    """
+    columns = list(fmt.TABLE_COLUMNS[name])
+    if name == fmt.SECTIONS:
+        if "languages" not in df.columns and "content" in df.columns:
+            df = df.with_columns(pl.col("content").map_elements(
+                fence_languages, return_dtype=pl.List(pl.Utf8)).alias("languages"))
+        if has_keyword_vectors(df):
+            columns.append(fmt.KEYWORD_EMBEDDING)
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ValueError(f"table {name!r} lacks columns {missing}")
     out = df.select(columns)
-    if name == fmt.SECTIONS and dim is not None:
-        out = out.with_columns(pl.col("embedding").cast(pl.Array(pl.Float32, dim)))
+    if name == fmt.SECTIONS:
+        out = out.with_columns(pl.col("languages").cast(pl.List(pl.Utf8)))
+        if dim is not None:
+            out = out.with_columns(pl.col(c).cast(pl.Array(pl.Float32, dim))
+                                   for c in ("embedding", fmt.KEYWORD_EMBEDDING) if c in out.columns)
     return out
 
 
@@ -88,10 +117,11 @@ def load_kuzu(db_path: Path, tables: dict[str, pl.DataFrame], dim: int) -> Store
         if n:
             log.warning("dropped %d %s edges whose endpoints are not in the pack", n, rel)
 
+    keyword = fmt.KEYWORD_EMBEDDING in sections.columns
     db = kuzu.Database(str(db_path))
     conn = kuzu.Connection(db)
     try:
-        for ddl in fmt.kuzu_schema(dim):
+        for ddl in fmt.kuzu_schema(dim, keyword_vectors=keyword):
             conn.execute(ddl)
         with tempfile.TemporaryDirectory(prefix="kpack-store-") as tmp:
             loads = [
@@ -110,6 +140,11 @@ def load_kuzu(db_path: Path, tables: dict[str, pl.DataFrame], dim: int) -> Store
                 f"CALL CREATE_VECTOR_INDEX('Section', '{fmt.VECTOR_INDEX}', 'embedding', "
                 "metric := 'cosine')"
             )
+            if keyword:
+                conn.execute(
+                    f"CALL CREATE_VECTOR_INDEX('Section', '{fmt.KEYWORD_VECTOR_INDEX}', "
+                    f"'{fmt.KEYWORD_EMBEDDING}', metric := 'cosine')"
+                )
             conn.execute(
                 f"CALL CREATE_FTS_INDEX('Section', '{fmt.FTS_INDEX}', "
                 "['heading_path', 'content'], stemmer := 'porter')"
@@ -118,7 +153,8 @@ def load_kuzu(db_path: Path, tables: dict[str, pl.DataFrame], dim: int) -> Store
     finally:
         conn.close()
         db.close()
-    return StoreResult(counts=counts, dropped_edges={k: v for k, v in dropped.items() if v})
+    return StoreResult(counts=counts, dropped_edges={k: v for k, v in dropped.items() if v},
+                       keyword_vectors=keyword)
 
 
 COUNT_QUERIES = {

@@ -138,7 +138,7 @@ def _write_source(folder: Path, base: str, extra_lines: tuple[str, ...] = ()) ->
     (folder / "urls.txt").write_text("# test site\n" + "\n".join(lines) + "\n")
     (folder / "pack.toml").write_text(
         'description = "garden test pack"\nallow_private_hosts = true\n'
-        f'embedding_model = "{OFFLINE_MODEL}"\nfetch_timeout_s = 5\n'
+        f'embedding_model = "{OFFLINE_MODEL}"\nfetch_timeout_s = 5\nkeyword_vectors = true\n'
     )
     (folder / "fewshot").mkdir(exist_ok=True)
     (folder / "fewshot" / "examples.jsonl").write_text(
@@ -176,6 +176,7 @@ def test_every_fetched_page_is_an_article_and_failures_are_reported(built) -> No
     assert manifest["counts"]["articles"] == len(PAGES)
     assert manifest["extractor"]["kind"] == "offline" and "offline" in manifest["extractor"]["note"]
     assert manifest["embedding"]["model"] == OFFLINE_MODEL
+    assert manifest["keyword_vectors"]["present"] and manifest["keyword_vectors"]["dim"] == 384
     assert manifest["query_module_version"] == fmt.QUERY_MODULE_VERSION
     assert set(manifest["durations"]) >= {"fetch", "split", "links", "extract", "embed"}
     assert manifest["extra"]["changes"]["pages"] == {"added": 4, "changed": 0, "removed": 0,

@@ -136,3 +136,12 @@ def test_killed_run_leaves_no_torn_intermediates(tmp_path) -> None:
     write_parquet(pl.DataFrame({"a": [1, 2]}), target)
     assert pl.read_parquet(target)["a"].to_list() == [1, 2]
     assert [p.name for p in tmp_path.iterdir()] == ["x.parquet"]
+
+
+def test_keyword_vectors_are_off_unless_the_source_asks(site, prefect_harness, tmp_path) -> None:
+    _, base, _ = site
+    summary = run_build(_source(tmp_path / "appliances", base, list(PAGES)), tmp_path / "out",
+                        work_dir=tmp_path / "work", extractor="offline")
+    manifest = _manifest(summary)
+    assert manifest["keyword_vectors"]["present"] is False
+    assert "keywords" not in summary["durations"]

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from packs import PackFormatError
+from packs.format import FORMAT_VERSION
 from packs.mcp_server import build_server, close_packs, open_packs
 from packs.options import MAX_QUESTION_CHARS
 from packs.pipeline import ASK_FIELDS
@@ -124,7 +125,7 @@ def test_pack_info_list_packs_and_the_gate(served):
     assert [p["name"] for p in listed.structured_content["result"]] == ["kestrel", "strict"]
     meta = info.structured_content
     assert meta["build_id"] == "b0001" and meta["counts"]["sections"] == 11
-    assert meta["embedding"]["gate_threshold"] == 0.99 and meta["format_version"] == 1
+    assert meta["embedding"]["gate_threshold"] == 0.99 and meta["format_version"] == FORMAT_VERSION
     assert gated.content[0].text.startswith("No section of pack 'strict' is relevant enough")
     assert gated.structured_content["gated"] is True
     assert gated.structured_content["sources"] == []

@@ -38,7 +38,8 @@ def section_block(n: int, s: RankedSection) -> str:
     heading = s.heading_path or s.title or s.url
     title = f"{s.title} — {heading}" if s.title and s.title not in heading else heading
     rel = f" ({s.relation})" if s.relation else ""
-    return f"### [{n}] {title}{rel}\nURL: {s.url}\n\n{s.content.strip()}\n"
+    pack = f"Pack: {s.pack}\n" if s.pack else ""
+    return f"### [{n}] {title}{rel}\n{pack}URL: {s.url}\n\n{s.content.strip()}\n"
 
 
 def _cut(text: str, tokens: int) -> str:

@@ -1,0 +1,219 @@
+"""Several packs queried as one: `PackSet` (also `KnowledgePack.open_many`).
+
+    with PackSet.open(["out/go-docs", "out/k8s-docs"]) as packs:
+        result = packs.search("how do I drain a node?")          # SearchResult, labelled
+        answer = packs.ask("how do I drain a node?")             # the same dict as ask()
+
+How a search runs:
+1. Each pack runs its own full pipeline (packs.pipeline.search) in a thread of its own,
+   with its own embedding model: packs built with different models are each searched with
+   theirs. The gate is switched off inside the per-pack searches; it applies to the set.
+2. Confidence gate on the fused result: each pack's best similarity is compared with that
+   pack's own threshold (a per-model value: similarity scales differ between models). A
+   pack below its threshold contributes nothing; when no pack passes, the whole result is
+   gated (`gated=True`, `query_type: "confidence_gated_fallback"` from ask()).
+3. Fusion by RRF (k = `rrf_k`) of two kinds of rankings: each pack's own ranking, and one
+   ranking across packs by each section's similarity margin over its pack's threshold
+   (the only cross-model comparable score we have). Without the second ranking every
+   pack's first section would tie.
+4. Caps: `pack_mode="general"`: one ranking, `max_results` sections in total (default 10);
+   `pack_mode="per_pack"`: each pack keeps its top `per_pack_results` (default 3), all of
+   them in fused order. `max_articles` applies per pack.
+5. Related sections and graph facts of every contributing pack are merged, then the
+   context is assembled under one token budget. Every section carries `pack` (its label:
+   the manifest name, made unique with "#2", "#3"); context headings and `ask()` sources
+   name it, so synthesis cites pack and page.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from packs import pipeline
+from packs.options import SearchOptions
+from packs.pack import KnowledgePack
+from packs.result import Facts, RankedSection, SearchResult
+from packs.retrieval import context as context_stage
+from packs.retrieval import gate, hybrid
+
+# Gate threshold passed to the per-pack searches so that none of them gates itself.
+_NO_GATE = -2.0
+
+
+class PackSet:
+    """Open packs queried together. Thread-safe for queries; close() (or `with`) when done."""
+
+    def __init__(self, packs: Sequence[KnowledgePack]) -> None:
+        if not packs:
+            raise ValueError("a PackSet needs at least one pack")
+        self.packs = list(packs)
+        self.labels = _labels([p.manifest.name for p in self.packs])
+
+    @classmethod
+    def open(cls, paths: Sequence[str | os.PathLike[str]], *,
+             embedding_models: Mapping[str, str] | None = None) -> "PackSet":
+        """Open every pack read-only (see KnowledgePack.open).
+
+        `embedding_models` maps a model id a pack was built with to where to load it from
+        (a local folder), for models that are neither packaged nor in the hub cache. A pack
+        that fails to open closes the ones already opened and raises its error.
+        """
+        models = dict(embedding_models or {})
+        opened: list[KnowledgePack] = []
+        try:
+            for path in paths:
+                build = KnowledgePack.open(path)
+                model = models.get(build.manifest.embedding.model)
+                if model is not None:
+                    build.close()
+                    build = KnowledgePack.open(path, embedding_model=model)
+                opened.append(build)
+        except BaseException:
+            for p in opened:
+                p.close()
+            raise
+        return cls(opened)
+
+    def close(self) -> None:
+        for p in self.packs:
+            p.close()
+
+    def __enter__(self) -> "PackSet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PackSet({self.labels})"
+
+    # --- queries --------------------------------------------------------------------------
+    def search(self, question: str, options: SearchOptions | None = None,
+               **overrides: object) -> SearchResult:
+        """Search every pack in parallel and fuse (see the module docstring).
+
+        Same options as KnowledgePack.search, plus `pack_mode` and `per_pack_results`.
+        Raises QuestionError / OptionsError like it; a pack whose search fails raises.
+        """
+        opts = SearchOptions.build(options, **overrides)
+        question = pipeline.clean_question(question)
+        t0 = time.perf_counter()
+        cap = opts.per_pack_results if opts.pack_mode == "per_pack" else opts.max_results
+        inner = dataclasses.replace(opts, gate_threshold=_NO_GATE, max_results=cap)
+        with ThreadPoolExecutor(max_workers=len(self.packs)) as pool:
+            results = list(pool.map(lambda p: p.search(question, inner), self.packs))
+        t_packs = (time.perf_counter() - t0) * 1000
+
+        t1 = time.perf_counter()
+        per_pack, passing = [], []
+        for label, pack, res in zip(self.labels, self.packs, results):
+            limit = gate.threshold(opts.gate_threshold, pack.manifest.embedding.gate_threshold)
+            ok = gate.passes(res.best_similarity, limit)
+            per_pack.append({"pack": label, "path": str(pack.path), "name": pack.manifest.name,
+                             "model": pack.manifest.embedding.model,
+                             "best_similarity": res.best_similarity, "gate_threshold": limit,
+                             "passed": ok, "sections": len(res.sections) if ok else 0})
+            if ok:
+                passing.append((label, limit, res))
+        best_entry = max(per_pack, key=lambda e: _margin(e["best_similarity"],
+                                                         e["gate_threshold"]))
+        primary = _fuse(passing, opts, cap * len(passing) if opts.pack_mode == "per_pack"
+                        else opts.max_results)
+        related = [_labelled(s, label) for label, _, res in passing for s in res.related]
+        facts = _merge_facts([res.facts for _, _, res in passing], opts.max_facts)
+        t_fuse = (time.perf_counter() - t1) * 1000
+
+        t2 = time.perf_counter()
+        gated = not passing
+        if gated:
+            primary, related, facts = [], [], Facts()
+            ctx = context_stage.Context(text="", tokens=0, truncated=False)
+        else:
+            ctx = context_stage.assemble(primary, related, facts, opts.token_budget,
+                                         opts.answer_reserve)
+        first = results[0]
+        usage = {"input_tokens": 0, "output_tokens": 0, "api_calls": 0}
+        for res in results:
+            for k in usage:
+                usage[k] += int(res.token_usage.get(k, 0))
+        return SearchResult(
+            question=question, sections=primary, related=related, facts=facts,
+            context=ctx.text, context_tokens=ctx.tokens, truncated=ctx.truncated, gated=gated,
+            best_similarity=best_entry["best_similarity"],
+            gate_threshold=best_entry["gate_threshold"], analysis=first.analysis,
+            cypher_query=";\n".join(f"-- pack {label}\n{res.cypher_query}"
+                                    for label, res in zip(self.labels, results)),
+            fallback_full_articles=any(r.fallback_full_articles for _, _, r in passing),
+            fewshot=[] if gated else next((r.fewshot for _, _, r in passing if r.fewshot), []),
+            timings_ms={"packs": t_packs, "fusion": t_fuse,
+                        "context": (time.perf_counter() - t2) * 1000},
+            warnings=[f"{label}: {w}" for label, res in zip(self.labels, results)
+                      for w in res.warnings],
+            build_id="+".join(p.manifest.build_id for p in self.packs),
+            token_usage=usage, filters=first.filters, packs=per_pack,
+        )
+
+    def ask(self, question: str, options: SearchOptions | None = None, *,
+            stream: bool = False, **overrides: object
+            ) -> dict[str, object] | Iterator[str | dict[str, object]]:
+        """Answer from all packs: the same dict as KnowledgePack.ask, each source with its
+        `pack` label. Claude when ANTHROPIC_API_KEY is set, else extractive."""
+        opts = SearchOptions.build(options, **overrides)
+        result = self.search(question, opts)
+        if stream:
+            return pipeline.ask_stream(self, result, opts)
+        answer, _ = pipeline.ask(self, result, opts)
+        return answer
+
+
+def _labels(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
+
+
+def _margin(similarity: float | None, limit: float) -> float:
+    return float("-inf") if similarity is None else similarity - limit
+
+
+def _labelled(section: RankedSection, label: str) -> RankedSection:
+    return dataclasses.replace(section, pack=label, stages=list(section.stages))
+
+
+def _fuse(passing: list[tuple[str, float, SearchResult]], opts: SearchOptions,
+          cap: int) -> list[RankedSection]:
+    """RRF of each pack's ranking and the cross-pack ranking by similarity margin."""
+    by_key: dict[tuple[str, str], RankedSection] = {}
+    rankings: list[list[tuple[str, str]]] = []
+    margins: dict[tuple[str, str], float] = {}
+    for label, limit, res in passing:
+        ranking = []
+        for s in res.sections:
+            key = (label, s.id)
+            by_key[key] = _labelled(s, label)
+            margins[key] = _margin(s.similarity, limit)
+            ranking.append(key)
+        rankings.append(ranking)
+    across = sorted(margins, key=lambda k: -margins[k])
+    scores = hybrid.rrf([*rankings, across], k=opts.rrf_k)
+    out = []
+    for key in hybrid.ranked(scores)[:cap]:
+        section = by_key[key]
+        section.score = scores[key]
+        section.stages.append("pack_fusion")
+        out.append(section)
+    return out
+
+
+def _merge_facts(all_facts: list[Facts], cap: int) -> Facts:
+    entities = list({e["name"]: e for f in all_facts for e in f.entities}.values())
+    facts = list(dict.fromkeys(x for f in all_facts for x in f.facts))[:cap]
+    triples = list(dict.fromkeys(t for f in all_facts for t in f.triples))
+    return Facts(entities=entities, facts=facts, triples=triples[: max(cap - len(facts), 0)])

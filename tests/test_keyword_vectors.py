@@ -1,0 +1,150 @@
+"""Keyword-aware vectors: a second vector per section from its entities and key phrases,
+stored beside the content vector (format 2) and blended with it at query time."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import polars as pl
+import pytest
+
+from packs import KnowledgePack
+from packs import format as fmt
+from packs.embedding import Embedder
+from tasks import embed as embed_core
+from test_packset import GARDEN, build_small_pack
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("kw")
+    emb = Embedder("all-MiniLM-L6-v2")
+    return {
+        "with": build_small_pack(root, "garden", "https://garden.test", GARDEN, emb),
+        "without": build_small_pack(root, "plain", "https://plain.test", GARDEN, emb,
+                                    keyword_vectors=False),
+        "root": root,
+    }
+
+
+def test_key_phrases_and_keyword_text():
+    text = ("Pinch off the suckers that grow between the main stem and the branches. "
+            "Removing suckers keeps the plant open.\n```python\nignored_identifier = 1\n```")
+    phrases = embed_core.key_phrases(text, k=4)
+    assert len(phrases) == 4 and "suckers" in " ".join(phrases)
+    assert not any("ignored" in p for p in phrases)
+    assert embed_core.keyword_text("A > B", ["Tomato", "Tomato", "Stem"], ["main stem"]) == \
+        "Tomato; Stem; main stem"
+    assert embed_core.keyword_text("A > B", [], []) == "A > B"
+
+
+def test_keyword_texts_use_mentioned_entities():
+    sections = pl.DataFrame({"id": ["s1", "s2"], "heading_path": ["P > One", "P > Two"],
+                             "content": ["", "Tomato suckers grow fast."]})
+    entities = pl.DataFrame({"id": ["e1"], "name": ["RetryPolicy"]})
+    mentions = pl.DataFrame({"section_id": ["s1", "s9"], "entity_id": ["e1", "e1"]})
+    texts = embed_core.keyword_texts(sections, entities, mentions)
+    assert texts[0] == "RetryPolicy"
+    assert texts[1].startswith("tomato suckers")
+
+
+def test_the_keyword_vector_is_stored_with_the_manifests_dimension(built):
+    build = built["with"] / "builds" / "b0001"
+    manifest = json.loads((build / fmt.MANIFEST_FILE).read_text())
+    assert manifest["format_version"] == fmt.FORMAT_VERSION == 2
+    assert manifest["keyword_vectors"]["present"] is True
+    dim = manifest["keyword_vectors"]["dim"]
+    assert dim == manifest["embedding"]["dim"] == 384
+    sections = pl.read_parquet(build / fmt.TABLES_DIR / "sections.parquet")
+    assert sections.schema[fmt.KEYWORD_EMBEDDING] == pl.Array(pl.Float32, dim)
+    norms = np.linalg.norm(np.stack(sections[fmt.KEYWORD_EMBEDDING].to_list()), axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-4)
+    plain = json.loads((built["without"] / "builds" / "b0001" / fmt.MANIFEST_FILE).read_text())
+    assert plain["keyword_vectors"]["present"] is False
+    assert fmt.KEYWORD_EMBEDDING not in pl.read_parquet(
+        built["without"] / "builds" / "b0001" / fmt.TABLES_DIR / "sections.parquet").columns
+
+
+def _reference(build_dir, qvec, w):
+    """Blend computed in numpy from the Parquet tables: (1-w)*content + w*keyword cosine."""
+    sections = pl.read_parquet(build_dir / fmt.TABLES_DIR / "sections.parquet")
+    c = np.stack(sections["embedding"].to_list()) @ qvec
+    k = np.stack(sections[fmt.KEYWORD_EMBEDDING].to_list()) @ qvec
+    return dict(zip(sections["id"], (1 - w) * c + w * k))
+
+
+@pytest.mark.parametrize("weight", [0.5, 0.8])
+def test_search_blends_both_vectors_like_the_reference(built, weight):
+    plain = dict(hybrid=False, graph_rerank=False, multi_doc=False, quality_threshold=0.0,
+                 use_cache=False, max_results=4)
+    with KnowledgePack.open(built["with"]) as pack:
+        q = "drip irrigation timer"
+        ref = _reference(pack.path, pack.embed_query(q), weight)
+        expected = sorted(ref, key=lambda i: -ref[i])[:4]
+        for extra in ({}, {"url_prefix": "https://garden.test/"}):  # HNSW and filtered scan
+            result = pack.search(q, keyword_vectors=True, keyword_weight=weight, **plain,
+                                 **extra)
+            assert [s.id for s in result.sections] == expected
+            for s in result.sections:
+                assert s.score == pytest.approx(ref[s.id], abs=1e-4)
+            assert "section_kw_vec" in result.cypher_query or extra
+        off = pack.search(q, **plain)
+        assert "section_kw_vec" not in off.cypher_query
+
+
+def test_packs_without_keyword_vectors_fall_back_with_a_warning(built):
+    with KnowledgePack.open(built["without"]) as pack:
+        result = pack.search("drip irrigation timer", keyword_vectors=True)
+        assert result.sections
+        assert any("no keyword vectors" in w for w in result.warnings)
+
+
+def test_format_1_packs_are_still_readable(built, tmp_path):
+    copy = tmp_path / "old"
+    shutil.copytree(built["without"], copy)
+    path = copy / "builds" / "b0001" / fmt.MANIFEST_FILE
+    raw = json.loads(path.read_text())
+    raw["format_version"] = 1
+    raw.pop("keyword_vectors")
+    path.write_text(json.dumps(raw))
+    with KnowledgePack.open(copy) as pack:
+        assert not pack.manifest.keyword_vectors.present
+        result = pack.search("timer configuration", language="yaml", quality_threshold=0.0)
+        assert [s.heading_path for s in result.sections] == ["Sensor API > Timer configuration"]
+
+
+def test_keywords_stage_is_cached_by_content(built, tmp_path):
+    from tasks import stages
+
+    work = stages.WorkDir(tmp_path / "work", "garden")
+    src = pl.read_parquet(built["with"] / "builds" / "b0001" / fmt.TABLES_DIR / "sections.parquet")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    src.drop("embedding", fmt.KEYWORD_EMBEDDING).write_parquet(folder / "sections.parquet")
+    src.select("id", "embedding").write_parquet(folder / "emb.parquet")
+    pl.DataFrame({"id": ["e1"], "name": ["SoilSensor"]}).write_parquet(folder / "ent.parquet")
+    pl.DataFrame({"section_id": [src["id"][0]], "entity_id": ["e1"]}).write_parquet(
+        folder / "men.parquet")
+    rec = lambda stage, paths: stages.StageRecord(stage, "k-" + stage, paths, {}, 0.0,  # noqa: E731
+                                                  {"computed": 6})
+    split = rec("split", {"sections": str(folder / "sections.parquet")})
+    embedded = rec("embed", {"embeddings": str(folder / "emb.parquet")})
+    extracted = rec("extract", {fmt.ENTITIES: str(folder / "ent.parquet"),
+                                fmt.MENTIONS: str(folder / "men.parquet")})
+    first = stages.keywords_stage(split, embedded, extracted, work, "all-MiniLM-L6-v2")
+    out = pl.read_parquet(first.paths["embeddings"])
+    assert out.columns == ["id", "embedding", fmt.KEYWORD_EMBEDDING]
+    assert first.info["computed"] == 6 and first.info["keyword_vectors"]["computed"] == 6
+    again = stages.keywords_stage(split, embedded, extracted, work, "all-MiniLM-L6-v2")
+    assert again.key == first.key and again.info["keyword_vectors"]["reused_stage_output"]
+    pl.DataFrame({"section_id": [src["id"][1]], "entity_id": ["e1"]}).write_parquet(
+        folder / "men.parquet")
+    changed = stages.keywords_stage(split, embedded, extracted, work, "all-MiniLM-L6-v2")
+    assert changed.key != first.key
+    # Only the two sections whose keyword text changed were encoded; the rest came cached.
+    assert changed.info["keyword_vectors"]["computed"] == 2
