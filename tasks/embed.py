@@ -74,6 +74,32 @@ class EmbedStats:
     seconds: float
 
 
+def _encode_cached(
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    keys: list[str],
+    text_of: Callable[[str], str],
+    batch_size: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[np.ndarray, int, int]:
+    """One row per key: cached vectors, the rest encoded and cached batch by batch (so an
+    interrupted run keeps its work). Returns (matrix, computed, cached) over unique keys."""
+    unique = list(dict.fromkeys(keys))
+    vectors = cache.get_many(embedder.model_id, unique, embedder.dim)
+    todo = [k for k in unique if k not in vectors]
+    step = max(batch_size * 4, 256)
+    for i in range(0, len(todo), step):
+        batch = todo[i : i + step]
+        encoded = embedder.encode_documents([text_of(k) for k in batch], batch_size=batch_size)
+        new = list(zip(batch, encoded, strict=True))
+        cache.put_many(embedder.model_id, new)
+        vectors.update(new)
+        if progress:
+            progress(min(i + step, len(todo)), len(todo))
+    matrix = np.stack([vectors[k] for k in keys]) if keys else np.zeros((0, embedder.dim))
+    return matrix.astype(np.float32), len(todo), len(unique) - len(todo)
+
+
 def embed_sections(
     sections: pl.DataFrame,
     embedder: Embedder,
@@ -89,30 +115,15 @@ def embed_sections(
     """
     start = time.perf_counter()
     keys = sections["content_hash"].to_list()
-    unique_keys = list(dict.fromkeys(keys))
-    vectors = cache.get_many(embedder.model_id, unique_keys, embedder.dim)
-    todo = [k for k in unique_keys if k not in vectors]
-    texts = {
-        row["content_hash"]: embedding_text(row["heading_path"], row["content"])
-        for row in sections.select("content_hash", "heading_path", "content").iter_rows(named=True)
-        if row["content_hash"] not in vectors
-    }
-    step = max(batch_size * 4, 256)
-    for i in range(0, len(todo), step):
-        batch = todo[i : i + step]
-        encoded = embedder.encode_documents([texts[k] for k in batch], batch_size=batch_size)
-        new = list(zip(batch, encoded, strict=True))
-        cache.put_many(embedder.model_id, new)
-        vectors.update(new)
-        if progress:
-            progress(min(i + step, len(todo)), len(todo))
-    matrix = np.stack([vectors[k] for k in keys]) if keys else np.zeros((0, embedder.dim))
+    texts = dict(zip(keys, (embedding_text(h, c) for h, c in
+                            zip(sections["heading_path"], sections["content"]))))
+    matrix, computed, cached = _encode_cached(embedder, cache, keys, texts.__getitem__,
+                                              batch_size, progress)
     out = pl.DataFrame({
         "id": sections["id"],
-        "embedding": pl.Series(matrix.astype(np.float32)).cast(pl.Array(pl.Float32, embedder.dim)),
+        "embedding": pl.Series(matrix).cast(pl.Array(pl.Float32, embedder.dim)),
     })
-    stats = EmbedStats(len(todo), len(unique_keys) - len(todo), time.perf_counter() - start)
-    return out, stats
+    return out, EmbedStats(computed, cached, time.perf_counter() - start)
 
 
 # --- keyword vectors ------------------------------------------------------------------------
@@ -203,19 +214,10 @@ def embed_keywords(
     texts = keyword_texts(sections, entities, mentions)
     keys = [content_hash(f"{KEYWORD_VERSION}\x00{t}") for t in texts]
     by_key = dict(zip(keys, texts))
-    vectors = cache.get_many(embedder.model_id, list(by_key), embedder.dim)
-    todo = [k for k in by_key if k not in vectors]
-    step = max(batch_size * 4, 256)
-    for i in range(0, len(todo), step):
-        batch = todo[i : i + step]
-        encoded = embedder.encode_documents([by_key[k] for k in batch], batch_size=batch_size)
-        new = list(zip(batch, encoded, strict=True))
-        cache.put_many(embedder.model_id, new)
-        vectors.update(new)
-    matrix = np.stack([vectors[k] for k in keys]) if keys else np.zeros((0, embedder.dim))
+    matrix, computed, cached = _encode_cached(embedder, cache, keys, by_key.__getitem__,
+                                              batch_size)
     out = pl.DataFrame({
         "id": sections["id"],
-        "keyword_embedding": pl.Series(matrix.astype(np.float32)).cast(
-            pl.Array(pl.Float32, embedder.dim)),
+        "keyword_embedding": pl.Series(matrix).cast(pl.Array(pl.Float32, embedder.dim)),
     })
-    return out, EmbedStats(len(todo), len(by_key) - len(todo), time.perf_counter() - start)
+    return out, EmbedStats(computed, cached, time.perf_counter() - start)
