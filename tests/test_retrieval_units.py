@@ -225,3 +225,12 @@ def test_options_clamp_validate_and_reject_unknown():
     off = SearchOptions(use_enhancements=False)
     assert not off.enabled("graph_rerank") and not off.enabled("hybrid")
     assert SearchOptions().enabled("graph_rerank") and not SearchOptions().enabled("multi_query")
+
+
+def test_best_sentence_drops_list_markers():
+    from packs.retrieval.synthesis import best_sentence
+
+    text = "- `KPACK_EMBEDDING_MODEL` overrides the embedding model of every source."
+    assert best_sentence(text, "which variable overrides the embedding model?").startswith(
+        "`KPACK_EMBEDDING_MODEL` overrides")
+    assert best_sentence("1. Create the Secret first.", "create secret") == "Create the Secret first."

@@ -7,6 +7,7 @@ prompt says so, and a closing tag inside page text is defused), then the questio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from packs import claude
@@ -60,11 +61,15 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
+_LIST_MARKER = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+)+")
+
+
 def best_sentence(text: str, question: str) -> str:
-    """The sentence sharing the most keywords with the question (first on ties)."""
+    """The sentence sharing the most keywords with the question (first on ties), without
+    a leading list marker (the answer puts its own bullet in front)."""
     q = keywords(question)
     sentences = _sentences(text) or [text.strip()]
-    return max(sentences, key=lambda s: len(q & keywords(s)))
+    return _LIST_MARKER.sub("", max(sentences, key=lambda s: len(q & keywords(s))))
 
 
 def extractive_answer(question: str, cited: list[RankedSection], max_passages: int = 3,
