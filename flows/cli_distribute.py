@@ -4,15 +4,12 @@
 conventions as there: thin commands, `--json` for machines, exit codes 0 success, 1 the
 work failed (network, a server that crashed), 2 bad input (unreadable pack, refused or
 mismatched archive, missing file). KPACK_DEBUG=1 re-raises instead of printing one line.
-
-`python -m flows.cli_distribute ...` runs these commands on their own.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -150,14 +147,3 @@ def register(app: typer.Typer) -> None:
     app.command(name="pack")(pack)
     app.command(name="install")(install)
     app.command(name="list")(list_)
-
-
-def main() -> None:
-    app = typer.Typer(help="Serve and distribute knowledge packs.", no_args_is_help=True,
-                      add_completion=False, pretty_exceptions_enable=False)
-    register(app)
-    app(prog_name="kpack")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,6 @@
 """`kpack eval`: retrieval metrics (and graded answers) of a pack on a questions file.
 
-`register(app)` adds the command to the main `kpack` app (flows/cli.py); `python -m
-flows.cli_eval ...` runs it on its own. Exit codes: 0 success, 1 the evaluation failed
+`register(app)` adds the command to the main `kpack` app (flows/cli.py). Exit codes: 0 success, 1 the evaluation failed
 (e.g. Claude refused the grading requests), 2 bad input (unreadable pack or questions
 file, eval questions in the pack's few-shot pool). KPACK_DEBUG=1 re-raises.
 """
@@ -10,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -97,14 +95,3 @@ def format_report(report, per_question: bool = False) -> str:
 def register(app: typer.Typer) -> None:
     """Add `eval` to `app`."""
     app.command(name="eval")(eval_)
-
-
-def main() -> None:
-    app = typer.Typer(help="Evaluate knowledge packs.", no_args_is_help=True,
-                      add_completion=False, pretty_exceptions_enable=False)
-    register(app)
-    app(prog_name="kpack")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -31,7 +31,7 @@ def test_stdio_server_searches_and_asks_a_pack(pack_dir):
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "flows.cli_distribute", "mcp", str(pack_dir)],
+        args=["-m", "flows.cli", "mcp", str(pack_dir)],
         env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
              "TOKENIZERS_PARALLELISM": "false"},
         cwd=str(ROOT),
