@@ -38,8 +38,9 @@ class SearchOptions:
       max_results: sections returned (clamped to 1..1000). The cross-encoder, when on,
         scores 2x this many candidates.
       hybrid: add BM25 over the pack's full-text index to the vector search.
-      fusion: "rrf" (reciprocal rank fusion, k=`rrf_k`) or "weighted"
-        (`vector_weight`*similarity + `bm25_weight`*normalised BM25).
+      fusion: "rrf" (reciprocal rank fusion, k=`rrf_k`), "weighted"
+        (`vector_weight`*similarity + `bm25_weight`*BM25/max BM25) or "minmax"
+        (the same weights on similarity and BM25 each scaled to [0, 1] over the candidates).
       query_analysis: detect intent and entities, expand BM25 terms with synonyms and
         entity names the pack knows.
       multi_query: ask Claude (`expansion_model`) for 2 rephrasings and merge their vector
@@ -83,7 +84,7 @@ class SearchOptions:
     max_results: int = 10
     use_enhancements: bool = True
     hybrid: bool = True
-    fusion: Literal["rrf", "weighted"] = "rrf"
+    fusion: Literal["rrf", "weighted", "minmax"] = "rrf"
     rrf_k: int = 60
     vector_weight: float = 0.7
     bm25_weight: float = 0.3
@@ -123,8 +124,9 @@ class SearchOptions:
         # Clamp rather than fail: callers pass user input straight through.
         object.__setattr__(self, "max_results", min(max(int(self.max_results), 1),
                                                     MAX_RESULTS_LIMIT))
-        if self.fusion not in ("rrf", "weighted"):
-            raise OptionsError(f"fusion must be 'rrf' or 'weighted', got {self.fusion!r}")
+        if self.fusion not in ("rrf", "weighted", "minmax"):
+            raise OptionsError(
+                f"fusion must be 'rrf', 'weighted' or 'minmax', got {self.fusion!r}")
         if self.graph_rerank_mode not in ("rrf", "weighted"):
             raise OptionsError(
                 f"graph_rerank_mode must be 'rrf' or 'weighted', got {self.graph_rerank_mode!r}")

@@ -140,6 +140,11 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                 stages.setdefault(r.id, []).append("bm25")
             if opts.fusion == "rrf":
                 scores = hybrid.rrf([order, [r.id for r in bm_rows]], k=opts.rrf_k)
+            elif opts.fusion == "minmax":
+                scores = hybrid.minmax(
+                    {i: _vscore(r) for i, r in rows.items()},
+                    {r.id: r.bm25 or 0.0 for r in bm_rows},
+                    opts.vector_weight, opts.bm25_weight)
             else:
                 scores = hybrid.weighted(
                     {i: _vscore(rows[i]) for i in order},

@@ -76,8 +76,9 @@ def test_refuses_a_different_embedding_model(pack_dir, monkeypatch):
     ("my jobs stay pending forever", "troubleshooting", "Jobs stuck in pending"),
     ("which port does kestrel serve listen on", "overview", "Installation"),
 ])
-def test_search_ranks_the_right_section_first(pack, question, slug, heading):
-    result = pack.search(question)
+@pytest.mark.parametrize("fusion", ["rrf", "minmax", "weighted"])
+def test_search_ranks_the_right_section_first(pack, question, slug, heading, fusion):
+    result = pack.search(question, fusion=fusion, use_cache=False)
     top = result.sections[0]
     assert (top.url, top.heading_path.split(" > ")[-1]) == (url_of(slug), heading)
     assert top.citation == 1 and "vector" in top.stages

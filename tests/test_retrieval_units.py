@@ -35,6 +35,21 @@ def test_weighted_fusion_normalises_bm25_by_its_max():
     assert hybrid.weighted({"a": 0.5}, {}, 0.7, 0.3) == pytest.approx({"a": 0.35})
 
 
+
+def test_minmax_fusion_scales_both_signals_to_unit_range():
+    # similarity 0.8, 0.6, 0.4 → 1, 0.5, 0; BM25 4, 2 → 1, 0; "a" had no BM25 → 0.
+    scores = hybrid.minmax({"a": 0.8, "b": 0.6, "c": 0.4}, {"b": 4.0, "c": 2.0}, 0.5, 0.5)
+    assert scores == pytest.approx({"a": 0.5, "b": 0.75, "c": 0.0})
+    assert hybrid.ranked(scores) == ["b", "a", "c"]
+    # One candidate (or equal scores) leaves nothing to scale: each signal counts fully.
+    assert hybrid.minmax({"a": 0.3}, {"a": 1.0}, 0.6, 0.4) == pytest.approx({"a": 1.0})
+
+
+def test_fusion_option_accepts_minmax_and_rejects_unknown():
+    assert SearchOptions(fusion="minmax").fusion == "minmax"
+    with pytest.raises(OptionsError, match="'rrf', 'weighted' or 'minmax'"):
+        SearchOptions(fusion="sum")
+
 # --- graph ------------------------------------------------------------------------------
 
 

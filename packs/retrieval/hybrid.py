@@ -2,6 +2,10 @@
 
 RRF: score(d) = sum over rankings of w / (k + rank(d)), rank 1-based, k = 60 by default.
 Weighted: w_v * similarity + w_b * bm25 / max(bm25), with missing values counted as 0.
+Min-max: w_v * (s - min s) / (max s - min s) + w_b * (b - min b) / (max b - min b), each
+range taken over the candidates; every candidate has a similarity, a candidate BM25 did not
+return counts as the lowest BM25. Scaling both signals to [0, 1] keeps the weights
+meaningful whatever the spread of cosine similarities or BM25 scores of a pack.
 """
 
 from __future__ import annotations
@@ -30,6 +34,25 @@ def weighted(similarity: Mapping[str, float], bm25: Mapping[str, float],
         + (bm25_weight * bm25.get(d, 0.0) / top if top > 0 else 0.0)
         for d in ids
     }
+
+
+def minmax(similarity: Mapping[str, float], bm25: Mapping[str, float],
+           vector_weight: float = 0.5, bm25_weight: float = 0.5) -> dict[str, float]:
+    """Weighted sum of min-max normalised similarity and BM25 → id: fused score.
+    `similarity` must hold every candidate (ids of `bm25` included)."""
+    sim = _unit_range(similarity)
+    bm = _unit_range(bm25)
+    return {d: vector_weight * sim[d] + bm25_weight * bm.get(d, 0.0) for d in similarity}
+
+
+def _unit_range(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scores mapped linearly onto [0, 1]; all equal → all 1."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi - lo <= 1e-12:
+        return {d: 1.0 for d in scores}
+    return {d: (v - lo) / (hi - lo) for d, v in scores.items()}
 
 
 def ranked(scores: Mapping[str, float]) -> list[str]:
