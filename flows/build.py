@@ -35,14 +35,31 @@ from tasks import stages  # noqa: E402
 from tasks.embed import KEYWORD_VERSION  # noqa: E402
 from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION  # noqa: E402
 from tasks.publish import append_history, new_build_id  # noqa: E402
-from tasks.sources import SourceConfig, load_source, resolve_embedding_model  # noqa: E402
+from tasks.sources import (  # noqa: E402
+    CONFIG_FILE,
+    SourceConfig,
+    SourceError,
+    load_source,
+    resolve_embedding_model,
+)
 
-# Chunk overlap as a share of the chunk length.
-OVERLAP_SHARE = 0.15
 
 
 class BuildError(RuntimeError):
     """The build cannot produce a pack (e.g. no page could be fetched)."""
+
+
+def chunking(source: SourceConfig, embedder: Embedder) -> tuple[int, int]:
+    """(words per chunk, overlap words) from pack.toml, or fitted to the model's window.
+    A chunk_words the model cannot read whole is refused: its tail would never be embedded."""
+    fits = split_core.words_for_window(embedder.max_seq_length)
+    words = source.config.chunk_words or fits
+    if words > fits:
+        raise SourceError(
+            f"{source.folder / CONFIG_FILE}: chunk_words = {words} is more than "
+            f"{embedder.model_id} reads ({embedder.max_seq_length} tokens ≈ {fits} words); "
+            f"use at most {fits} or leave it unset")
+    return words, int(words * source.config.chunk_overlap)
 
 
 def fetch_config(source: SourceConfig, allow_private_hosts: bool) -> fetch_core.FetchConfig:
@@ -114,7 +131,7 @@ def build_pack(
         query_prefix=embedder.spec.query_prefix, document_prefix=embedder.spec.document_prefix,
         max_seq_length=embedder.max_seq_length, gate_threshold=embedder.spec.gate_threshold,
     )
-    max_words = split_core.words_for_window(embedder.max_seq_length)
+    max_words, overlap_words = chunking(source, embedder)
     xcfg = extract_config(source, extractor, max_cost_usd)
     pack_tag = f"pack:{source.name}"
 
@@ -130,7 +147,8 @@ def build_pack(
             f"{source.name}: none of the {fetched.rows['pages']} URLs could be fetched "
             f"({fetched.info['status_counts']}); nothing was published. See the fetch log."
         )
-    split_key = stages._key("split", fetched.key, split_core.SPLITTER_VERSION, max_words)
+    split_key = stages._key("split", fetched.key, split_core.SPLITTER_VERSION, max_words,
+                            overlap_words)
     links_key = stages._key("links", fetched.key, stages.LINKS_VERSION)
     extract_key = stages._key("extract", split_key, xcfg.kind, xcfg.model,
                               extract_core.PROMPT_VERSION, bool(os.environ.get("ANTHROPIC_API_KEY")))
@@ -151,7 +169,7 @@ def build_pack(
         return unchanged
 
     split_f = stage(stages.split_task, "split").submit(
-        split_key, fetched, work, max_words, int(max_words * OVERLAP_SHARE)
+        split_key, fetched, work, max_words, overlap_words
     )
     links_f = stage(stages.links_task, "links").submit(links_key, fetched, work)
     split = split_f.result()
@@ -186,10 +204,11 @@ def estimate_pack(
     source = load_source(source_dir)
     work = stages.WorkDir(Path(work_dir).resolve(), source.name)
     embedder = Embedder(resolve_embedding_model(source.config, embedding_model))
-    max_words = split_core.words_for_window(embedder.max_seq_length)
+    max_words, overlap_words = chunking(source, embedder)
     fetched = stages.fetch_task(source, work, fetch_config(source, allow_private_hosts))
-    split_key = stages._key("split", fetched.key, split_core.SPLITTER_VERSION, max_words)
-    split = stages.split_task(split_key, fetched, work, max_words, int(max_words * OVERLAP_SHARE))
+    split_key = stages._key("split", fetched.key, split_core.SPLITTER_VERSION, max_words,
+                            overlap_words)
+    split = stages.split_task(split_key, fetched, work, max_words, overlap_words)
     xcfg = extract_config(source, extractor or "claude", None)
     estimate = extract_core.estimate_cost(split.table("sections"), xcfg, work.cache)
     return {"pack": source.name, "pages": fetched.rows["usable"], **estimate}

@@ -56,6 +56,12 @@ class PackConfig(BaseModel):
     # keyword_vectors uses it). Off: it doubles embedding time and did not help on the
     # SciFact and Kubernetes benchmarks.
     keyword_vectors: bool = False
+    # Words per chunk of a long section; unset = as many as the model reads (0.55 x its
+    # window in tokens). Smaller chunks give finer-grained matches and more vectors.
+    chunk_words: int | None = Field(default=None, ge=32, le=4000)
+    # Share of chunk_words repeated from the end of the previous chunk (whole paragraphs
+    # or sentences only).
+    chunk_overlap: float = Field(default=0.15, ge=0.0, le=0.5)
 
     @field_validator("name")
     @classmethod

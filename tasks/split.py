@@ -7,7 +7,8 @@ Rules (the pure core, `split_markdown`):
 - Every heading yields a section, even one with no body, so the pack mirrors the page.
 - A section's heading path starts at the page title: "Pods > Pod lifecycle > Restart policy".
 - A section longer than `max_words` is cut into chunks at paragraph (or line) boundaries,
-  each starting with about `overlap_words` words from the end of the previous chunk.
+  and a line longer than that at sentence ends; each chunk starts with the last blocks
+  (or sentences) of the previous one, up to `overlap_words` words.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ import polars as pl
 from packs import format as fmt
 from tasks.links import canonical_url
 
-SPLITTER_VERSION = "split-v1"
+SPLITTER_VERSION = "split-v2"  # v2: long lines cut at sentence ends
 HEADING_SEP = " > "
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _WORD = re.compile(r"\S+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 
 
 @dataclass(frozen=True)
@@ -128,49 +130,71 @@ def _word_count(text: str) -> int:
     return len(_WORD.findall(text))
 
 
-def _split_big_block(text: str, max_words: int) -> list[str]:
-    """Cut one block longer than max_words at line boundaries, then at words."""
-    pieces: list[str] = []
+def _sentences(line: str) -> list[str]:
+    """A line of prose cut after ., ! or ? followed by a capital, digit or bracket."""
+    return [s for s in _SENTENCE_END.split(line.strip()) if s]
+
+
+def _split_big_block(text: str, max_words: int) -> list[tuple[str, str]]:
+    """Cut one block longer than max_words at line boundaries; a line longer than
+    max_words becomes one piece per sentence (a sentence still too long is cut at words),
+    so that chunks end at sentence ends and can overlap by whole sentences.
+    Returns (piece, separator that joins it to the piece before it)."""
+    pieces: list[tuple[str, str]] = []
     current: list[str] = []
     count = 0
+
+    def flush() -> None:
+        nonlocal current, count
+        if current:
+            pieces.append(("\n".join(current), "\n"))
+            current, count = [], 0
+
     for line in text.splitlines():
         n = _word_count(line)
         if n > max_words:
-            words = line.split()
-            for i in range(0, len(words), max_words):
-                pieces.append(" ".join(words[i : i + max_words]))
+            flush()
+            sep = "\n"
+            for sentence in _sentences(line):
+                words = sentence.split()
+                for i in range(0, len(words), max_words):
+                    pieces.append((" ".join(words[i : i + max_words]), sep))
+                    sep = " "
             continue
-        if count + n > max_words and current:
-            pieces.append("\n".join(current))
-            current, count = [], 0
+        if count + n > max_words:
+            flush()
         current.append(line)
         count += n
-    if current:
-        pieces.append("\n".join(current))
+    flush()
     return pieces
 
 
 def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
-    """Pack paragraph blocks into chunks of ≤ max_words with a trailing-block overlap."""
+    """Pack blocks (and the pieces of over-long blocks) into chunks of ≤ max_words, each
+    starting with the previous chunk's trailing units up to overlap_words words."""
     if max_words <= 0:
         raise ValueError("max_words must be positive")
     if _word_count(body) <= max_words:
         return [body]
-    units: list[str] = []
+    units: list[tuple[str, str]] = []  # (text, separator before it)
     for block, _ in _blocks(body):
-        units.extend(_split_big_block(block, max_words) if _word_count(block) > max_words
-                     else [block])
-    chunks: list[list[str]] = []
-    current: list[str] = []
+        if _word_count(block) > max_words:
+            pieces = _split_big_block(block, max_words)
+            units.append((pieces[0][0], "\n\n"))
+            units.extend(pieces[1:])
+        else:
+            units.append((block, "\n\n"))
+    chunks: list[list[tuple[str, str]]] = []
+    current: list[tuple[str, str]] = []
     count = 0
     for unit in units:
-        n = _word_count(unit)
+        n = _word_count(unit[0])
         if current and count + n > max_words:
             chunks.append(current)
-            overlap: list[str] = []
+            overlap: list[tuple[str, str]] = []
             kept = 0
             for prev in reversed(current):
-                m = _word_count(prev)
+                m = _word_count(prev[0])
                 if kept + m > overlap_words or kept + m + n > max_words:
                     break
                 overlap.insert(0, prev)
@@ -180,7 +204,8 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
         count += n
     if current:
         chunks.append(current)
-    return ["\n\n".join(c) for c in chunks]
+    return ["".join(text if i == 0 else sep + text for i, (text, sep) in enumerate(c))
+            for c in chunks]
 
 
 def code_fraction(text: str) -> float:

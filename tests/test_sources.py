@@ -81,3 +81,23 @@ def test_pack_toml_is_typed_and_validated(tmp_path: Path) -> None:
     path.write_text("name = [unclosed\n")
     with pytest.raises(SourceError, match="not valid TOML"):
         load_config(path)
+    path.write_text("chunk_words = 8\nchunk_overlap = 0.9\n")
+    with pytest.raises(SourceError) as err:
+        load_config(path)
+    assert "chunk_words" in str(err.value) and "chunk_overlap" in str(err.value)
+
+
+def test_chunking_follows_pack_toml_within_the_model_window(tmp_path: Path) -> None:
+    from flows.build import chunking
+    from packs.embedding import Embedder
+
+    embedder = Embedder("sentence-transformers/all-MiniLM-L6-v2")  # 256 tokens ≈ 140 words
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "urls.txt").write_text("https://example.org/a\n")
+    assert chunking(load_source(src), embedder) == (140, 21)
+    (src / "pack.toml").write_text("chunk_words = 64\nchunk_overlap = 0.5\n")
+    assert chunking(load_source(src), embedder) == (64, 32)
+    (src / "pack.toml").write_text("chunk_words = 400\n")
+    with pytest.raises(SourceError, match=r"chunk_words = 400 is more than .* use at most 140"):
+        chunking(load_source(src), embedder)

@@ -1,3 +1,5 @@
+import re
+
 from tasks.split import chunk_text, sections_from_markdown, split_markdown
 
 PAGE = """---
@@ -89,6 +91,20 @@ def test_huge_single_paragraph_is_cut_by_words() -> None:
     assert all(len(c.split()) <= 100 for c in chunks)
     assert set(" ".join(chunks).split()) == set(body.split())
 
+
+
+def test_long_paragraph_is_cut_at_sentence_ends_with_sentence_overlap() -> None:
+    sentences = [f"Sentence {i} " + " ".join(f"s{i}w{j}" for j in range(18)) + "."
+                 for i in range(12)]  # 20 words each, one line
+    chunks = chunk_text(" ".join(sentences), max_words=64, overlap_words=25)
+    assert len(chunks) > 1 and all(len(c.split()) <= 64 for c in chunks)
+    for c in chunks:  # every chunk is whole sentences
+        assert c.startswith("Sentence ") and c.endswith(".")
+    as_sentences = [re.split(r"(?<=\.) ", c) for c in chunks]
+    assert all(len(ss) > 1 and "\n" not in c for ss, c in zip(as_sentences, chunks))
+    for prev, nxt in zip(as_sentences, as_sentences[1:]):  # the previous one's last first
+        assert nxt[0] == prev[-1]
+    assert set(" ".join(chunks).split()) == set(" ".join(sentences).split())
 
 def test_code_sections_are_flagged() -> None:
     chunks = split_markdown("## Code\n```\na b c d e f g h\n```\nshort\n## Prose\nwords only here\n", "P")
