@@ -110,20 +110,25 @@ class BuiltPack:
     counts: dict[str, int]
 
 
-def fingerprint(pages: Sequence[Page], model: str) -> str:
-    h = hashlib.sha256(f"{LAYOUT_VERSION}\0{model}".encode())
+def fingerprint(pages: Sequence[Page], model: str, settings: str = "") -> str:
+    """Of the pages, the model, the extra pack.toml settings and the splitter version."""
+    from tasks.split import SPLITTER_VERSION
+
+    h = hashlib.sha256(f"{LAYOUT_VERSION}\0{SPLITTER_VERSION}\0{model}\0{settings}".encode())
     for p in pages:
         h.update(f"\0{p.path}\0{p.title}\0{p.markdown}".encode())
     return h.hexdigest()
 
 
 def build_cached(name: str, pages: Sequence[Page], work: Path, model: str = MODEL,
-                 description: str = "") -> BuiltPack:
-    """The pack of `pages` under work/name/: reused when the pages and model are unchanged,
-    else served and built with the offline extractor. Raises flows.build.BuildError."""
+                 description: str = "", settings: dict[str, object] | None = None) -> BuiltPack:
+    """The pack of `pages` under work/name/: reused when the pages, model, splitter and
+    `settings` (extra pack.toml keys) are unchanged, else served and built with the offline
+    extractor. Raises flows.build.BuildError."""
     folder = work / name
     state_file = folder / "state.json"
-    fp = fingerprint(pages, model)
+    extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in sorted((settings or {}).items()))
+    fp = fingerprint(pages, model, extra)
     if state_file.is_file():
         state = json.loads(state_file.read_text())
         pack_dir = Path(state["pack"])
@@ -136,7 +141,7 @@ def build_cached(name: str, pages: Sequence[Page], work: Path, model: str = MODE
     (source / "pack.toml").write_text(
         f"description = {json.dumps(description)}\nallow_private_hosts = true\n"
         f"embedding_model = {json.dumps(model)}\nfetch_concurrency = 16\n"
-        "per_host_concurrency = 16\nkeep_builds = 1\n")
+        "per_host_concurrency = 16\nkeep_builds = 1\n" + extra)
     t0 = time.perf_counter()
     with serve_pages(pages) as base:
         (source / "urls.txt").write_text("".join(f"{base}{p.path}\n" for p in pages))

@@ -3,6 +3,7 @@
     python benchmarks/k8s_build.py [--data ../shared/data/kubernetes-docs] [--out DIR]
                                    [--limit N] [--model all-MiniLM-L6-v2] [--rebuild]
                                    [--baseline]
+    python benchmarks/k8s_build.py --score PACK_DIR
 
 Serves the Markdown files with a real HTTP server on 127.0.0.1, writes a source whose
 urls.txt lists the `concepts/ tasks/ tutorials/ setup/` pages from MANIFEST.jsonl, runs
@@ -10,6 +11,10 @@ the real build flow (offline extractor unless ANTHROPIC_API_KEY is set), and pri
 per-stage times and throughput. `--rebuild` runs a second, no-change build and reports
 its time as a fraction of the first. `--baseline` times a plain `encode()` of the same
 section texts with the same model, for the build's overhead over raw embedding.
+After the build (or alone, on a pack built before, with `--score`) the 20 questions of
+benchmarks/keyword_vectors.py are scored (page-level nDCG@10, recall@10, MRR; gate off)
+with vector search only, each fusion, and the default pipeline with and without graph
+rerank.
 Skips with a message when the data folder is absent.
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import sys
 import tempfile
 import threading
@@ -61,7 +67,44 @@ def prose_paths(data: Path, limit: int | None) -> list[str]:
     return paths[:limit] if limit else paths
 
 
-def main() -> int:
+# name → SearchOptions overrides (gate off: a gated question would score 0 whatever the ranking)
+SCORE_CONFIGS: dict[str, dict[str, object]] = {
+    "vector only": {"use_enhancements": False},
+    "hybrid RRF, no graph": {"fusion": "rrf", "graph_rerank": False},
+    "hybrid min-max 0.5/0.5, no graph": {"fusion": "minmax", "vector_weight": 0.5,
+                                         "bm25_weight": 0.5, "graph_rerank": False},
+    "default pipeline": {},
+    "default, fusion=rrf": {"fusion": "rrf"},
+    "default, fusion=minmax 0.5/0.5": {"fusion": "minmax", "vector_weight": 0.5,
+                                       "bm25_weight": 0.5},
+}
+
+
+def score_questions(pack_dir: Path) -> None:
+    """Page-level metrics of the 20 keyword_vectors questions on a Kubernetes pack."""
+    from benchmarks import common
+    from benchmarks.keyword_vectors import QUESTIONS as TWENTY
+    from packs import KnowledgePack
+    from packs.evaluation import Question, parse_gold
+    from packs.options import SearchOptions
+
+    with KnowledgePack.open(pack_dir) as pack:
+        # The pack was built from http://127.0.0.1:PORT/<prose dir>/...: recover that base.
+        prefix = re.compile(rf"^(.*?)/(?:{'|'.join(PROSE_DIRS)})/")
+        base = next(m.group(1) for u in pack.db.article_urls() if (m := prefix.match(u)))
+        qs = [Question(id=f"k8s-{i}", question=q,
+                       gold=(parse_gold({"source": f"{base}/{path}"}),))
+              for i, (q, path) in enumerate(TWENTY, start=1)]
+        rows = []
+        for label, over in SCORE_CONFIGS.items():
+            metrics, ms = common.product_run(
+                pack, qs, SearchOptions.build(None, gate_threshold=-1.0, **over))
+            rows.append((label, {**metrics, "ms/q": f"{ms:.0f}"}))
+    print(f"\n{len(qs)} questions (benchmarks/keyword_vectors.py), page-level, gate off:")
+    print(common.table(rows, ("ndcg@10", "recall@10", "mrr", "ms/q")))
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/kubernetes-docs")
     ap.add_argument("--out", type=Path, default=None)
@@ -69,7 +112,12 @@ def main() -> int:
     ap.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--baseline", action="store_true")
-    args = ap.parse_args()
+    ap.add_argument("--score", type=Path, default=None, metavar="PACK_DIR",
+                    help="only score the 20 questions on a pack built before")
+    args = ap.parse_args(argv)
+    if args.score:
+        score_questions(args.score)
+        return 0
     if not (args.data / "MANIFEST.jsonl").is_file():
         print(f"skipped: no Kubernetes docs at {args.data} (pass --data DIR)")
         return 0
@@ -115,6 +163,7 @@ def main() -> int:
             print(f"\nQ: {question}\n  top source: {top} {'(expected)' if ok else f'(expected {gold})'}"
                   f"\n  query_type: {answer['query_type']}\n  answer: {answer['answer'][:300]!r}")
         print(f"\n{hits}/{len(QUESTIONS)} questions cite the expected page first")
+    score_questions(pack_dir)
 
     if args.baseline:
         import polars as pl

@@ -1,7 +1,7 @@
 """SciFact through the product: 5,183 abstracts served as pages, built into a pack, 300 claims.
 
     python benchmarks/scifact.py [--data ../shared/data] [--work out/bench] [--no-tune]
-                                 [--dev-limit N]
+                                 [--dev-limit N] [--chunk-words N --chunk-overlap X]
 
 Each abstract is one Markdown page at /doc/<id> (`# title`, then the abstract), served over
 loopback and built into a pack with the real build flow (offline extractor, offline
@@ -36,7 +36,9 @@ CONFIGS: dict[str, dict[str, object]] = {
     "vector only (use_enhancements=False)": {"use_enhancements": False},
     "BM25 only (weighted 0/1, no graph)": {"fusion": "weighted", "vector_weight": 0.0,
                                            "bm25_weight": 1.0, "graph_rerank": False},
-    "hybrid RRF (no graph)": {"graph_rerank": False},
+    "hybrid RRF (no graph)": {"graph_rerank": False, "fusion": "rrf"},
+    "hybrid min-max 0.5/0.5 (no graph)": {"graph_rerank": False, "fusion": "minmax",
+                                          "vector_weight": 0.5, "bm25_weight": 0.5},
     "default: hybrid + graph/quality stages": {},
     "default + cross-encoder": {"cross_encoder": True},
 }
@@ -51,12 +53,11 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "default, fusion=weighted 0.7/0.3": {"fusion": "weighted"},
 }
 TUNING: list[dict[str, object]] = (
-    [{"fusion": "rrf", "rrf_k": k} for k in (10, 30, 60, 100)]
+    [{"fusion": "rrf", "rrf_k": k} for k in (10, 60)]
     + [{"fusion": "weighted", "vector_weight": w, "bm25_weight": round(1 - w, 2)}
+       for w in (0.5, 0.7)]
+    + [{"fusion": "minmax", "vector_weight": w, "bm25_weight": round(1 - w, 2)}
        for w in (0.3, 0.4, 0.5, 0.6, 0.7)]
-    # deeper candidate lists for the fusion (max_results sections from each ranking)
-    + [{"fusion": "rrf", "rrf_k": 60, "max_results": 100},
-       {"fusion": "weighted", "vector_weight": 0.5, "bm25_weight": 0.5, "max_results": 100}]
 )
 
 
@@ -107,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK)
     ap.add_argument("--no-tune", action="store_true", help="skip fusion tuning on dev")
     ap.add_argument("--dev-limit", type=int, default=None, help="tune on the first N dev claims")
+    ap.add_argument("--chunk-words", type=int, default=None,
+                    help="pack.toml chunk_words for the pack (default: fitted to the model)")
+    ap.add_argument("--chunk-overlap", type=float, default=None,
+                    help="pack.toml chunk_overlap for the pack (default 0.15)")
     args = ap.parse_args(argv)
     data = args.data / "scifact"
     if not (data / "corpus.jsonl").is_file():
@@ -119,8 +124,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(dev_qrels)} dev claims; model {common.MODEL}")
 
     site = pages(corpus)
-    built = common.build_cached("scifact", site, args.work,
+    settings = {k: v for k, v in (("chunk_words", args.chunk_words),
+                                   ("chunk_overlap", args.chunk_overlap)) if v is not None}
+    name = "scifact" + "".join(f"-{k.split('_')[1]}{v}" for k, v in settings.items())
+    built = common.build_cached(name, site, args.work, settings=settings,
                                 description="SciFact abstracts (evaluation benchmark)")
+    print(f"pack settings: {settings or 'defaults (chunks fitted to the model window)'}")
     print(f"pack: {built.pack_dir} ({'reused' if built.reused else f'built in {built.seconds:.0f} s'}; "
           f"{built.counts['articles']} articles, {built.counts['sections']} sections, "
           f"{built.counts['links']} links)")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from benchmarks import gate_calibration, scifact, xquad
+from benchmarks import gate_calibration, k8s_build, scifact, xquad
 
 DOCS = [
     ("11", "Vitamin D supplementation and bone fractures in older adults",
@@ -121,6 +121,8 @@ def test_benchmarks_skip_without_data(tmp_path, capsys):
     for module in (scifact, xquad, gate_calibration):
         assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
         assert capsys.readouterr().out.startswith("skipped:")
+    assert k8s_build.main(["--data", str(tmp_path / "none")]) == 0
+    assert capsys.readouterr().out.startswith("skipped:")
 
 
 def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
@@ -136,6 +138,12 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     default_row = next(line for line in out.splitlines()
                        if line.startswith("| default: hybrid + graph/quality stages"))
     assert float(default_row.split("|")[3]) == 1.0  # recall@10
+    # a second pack with smaller chunks, beside the first
+    assert scifact.main(["--data", str(data), "--work", str(work), "--no-tune",
+                         "--chunk-words", "32", "--chunk-overlap", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "pack settings: {'chunk_words': 32, 'chunk_overlap': 0.5}" in out
+    assert "built in" in out and (work / "scifact-words32-overlap0.5" / "state.json").is_file()
 
     assert xquad.main(["--data", str(data), "--work", str(work), "--dev-articles", "1"]) == 0
     out = capsys.readouterr().out
@@ -153,3 +161,37 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     threshold = float(out.strip().splitlines()[-1].rsplit("=", 1)[1])
     assert 0.0 <= threshold <= 1.0
 
+
+
+K8S_PAGES = {  # path: Markdown, in the docs' layout (front matter, headings, code)
+    "concepts/workloads/pods/_index.md": (
+        "---\ntitle: Pods\n---\nPods are the smallest deployable units of computing that "
+        "you can create and manage in Kubernetes.\n\n## Using Pods\n\nA Pod runs one or "
+        "more containers that share storage and network resources.\n"),
+    "tasks/configmap-secret/managing-secret-using-kubectl.md": (
+        "---\ntitle: Managing Secrets using kubectl\n---\n## Create a Secret\n\nUse "
+        "`kubectl create secret generic` with literal values or files.\n\n```shell\n"
+        "kubectl create secret generic db-user-pass --from-literal=username=admin\n```\n"),
+    "tutorials/hello-minikube.md": (
+        "---\ntitle: Hello Minikube\n---\nThis tutorial shows you how to run a sample app "
+        "on Kubernetes using minikube.\n\n## Create a Deployment\n\nA Deployment checks "
+        "the health of your Pod and restarts the Pod's container if it terminates.\n"),
+}
+
+
+def test_tiny_kubernetes_build_benchmark(tmp_path, prefect_harness, capsys):
+    data = tmp_path / "kubernetes-docs"
+    for path, text in K8S_PAGES.items():
+        (data / path).parent.mkdir(parents=True, exist_ok=True)
+        (data / path).write_text(text)
+    (data / "MANIFEST.jsonl").write_text("".join(
+        json.dumps({"path": p}) + "\n" for p in [*K8S_PAGES, "reference/not-prose.md"]))
+    assert k8s_build.main(["--data", str(data), "--out", str(tmp_path / "out"),
+                           "--baseline", "--rebuild"]) == 0
+    out = capsys.readouterr().out
+    assert "building 3 pages" in out and "failed sources: 0" in out
+    assert "full build:" in out and "3 articles" in out and "fetch+parse:" in out
+    assert "raw encode() of the same" in out and "no-change rebuild:" in out
+    assert "What is a Pod in Kubernetes?" in out and "20 questions" in out
+    for label in k8s_build.SCORE_CONFIGS:
+        assert f"| {label}" in out, label
