@@ -1,7 +1,7 @@
 """SciFact through the product: 5,183 abstracts served as pages, built into a pack, 300 claims.
 
     python benchmarks/scifact.py [--data ../shared/data] [--work out/bench] [--no-tune]
-                                 [--dev-limit N] [--chunk-words N --chunk-overlap X]
+                                 [--dev-limit N] [--no-ablations] [--chunk-words N --chunk-overlap X]
 
 Each abstract is one Markdown page at /doc/<id> (`# title`, then the abstract), served over
 loopback and built into a pack with the real build flow (offline extractor, offline
@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the shared data folder (holding scifact/)")
     ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK)
     ap.add_argument("--no-tune", action="store_true", help="skip fusion tuning on dev")
+    ap.add_argument("--no-ablations", action="store_true",
+                    help="run the main configurations only, not each stage switched off")
     ap.add_argument("--dev-limit", type=int, default=None, help="tune on the first N dev claims")
     ap.add_argument("--chunk-words", type=int, default=None,
                     help="pack.toml chunk_words for the pack (default: fitted to the model)")
@@ -174,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             return common.product_run(pack, qs, opts)
 
         rows = []
-        for label, over in {**CONFIGS, **ABLATIONS}.items():
+        for label, over in {**CONFIGS, **({} if args.no_ablations else ABLATIONS)}.items():
             metrics, ms = run(over, test_q)
             metrics["ms/q"] = f"{ms:.0f}"
             rows.append((label, metrics))

@@ -139,11 +139,12 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
                        if line.startswith("| default: hybrid + graph/quality stages"))
     assert float(default_row.split("|")[3]) == 1.0  # recall@10
     # a second pack with smaller chunks, beside the first
-    assert scifact.main(["--data", str(data), "--work", str(work), "--no-tune",
+    assert scifact.main(["--data", str(data), "--work", str(work), "--no-tune", "--no-ablations",
                          "--chunk-words", "32", "--chunk-overlap", "0.5"]) == 0
     out = capsys.readouterr().out
     assert "pack settings: {'chunk_words': 32, 'chunk_overlap': 0.5}" in out
     assert "built in" in out and (work / "scifact-words32-overlap0.5" / "state.json").is_file()
+    assert "default - graph_rerank" not in out  # --no-ablations
 
     assert xquad.main(["--data", str(data), "--work", str(work), "--dev-articles", "1"]) == 0
     out = capsys.readouterr().out
