@@ -44,7 +44,6 @@ from tasks.sources import (  # noqa: E402
 )
 
 
-
 class BuildError(RuntimeError):
     """The build cannot produce a pack (e.g. no page could be fetched)."""
 

@@ -86,8 +86,8 @@ def _encode_cached(
     interrupted run keeps its work). Returns (matrix, computed, cached) over unique keys.
 
     The texts to encode are sorted by length over the whole stage, not only within each
-    cached batch: batches of similar lengths carry little padding, which made the stage
-    20% slower than one `encode()` of the same texts on the Kubernetes docs."""
+    cached batch, so that batches of similar lengths carry little padding (as in one
+    `encode()` of all the texts)."""
     unique = list(dict.fromkeys(keys))
     vectors = cache.get_many(embedder.model_id, unique, embedder.dim)
     todo = sorted((k for k in unique if k not in vectors), key=lambda k: -len(text_of(k)))
