@@ -86,7 +86,15 @@ def serve_pages(pages: Sequence[Page]) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serve_handler(Handler) as base:
+        yield base
+
+
+@contextmanager
+def serve_handler(handler) -> Iterator[str]:
+    """Serve requests with `handler` (a BaseHTTPRequestHandler factory) on a free port of
+    127.0.0.1 from a daemon thread; yields the base URL, shuts the server down after."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               daemon=True)

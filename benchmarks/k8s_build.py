@@ -26,11 +26,10 @@ import platform
 import re
 import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,12 +52,6 @@ class _Quiet(SimpleHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
-
-
-def serve(directory: Path) -> tuple[ThreadingHTTPServer, str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(directory)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def prose_paths(data: Path, limit: int | None) -> list[str]:
@@ -122,12 +115,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: no Kubernetes docs at {args.data} (pass --data DIR)")
         return 0
 
+    from benchmarks import common
+
+    with common.serve_handler(partial(_Quiet, directory=str(args.data))) as base:
+        return measure(args, base)
+
+
+def measure(args: argparse.Namespace, base: str) -> int:
+    """Build the pages served at `base` and print what the module docstring lists."""
     from flows.build import run_build
     from packs import KnowledgePack
 
     out = args.out or Path(tempfile.mkdtemp(prefix="kpack-k8s-"))
     paths = prose_paths(args.data, args.limit)
-    server, base = serve(args.data)
     source = out / "sources" / "k8s-docs"
     source.mkdir(parents=True, exist_ok=True)
     (source / "urls.txt").write_text("\n".join(f"{base}/{p}" for p in paths) + "\n")
@@ -191,7 +191,6 @@ def main(argv: list[str] | None = None) -> int:
         re_s = time.perf_counter() - t
         print(f"\nno-change rebuild: {re_s:.1f} s = {100 * re_s / full_s:.1f}% of the full build; "
               "stage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in again["durations"].items()))
-    server.shutdown()
     return 0
 
 
