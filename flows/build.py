@@ -1,40 +1,56 @@
-"""The build flow: urls.txt → fetch → split + links → extract + embed → keywords → publish.
+"""The build flow: urls.txt → shards → fetch → split → extract + embed (→ keywords) per
+shard; links and entity resolution over all shards; publish.
 
-Composition only: each stage is a task from tasks.stages; this module decides the order,
-the content keys that chain them, and what runs side by side (links beside split,
-extraction — network-bound — beside embedding — CPU-bound). Per-stage durations go into
-the manifest.
+Composition only. The pipeline is the ordered list of stages in `tasks.stages`; this
+module plans the shards, submits each stage's tasks (one per shard, or one per pack for
+the reduce steps), chains them by their records, checks whether anything changed, keeps
+the per-stage progress artifacts moving as shards finish, and hands the records to the
+publish step. Every task run is named `<stage>-<pack>-<i>/<n>` and tagged with the pack
+and the stage, so the Prefect UI shows a build's shards.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
+from collections import defaultdict
 from pathlib import Path
 
 from flows.settings import configure_prefect_env
 
-configure_prefect_env()
+configure_prefect_env()  # before Prefect is imported; the user's environment wins
 
-from prefect import flow, get_run_logger, tags  # noqa: E402
+from prefect import flow, get_run_logger, tags, task  # noqa: E402
+from prefect.futures import PrefectFuture, as_completed  # noqa: E402
 from prefect.settings import (  # noqa: E402
     PREFECT_LOCAL_STORAGE_PATH,
     PREFECT_RESULTS_PERSIST_BY_DEFAULT,
     temporary_settings,
 )
 
-from flows.artifacts import publish_report  # noqa: E402
+from flows.artifacts import publish_report, stage_progress  # noqa: E402
 from flows.runners import task_runner  # noqa: E402
 from packs.embedding import Embedder  # noqa: E402
+from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION  # noqa: E402
 from packs.manifest import EmbeddingInfo  # noqa: E402
 from tasks import extract as extract_core  # noqa: E402
+from tasks import faults, shards  # noqa: E402
 from tasks import fetch as fetch_core  # noqa: E402
 from tasks import split as split_core  # noqa: E402
 from tasks import stages  # noqa: E402
-from tasks.embed import KEYWORD_VERSION  # noqa: E402
-from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION  # noqa: E402
 from tasks.publish import append_history, new_build_id  # noqa: E402
+from tasks.stages.common import (  # noqa: E402
+    BuildContext,
+    Record,
+    WorkDir,
+    previous_outputs,
+    read_state,
+    stage_key,
+    write_state,
+)
+from tasks.stages.publish import unchanged_build  # noqa: E402
 from tasks.sources import (  # noqa: E402
     CONFIG_FILE,
     SourceConfig,
@@ -82,6 +98,16 @@ def extract_config(source: SourceConfig, kind: str | None,
     )
 
 
+def fetch_window(config: fetch_core.FetchConfig, shard_count: int) -> tuple[int, fetch_core.FetchConfig]:
+    """(fetch shards run at once, the fetch config of each): the pack's global and
+    per-host limits hold for the whole build, divided among the shards in flight."""
+    window = 1 if config.per_host_delay_s > 0 else max(1, min(shard_count,
+                                                              config.per_host_concurrency))
+    return window, dataclasses.replace(
+        config, concurrency=max(1, config.concurrency // window),
+        per_host_concurrency=max(1, config.per_host_concurrency // window))
+
+
 def _run_name() -> str:
     """`<pack>-<build id>`: the build id is generated here when the caller gave none
     (scheduled runs), and the flow reads it back from its own run name."""
@@ -91,9 +117,184 @@ def _run_name() -> str:
     return f"{params['name']}-{params.get('build_id') or new_build_id()}"
 
 
-def inputs_fingerprint(*keys: str) -> str:
-    """Everything a published build is made from: stage keys and format versions."""
-    return stages._key("inputs", *keys, FORMAT_VERSION, QUERY_MODULE_VERSION)
+# --- the stage task: one generic wrapper for every stage -------------------------------
+
+
+def run_stage(name: str, ctx: BuildContext, shard: shards.Shard | None, inputs: dict):
+    """Run stage `name` (tasks.stages) on one shard, or once for the pack."""
+    faults.check(ctx.faults, name, shard.index if shard else None,
+                 ctx.work.pack_dir / "faults" / ctx.build_id)
+    return stages.get(name).run(ctx, shard, inputs)
+
+
+def _cache_key(task_ctx, params: dict) -> str | None:
+    """Prefect's cache key: the stage's content key, when its finished output exists
+    (never a path string or a run id)."""
+    module = stages.get(params["name"])
+    key = module.key(params["ctx"], params["shard"], params["inputs"])
+    if key is None or not module.complete(params["ctx"], key):
+        return None
+    return f"{params['name']}-{key}"
+
+
+stage_task = task(run_stage, name="stage", cache_key_fn=_cache_key, persist_result=True)
+
+
+class Pipeline:
+    """Submits stage tasks for one build and follows them: names, tags, retries, the
+    per-stage progress artifacts, and the first failure as one clear error."""
+
+    def __init__(self, ctx: BuildContext, layout: list[shards.Shard]) -> None:
+        self.ctx = ctx
+        self.layout = layout
+        self.count = layout[0].count if layout else 1
+        self.meta: dict[PrefectFuture, tuple[str, shards.Shard | None]] = {}
+        self.results: dict[PrefectFuture, object] = {}
+        self.records: dict[str, list[Record]] = defaultdict(list)
+        self.progress: dict = {}
+        self.started: dict[str, float] = {}
+        self.finished: dict[str, float] = {}
+        self.task_runs = 0
+
+    def submit(self, name: str, shard: shards.Shard | None, inputs: dict,
+               ctx: BuildContext | None = None) -> PrefectFuture:
+        module = stages.get(name)
+        run_name = f"{name}-{self.ctx.pack}" + (f"-{shard.label}" if shard else "")
+        future = stage_task.with_options(
+            name=name, task_run_name=run_name, retries=module.RETRIES,
+            retry_delay_seconds=getattr(module, "RETRY_DELAY_S", 2),
+            tags=[f"pack:{self.ctx.pack}", f"stage:{name}"],
+        ).submit(name, ctx or self.ctx, shard, inputs)
+        self.meta[future] = (name, shard)
+        self.started.setdefault(name, time.perf_counter())
+        self.task_runs += 1
+        return future
+
+    def map(self, name: str, inputs_of) -> dict[int, PrefectFuture]:
+        """One task per shard; `inputs_of(shard)` gives its inputs (futures welcome)."""
+        return {s.index: self.submit(name, s, inputs_of(s)) for s in self.layout}
+
+    def wait(self, futures) -> list:
+        """Wait for `futures`, advancing each stage's progress as they finish; their
+        results in the order given. Raises BuildError at the first failed task."""
+        futures = list(futures)
+        for future in as_completed([f for f in futures if f not in self.results]):
+            name, shard = self.meta[future]
+            try:
+                result = future.result()
+            except Exception as exc:
+                where = f"{name} shard {shard.label}" if shard else name
+                raise BuildError(f"{self.ctx.pack}: {where} failed: {exc}") from exc
+            if isinstance(result, Record) and future.state.name == "Cached":
+                result = result.reused()
+            self.results[future] = result
+            self._done(name, shard, result)
+        return [self.results[f] for f in futures]
+
+    def _done(self, name: str, shard: shards.Shard | None, result: object) -> None:
+        self.finished[name] = time.perf_counter()
+        if isinstance(result, Record):
+            self.records[name].append(result)
+        if shard is None:
+            return
+        if name not in self.progress:
+            self.progress[name] = stage_progress(name, self.ctx.pack)
+        done = len(self.records[name])
+        self.progress[name](done, len(self.layout))
+        get_run_logger().info("%s: %d/%d shards done", name, done, len(self.layout))
+
+    def run_windowed(self, name: str, inputs_of, window: int,
+                     ctx: BuildContext | None = None) -> list[Record]:
+        """One task per shard with at most `window` in flight (fetch: politeness)."""
+        queue = list(self.layout)
+        running: list[PrefectFuture] = []
+        order: list[PrefectFuture] = []
+        while queue or running:
+            while queue and len(running) < window:
+                shard = queue.pop(0)
+                future = self.submit(name, shard, inputs_of(shard), ctx)
+                running.append(future)
+                order.append(future)
+            finished = next(as_completed(running))
+            self.wait([finished])
+            running.remove(finished)
+        return [self.results[f] for f in order]
+
+    def durations(self) -> dict[str, float]:
+        return {name: round(self.finished.get(name, start) - start, 3)
+                for name, start in self.started.items()}
+
+
+def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int) -> list[shards.Shard]:
+    """Assign URLs to shards, write each non-empty shard's URL list into the work dir,
+    and attach each shard's lineage (the last build's outputs for its pages)."""
+    count = shards.shard_count(len(urls), shard_pages)
+    groups = shards.assign(urls, count)
+    plan_dir = ctx.work.stage("plan") / stage_key("plan", count, urls)
+    plan_dir.mkdir(parents=True, exist_ok=True)
+    state = read_state(ctx.work)
+    before = int(state.get("count") or 0)
+    layout = []
+    for index, group in enumerate(groups):
+        if not group:
+            continue
+        path = plan_dir / f"{index}.txt"
+        if not path.is_file():
+            path.write_text("".join(u + "\n" for u in group), encoding="utf-8")
+        parents = shards.lineage(index, count, before)
+        previous = tuple(
+            (name, previous_outputs(state, name, variant(ctx, name), parents))
+            for name in ("fetch", "extract", "embed", "keywords"))
+        layout.append(shards.Shard(index, count, str(path), previous))
+    return layout
+
+
+def variant(ctx: BuildContext, name: str) -> str:
+    """What a stage's per-section outputs depend on besides the pages: reused only under
+    the same variant. Extraction responses are keyed by their request (model and prompt
+    included), so any earlier extraction may serve."""
+    return "any" if name == "extract" else stage_key(stages.get(name).settings(ctx))
+
+
+def inputs_fingerprint(ctx: BuildContext, fetched: list[Record]) -> str:
+    """Everything a published build is made from: the pages and every stage's settings."""
+    settings = [(name, stages.get(name).settings(ctx)) for name in stages.PIPELINE
+                if name != "keywords" or ctx.keyword_vectors]
+    return stage_key("inputs", sorted(r.ref for r in fetched), settings, ctx.description,
+                     FORMAT_VERSION, QUERY_MODULE_VERSION)
+
+
+def _budgets(cap: float | None, split: list[Record]) -> dict[int, float | None]:
+    """The cost cap shared among the extract shards in proportion to their sections
+    (each shard stops starting calls at its share, so the build never passes the cap)."""
+    if cap is None:
+        return {r.shard: None for r in split}
+    total = sum(r.rows["sections"] for r in split) or 1
+    return {r.shard: cap * r.rows["sections"] / total for r in split}
+
+
+def _stats(pipe: Pipeline, shard_pages: int) -> dict:
+    extract = defaultdict(float)
+    for r in pipe.records["extract"]:
+        for k, v in r.work.items():
+            extract[k] += v
+    sections = sum(r.rows["sections"] for r in pipe.records["split"])
+    computed = sum(r.work.get("computed", 0) for r in pipe.records["embed"])
+    embed = {"computed": computed, "cached": sections - computed,
+             "seconds": round(sum(r.work.get("encode_seconds", 0.0)
+                                  for r in pipe.records["embed"]), 3)}
+    if pipe.records["keywords"]:
+        kw = sum(r.work.get("computed", 0) for r in pipe.records["keywords"])
+        embed["keyword_vectors"] = {"computed": kw, "cached": sections - kw}
+    extract_stats = {k: (round(v, 6) if k == "cost_usd" else int(v)) for k, v in extract.items()}
+    extract_stats.update(
+        sections=sections,
+        failed=sum(r.info.get("failed", 0) for r in pipe.records["extract"]),
+        not_extracted=sum(r.info.get("not_extracted", 0) for r in pipe.records["extract"]),
+        reused_shards=sum(bool(r.info.get("reused")) for r in pipe.records["extract"]))
+    return {"extract": extract_stats, "embed": embed,
+            "shards": {"count": pipe.count, "non_empty": len(pipe.layout),
+                       "shard_pages": shard_pages, "task_runs": pipe.task_runs}}
 
 
 @flow(name="build-pack", flow_run_name=_run_name, log_prints=False,
@@ -111,18 +312,96 @@ def build_pack(
 ) -> dict:
     """Build the pack of `source_dir` into `out_dir/<name>/`; returns a summary dict.
 
-    When every stage key equals the ones the published build was made from, nothing is
-    split, extracted, embedded or republished: the summary says "no changes" and names
-    the current build (readers keep the build they have, and caches stay warm).
+    When the pages and every stage's settings equal those the published build was made
+    from, nothing is split, extracted, embedded or republished: the summary says "no
+    changes" and names the current build (readers keep the build they have).
     """
     from prefect.runtime import flow_run
 
     t_start = time.perf_counter()
-    _quiet_libraries()  # here too, for scheduled runs that do not come through run_build
+    quiet_libraries()  # here too, for scheduled runs that do not come through run_build
+    log = get_run_logger()
     build_id = build_id or flow_run.name.rsplit("-", 1)[-1]
     source = load_source(source_dir)
-    out = Path(out_dir).resolve()
-    work = stages.WorkDir(Path(work_dir).resolve(), source.name)
+    ctx = build_context(source, build_id, out_dir, work_dir, embedding_model, extractor,
+                        allow_private_hosts, max_cost_usd)
+    layout = plan_shards(ctx, [u.url for u in source.urls], source.config.shard_pages)
+    pipe = Pipeline(ctx, layout)
+    log.info("%s: %d URLs in %d shards of up to %d pages", source.name, len(source.urls),
+             len(layout), source.config.shard_pages)
+
+    fetched = fetch_all(pipe)
+    usable = sum(r.rows["usable"] for r in fetched)
+    if usable == 0:
+        raise BuildError(f"{source.name}: none of the {len(source.urls)} URLs could be "
+                         f"fetched ({_reasons(fetched)}); nothing was published")
+    fingerprint = inputs_fingerprint(ctx, fetched)
+    out = Path(out_dir)
+    unchanged = unchanged_build(out, source.name, fingerprint)
+    if unchanged is not None:
+        log.info("no changes since build %s: nothing to publish", unchanged["build_id"])
+        append_history(out / source.name, build_id, "no changes",
+                       f"inputs equal build {unchanged['build_id']}")
+        unchanged["seconds"] = round(time.perf_counter() - t_start, 1)
+        unchanged["durations"] = pipe.durations()
+        publish_report(unchanged)
+        return unchanged
+
+    by_shard = {r.shard: r for r in fetched}
+    split_f = pipe.map("split", lambda s: {"fetch": by_shard[s.index]})
+    links_f = pipe.submit("links", None, {"fetch": fetched})
+    budgets: dict[int, float | None] = {s.index: None for s in layout}
+    if ctx.extract.max_cost_usd is not None:
+        budgets = _budgets(ctx.extract.max_cost_usd, pipe.wait(split_f.values()))
+    extract_f = pipe.map("extract", lambda s: {"split": split_f[s.index],
+                                                "budget_usd": budgets[s.index]})
+    embed_f = pipe.map("embed", lambda s: {"split": split_f[s.index]})
+    shard_futures = [*split_f.values(), *extract_f.values(), *embed_f.values()]
+    keywords_f = {}
+    if ctx.keyword_vectors:
+        keywords_f = pipe.map("keywords", lambda s: {"split": split_f[s.index],
+                                                      "extract": extract_f[s.index]})
+        shard_futures += list(keywords_f.values())
+    pipe.wait(shard_futures)
+    [links] = pipe.wait([links_f])
+    [resolved] = pipe.wait([pipe.submit("resolve", None, {"extract": list(extract_f.values())})])
+    write_state(ctx.work, pipe.count, {n: pipe.records[n] for n in
+                                       ("fetch", "extract", "embed", "keywords")},
+                {n: variant(ctx, n) for n in ("fetch", "extract", "embed", "keywords")})
+    durations = pipe.durations()
+    publish_f = pipe.submit("publish", None, {
+        "fetch": fetched, "split": list(split_f.values()), "embed": list(embed_f.values()),
+        "keywords": list(keywords_f.values()), "extract": list(extract_f.values()),
+        "links": links, "resolve": resolved, "fingerprint": fingerprint,
+        "durations": durations, "stats": _stats(pipe, source.config.shard_pages)})
+    [summary] = pipe.wait([publish_f])
+    summary["seconds"] = round(time.perf_counter() - t_start, 1)
+    summary["durations"] = durations
+    summary["task_runs"] = pipe.task_runs
+    publish_report(summary)
+    return summary
+
+
+def fetch_all(pipe: Pipeline) -> list[Record]:
+    """Fetch every shard, a few at a time (see fetch_window)."""
+    window, per_shard = fetch_window(pipe.ctx.fetch, len(pipe.layout))
+    return pipe.run_windowed("fetch", lambda s: {}, window,
+                             dataclasses.replace(pipe.ctx, fetch=per_shard))
+
+
+def _reasons(fetched: list[Record]) -> str:
+    reasons: dict[str, int] = defaultdict(int)
+    for r in fetched:
+        for reason, n in r.info.get("reasons", {}).items():
+            reasons[reason] += n
+    top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
+    return "; ".join(f"{n} × {reason}" for reason, n in top) or "no reason recorded"
+
+
+def build_context(source: SourceConfig, build_id: str, out_dir: str | Path, work_dir: str | Path,
+                  embedding_model: str | None, extractor: str | None,
+                  allow_private_hosts: bool, max_cost_usd: float | None) -> BuildContext:
+    """The settings every stage of this build runs with (models resolved, kinds checked)."""
     model_name = resolve_embedding_model(source.config, embedding_model)
     embedder = Embedder(model_name)
     embedding = EmbeddingInfo(
@@ -132,66 +411,15 @@ def build_pack(
     )
     max_words, overlap_words = chunking(source, embedder)
     xcfg = extract_config(source, extractor, max_cost_usd)
-    pack_tag = f"pack:{source.name}"
-
-    def stage(task, label: str):
-        return task.with_options(task_run_name=f"{label}-{source.name}",
-                                 tags=[pack_tag, f"stage:{label}"])
-
-    fetched = stage(stages.fetch_task, "fetch")(
-        source, work, fetch_config(source, allow_private_hosts)
+    return BuildContext(
+        pack=source.name, work=WorkDir(Path(work_dir).resolve(), source.name),
+        build_id=build_id, fetch=fetch_config(source, allow_private_hosts),
+        max_words=max_words, overlap_words=overlap_words, extract=xcfg,
+        extract_kind=extract_core.resolve_kind(xcfg), model=model_name, embedding=embedding,
+        keyword_vectors=source.config.keyword_vectors, out_dir=str(Path(out_dir).resolve()),
+        source_folder=str(source.folder), description=source.config.description,
+        keep_builds=source.config.keep_builds, faults=os.environ.get(faults.ENV, ""),
     )
-    if fetched.rows["usable"] == 0:
-        raise BuildError(
-            f"{source.name}: none of the {fetched.rows['pages']} URLs could be fetched "
-            f"({fetched.info['status_counts']}); nothing was published. See the fetch log."
-        )
-    split_key = stages._key("split", fetched.key, split_core.SPLITTER_VERSION, max_words,
-                            overlap_words)
-    links_key = stages._key("links", fetched.key, stages.LINKS_VERSION)
-    extract_key = stages._key("extract", split_key, xcfg.kind, xcfg.model,
-                              extract_core.PROMPT_VERSION, bool(os.environ.get("ANTHROPIC_API_KEY")))
-    embed_key = stages._key("embed", split_key, embedder.model_id, stages.EMBED_VERSION)
-    keywords_on = source.config.keyword_vectors
-    fingerprint = inputs_fingerprint(split_key, links_key, extract_key, embed_key,
-                                     source.config.description,
-                                     KEYWORD_VERSION if keywords_on else "no-keyword-vectors")
-    unchanged = stages.unchanged_build(out, source.name, fingerprint)
-    if unchanged is not None:
-        get_run_logger().info("no changes since build %s: nothing to publish",
-                              unchanged["build_id"])
-        append_history(out / source.name, build_id, "no changes",
-                       f"inputs equal build {unchanged['build_id']}")
-        unchanged["seconds"] = round(time.perf_counter() - t_start, 1)
-        unchanged["durations"] = {"fetch": round(fetched.seconds, 3)}
-        publish_report(unchanged)
-        return unchanged
-
-    split_f = stage(stages.split_task, "split").submit(
-        split_key, fetched, work, max_words, overlap_words
-    )
-    links_f = stage(stages.links_task, "links").submit(links_key, fetched, work)
-    split = split_f.result()
-    extract_f = stage(stages.extract_task, "extract").submit(extract_key, split, work, xcfg)
-    embed_f = stage(stages.embed_task, "embed").submit(embed_key, split, work, model_name)
-    links, extracted, embedded = links_f.result(), extract_f.result(), embed_f.result()
-    # Keyword vectors (opt-in: keyword_vectors = true in pack.toml; they did not help on
-    # the benchmarks, see BENCHMARKS.md) need both the extraction and the content
-    # vectors; their record (content + keyword vectors) is what publish reads.
-    records = [fetched, split, links, extracted, embedded]
-    if keywords_on:
-        embedded = stage(stages.keywords_task, "keywords")(split, embedded, extracted, work,
-                                                           model_name)
-        records.append(embedded)
-    durations = {r.stage: round(r.seconds, 3) for r in records}
-    summary = stage(stages.publish_task, "publish")(
-        source, out, build_id, embedding,
-        fetched, split, links, extracted, embedded, durations, fingerprint,
-    )
-    summary["seconds"] = round(time.perf_counter() - t_start, 1)
-    summary["durations"] = durations
-    publish_report(summary)
-    return summary
 
 
 @flow(name="estimate-pack", flow_run_name="{name}-estimate", log_prints=False)
@@ -201,16 +429,26 @@ def estimate_pack(
 ) -> dict:
     """Fetch and split like a build, then price the extraction without calling Claude."""
     source = load_source(source_dir)
-    work = stages.WorkDir(Path(work_dir).resolve(), source.name)
-    embedder = Embedder(resolve_embedding_model(source.config, embedding_model))
-    max_words, overlap_words = chunking(source, embedder)
-    fetched = stages.fetch_task(source, work, fetch_config(source, allow_private_hosts))
-    split_key = stages._key("split", fetched.key, split_core.SPLITTER_VERSION, max_words,
-                            overlap_words)
-    split = stages.split_task(split_key, fetched, work, max_words, overlap_words)
-    xcfg = extract_config(source, extractor or "claude", None)
-    estimate = extract_core.estimate_cost(split.table("sections"), xcfg, work.cache)
-    return {"pack": source.name, "pages": fetched.rows["usable"], **estimate}
+    ctx = build_context(source, new_build_id(), Path(work_dir) / "estimate-out", work_dir,
+                        embedding_model, extractor or "offline", allow_private_hosts, None)
+    layout = plan_shards(ctx, [u.url for u in source.urls], source.config.shard_pages)
+    pipe = Pipeline(ctx, layout)
+    fetched = fetch_all(pipe)
+    by_shard = {r.shard: r for r in fetched}
+    split = pipe.wait(pipe.map("split", lambda s: {"fetch": by_shard[s.index]}).values())
+    xcfg = extract_config(source, "claude", None)
+    total: dict = defaultdict(int)
+    from tasks.stages.extract import known_responses
+
+    for shard, record in zip(layout, split):
+        known = set(known_responses(list(shard.previous_outputs("extract"))))
+        est = extract_core.estimate_cost(record.table("sections"), xcfg, known)
+        for k in ("sections", "cached", "to_call", "input_tokens", "output_tokens"):
+            total[k] += est[k]
+        total["cost_usd"] += est["cost_usd"]
+        meta = {k: est[k] for k in ("model", "price_known", "prices_as_of")}
+    return {"pack": source.name, "pages": sum(r.rows["usable"] for r in fetched),
+            **dict(total), "cost_usd": round(total["cost_usd"], 6), **meta}
 
 
 def _prefect_settings(work: Path):
@@ -220,7 +458,7 @@ def _prefect_settings(work: Path):
     })
 
 
-def _quiet_libraries() -> None:
+def quiet_libraries() -> None:
     for name in ("httpx", "httpcore", "trafilatura", "htmldate", "courlan", "urllib3"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
@@ -230,12 +468,12 @@ def run_estimate(source_dir: str | Path, out_dir: str | Path, *, work_dir=None,
                  allow_private_hosts: bool = False) -> dict:
     """`kpack build --estimate`: tokens and USD of extracting the source's sections.
 
-    Sections already in the LLM cache count zero. Nothing is published.
+    Sections the last build already extracted count zero. Nothing is published.
     """
     source = load_source(source_dir)
     work = Path(work_dir) if work_dir else Path(out_dir) / ".work"
     work.mkdir(parents=True, exist_ok=True)
-    _quiet_libraries()
+    quiet_libraries()
     with _prefect_settings(work):
         return estimate_pack(
             name=source.name, source_dir=str(source.folder), work_dir=str(work.resolve()),
@@ -257,14 +495,15 @@ def run_build(
 ) -> dict:
     """Validate the source, then run the build flow with results stored in the work dir.
 
-    The work directory defaults to `<out_dir>/.work`; it holds the intermediates and the
-    caches that make rebuilds cheap, shared by all packs built into the same folder.
+    The work directory defaults to `<out_dir>/.work`; it holds the intermediates that
+    make rebuilds cheap. It may be a shared filesystem that Dask workers on other machines
+    reach at the same path (see deployments/README.md).
     """
     source = load_source(source_dir)  # fail fast, before Prefect starts
     out = Path(out_dir)
     work = Path(work_dir) if work_dir else out / ".work"
     work.mkdir(parents=True, exist_ok=True)
-    _quiet_libraries()
+    quiet_libraries()
     build_id = new_build_id()
     try:
         with _prefect_settings(work), tags(f"pack:{source.name}"):

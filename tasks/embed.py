@@ -1,70 +1,27 @@
-"""Embed stage: section texts → unit vectors, with a persistent per-section cache.
+"""Embed: section texts → unit vectors, reusing the vectors of unchanged sections.
 
 What gets embedded is the heading path and the content ("Pods > Lifecycle\n\n..."), so a
-section that says "it restarts" still lands near questions about pods. Vectors are cached
-in SQLite keyed on (model id, section content hash): a rebuild embeds only new or changed
-sections, and two packs sharing pages share the work.
+section that says "it restarts" still lands near questions about pods. Vectors are keyed
+on the section's content hash: the embed stage (`tasks.stages.embed`) hands in the
+vectors its shard had in the last build (`known`), and only new or changed sections are
+encoded.
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
 import time
 from collections.abc import Callable
-from contextlib import closing
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from packs.embedding import Embedder
 
-CACHE_FILE = "embeddings.sqlite"
-
 
 def embedding_text(heading_path: str, content: str) -> str:
     return f"{heading_path}\n\n{content}"
-
-
-class EmbeddingCache:
-    """SQLite store of float32 vectors keyed on (model, content hash)."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        with closing(self._connect()) as db, db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, key TEXT NOT NULL, "
-                "dim INTEGER NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, key))"
-            )
-
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
-
-    def get_many(self, model: str, keys: list[str], dim: int) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        with closing(self._connect()) as db:
-            for i in range(0, len(keys), 500):
-                batch = keys[i : i + 500]
-                marks = ",".join("?" * len(batch))
-                rows = db.execute(
-                    f"SELECT key, vec FROM vectors WHERE model = ? AND dim = ? AND key IN ({marks})",
-                    [model, dim, *batch],
-                )
-                for key, blob in rows:
-                    found[key] = np.frombuffer(blob, dtype=np.float32)
-        return found
-
-    def put_many(self, model: str, items: list[tuple[str, np.ndarray]]) -> None:
-        with closing(self._connect()) as db, db:
-            db.executemany(
-                "INSERT OR REPLACE INTO vectors (model, key, dim, vec) VALUES (?, ?, ?, ?)",
-                [(model, k, int(v.shape[0]), v.astype(np.float32).tobytes()) for k, v in items],
-            )
 
 
 @dataclass
@@ -76,56 +33,57 @@ class EmbedStats:
 
 def _encode_cached(
     embedder: Embedder,
-    cache: EmbeddingCache,
+    known: dict[str, np.ndarray],
     keys: list[str],
     text_of: Callable[[str], str],
     batch_size: int,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[np.ndarray, int, int]:
-    """One row per key: cached vectors, the rest encoded and cached batch by batch (so an
-    interrupted run keeps its work). Returns (matrix, computed, cached) over unique keys.
+    """One row per key: known vectors, the rest encoded. Returns (matrix, computed,
+    reused) over unique keys.
 
-    The texts to encode are sorted by length over the whole stage, not only within each
-    cached batch, so that batches of similar lengths carry little padding (as in one
-    `encode()` of all the texts)."""
+    The texts to encode are sorted by length over the whole call, not only within each
+    batch, so that batches of similar lengths carry little padding."""
     unique = list(dict.fromkeys(keys))
-    vectors = cache.get_many(embedder.model_id, unique, embedder.dim)
+    vectors = {k: known[k] for k in unique
+               if k in known and known[k].shape == (embedder.dim,)}
     todo = sorted((k for k in unique if k not in vectors), key=lambda k: -len(text_of(k)))
     step = max(batch_size * 4, 256)
     for i in range(0, len(todo), step):
         batch = todo[i : i + step]
         encoded = embedder.encode_documents([text_of(k) for k in batch], batch_size=batch_size)
-        new = list(zip(batch, encoded, strict=True))
-        cache.put_many(embedder.model_id, new)
-        vectors.update(new)
+        vectors.update(zip(batch, encoded, strict=True))
         if progress:
             progress(min(i + step, len(todo)), len(todo))
     matrix = np.stack([vectors[k] for k in keys]) if keys else np.zeros((0, embedder.dim))
     return matrix.astype(np.float32), len(todo), len(unique) - len(todo)
 
 
+def vector_column(matrix: np.ndarray, dim: int) -> pl.Series:
+    return pl.Series(matrix).cast(pl.Array(pl.Float32, dim))
+
+
 def embed_sections(
     sections: pl.DataFrame,
     embedder: Embedder,
-    cache: EmbeddingCache,
+    known: dict[str, np.ndarray] | None = None,
     *,
     batch_size: int = 64,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[pl.DataFrame, EmbedStats]:
-    """Sections (id, heading_path, content, content_hash) → (id, embedding) and stats.
-
-    Only sections whose content hash is not cached for this model are encoded; results
-    are written to the cache batch by batch, so an interrupted run keeps its work.
-    """
+    """Sections (id, heading_path, content, content_hash) → (id, content_hash, embedding)
+    and stats. Sections whose content hash is in `known` (hash → vector of this model)
+    are not encoded again."""
     start = time.perf_counter()
     keys = sections["content_hash"].to_list()
     texts = dict(zip(keys, (embedding_text(h, c) for h, c in
                             zip(sections["heading_path"], sections["content"]))))
-    matrix, computed, cached = _encode_cached(embedder, cache, keys, texts.__getitem__,
+    matrix, computed, cached = _encode_cached(embedder, known or {}, keys, texts.__getitem__,
                                               batch_size, progress)
     out = pl.DataFrame({
         "id": sections["id"],
-        "embedding": pl.Series(matrix).cast(pl.Array(pl.Float32, embedder.dim)),
+        "content_hash": sections["content_hash"],
+        "embedding": vector_column(matrix, embedder.dim),
     })
     return out, EmbedStats(computed, cached, time.perf_counter() - start)
 
@@ -134,10 +92,11 @@ def embed_sections(
 #
 # A second vector per section: its extracted entity names and its key phrases, embedded
 # with the same model. It needs the extraction output, so it runs after extraction and
-# embedding (the flow's "keywords" stage). Vectors share the embedding cache under a key
-# hashed from the keyword text, so a rebuild re-encodes only sections whose text changed.
+# embedding in each shard (the "keywords" stage). Vectors are keyed on a hash of the
+# keyword text, so a rebuild re-encodes only sections whose text changed.
 
-KEYWORD_VERSION = "kw-v1"  # bump when the keyword text recipe changes
+KEYWORD_VERSION = "kw-v2"  # bump when the keyword text recipe changes
+# kw-v2: the entity names as extracted from the section (per shard), not the resolved ones
 MAX_KEY_PHRASES = 8
 MAX_KEYWORD_ENTITIES = 16
 
@@ -185,43 +144,41 @@ def keyword_text(heading_path: str, entity_names: list[str], phrases: list[str])
     return "; ".join(parts) if parts else heading_path
 
 
-def keyword_texts(sections: pl.DataFrame, entities: pl.DataFrame,
-                  mentions: pl.DataFrame) -> list[str]:
-    """One keyword text per section row (same order): mentioned entities + key phrases."""
-    names = dict(zip(entities["id"].to_list(), entities["name"].to_list())) \
-        if entities.height else {}
-    by_section: dict[str, list[str]] = {}
-    if mentions.height:
-        for sid, eid in mentions.select("section_id", "entity_id").iter_rows():
-            if eid in names:
-                by_section.setdefault(sid, []).append(names[eid])
+def keyword_texts(sections: pl.DataFrame, names_by_section: dict[str, list[str]]) -> list[str]:
+    """One keyword text per section row (same order): the entity names extracted from it
+    (`names_by_section`: section id → names, in extraction order) + its key phrases."""
     return [
-        keyword_text(row["heading_path"], by_section.get(row["id"], []),
+        keyword_text(row["heading_path"], list(dict.fromkeys(names_by_section.get(row["id"], []))),
                      key_phrases(row["content"]))
         for row in sections.select("id", "heading_path", "content").iter_rows(named=True)
     ]
 
 
+def keyword_key(text: str) -> str:
+    from packs.format import content_hash
+
+    return content_hash(f"{KEYWORD_VERSION}\x00{text}")
+
+
 def embed_keywords(
     sections: pl.DataFrame,
-    entities: pl.DataFrame,
-    mentions: pl.DataFrame,
+    names_by_section: dict[str, list[str]],
     embedder: Embedder,
-    cache: EmbeddingCache,
+    known: dict[str, np.ndarray] | None = None,
     *,
     batch_size: int = 64,
 ) -> tuple[pl.DataFrame, EmbedStats]:
-    """Sections (id, heading_path, content) + extraction tables → (id, keyword_embedding)."""
-    from packs.format import content_hash
-
+    """Sections (id, heading_path, content) + their entity names → (id, keyword_key,
+    keyword_embedding); keyword texts whose key is in `known` are not encoded again."""
     start = time.perf_counter()
-    texts = keyword_texts(sections, entities, mentions)
-    keys = [content_hash(f"{KEYWORD_VERSION}\x00{t}") for t in texts]
+    texts = keyword_texts(sections, names_by_section)
+    keys = [keyword_key(t) for t in texts]
     by_key = dict(zip(keys, texts))
-    matrix, computed, cached = _encode_cached(embedder, cache, keys, by_key.__getitem__,
+    matrix, computed, cached = _encode_cached(embedder, known or {}, keys, by_key.__getitem__,
                                               batch_size)
     out = pl.DataFrame({
         "id": sections["id"],
-        "keyword_embedding": pl.Series(matrix).cast(pl.Array(pl.Float32, embedder.dim)),
+        "keyword_key": pl.Series(keys, dtype=pl.Utf8),
+        "keyword_embedding": vector_column(matrix, embedder.dim),
     })
     return out, EmbedStats(computed, cached, time.perf_counter() - start)

@@ -22,7 +22,6 @@ import time
 import uuid
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Literal
 
 import polars as pl
@@ -167,15 +166,22 @@ class ExtractConfig:
 
 @dataclass
 class ExtractResult:
-    entities: pl.DataFrame
-    mentions: pl.DataFrame
-    relationships: pl.DataFrame
-    facts: pl.DataFrame
+    """Per-section outcome of one extraction run (one shard, in the build)."""
+
+    extractions: list[tuple[str, "Extraction"]]  # (section id, validated output), by id
+    request_keys: dict[str, str] = field(default_factory=dict)  # section id → request key
     failures: list[dict] = field(default_factory=list)  # {section_id, reason}
     not_extracted: list[str] = field(default_factory=list)  # skipped: cost cap reached
     stats: dict = field(default_factory=dict)
     extractor: dict = field(default_factory=dict)
-    extracted: list[str] = field(default_factory=list)  # section ids with a valid extraction
+
+    @property
+    def extracted(self) -> list[str]:
+        return [sid for sid, _ in self.extractions]
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """The four extraction tables of these sections alone (`assemble`)."""
+        return assemble(self.extractions)
 
 
 # --- validated output ---------------------------------------------------------------------
@@ -379,46 +385,51 @@ def _rows(sections: pl.DataFrame) -> list[dict]:
     return sections.select(cols).to_dicts()
 
 
-def _extractor_info(kind: str, config: ExtractConfig) -> dict:
+def extractor_info(kind: str, config: ExtractConfig) -> dict:
     if kind == "offline":
         return {"kind": "offline", "model": None, "prompt_version": "", "note": OFFLINE_NOTE}
     return {"kind": "claude", "model": config.model, "prompt_version": PROMPT_VERSION,
             "note": f"Claude tool-use extraction, prices as of {PRICES_AS_OF}"}
 
 
-def estimate_cost(sections: pl.DataFrame, config: ExtractConfig, cache_dir: Path) -> dict:
+def section_request(row: dict, model: str) -> dict:
+    return build_request(model, row.get("page_title") or "", row.get("heading_path") or "",
+                         row["content"] or "")
+
+
+def request_key(row: dict, model: str) -> str:
+    """The cache key of a section's request: equal sections share it, and a response
+    stored under it is reused by any later build."""
+    return llm.cache_key(section_request(row, model), PROMPT_VERSION)
+
+
+def estimate_cost(sections: pl.DataFrame, config: ExtractConfig,
+                  known: set[str] | frozenset[str] = frozenset()) -> dict:
     """Tokens and USD that extracting `sections` with Claude would cost, without calling it.
 
-    Sections already in the cache count zero. Input tokens are chars/4 of the whole prompt
-    (system prompt + tool schema + section) plus the API's tool-use overhead; output is a
-    fixed part plus 1.2 × the section's tokens. USD prices all input as uncached (an upper
-    bound when prompt caching applies). Returns {sections, cached, to_call, input_tokens,
-    output_tokens, cost_usd, model, price_known, prices_as_of}.
+    Sections whose request key is in `known` (responses already held) count zero.
+    Input tokens are chars/4 of the whole prompt (system prompt + tool schema + section)
+    plus the API's tool-use overhead; output is a fixed part plus 1.2 × the section's
+    tokens. USD prices all input as uncached (an upper bound when prompt caching applies).
+    Returns {sections, cached, to_call, input_tokens, output_tokens, cost_usd, model,
+    price_known, prices_as_of}.
     """
     rows = _rows(sections)
-    cache_path = Path(cache_dir) / llm.CACHE_FILE
-    cache = llm.LLMCache(cache_path) if cache_path.is_file() else None  # never create it here
-    try:
-        seen: set[str] = set()
-        cached = to_call = tin = tout = 0
-        for row in rows:
-            req = build_request(config.model, row.get("page_title") or "",
-                                row.get("heading_path") or "", row["content"] or "")
-            key = llm.cache_key(req, PROMPT_VERSION)
-            if key in seen:
-                continue
-            seen.add(key)
-            if cache is not None and cache.get(key) is not None:
-                cached += 1
-                continue
-            to_call += 1
-            i, o = estimate_tokens(row["content"] or "", row.get("page_title") or "",
-                                   row.get("heading_path") or "")
-            tin += i
-            tout += o
-    finally:
-        if cache is not None:
-            cache.close()
+    seen: set[str] = set()
+    cached = to_call = tin = tout = 0
+    for row in rows:
+        key = request_key(row, config.model)
+        if key in seen:
+            continue
+        seen.add(key)
+        if key in known:
+            cached += 1
+            continue
+        to_call += 1
+        i, o = estimate_tokens(row["content"] or "", row.get("page_title") or "",
+                               row.get("heading_path") or "")
+        tin += i
+        tout += o
     return {
         "sections": len(rows), "cached": cached, "to_call": to_call, "input_tokens": tin,
         "output_tokens": tout, "cost_usd": round(_estimate_usd(config.model, (tin, tout)), 6),
@@ -430,20 +441,20 @@ def estimate_cost(sections: pl.DataFrame, config: ExtractConfig, cache_dir: Path
 def extract_sections(
     sections: pl.DataFrame,
     config: ExtractConfig,
-    cache_dir: Path,
+    store: llm.ResponseStore | None = None,
     *,
+    kind: str | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = llm.default_sleep,
     progress: Callable[[int, int], None] | None = None,
-    ledger_path: Path | None = None,
     rng: random.Random | None = None,
 ) -> ExtractResult:
-    """Extract entities, mentions, relationships and facts from every section.
+    """Extract entities, relationships and facts from every section.
 
     `sections` needs id and content (page_title, heading_path, content_hash are used when
-    present). The extractor is chosen by `config.kind` (see `resolve_kind`). With Claude,
-    validated responses are cached in `cache_dir/llm-cache.sqlite` and every API attempt is
-    written to its ledger table (and, if `ledger_path` is given, appended there as JSON lines).
+    present). The extractor is `kind`, else chosen by `config.kind` (see `resolve_kind`).
+    With Claude, responses held by `store` (earlier runs) are reused, new validated
+    responses are stored in it and every API attempt is written to its ledger.
 
     Per-section problems do not raise: failed sections are in `failures` with the reason,
     sections skipped by the cost cap in `not_extracted`. Raises ExtractConfigError for an
@@ -451,7 +462,7 @@ def extract_sections(
     stops at the first such error; no further calls are made).
     """
     started = time.perf_counter()
-    kind = resolve_kind(config)
+    kind = kind or resolve_kind(config)
     rows = _rows(sections)
     if kind == "offline":
         extractions = []
@@ -461,38 +472,33 @@ def extract_sections(
             extractions.append((row["id"], parse_extraction(data)))
             if progress:
                 progress(n, len(rows))
-        tables = assemble(extractions)
         stats = {"sections": len(rows), "calls": 0, "cache_hits": 0, "cache_misses": 0,
                  "failed": 0, "not_extracted": 0, "input_tokens": 0, "output_tokens": 0,
                  "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
                  "cost_usd": 0.0, "estimated": False}
-        return _result(tables, [sid for sid, _ in extractions], [], [], stats,
-                       _extractor_info(kind, config), started)
-    return _extract_claude(rows, config, Path(cache_dir), clock=clock, sleep=sleep,
-                           progress=progress, ledger_path=ledger_path,
-                           rng=rng or random.Random(), started=started)
+        return _result(sorted(extractions, key=lambda p: p[0]), {}, [], [], stats,
+                       extractor_info(kind, config), started)
+    return _extract_claude(rows, config, store or llm.ResponseStore(), clock=clock,
+                           sleep=sleep, progress=progress, rng=rng or random.Random(),
+                           started=started)
 
 
-def _result(tables: dict, extracted: list[str], failures: list, not_extracted: list,
+def _result(extractions: list, keys: dict[str, str], failures: list, not_extracted: list,
             stats: dict, info: dict, started: float) -> ExtractResult:
-    stats = {**stats, "extracted": len(extracted), "extractor": info,
-             "duration_s": round(time.perf_counter() - started, 3),
-             **{f"{t}_rows": tables[t].height for t in tables}}
-    return ExtractResult(entities=tables[ENTITIES], mentions=tables[MENTIONS],
-                         relationships=tables[RELATIONSHIPS], facts=tables[FACTS],
-                         failures=failures, not_extracted=not_extracted, stats=stats,
-                         extractor=info, extracted=extracted)
+    stats = {**stats, "extracted": len(extractions), "extractor": info,
+             "duration_s": round(time.perf_counter() - started, 3)}
+    return ExtractResult(extractions=extractions, request_keys=keys, failures=failures,
+                         not_extracted=not_extracted, stats=stats, extractor=info)
 
 
-def _extract_claude(rows: list[dict], config: ExtractConfig, cache_dir: Path, *, clock, sleep,
-                    progress, ledger_path: Path | None, rng: random.Random,
+def _extract_claude(rows: list[dict], config: ExtractConfig, store: llm.ResponseStore, *,
+                    clock, sleep, progress, rng: random.Random,
                     started: float) -> ExtractResult:
     api_key = os.environ[API_KEY_ENV].strip()
     base_url = config.base_url or os.environ.get(BASE_URL_ENV) or None
     provider = llm.AnthropicProvider(api_key, base_url=base_url, timeout_s=config.timeout_s)
-    cache = llm.LLMCache(cache_dir / llm.CACHE_FILE)
     run_id = uuid.uuid4().hex
-    client = llm.LLM(provider, cache, model=config.model, prompt_version=PROMPT_VERSION,
+    client = llm.LLM(provider, store, model=config.model, prompt_version=PROMPT_VERSION,
                      concurrency=config.concurrency, max_retries=config.max_retries,
                      budget=llm.Budget(config.max_cost_usd), clock=clock, sleep=sleep,
                      rng=rng, run_id=run_id, base_url=provider.base_url)
@@ -500,12 +506,13 @@ def _extract_claude(rows: list[dict], config: ExtractConfig, cache_dir: Path, *,
         # Identical requests (repeated boilerplate sections) are made once.
         by_key: dict[str, list[dict]] = {}
         requests: dict[str, dict] = {}
+        section_keys: dict[str, str] = {}
         for row in rows:
-            req = build_request(config.model, row.get("page_title") or "",
-                                row.get("heading_path") or "", row["content"] or "")
+            req = section_request(row, config.model)
             key = llm.cache_key(req, PROMPT_VERSION)
             by_key.setdefault(key, []).append(row)
             requests[key] = req
+            section_keys[row["id"]] = key
         total, done = len(rows), 0
         results: dict[str, Extraction] = {}
         failures: dict[str, str] = {}
@@ -557,20 +564,12 @@ def _extract_claude(rows: list[dict], config: ExtractConfig, cache_dir: Path, *,
                         raise fut.exception()
                     tick(len(by_key[futures[fut]]))
 
-        extractions = [(row["id"], results[key]) for key, group in by_key.items()
-                       if key in results for row in group]
-        extractions.sort(key=lambda pair: pair[0])
-        tables = assemble(extractions)
+        extractions = sorted(((row["id"], results[key]) for key, group in by_key.items()
+                              if key in results for row in group), key=lambda p: p[0])
         failure_list = sorted(({"section_id": row["id"], "reason": failures[key]}
                                for key, group in by_key.items() if key in failures
                                for row in group), key=lambda f: f["section_id"])
         not_extracted = sorted(row["id"] for key in skipped for row in by_key[key])
-        ledger = cache.ledger(run_id)
-        if ledger_path is not None:
-            ledger_path.parent.mkdir(parents=True, exist_ok=True)
-            with ledger_path.open("a", encoding="utf-8") as fh:
-                for entry in ledger:
-                    fh.write(json.dumps(entry) + "\n")
         c = client.counters
         stats = {
             "sections": total, "calls": c.calls, "retries": c.retries, "repairs": c.repairs,
@@ -583,10 +582,8 @@ def _extract_claude(rows: list[dict], config: ExtractConfig, cache_dir: Path, *,
             # True when the model is missing from the price table (priced at the top rate).
             "estimated": not price_for(config.model)[1],
             "prices_as_of": PRICES_AS_OF, "run_id": run_id,
-            "cache_path": str(cache.path),
         }
-        return _result(tables, [sid for sid, _ in extractions], failure_list, not_extracted,
-                       stats, _extractor_info("claude", config), started)
+        return _result(extractions, section_keys, failure_list, not_extracted, stats,
+                       extractor_info("claude", config), started)
     finally:
-        cache.close()
         provider.client.close()

@@ -2,12 +2,13 @@
 
     cache  →  retry  →  rate limit  →  provider
 
-- **cache** (`LLMCache`, SQLite in the shared work dir): the key hashes the request (no
-  secrets in it: the key lives in the client) plus a version constant, so an unchanged
-  section costs nothing on a rebuild. It is outermost so a hit never touches the budget, the
-  limiter or the network. Only *validated* output is stored: a response that failed
-  validation (even after the one repair round) or a request that errored is never cached, so
-  the next build tries again instead of replaying garbage.
+- **cache** (`ResponseStore`: responses of earlier runs handed in by the caller, plus a
+  journal file per run): the key hashes the request (no secrets in it: the key lives in
+  the client) plus a version constant, so an unchanged section costs nothing on a rebuild.
+  It is outermost so a hit never touches the budget, the limiter or the network. Only
+  *validated* output is stored: a response that failed validation (even after the one
+  repair round) or a request that errored is never cached, so the next build tries again
+  instead of replaying garbage.
 - **validate / repair** (in `LLM.structured`, between cache and retry): the tool input is
   parsed by the caller's validator; on failure the validation error goes back to the model
   once as a `tool_result` with `is_error`, then the item is reported as invalid.
@@ -31,7 +32,6 @@ import email.utils
 import hashlib
 import json
 import random
-import sqlite3
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -43,7 +43,6 @@ import anthropic
 
 from tasks.costs import cost_usd
 
-CACHE_FILE = "llm-cache.sqlite"
 # Bump when the cache row format changes; part of every cache key.
 CACHE_SCHEMA = "llm-cache-v1"
 MAX_BACKOFF_S = 60.0
@@ -127,39 +126,6 @@ class AnthropicProvider:
 
 # --- cache + ledger -------------------------------------------------------------------
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS responses (
-    key TEXT PRIMARY KEY,
-    prompt_version TEXT NOT NULL,
-    model TEXT NOT NULL,
-    content_hash TEXT,
-    item_id TEXT,
-    response TEXT NOT NULL,
-    usage TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ledger (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL,
-    ts TEXT NOT NULL,
-    key TEXT,
-    item_id TEXT,
-    model TEXT NOT NULL,
-    purpose TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    http_status INTEGER,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_read_input_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    duration_s REAL,
-    error TEXT
-);
-CREATE INDEX IF NOT EXISTS ledger_run ON ledger(run_id);
-"""
-
 LEDGER_COLUMNS = (
     "run_id", "ts", "key", "item_id", "model", "purpose", "attempt", "status", "http_status",
     "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
@@ -167,58 +133,79 @@ LEDGER_COLUMNS = (
 )
 
 
-class LLMCache:
-    """Validated responses and the per-call ledger, in one SQLite file shared across builds.
+class ResponseStore:
+    """Validated responses and the per-call ledger of one run, with no shared database.
 
-    WAL mode and a busy timeout let two builds share the file; within a process one
-    connection is shared by the worker threads behind a lock.
+    Lookups come from `known` (validated responses of earlier runs by cache key: the
+    extract stage reads them from its shard's earlier outputs) and from what this run
+    stored. New responses are appended to `journal` (JSON lines, this run's own file) as
+    they arrive, so a killed run keeps what it paid for; every API attempt is appended to
+    `ledger`. Each file has one writer, so many workers on a shared filesystem never
+    write the same file. Thread-safe within a process.
     """
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
+    def __init__(self, known: dict[str, dict] | None = None, *, journal: Path | None = None,
+                 ledger: Path | None = None) -> None:
+        self._known = dict(known or {})
+        self.new: dict[str, dict] = {}
+        self.usage: dict[str, Usage] = {}
+        self._rows: list[dict] = []
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self._journal = journal
+        self._ledger = ledger
+        for path in (journal, ledger):
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        """Nothing to release: every write is appended and closed at once."""
 
     def get(self, key: str) -> dict | None:
         with self._lock:
-            row = self._db.execute(
-                "SELECT response FROM responses WHERE key = ?", (key,)
-            ).fetchone()
-        return json.loads(row[0]) if row else None
+            return self.new.get(key) or self._known.get(key)
 
     def put(self, key: str, *, prompt_version: str, model: str, content_hash: str | None,
             item_id: str | None, response: dict, usage: Usage) -> None:
+        line = {"key": key, "prompt_version": prompt_version, "model": model,
+                "content_hash": content_hash, "item_id": item_id, "response": response,
+                "usage": asdict(usage), "created_at": _now()}
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, prompt_version, model, content_hash, item_id,
-                 json.dumps(response, ensure_ascii=False), json.dumps(asdict(usage)), _now()),
-            )
+            self.new[key] = response
+            self.usage[key] = usage
+            if self._journal is not None:
+                _append_jsonl(self._journal, line)
 
     def record(self, row: dict) -> None:
+        row = {c: row.get(c) for c in LEDGER_COLUMNS}
         with self._lock:
-            self._db.execute(
-                f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) "
-                f"VALUES ({', '.join('?' for _ in LEDGER_COLUMNS)})",
-                tuple(row.get(c) for c in LEDGER_COLUMNS),
-            )
+            self._rows.append(row)
+            if self._ledger is not None:
+                _append_jsonl(self._ledger, row)
 
     def ledger(self, run_id: str | None = None) -> list[dict]:
-        sql = f"SELECT {', '.join(LEDGER_COLUMNS)} FROM ledger"
-        args: tuple = ()
-        if run_id is not None:
-            sql += " WHERE run_id = ?"
-            args = (run_id,)
+        """The ledger rows recorded through this store (of one run, if given)."""
         with self._lock:
-            rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
-        return [dict(zip(LEDGER_COLUMNS, r)) for r in rows]
+            return [r for r in self._rows if run_id is None or r["run_id"] == run_id]
+
+
+def read_journal(path: Path) -> dict[str, dict]:
+    """cache key → response from a journal a killed run left (a torn last line is skipped)."""
+    found: dict[str, dict] = {}
+    if not path.is_file():
+        return found
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # the line a kill cut short
+        if isinstance(entry, dict) and "key" in entry and "response" in entry:
+            found[entry["key"]] = entry["response"]
+    return found
+
+
+def _append_jsonl(path: Path, row: dict) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def _now() -> str:
@@ -358,7 +345,7 @@ class Counters:
 class LLM:
     """cache → (validate/repair) → retry → rate limit → provider, for tool-forced calls."""
 
-    def __init__(self, provider: Callable[[dict], Completion], cache: LLMCache, *,
+    def __init__(self, provider: Callable[[dict], Completion], cache: ResponseStore, *,
                  model: str, prompt_version: str, concurrency: int, max_retries: int,
                  budget: Budget, clock: Callable[[], float], sleep: Callable[[float], None],
                  rng: random.Random, run_id: str, base_url: str = "") -> None:

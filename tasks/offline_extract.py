@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+OFFLINE_VERSION = "offline-v1"  # bump when the heuristics change
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are code identifiers, "
     "defined terms and headings found by pattern; relationships are same-sentence "

@@ -166,18 +166,20 @@ def prune_builds(pack_root: Path, keep: int) -> list[str]:
 def assemble_tables(
     pages: pl.DataFrame,
     sections: pl.DataFrame,
-    embeddings: pl.DataFrame,
     links: pl.DataFrame,
     extracted: dict[str, pl.DataFrame],
 ) -> dict[str, pl.DataFrame]:
     """The pure core of publishing: stage outputs → the seven pack tables.
 
-    Articles are the pages that have text; their word count sums their sections and their
+    `pages` has one row per URL with a `usable` flag (or its `text`, usable when not
+    null); `sections` carries its `embedding` (and `keyword_embedding`, if built).
+    Articles are the usable pages; their word count sums their sections and their
     centrality is degree over LINKS_TO (see tasks.links.degree_centrality).
     """
     from tasks.links import canonical_url, degree_centrality
 
-    usable = pages.filter(pl.col("text").is_not_null())
+    usable_flag = pl.col("usable") if "usable" in pages.columns else pl.col("text").is_not_null()
+    usable = pages.filter(usable_flag)
     articles = usable.select(
         pl.col("url").map_elements(lambda u: fmt.article_id(canonical_url(u)),
                                    return_dtype=pl.Utf8).alias("id"),
@@ -194,13 +196,12 @@ def assemble_tables(
         pl.col("id").replace_strict(centrality, default=0.0, return_dtype=pl.Float64)
         .alias("centrality"),
     )
-    joined = sections.join(embeddings, on="id", how="left")
-    missing = joined.filter(pl.col("embedding").is_null()).height
+    missing = sections.filter(pl.col("embedding").is_null()).height
     if missing:
         raise PublishError(f"{missing} sections have no embedding; rerun the build")
     return {
         fmt.ARTICLES: articles,
-        fmt.SECTIONS: joined,
+        fmt.SECTIONS: sections,
         fmt.LINKS: links,
         **{name: extracted[name] for name in (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS,
                                                fmt.FACTS)},

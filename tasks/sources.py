@@ -62,6 +62,10 @@ class PackConfig(BaseModel):
     # Share of chunk_words repeated from the end of the previous chunk (whole paragraphs
     # or sentences only).
     chunk_overlap: float = Field(default=0.15, ge=0.0, le=0.5)
+    # Pages per shard: fetch, split, extract and embed run as one task per shard, so a
+    # shard is the unit of retries, caching and distribution. The shard count is a power
+    # of two (at most 512), so a shard holds shard_pages / 2 .. shard_pages pages.
+    shard_pages: int = Field(default=200, ge=1, le=100_000)
 
     @field_validator("name")
     @classmethod

@@ -63,10 +63,10 @@ def test_a_folder_that_does_not_fit_onnx_falls_back_or_fails_clearly(tmp_path) -
     assert Embedder(str(folder)).backend == "torch"  # auto falls back
 
 
-def test_embed_stage_vectors_equal_encode_in_key_order_and_come_from_cache(tmp_path) -> None:
+def test_embed_vectors_equal_encode_in_key_order_and_known_ones_are_reused(tmp_path) -> None:
     import polars as pl
 
-    from tasks.embed import EmbeddingCache, embed_sections, embedding_text
+    from tasks.embed import embed_sections, embedding_text
 
     embedder = Embedder(OFFLINE_MODEL)
     texts = [t for t in TEXTS if t] * 2  # duplicates share one vector
@@ -76,14 +76,14 @@ def test_embed_stage_vectors_equal_encode_in_key_order_and_come_from_cache(tmp_p
         "content": texts,
         "content_hash": [f"h{i % 4}" for i in range(len(texts))],
     })
-    cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
     # batch_size 1: the stage re-orders texts by length, the rows must not move
-    out, stats = embed_sections(sections, embedder, cache, batch_size=1)
+    out, stats = embed_sections(sections, embedder, batch_size=1)
     want = embedder.encode_documents([embedding_text("Page > Part", t) for t in texts])
     got = np.stack(out["embedding"].to_list())
     assert out["id"].to_list() == sections["id"].to_list()
     assert np.abs(got - want).max() < 1e-5
     assert (stats.computed, stats.cached) == (4, 0)
-    again, stats = embed_sections(sections, embedder, cache)
+    known = dict(zip(out["content_hash"].to_list(), got))
+    again, stats = embed_sections(sections, embedder, known)
     assert (stats.computed, stats.cached) == (0, 4)
     assert np.array_equal(np.stack(again["embedding"].to_list()), got)

@@ -103,32 +103,32 @@ def test_offline_stage_builds_tables(monkeypatch, tmp_path):
          "heading_path": "Scaling"},
     ])
     seen = []
-    result = extract_sections(df, ExtractConfig(), tmp_path, progress=lambda d, t: seen.append(d))
+    result = extract_sections(df, ExtractConfig(), progress=lambda d, t: seen.append(d))
     assert result.extractor["kind"] == "offline" and result.extractor["note"] == OFFLINE_NOTE
     assert result.stats["calls"] == 0 and result.failures == [] and result.not_extracted == []
     assert result.extracted == ["s1", "s2"] and seen == [1, 2]
+    tables = result.tables()
     for name in ("entities", "mentions", "relationships", "facts"):
-        assert tuple(getattr(result, name).columns) == TABLE_COLUMNS[name]
-    ents = result.entities
-    hpa = ents.filter(pl.col("name") == "Horizontal Pod Autoscaler").to_dicts()
+        assert tuple(tables[name].columns) == TABLE_COLUMNS[name]
+    hpa = tables["entities"].filter(pl.col("name") == "Horizontal Pod Autoscaler").to_dicts()
     assert len(hpa) == 1 and "HPA" in hpa[0]["aliases"]
     # Both sections mention the autoscaler: it was resolved to one entity.
-    hpa_mentions = result.mentions.filter(pl.col("entity_id") == hpa[0]["id"])
+    hpa_mentions = tables["mentions"].filter(pl.col("entity_id") == hpa[0]["id"])
     assert set(hpa_mentions["section_id"]) == {"s1", "s2"}
     _check_integrity(result)
-    assert not list(tmp_path.iterdir())  # offline runs need no cache
 
 
 def _check_integrity(result):
-    ids = set(result.entities["id"])
-    assert result.entities["id"].is_unique().all()
-    assert set(result.mentions["entity_id"]) <= ids
-    assert set(result.relationships["source_id"]) <= ids
-    assert set(result.relationships["target_id"]) <= ids
-    assert set(result.facts["entity_id"]) <= ids
-    assert result.facts["id"].is_unique().all()
+    t = result.tables()
+    ids = set(t["entities"]["id"])
+    assert t["entities"]["id"].is_unique().all()
+    assert set(t["mentions"]["entity_id"]) <= ids
+    assert set(t["relationships"]["source_id"]) <= ids
+    assert set(t["relationships"]["target_id"]) <= ids
+    assert set(t["facts"]["entity_id"]) <= ids
+    assert t["facts"]["id"].is_unique().all()
     for col in ("source_id", "target_id", "relation", "section_id"):
-        assert result.relationships[col].null_count() == 0
+        assert t["relationships"][col].null_count() == 0
 
 
 def test_assemble_resolves_names_and_adds_undeclared_endpoints():
@@ -215,26 +215,33 @@ def test_claude_run_then_rebuild_makes_no_calls(api_key, tmp_path):
     fc = FakeClock()
     with FakeAnthropic() as fake:
         config = ExtractConfig(base_url=fake.base_url, concurrency=4)
-        first = extract_sections(df, config, tmp_path, clock=fc.clock, sleep=fc.sleep,
-                                 ledger_path=tmp_path / "ledger.jsonl")
+        store = llm.ResponseStore(journal=tmp_path / "journal.jsonl",
+                                  ledger=tmp_path / "ledger.jsonl")
+        first = extract_sections(df, config, store, clock=fc.clock, sleep=fc.sleep)
         assert first.extractor == {"kind": "claude", "model": "claude-haiku-4-5",
                                    "prompt_version": PROMPT_VERSION,
                                    "note": first.extractor["note"]}
         assert first.stats["cache_misses"] == 12 and first.stats["calls"] == 12
         assert sorted(first.extracted) == sorted(df["id"]) and first.failures == []
         _check_integrity(first)
-        assert first.entities.height > 0 and first.relationships.height > 0
+        assert first.tables()["entities"].height > 0
+        assert first.tables()["relationships"].height > 0
         requests = fake.stats.requests
 
-        second = extract_sections(df, config, tmp_path, clock=fc.clock, sleep=fc.sleep)
+        # a later run that holds the responses (the build reads them from the shard's
+        # output; a killed run from its journal) calls nothing
+        known = llm.read_journal(tmp_path / "journal.jsonl")
+        assert known == store.new and len(known) == 12
+        second = extract_sections(df, config, llm.ResponseStore(known), clock=fc.clock,
+                                  sleep=fc.sleep)
         assert fake.stats.requests == requests  # zero API calls
         assert second.stats["calls"] == 0 and second.stats["cache_hits"] == 12
-        assert second.entities.equals(first.entities)
-        assert second.relationships.equals(first.relationships)
+        assert second.tables()["entities"].equals(first.tables()["entities"])
+        assert second.tables()["relationships"].equals(first.tables()["relationships"])
 
     lines = (tmp_path / "ledger.jsonl").read_text().splitlines()
     assert len(lines) == 12 and json.loads(lines[0])["status"] == "ok"
-    assert estimate_cost(df, config, tmp_path)["to_call"] == 0
+    assert estimate_cost(df, config, set(known))["to_call"] == 0
 
 
 def test_concurrency_limit_is_respected(api_key, tmp_path):
@@ -242,7 +249,7 @@ def test_concurrency_limit_is_respected(api_key, tmp_path):
     fc = FakeClock()
     with FakeAnthropic(delay_s=0.02) as fake:
         result = extract_sections(df, ExtractConfig(base_url=fake.base_url, concurrency=3),
-                                  tmp_path, clock=fc.clock, sleep=fc.sleep)
+                                  clock=fc.clock, sleep=fc.sleep)
         assert len(result.extracted) == 24
         assert 1 < fake.stats.max_in_flight <= 3
 
@@ -254,7 +261,7 @@ def test_auth_failure_stops_the_stage_with_one_clear_error(monkeypatch, tmp_path
     with FakeAnthropic(api_key="right-key") as fake:
         with pytest.raises(llm.FatalError, match=r"ANTHROPIC_API_KEY was rejected \(401\)"):
             extract_sections(df, ExtractConfig(base_url=fake.base_url, concurrency=4),
-                             tmp_path, clock=fc.clock, sleep=fc.sleep)
+                             clock=fc.clock, sleep=fc.sleep)
         assert fake.stats.requests <= 4  # at most the calls already in flight
     assert fc.sleeps == []
 
@@ -263,15 +270,16 @@ def test_cost_cap_stops_new_calls(api_key, tmp_path):
     df = corpus(30)
     fc = FakeClock()
     with FakeAnthropic() as fake:
-        per_call = estimate_cost(df, ExtractConfig(), tmp_path)["cost_usd"] / 30
+        per_call = estimate_cost(df, ExtractConfig())["cost_usd"] / 30
         cap = per_call * 5.5
         config = ExtractConfig(base_url=fake.base_url, concurrency=2, max_cost_usd=cap)
-        result = extract_sections(df, config, tmp_path, clock=fc.clock, sleep=fc.sleep)
+        store = llm.ResponseStore()
+        result = extract_sections(df, config, store, clock=fc.clock, sleep=fc.sleep)
         assert result.not_extracted and result.extracted
         assert len(result.extracted) + len(result.not_extracted) == 30
         assert fake.stats.requests == len(result.extracted) <= 6
         # The cap holds up to the estimation error of the calls that were in flight.
-        ledger = llm.LLMCache(tmp_path / llm.CACHE_FILE).ledger(result.stats["run_id"])
+        ledger = store.ledger(result.stats["run_id"])
         worst = max(r["cost_usd"] for r in ledger)
         assert result.stats["cost_usd"] <= cap + config.concurrency * (worst - per_call)
         assert result.stats["not_extracted"] == len(result.not_extracted)
@@ -283,10 +291,11 @@ def test_build_like_run_with_faults(api_key, tmp_path):
     faults = {"429": 0.10, "529": 0.05, "malformed": 0.05}
     with FakeAnthropic(fault_rates=faults, seed=3, retry_after="2") as fake:
         config = ExtractConfig(base_url=fake.base_url, concurrency=8)
-        estimate = estimate_cost(df, config, tmp_path)
+        estimate = estimate_cost(df, config)
         assert estimate["to_call"] == 220 and estimate["cached"] == 0
 
-        result = extract_sections(df, config, tmp_path, clock=fc.clock, sleep=fc.sleep)
+        store = llm.ResponseStore()
+        result = extract_sections(df, config, store, clock=fc.clock, sleep=fc.sleep)
         ids = set(df["id"])
         failed = {f["section_id"] for f in result.failures}
         assert set(result.extracted) | failed == ids and not set(result.extracted) & failed
@@ -299,7 +308,7 @@ def test_build_like_run_with_faults(api_key, tmp_path):
         _check_integrity(result)
 
         # The ledger agrees with what the server billed, call by call and in total.
-        ledger = llm.LLMCache(tmp_path / llm.CACHE_FILE).ledger(result.stats["run_id"])
+        ledger = store.ledger(result.stats["run_id"])
         assert len(ledger) == fake.stats.requests == result.stats["calls"]
         for field in ("input_tokens", "output_tokens", "cache_read_input_tokens",
                       "cache_creation_input_tokens"):
@@ -322,13 +331,15 @@ def test_build_like_run_with_faults(api_key, tmp_path):
         # A rebuild retries only the failed sections (failures are never cached) ...
         fake.fault_rates = {}
         requests = fake.stats.requests
-        again = extract_sections(df, config, tmp_path, clock=fc.clock, sleep=fc.sleep)
+        again_store = llm.ResponseStore(store.new)
+        again = extract_sections(df, config, again_store, clock=fc.clock, sleep=fc.sleep)
         assert again.stats["cache_hits"] == len(result.extracted)
         assert again.stats["cache_misses"] == len(failed)
         assert fake.stats.requests - requests == len(failed)
         assert sorted(again.extracted) == sorted(ids)
         # ... and the next one makes zero API calls.
         requests = fake.stats.requests
-        third = extract_sections(df, config, tmp_path, clock=fc.clock, sleep=fc.sleep)
+        third = extract_sections(df, config, llm.ResponseStore(again_store.new | store.new),
+                                 clock=fc.clock, sleep=fc.sleep)
         assert fake.stats.requests == requests and third.stats["calls"] == 0
-        assert third.entities.equals(again.entities)
+        assert third.tables()["entities"].equals(again.tables()["entities"])

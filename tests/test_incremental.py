@@ -130,7 +130,7 @@ def test_changed_page_reextracts_and_reembeds_only_its_changed_sections(
 
 
 def test_killed_run_leaves_no_torn_intermediates(tmp_path) -> None:
-    from tasks.stages import write_parquet
+    from tasks.stages.common import write_parquet
 
     target = tmp_path / "x.parquet"
     write_parquet(pl.DataFrame({"a": [1, 2]}), target)

@@ -43,12 +43,11 @@ def test_key_phrases_and_keyword_text():
     assert embed_core.keyword_text("A > B", [], []) == "A > B"
 
 
-def test_keyword_texts_use_mentioned_entities():
+def test_keyword_texts_use_the_entities_extracted_from_each_section():
     sections = pl.DataFrame({"id": ["s1", "s2"], "heading_path": ["P > One", "P > Two"],
                              "content": ["", "Tomato suckers grow fast."]})
-    entities = pl.DataFrame({"id": ["e1"], "name": ["RetryPolicy"]})
-    mentions = pl.DataFrame({"section_id": ["s1", "s9"], "entity_id": ["e1", "e1"]})
-    texts = embed_core.keyword_texts(sections, entities, mentions)
+    names = {"s1": ["RetryPolicy", "RetryPolicy"], "s9": ["Elsewhere"]}
+    texts = embed_core.keyword_texts(sections, names)
     assert texts[0] == "RetryPolicy"
     assert texts[1].startswith("tomato suckers")
 
@@ -118,33 +117,47 @@ def test_format_1_packs_are_still_readable(built, tmp_path):
         assert [s.heading_path for s in result.sections] == ["Sensor API > Timer configuration"]
 
 
-def test_keywords_stage_is_cached_by_content(built, tmp_path):
-    from tasks import stages
+def test_keywords_stage_reuses_vectors_of_unchanged_texts(built, tmp_path):
+    from flows.build import build_context
+    from tasks.shards import Shard
+    from tasks.sources import load_source
+    from tasks.stages import keywords
+    from tasks.stages.common import Record
 
-    work = stages.WorkDir(tmp_path / "work", "garden")
+    source = tmp_path / "garden"
+    source.mkdir()
+    (source / "urls.txt").write_text("https://example.org/a\n")
+    (source / "pack.toml").write_text('embedding_model = "all-MiniLM-L6-v2"\nkeyword_vectors = true\n')
+    ctx = build_context(load_source(source), "b1", tmp_path / "out", tmp_path / "work",
+                        None, "offline", False, None)
     src = pl.read_parquet(built["with"] / "builds" / "b0001" / fmt.TABLES_DIR / "sections.parquet")
     folder = tmp_path / "in"
     folder.mkdir()
     src.drop("embedding", fmt.KEYWORD_EMBEDDING).write_parquet(folder / "sections.parquet")
-    src.select("id", "embedding").write_parquet(folder / "emb.parquet")
-    pl.DataFrame({"id": ["e1"], "name": ["SoilSensor"]}).write_parquet(folder / "ent.parquet")
-    pl.DataFrame({"section_id": [src["id"][0]], "entity_id": ["e1"]}).write_parquet(
-        folder / "men.parquet")
-    rec = lambda stage, paths: stages.StageRecord(stage, "k-" + stage, paths, {}, 0.0,  # noqa: E731
-                                                  {"computed": 6})
-    split = rec("split", {"sections": str(folder / "sections.parquet")})
-    embedded = rec("embed", {"embeddings": str(folder / "emb.parquet")})
-    extracted = rec("extract", {fmt.ENTITIES: str(folder / "ent.parquet"),
-                                fmt.MENTIONS: str(folder / "men.parquet")})
-    first = stages.keywords_stage(split, embedded, extracted, work, "all-MiniLM-L6-v2")
-    out = pl.read_parquet(first.paths["embeddings"])
-    assert out.columns == ["id", "embedding", fmt.KEYWORD_EMBEDDING]
-    assert first.info["computed"] == 6 and first.info["keyword_vectors"]["computed"] == 6
-    again = stages.keywords_stage(split, embedded, extracted, work, "all-MiniLM-L6-v2")
-    assert again.key == first.key and again.info["keyword_vectors"]["reused_stage_output"]
-    pl.DataFrame({"section_id": [src["id"][1]], "entity_id": ["e1"]}).write_parquet(
-        folder / "men.parquet")
-    changed = stages.keywords_stage(split, embedded, extracted, work, "all-MiniLM-L6-v2")
+
+    def extraction(section_with_entity: str) -> Record:
+        rows = [{"section_id": sid, "request_key": None, "status": "ok", "reason": None,
+                 "data": json.dumps({"entities": [{"name": "SoilSensor"}]
+                                     if sid == section_with_entity else [],
+                                     "relationships": [], "facts": []})}
+                for sid in src["id"]]
+        path = folder / f"ex-{section_with_entity}.parquet"
+        pl.DataFrame(rows).write_parquet(path)
+        return Record("extract", "k-extract", 0, {"extractions": str(path)}, {}, 0.0,
+                      digest=section_with_entity)
+
+    split = Record("split", "k-split", 0, {"sections": str(folder / "sections.parquet")}, {}, 0.0)
+    shard = Shard(0, 1, "")
+    first = keywords.run(ctx, shard, {"split": split, "extract": extraction(src["id"][0])})
+    out = pl.read_parquet(first.paths["keywords"])
+    assert out.columns == ["id", "keyword_key", fmt.KEYWORD_EMBEDDING]
+    assert out["id"].to_list() == src["id"].to_list()
+    assert first.work["computed"] == 6
+    again = keywords.run(ctx, shard, {"split": split, "extract": extraction(src["id"][0])})
+    assert again.key == first.key and again.work == {}  # the output was there
+    # The entity moved to another section: the shard's last output serves the rest.
+    moved = Shard(0, 1, "", (("keywords", (first.paths["keywords"],)),))
+    changed = keywords.run(ctx, moved, {"split": split, "extract": extraction(src["id"][1])})
     assert changed.key != first.key
-    # Only the two sections whose keyword text changed were encoded; the rest came cached.
-    assert changed.info["keyword_vectors"]["computed"] == 2
+    # Only the two sections whose keyword text changed were encoded.
+    assert changed.work["computed"] == 2

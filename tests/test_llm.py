@@ -22,7 +22,7 @@ SECTION = ("The Horizontal Pod Autoscaler (HPA) scales a `Deployment` based on C
 def make_llm(base_url: str, tmp_path, fc: FakeClock, *, concurrency=4, max_retries=4,
              cap=None, key="test-key"):
     provider = llm.AnthropicProvider(key, base_url=base_url, timeout_s=5)
-    cache = llm.LLMCache(tmp_path / llm.CACHE_FILE)
+    cache = llm.ResponseStore(ledger=tmp_path / "ledger.jsonl")
     return llm.LLM(provider, cache, model="claude-haiku-4-5", prompt_version="test-v1",
                    concurrency=concurrency, max_retries=max_retries, budget=llm.Budget(cap),
                    clock=fc.clock, sleep=fc.sleep, rng=random.Random(0), run_id="run-1",

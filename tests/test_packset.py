@@ -91,14 +91,11 @@ def build_small_pack(root: Path, name: str, base: str, articles, embedder: Embed
                      keyword_vectors: bool = True, gate_threshold: float = 0.2) -> Path:
     """A pack folder built with the real embed cores, store and publish code."""
     sections = pl.DataFrame(section_rows(base, articles))
-    cache = embed_core.EmbeddingCache(root / ".cache" / embed_core.CACHE_FILE)
-    vectors, _ = embed_core.embed_sections(sections, embedder, cache)
-    sections = sections.join(vectors, on="id")
-    no_entities = pl.DataFrame(schema={"id": pl.Utf8, "name": pl.Utf8})
-    no_mentions = pl.DataFrame(schema={"section_id": pl.Utf8, "entity_id": pl.Utf8})
+    vectors, _ = embed_core.embed_sections(sections, embedder)
+    sections = sections.join(vectors.drop("content_hash"), on="id")
     if keyword_vectors:
-        kw, _ = embed_core.embed_keywords(sections, no_entities, no_mentions, embedder, cache)
-        sections = sections.join(kw, on="id")
+        kw, _ = embed_core.embed_keywords(sections, {}, embedder)
+        sections = sections.join(kw.drop("keyword_key"), on="id")
     articles_df = pl.DataFrame([
         {"id": fmt.article_id(f"{base}/{slug}/"), "url": f"{base}/{slug}/",
          "final_url": f"{base}/{slug}/", "title": title, "content_hash": fmt.content_hash(slug),
@@ -109,7 +106,7 @@ def build_small_pack(root: Path, name: str, base: str, articles, embedder: Embed
         fmt.ENTITIES: pl.DataFrame(schema={"id": pl.Utf8, "name": pl.Utf8, "type": pl.Utf8,
                                            "description": pl.Utf8,
                                            "aliases": pl.List(pl.Utf8)}),
-        fmt.MENTIONS: no_mentions,
+        fmt.MENTIONS: pl.DataFrame(schema={"section_id": pl.Utf8, "entity_id": pl.Utf8}),
         fmt.RELATIONSHIPS: pl.DataFrame(schema={"source_id": pl.Utf8, "target_id": pl.Utf8,
                                                 "relation": pl.Utf8, "evidence": pl.Utf8,
                                                 "section_id": pl.Utf8}),

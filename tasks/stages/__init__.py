@@ -1,0 +1,44 @@
+"""The build's stages, one module each; the pipeline is the ordered list of their names.
+
+Every stage module has the same shape (after graphrag's `index/workflows/`):
+
+    NAME, VERSION        the stage's name and the version of what it writes
+    SCOPE                "shard": mapped over the shards of the pack (fetch, split,
+                         extract, embed, keywords); "pack": once over all shards (links,
+                         resolve, publish: the reduce steps and the single writer)
+    INPUTS               the stages whose records it reads
+    RETRIES              how often Prefect retries a failed run of it
+    settings(ctx)        what in the build settings changes its output
+    key(ctx, shard, inputs) -> str | None
+                         its content key: its settings and its inputs' keys (None when it
+                         is known only after running: fetch hashes what it fetched)
+    complete(ctx, key)   whether a finished output for that key exists (the cache test)
+    run(ctx, shard, inputs, progress=None) -> Record
+                         read the inputs' Parquet, call the pure core in tasks/, write its
+                         Parquet named by the key, return a small Record
+
+`inputs` maps a stage name to its Record (shard scope: the same shard's) or to the list of
+every shard's records (pack scope). Progress is reported through the `progress(done,
+total)` callback; stages import nothing from `flows/`.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from tasks.stages import embed, extract, fetch, keywords, links, publish, resolve, split
+
+PIPELINE: tuple[str, ...] = (
+    "fetch", "split", "links", "extract", "embed", "keywords", "resolve", "publish",
+)
+SHARD_STAGES = tuple(name for name in PIPELINE if name in ("fetch", "split", "extract",
+                                                            "embed", "keywords"))
+_MODULES: dict[str, ModuleType] = {
+    m.NAME: m for m in (fetch, split, links, extract, embed, keywords, resolve, publish)
+}
+assert set(_MODULES) == set(PIPELINE), "every pipeline stage has a module"
+
+
+def get(name: str) -> ModuleType:
+    """The module of stage `name` (KeyError for an unknown stage)."""
+    return _MODULES[name]

@@ -1,0 +1,203 @@
+"""What every stage module shares: the work directory, the build context, the record a
+stage returns, content keys, atomic writes and progress lines.
+
+Work directory layout (it may be a shared filesystem: every file is written by one task,
+via a temp file and a rename, and named by a content key)::
+
+    <work>/prefect-results/            Prefect's persisted task results
+    <work>/<pack>/plan/<key>/<i>.txt   the URLs of shard i of a shard layout
+    <work>/<pack>/<stage>/...          Parquet outputs named by content key, per shard
+    <work>/<pack>/state.json           the last completed build's shard outputs (lineage)
+    <work>/<pack>/ledger/*.jsonl       one Claude cost ledger per extract shard run
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from packs import format as fmt
+from packs.manifest import EmbeddingInfo
+from tasks.extract import ExtractConfig
+from tasks.fetch_model import FetchConfig
+
+ProgressFn = Callable[[int, int], None]
+STATE_FILE = "state.json"
+
+
+def logger() -> logging.Logger | logging.LoggerAdapter:
+    """Prefect's run logger inside a run; the module logger when a stage runs on its own."""
+    try:
+        from prefect import get_run_logger
+        from prefect.exceptions import MissingContextError
+    except ImportError:  # pragma: no cover - prefect is a build dependency
+        return logging.getLogger("kpack.build")
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger("kpack.build")
+
+
+@dataclass(frozen=True)
+class WorkDir:
+    root: Path
+    pack: str
+
+    def stage(self, name: str) -> Path:
+        path = self.root / self.pack / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def pack_dir(self) -> Path:
+        return self.root / self.pack
+
+    @property
+    def results(self) -> Path:
+        return self.root / "prefect-results"
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Everything a stage needs besides its inputs; small and picklable, so it travels to
+    Dask workers with each task (no URL lists, no tables)."""
+
+    pack: str
+    work: WorkDir
+    build_id: str
+    fetch: FetchConfig
+    max_words: int
+    overlap_words: int
+    extract: ExtractConfig
+    extract_kind: str  # "claude" or "offline", resolved once by the driver
+    model: str  # the embedding model as given (an id or a local folder)
+    embedding: EmbeddingInfo
+    keyword_vectors: bool
+    out_dir: str
+    source_folder: str
+    description: str = ""
+    keep_builds: int = 2
+    faults: str = ""  # $KPACK_FAULTS of the driver (tasks.faults)
+
+
+@dataclass(frozen=True)
+class Record:
+    """What a stage hands on: where its outputs are and how many rows they hold.
+
+    `key` names the outputs (a hash of the inputs and settings); `digest` hashes what
+    was written when that can differ for one key (an extraction with failures), and
+    downstream keys are built from `ref` (the digest when there is one). `work` holds
+    the counters of work done in this run (sections encoded, API calls, ...).
+    """
+
+    stage: str
+    key: str
+    shard: int | None
+    paths: dict[str, str]
+    rows: dict[str, int]
+    seconds: float
+    info: dict = field(default_factory=dict)
+    work: dict = field(default_factory=dict)
+    digest: str = ""
+
+    @property
+    def ref(self) -> str:
+        return self.digest or self.key
+
+    def table(self, name: str, columns: list[str] | None = None) -> pl.DataFrame:
+        return pl.read_parquet(self.paths[name], columns=columns)
+
+    def reused(self) -> Record:
+        """The same outputs, found in a cache: no work done in this run."""
+        return replace(self, work={}, info={**self.info, "reused": True}, seconds=0.0)
+
+
+def stage_key(*parts: object) -> str:
+    """A content key: a short hash of the JSON of each part (never a path or a run id)."""
+    return fmt.short_hash(*(json.dumps(p, sort_keys=True, default=str) for p in parts))
+
+
+def write_parquet(df: pl.DataFrame, path: Path) -> None:
+    """Write via a temp file and rename, so a killed run never leaves a torn intermediate
+    that the next run would mistake for finished work."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    df.write_parquet(tmp)
+    os.replace(tmp, path)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Atomic small-file write (markers, pointers, state), same reason as write_parquet."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def parquet_rows(path: str | Path) -> int:
+    return pl.scan_parquet(path).select(pl.len()).collect().item()
+
+
+class LogProgress:
+    """A progress callback that logs plain lines at every ~10% (and at the end)."""
+
+    def __init__(self, label: str, log: logging.Logger | logging.LoggerAdapter | None = None):
+        self.label, self.log, self.next_pct = label, log or logger(), 0
+
+    def __call__(self, done: int, total: int, *_: object) -> None:
+        pct = 100 * done // max(total, 1)
+        if pct >= self.next_pct or done == total:
+            self.log.info("%s: %d/%d (%d%%)", self.label, done, total, pct)
+            self.next_pct = pct + 10
+
+
+def elapsed(start: float) -> float:
+    return time.perf_counter() - start
+
+
+# --- lineage: the last completed build's shard outputs ----------------------------------
+
+
+def read_state(work: WorkDir) -> dict:
+    """The last completed build's shard layout and outputs ({} when there is none)."""
+    path = work.pack_dir / STATE_FILE
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def write_state(work: WorkDir, count: int, records: Mapping[str, list[Record]],
+                variants: Mapping[str, Any]) -> None:
+    """Record which output each shard of each stage has, for the next build's lineage.
+    `variants` are the settings an output depends on besides its pages (model, prompt,
+    ...): outputs are only reused under the same variant."""
+    stages = {}
+    for stage, recs in records.items():
+        paths: list[list[str] | None] = [None] * count
+        for r in recs:
+            paths[r.shard] = sorted(r.paths.values())
+        stages[stage] = {"variant": variants.get(stage), "paths": paths}
+    work.pack_dir.mkdir(parents=True, exist_ok=True)
+    write_text(work.pack_dir / STATE_FILE, json.dumps({"count": count, "stages": stages}))
+
+
+def previous_outputs(state: dict, stage: str, variant: Any, shards: list[int]) -> tuple[str, ...]:
+    """Output paths of `stage` in the given shards of the state's layout, when they were
+    made under the same variant and still exist."""
+    entry = (state.get("stages") or {}).get(stage)
+    if not entry or entry.get("variant") != variant:
+        return ()
+    paths = entry.get("paths") or []
+    out: list[str] = []
+    for i in shards:
+        if 0 <= i < len(paths) and paths[i]:
+            out.extend(p for p in paths[i] if Path(p).is_file())
+    return tuple(out)

@@ -1,0 +1,209 @@
+"""publish (once per pack, the single writer): every shard's outputs → the pack's tables,
+its Kuzu database and manifest, verified, then made current atomically
+(`tasks.publish`). Never cached: it runs whenever the inputs changed.
+
+Besides the stage records, `inputs` carries `fingerprint` (what the build was made
+from, for the next build's no-change check), `durations` and `stats` (aggregated by the
+flow from the shard records).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import kuzu
+import polars as pl
+
+from packs import format as fmt
+from packs.diff import diff_builds, diff_tables, summary_line
+from packs.manifest import ExtractorInfo, Manifest, SourceRecord, read_manifest
+from tasks import publish as publish_core
+from tasks.extract import extractor_info
+from tasks.shards import Shard
+from tasks.stages.common import BuildContext, ProgressFn, logger
+
+NAME = "publish"
+VERSION = "publish-v1"
+SCOPE = "pack"
+INPUTS = ("fetch", "split", "embed", "keywords", "links", "resolve", "extract")
+RETRIES = 0
+MAX_LISTED = 50  # URLs / sections a summary lists; manifests keep them all
+SOURCE_COLUMNS = ("url", "status", "http_status", "final_url", "content_type",
+                  "content_hash", "etag", "last_modified", "error")
+
+
+def settings(ctx: BuildContext) -> tuple:
+    return (VERSION,)
+
+
+def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> None:
+    return None
+
+
+def complete(ctx: BuildContext, content_key: str) -> bool:
+    return False
+
+
+def _pages(inputs: dict) -> pl.DataFrame:
+    """Every URL's fetch result, without the page text (a `usable` flag instead)."""
+    return (pl.scan_parquet([r.paths["pages"] for r in inputs["fetch"]])
+            .with_columns(pl.col("text").is_not_null().alias("usable"))
+            .drop("text", "links").collect())
+
+
+def _sections(inputs: dict) -> pl.DataFrame:
+    sections = pl.scan_parquet([r.paths["sections"] for r in inputs["split"]])
+    vectors = pl.scan_parquet([r.paths["embeddings"] for r in inputs["embed"]]).select(
+        "id", "embedding")
+    joined = sections.join(vectors, on="id", how="left")
+    if inputs.get("keywords"):
+        joined = joined.join(pl.scan_parquet([r.paths["keywords"] for r in inputs["keywords"]])
+                             .select("id", fmt.KEYWORD_EMBEDDING), on="id", how="left")
+    return joined.collect()
+
+
+def _failures(inputs: dict) -> tuple[list[dict], list[str]]:
+    df = (pl.scan_parquet([r.paths["extractions"] for r in inputs["extract"]])
+          .filter(pl.col("status") != "ok").select("section_id", "status", "reason")
+          .sort("section_id").collect())
+    failed = [{"section_id": s, "reason": r or st} for s, st, r in df.iter_rows() if st != "skipped"]
+    skipped = [s for s, st, _ in df.iter_rows() if st == "skipped"]
+    return failed, skipped
+
+
+def _source_records(pages: pl.DataFrame) -> list[SourceRecord]:
+    return [SourceRecord(**row) for row in pages.select(SOURCE_COLUMNS).iter_rows(named=True)]
+
+
+def _capped(changes: dict) -> dict:
+    return {k: (v[:MAX_LISTED] if isinstance(v, list) else v) for k, v in changes.items()}
+
+
+def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
+        progress: ProgressFn | None = None) -> dict:
+    """Assemble, write, verify and atomically publish the pack; returns a summary dict.
+
+    The manifest records `inputs_fingerprint` (see flows.build) so that the next build
+    can tell it has nothing new, and `changes`, the diff against the build it replaces.
+    """
+    log = logger()
+    pages = _pages(inputs)
+    resolved = inputs["resolve"]
+    tables = publish_core.assemble_tables(
+        pages, _sections(inputs), inputs["links"].table("links"),
+        {t: resolved.table(t) for t in resolved.paths},
+    )
+    failures, not_extracted = _failures(inputs)
+    stats = inputs.get("stats") or {}
+    partial_reasons = []
+    if not_extracted:
+        partial_reasons.append(f"{len(not_extracted)} sections not extracted: cost cap reached")
+    if failures:
+        partial_reasons.append(f"{len(failures)} sections failed extraction")
+    extractor = extractor_info(ctx.extract_kind, ctx.extract)
+    manifest = Manifest(
+        name=ctx.pack,
+        description=ctx.description,
+        build_id=ctx.build_id,
+        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        partial=bool(partial_reasons),
+        partial_reasons=partial_reasons,
+        sources=_source_records(pages),
+        embedding=ctx.embedding,
+        extractor=ExtractorInfo(**{k: v for k, v in extractor.items()
+                                   if k in ExtractorInfo.model_fields}),
+        kuzu_version=kuzu.__version__,
+        query_module_version=fmt.QUERY_MODULE_VERSION,
+        durations=inputs.get("durations") or {},
+        avg_links_per_article=(
+            tables[fmt.LINKS].height / tables[fmt.ARTICLES].height
+            if tables[fmt.ARTICLES].height else 0.0
+        ),
+        extra={
+            "extract_stats": stats.get("extract", {}),
+            "extract_failures": failures,
+            "not_extracted": not_extracted,
+            "embed_stats": stats.get("embed", {}),
+            "shards": stats.get("shards", {}),
+            "inputs_fingerprint": inputs["fingerprint"],
+        },
+    )
+    t0 = time.perf_counter()
+    out_dir = Path(ctx.out_dir)
+    pack_root = out_dir / ctx.pack
+    previous = publish_core.current_build(pack_root)
+    changes: dict = {}
+
+    def fill(tmp: Path) -> None:
+        publish_core.write_build(tmp, tables, manifest, Path(ctx.source_folder))
+        if previous and (pack_root / fmt.BUILDS_DIR / previous).is_dir():
+            changes.update(diff_builds(pack_root / fmt.BUILDS_DIR / previous, tmp))
+        else:
+            changes.update(diff_tables_first(tables))
+        manifest.extra["changes"] = {k: changes[k] for k in ("pages", "sections", "entities")}
+        manifest.extra["previous_build"] = previous
+        manifest.write(tmp)
+
+    build_dir = publish_core.publish(pack_root, ctx.build_id, fill, keep=ctx.keep_builds)
+    log.info("publish: %s (%.1f s); changes: %s", build_dir, time.perf_counter() - t0,
+             summary_line(changes))
+    publish_core.append_history(pack_root, ctx.build_id, "published", summary_line(changes))
+    failed_sources = [s.model_dump() for s in manifest.sources
+                      if s.status not in ("ok", "not_modified")]
+    return {
+        "pack": str(pack_root), "build_dir": str(build_dir), "build_id": ctx.build_id,
+        "counts": manifest.counts.model_dump(), "partial": manifest.partial,
+        "failed_sources": failed_sources[:MAX_LISTED],
+        "failed_sources_total": len(failed_sources),
+        "extractor": manifest.extractor.model_dump(),
+        "embedding_model": manifest.embedding.model,
+        "changes": _capped(changes),
+        "extract_stats": stats.get("extract", {}),
+        "extract_failures": failures[:MAX_LISTED],
+        "extract_failures_total": len(failures),
+        "embed_stats": stats.get("embed", {}),
+        "status": "published",
+    }
+
+
+def diff_tables_first(tables: dict[str, pl.DataFrame]) -> dict:
+    """The diff of a first build: everything is added."""
+    empty = {
+        "articles": pl.DataFrame(schema={"url": pl.Utf8, "content_hash": pl.Utf8}),
+        "sections": pl.DataFrame(schema={"id": pl.Utf8, "url": pl.Utf8}),
+        "entities": pl.DataFrame(schema={"id": pl.Utf8, "name": pl.Utf8}),
+    }
+    return diff_tables(empty, {k: tables[k] for k in empty})
+
+
+def unchanged_build(out_dir: Path, name: str, fingerprint: str) -> dict | None:
+    """The published build's summary if it was made from exactly these inputs, else None.
+
+    A partial build never counts as unchanged: the next build retries what it missed.
+    """
+    pack_root = out_dir / name
+    current = publish_core.current_build(pack_root)
+    if not current:
+        return None
+    build_dir = pack_root / fmt.BUILDS_DIR / current
+    try:
+        manifest = read_manifest(build_dir)
+    except fmt.PackFormatError:
+        return None
+    if manifest.partial or manifest.extra.get("inputs_fingerprint") != fingerprint:
+        return None
+    failed = [s.model_dump() for s in manifest.sources if s.status not in ("ok", "not_modified")]
+    return {
+        "pack": str(pack_root), "build_dir": str(build_dir), "build_id": current,
+        "counts": manifest.counts.model_dump(), "partial": False,
+        "failed_sources": failed[:MAX_LISTED], "failed_sources_total": len(failed),
+        "extractor": manifest.extractor.model_dump(),
+        "embedding_model": manifest.embedding.model,
+        "changes": {"pages": {"added": 0, "changed": 0, "removed": 0,
+                              "unchanged": manifest.counts.articles},
+                    "sections": {"added": 0, "removed": 0, "unchanged": manifest.counts.sections},
+                    "entities": {"added": 0, "removed": 0}},
+        "status": "no changes",
+    }
