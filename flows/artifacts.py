@@ -28,6 +28,11 @@ import httpx
 log = logging.getLogger("kpack.artifacts")
 
 MAX_LISTED = 50  # failures / changed pages listed in the report before "... and N more"
+# The per-URL table artifact travels in one Prefect event, and the server refuses events
+# over 1.5 MB (a 5,183-URL table was 1.7 MB): it keeps failures and changes first and
+# stops at this many rows or bytes, with a last row pointing at the manifest.
+MAX_TABLE_ROWS = 500
+MAX_TABLE_BYTES = 400_000
 NO_CHANGES = "no changes"  # summary["status"] of a rebuild that found nothing new
 
 
@@ -155,8 +160,9 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
     return lines + [""]
 
 
-def _more(items: list, shown: int) -> list[str]:
-    return [f"... and {len(items) - shown} more", ""] if len(items) > shown else []
+def _more(items: list, shown: int, total: int | None = None) -> list[str]:
+    total = max(total or 0, len(items))
+    return [f"... and {total - shown} more", ""] if total > shown else []
 
 
 def _num(value: object) -> str:
@@ -193,11 +199,12 @@ def _sources_section(summary: dict) -> list[str]:
         lines += [f"{len(sources)} URLs: " + ", ".join(
             f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: -kv[1])), ""]
     if failed:
-        lines += [f"**{len(failed)} URLs not included:**", ""]
+        total = max(len(failed), summary.get("failed_sources_total") or 0)
+        lines += [f"**{total} URLs not included:**", ""]
         lines += _table(["URL", "status", "HTTP", "reason"], [
             [s.get("url"), s.get("status"), s.get("http_status"), s.get("error")]
             for s in failed[:MAX_LISTED]])
-        lines += _more(failed, MAX_LISTED)
+        lines += _more(failed, MAX_LISTED, total)
     elif sources is not None or failed is not None:
         lines += ["Every URL was fetched.", ""]
     return lines if len(lines) > 2 else []
@@ -230,10 +237,11 @@ def _extract_section(summary: dict) -> list[str]:
     if rows:
         lines += _table(["", "value"], rows)
     if failures:
-        lines += [f"**{len(failures)} sections failed extraction:**", ""]
+        total = max(len(failures), summary.get("extract_failures_total") or 0)
+        lines += [f"**{total} sections failed extraction:**", ""]
         lines += _table(["section", "reason"], [[f.get("section_id"), f.get("reason")]
                                                 for f in failures[:MAX_LISTED]])
-        lines += _more(failures, MAX_LISTED)
+        lines += _more(failures, MAX_LISTED, total)
     return lines
 
 
@@ -303,12 +311,18 @@ def sources_rows(sources: list[dict], changes: dict | None = None) -> list[dict]
     changes = changes or {}
     added, changed = set(changes.get("pages_added") or ()), set(changes.get("pages_changed") or ())
     have_diff = bool(changes)
+    counts = changes.get("pages") or {}
+    # lists capped in the summary: a URL in neither list is "unchanged" only when both
+    # lists are complete
+    complete = (counts.get("added", len(added)) <= len(added)
+                and counts.get("changed", len(changed)) <= len(changed))
     rows = []
     for s in sources:
         url = s.get("url")
         change = ""
         if have_diff and s.get("status") in ("ok", "not_modified"):
-            change = "added" if url in added else "changed" if url in changed else "unchanged"
+            change = "added" if url in added else "changed" if url in changed else \
+                "unchanged" if complete else ""
         rows.append({"url": url, "status": s.get("status"), "http_status": s.get("http_status"),
                      "change": change, "error": s.get("error") or "",
                      "content_hash": (s.get("content_hash") or "")[:12]})
@@ -316,6 +330,33 @@ def sources_rows(sources: list[dict], changes: dict | None = None) -> list[dict]
         rows.append({"url": url, "status": "removed", "http_status": None, "change": "removed",
                      "error": "", "content_hash": ""})
     return rows
+
+
+def capped_rows(rows: list[dict], max_rows: int = MAX_TABLE_ROWS,
+                max_bytes: int = MAX_TABLE_BYTES) -> list[dict]:
+    """At most `max_rows` rows and about `max_bytes` of JSON: failed URLs first, then
+    changed, added and removed ones, then the rest; a last row says how many were left
+    out and where the full list is (manifest.json `sources`, `kpack inspect`)."""
+    import json
+
+    def rank(row: dict) -> int:
+        if row.get("status") not in ("ok", "not_modified", "removed"):
+            return 0
+        return 1 if row.get("change") in ("changed", "added", "removed") else 2
+
+    ordered = sorted(rows, key=rank)  # stable: urls.txt order within a rank
+    kept: list[dict] = []
+    size = 0
+    for row in ordered:
+        size += len(json.dumps(row, default=str)) + 2
+        if len(kept) >= max_rows - 1 or size > max_bytes:
+            break
+        kept.append(row)
+    if len(kept) < len(rows):
+        kept.append({"url": f"... and {len(rows) - len(kept)} more URLs: see manifest.json "
+                            "sources (kpack inspect PACK)", "status": "", "http_status": None,
+                     "change": "", "error": "", "content_hash": ""})
+    return kept
 
 
 # --- creating the artifacts ----------------------------------------------------------------
@@ -372,7 +413,7 @@ def publish_report(summary: dict) -> dict[str, UUID] | None:
         description=f"Build report of {name} {build_id}".strip())}
     if full.get("sources") is not None:
         ids["sources"] = create_table_artifact(
-            table=sources_rows(full["sources"], full.get("changes")),
+            table=capped_rows(sources_rows(full["sources"], full.get("changes"))),
             key=artifact_key("sources", name),
             description=f"Per-URL fetch status of {name} {build_id}".strip())
     if full.get("pack"):

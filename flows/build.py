@@ -128,13 +128,11 @@ def run_stage(name: str, ctx: BuildContext, shard: shards.Shard | None, inputs: 
 
 
 def _cache_key(task_ctx, params: dict) -> str | None:
-    """Prefect's cache key: the stage's content key, when its finished output exists
-    (never a path string or a run id)."""
-    module = stages.get(params["name"])
-    key = module.key(params["ctx"], params["shard"], params["inputs"])
-    if key is None or not module.complete(params["ctx"], key):
-        return None
-    return f"{params['name']}-{key}"
+    """Prefect's cache key: the stage's content key (never a path string or a run id).
+    A cached record that cannot serve (its files are gone, or an extraction still has
+    sections to retry) is run again by the flow with refresh_cache (Pipeline.wait)."""
+    key = stages.get(params["name"]).key(params["ctx"], params["shard"], params["inputs"])
+    return f"{params['name']}-{key}" if key else None
 
 
 stage_task = task(run_stage, name="stage", cache_key_fn=_cache_key, persist_result=True)
@@ -148,7 +146,7 @@ class Pipeline:
         self.ctx = ctx
         self.layout = layout
         self.count = layout[0].count if layout else 1
-        self.meta: dict[PrefectFuture, tuple[str, shards.Shard | None]] = {}
+        self.meta: dict[PrefectFuture, tuple] = {}  # future → (name, shard, inputs, ctx)
         self.results: dict[PrefectFuture, object] = {}
         self.records: dict[str, list[Record]] = defaultdict(list)
         self.progress: dict = {}
@@ -157,15 +155,16 @@ class Pipeline:
         self.task_runs = 0
 
     def submit(self, name: str, shard: shards.Shard | None, inputs: dict,
-               ctx: BuildContext | None = None) -> PrefectFuture:
+               ctx: BuildContext | None = None, *, wait_for=None,
+               refresh: bool = False) -> PrefectFuture:
         module = stages.get(name)
         run_name = f"{name}-{self.ctx.pack}" + (f"-{shard.label}" if shard else "")
         future = stage_task.with_options(
             name=name, task_run_name=run_name, retries=module.RETRIES,
-            retry_delay_seconds=getattr(module, "RETRY_DELAY_S", 2),
-            tags=[f"pack:{self.ctx.pack}", f"stage:{name}"],
-        ).submit(name, ctx or self.ctx, shard, inputs)
-        self.meta[future] = (name, shard)
+            retry_delay_seconds=getattr(module, "RETRY_DELAY_S", 1),
+            tags=[f"pack:{self.ctx.pack}", f"stage:{name}"], refresh_cache=refresh or None,
+        ).submit(name, ctx or self.ctx, shard, inputs, wait_for=wait_for)
+        self.meta[future] = (name, shard, inputs, ctx)
         self.started.setdefault(name, time.perf_counter())
         self.task_runs += 1
         return future
@@ -179,17 +178,25 @@ class Pipeline:
         results in the order given. Raises BuildError at the first failed task."""
         futures = list(futures)
         for future in as_completed([f for f in futures if f not in self.results]):
-            name, shard = self.meta[future]
-            try:
-                result = future.result()
-            except Exception as exc:
-                where = f"{name} shard {shard.label}" if shard else name
-                raise BuildError(f"{self.ctx.pack}: {where} failed: {exc}") from exc
+            name, shard, inputs, ctx = self.meta[future]
+            result = self._result(future)
             if isinstance(result, Record) and future.state.name == "Cached":
-                result = result.reused()
+                if stages.needs_rerun(name, result):
+                    fresh = self.submit(name, shard, inputs, ctx, refresh=True)
+                    result = self._result(fresh)
+                else:
+                    result = result.reused()
             self.results[future] = result
             self._done(name, shard, result)
         return [self.results[f] for f in futures]
+
+    def _result(self, future: PrefectFuture):
+        name, shard = self.meta[future][:2]
+        try:
+            return future.result()
+        except Exception as exc:
+            where = f"{name} shard {shard.label}" if shard else name
+            raise BuildError(f"{self.ctx.pack}: {where} failed: {exc}") from exc
 
     def _done(self, name: str, shard: shards.Shard | None, result: object) -> None:
         self.finished[name] = time.perf_counter()
@@ -356,24 +363,27 @@ def build_pack(
     extract_f = pipe.map("extract", lambda s: {"split": split_f[s.index],
                                                 "budget_usd": budgets[s.index]})
     embed_f = pipe.map("embed", lambda s: {"split": split_f[s.index]})
-    shard_futures = [*split_f.values(), *extract_f.values(), *embed_f.values()]
-    keywords_f = {}
-    if ctx.keyword_vectors:
-        keywords_f = pipe.map("keywords", lambda s: {"split": split_f[s.index],
-                                                      "extract": extract_f[s.index]})
-        shard_futures += list(keywords_f.values())
-    pipe.wait(shard_futures)
+    split = pipe.wait(split_f.values())
+    extracted = pipe.wait(extract_f.values())
+    keywords: list[Record] = []
+    if ctx.keyword_vectors:  # after extraction is final: keyword texts read it
+        split_of = {r.shard: r for r in split}
+        extract_of = {r.shard: r for r in extracted}
+        keywords = pipe.wait(pipe.map("keywords", lambda s: {
+            "split": split_of[s.index], "extract": extract_of[s.index]}).values())
+    embedded = pipe.wait(embed_f.values())
     [links] = pipe.wait([links_f])
-    [resolved] = pipe.wait([pipe.submit("resolve", None, {"extract": list(extract_f.values())})])
+    [resolved] = pipe.wait([pipe.submit("resolve", None, {"extract": extracted},
+                                        wait_for=list(extract_f.values()))])
     write_state(ctx.work, pipe.count, {n: pipe.records[n] for n in
                                        ("fetch", "extract", "embed", "keywords")},
                 {n: variant(ctx, n) for n in ("fetch", "extract", "embed", "keywords")})
     durations = pipe.durations()
     publish_f = pipe.submit("publish", None, {
-        "fetch": fetched, "split": list(split_f.values()), "embed": list(embed_f.values()),
-        "keywords": list(keywords_f.values()), "extract": list(extract_f.values()),
-        "links": links, "resolve": resolved, "fingerprint": fingerprint,
-        "durations": durations, "stats": _stats(pipe, source.config.shard_pages)})
+        "fetch": fetched, "split": split, "embed": embedded, "keywords": keywords,
+        "extract": extracted, "links": links, "resolve": resolved, "fingerprint": fingerprint,
+        "durations": durations, "stats": _stats(pipe, source.config.shard_pages)},
+        wait_for=[links_f, *embed_f.values()])
     [summary] = pipe.wait([publish_f])
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
     summary["durations"] = durations

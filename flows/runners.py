@@ -5,7 +5,8 @@ The setting comes from `kpack build --task-runner` or `$KPACK_TASK_RUNNER`:
     threads            a bounded thread pool of 4 (the default)
     threads:N          a thread pool of N
     dask               a local Dask cluster (prefect-dask's default LocalCluster)
-    dask:N             a local Dask cluster of N worker processes
+    dask:N             a local Dask cluster of N worker processes (one task each; the
+                       cores divided among them)
     dask://host:port   an existing Dask scheduler (same as tcp://host:port)
     tcp://host:port    an existing Dask scheduler; tls:// and ucx:// are passed as given
 
@@ -98,5 +99,14 @@ def task_runner(setting: str | None = None) -> TaskRunner:
     if spec.address:
         return DaskTaskRunner(address=spec.address)
     if spec.workers:
-        return DaskTaskRunner(cluster_kwargs={"n_workers": spec.workers})
+        return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(spec.workers))
     return DaskTaskRunner()
+
+
+def local_cluster_kwargs(workers: int, cores: int | None = None) -> dict:
+    """A local Dask cluster of `workers` processes with one task slot each; the cores
+    are divided among them (ONNX Runtime threads of the embedding model, BLAS)."""
+    share = str(max(1, (cores or os.cpu_count() or 1) // workers))
+    return {"n_workers": workers, "processes": True, "threads_per_worker": 1,
+            "dashboard_address": None,
+            "env": {"KPACK_EMBED_THREADS": share, "OMP_NUM_THREADS": share}}

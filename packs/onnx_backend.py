@@ -30,6 +30,10 @@ import numpy as np
 log = logging.getLogger("kpack.embedding")
 
 CACHE_ENV = "KPACK_CACHE_DIR"
+# Intra-op threads of one encoder (0 or unset: ONNX Runtime's default, one per core). A
+# local Dask cluster of N worker processes sets it to cores / N, so that the workers do
+# not fight over the cores.
+THREADS_ENV = "KPACK_EMBED_THREADS"
 EXPORT_VERSION = "onnx-v1"
 _EXPORT_LOCK = threading.Lock()
 _SUPPORTED_MODULES = {
@@ -134,6 +138,9 @@ class OnnxEncoder:
 
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        threads = os.environ.get(THREADS_ENV, "").strip()
+        if threads.isdigit() and int(threads) > 0:
+            opts.intra_op_num_threads = int(threads)
         self.session = ort.InferenceSession(str(model_path), opts,
                                             providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]

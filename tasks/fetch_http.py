@@ -89,8 +89,10 @@ async def fetch_all(
 
 
 def _log_page(page: Page) -> None:
+    # A good page is a debug line: at INFO a 100k-page build would send 100k log records
+    # to the Prefect API; progress lines say how far the fetch has got.
     if page.status in ("ok", "not_modified"):
-        log.info("%s %s", page.status, redact(page.url))
+        log.debug("%s %s", page.status, redact(page.url))
     else:
         log.warning("%s %s: %s", page.status, redact(page.url), page.error)
 

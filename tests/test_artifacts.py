@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from flows.artifacts import (
+    MAX_TABLE_ROWS,
     ProgressArtifact,
     artifact_key,
+    capped_rows,
     chain,
     publish_report,
     report_markdown,
@@ -93,6 +95,33 @@ def test_sources_rows_mark_changes_and_removed_urls() -> None:
                       "gone": ("removed", "removed")}
     assert rows[0]["content_hash"] == "abcdef012345"
     assert [r["change"] for r in sources_rows(SUMMARY["sources"])] == ["", "", "", ""]
+
+
+def test_artifacts_of_a_large_pack_stay_under_prefects_event_limit() -> None:
+    """Prefect refuses events over 1.5 MB, and an artifact travels in one event."""
+    sources = [{"url": f"https://docs.example.org/page/{i}", "status": "ok",
+                "http_status": 200, "content_hash": "ab" * 32, "error": None}
+               for i in range(20_000)]
+    for i in range(0, 20_000, 20):
+        sources[i] = {**sources[i], "status": "failed", "http_status": 404,
+                      "error": "HTTP 404 " + "x" * 200}
+    changes = {"pages": {"added": 20_000, "changed": 0, "removed": 0, "unchanged": 0},
+               "pages_added": [s["url"] for s in sources[:50]]}
+    rows = capped_rows(sources_rows(sources, changes))
+    assert len(json.dumps(rows)) < 500_000 and len(rows) <= MAX_TABLE_ROWS
+    assert all(r["status"] == "failed" for r in rows[:-1])  # failures first
+    assert rows[-1]["url"].startswith(f"... and {20_000 - len(rows) + 1} more URLs")
+    summary = {"pack": "big", "sources": sources, "changes": changes,
+               "failed_sources": [s for s in sources if s["status"] == "failed"][:50],
+               "failed_sources_total": 1000,
+               "extract_failures": [{"section_id": f"s{i}", "reason": "r" * 300}
+                                    for i in range(50)], "extract_failures_total": 4000}
+    md = report_markdown(summary)
+    assert len(md.encode()) < 200_000
+    assert "**1000 URLs not included:**" in md and "... and 950 more" in md
+    assert "**4000 sections failed extraction:**" in md and "... and 3950 more" in md
+    # a capped list of added pages does not mark the other pages "unchanged"
+    assert {r["change"] for r in sources_rows(sources, changes)} == {"added", ""}
 
 
 def test_artifact_keys_follow_prefects_rule() -> None:
@@ -258,7 +287,7 @@ def test_artifacts_of_a_run_read_back_through_the_api(prefect_harness, tmp_path)
     table = by_key["sources-tea"]
     rows = json.loads(table.data) if isinstance(table.data, str) else table.data
     assert table.type == "table" and [r["status"] for r in rows] == [
-        "ok", "ok", "not_modified", "failed"]
+        "failed", "ok", "ok", "not_modified"]  # failures first, then urls.txt order
     link = by_key["pack-tea"]
     # Prefect stores a link artifact as markdown: [text](url)
     assert link.data == f"[tea (build b1)]({(tmp_path / 'out' / 'tea').resolve().as_uri()})"

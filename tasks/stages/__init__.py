@@ -12,7 +12,8 @@ Every stage module has the same shape (after graphrag's `index/workflows/`):
     key(ctx, shard, inputs) -> str | None
                          its content key: its settings and its inputs' keys (None when it
                          is known only after running: fetch hashes what it fetched)
-    complete(ctx, key)   whether a finished output for that key exists (the cache test)
+    complete(ctx, key)   whether a finished output for that key exists
+    needs_rerun(record)  (optional) a cached record of it that must run again
     run(ctx, shard, inputs, progress=None) -> Record
                          read the inputs' Parquet, call the pure core in tasks/, write its
                          Parquet named by the key, return a small Record
@@ -42,3 +43,15 @@ assert set(_MODULES) == set(PIPELINE), "every pipeline stage has a module"
 def get(name: str) -> ModuleType:
     """The module of stage `name` (KeyError for an unknown stage)."""
     return _MODULES[name]
+
+
+def needs_rerun(name: str, record) -> bool:
+    """Whether a record found in Prefect's cache cannot serve this build: its files are
+    gone (a cleaned work directory), or the stage says so (an extraction with sections
+    to retry)."""
+    from pathlib import Path
+
+    if not all(Path(p).is_file() for p in record.paths.values()):
+        return True
+    check = getattr(_MODULES[name], "needs_rerun", None)
+    return bool(check and check(record))

@@ -66,6 +66,11 @@ def complete(ctx: BuildContext, content_key: str) -> bool:
     return pl.scan_parquet(out).filter(pl.col("status") != "ok").select(pl.len()).collect().item() == 0
 
 
+def needs_rerun(record: Record) -> bool:
+    """A cached extraction with failed or skipped sections runs again (for those)."""
+    return bool(record.info.get("failed") or record.info.get("not_extracted"))
+
+
 def known_responses(paths: list[Path | str]) -> dict[str, dict]:
     """request key → validated response, from earlier outputs of this shard's pages."""
     known: dict[str, dict] = {}

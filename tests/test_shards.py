@@ -1,0 +1,262 @@
+"""Sharded builds: the shard layout (pure), a 12-page loopback site built in 4 shards on
+threads and on a 2-process Dask cluster, a shard retried alone, a changed page that
+reruns only its shard, and a build killed with SIGKILL during embedding.
+
+The site's page names are picked once its port is known, so that each of the 4 shards
+holds 3 pages (a shard is chosen by a hash of the page's URL, port included).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from flows.build import run_build
+from packs import format as fmt
+from tasks import shards
+from tests.anthropic_fake import FakeAnthropic
+from tests.conftest import OFFLINE_MODEL
+
+REPO = Path(__file__).resolve().parents[1]
+SHARDS, PER_SHARD = 4, 3
+
+
+# --- the layout (pure) -----------------------------------------------------------------
+
+
+def test_shard_count_is_a_capped_power_of_two() -> None:
+    assert [shards.shard_count(n, 200) for n in (0, 1, 200, 201, 405, 800, 801)] == \
+        [1, 1, 1, 2, 4, 4, 8]
+    assert shards.shard_count(100_000, 200) == 512
+    assert shards.shard_count(5_000_000, 200) == shards.MAX_SHARDS  # bigger shards, not more
+    with pytest.raises(ValueError, match="shard_pages"):
+        shards.shard_count(10, 0)
+
+
+def test_a_page_keeps_its_shard_and_a_doubling_splits_each_shard_in_two() -> None:
+    urls = [f"https://docs.example.org/p/{i}" for i in range(300)]
+    for url in urls:
+        s4, s8 = shards.shard_of(url, 4), shards.shard_of(url, 8)
+        assert s8 // 2 == s4 and shards.shard_of(url, 1) == 0
+        assert shards.lineage(s8, 8, 4) == [s4]  # the parent of a split shard
+        assert s8 in shards.lineage(s4, 4, 8)  # the children of a merged one
+    # the canonical URL decides: a trailing slash or a fragment does not move a page
+    assert shards.shard_of("https://docs.example.org/a/", 64) == \
+        shards.shard_of("https://docs.example.org/a#x", 64)
+    groups = shards.assign(urls, 8)
+    assert sorted(u for g in groups for u in g) == sorted(urls)
+    assert all(g == sorted(g, key=urls.index) for g in groups)  # urls.txt order kept
+    many = shards.assign([f"https://x.org/doc/{i}.html" for i in range(4000)], 8)
+    assert all(400 < len(g) < 600 for g in many)  # the hash spreads pages evenly
+    assert shards.lineage(3, 4, 0) == []
+
+
+# --- a 12-page site in 4 shards ----------------------------------------------------------
+
+
+class _Site(SimpleHTTPRequestHandler):
+    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".md": "text/markdown"}
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def page_text(k: int, names: list[str], edit: str = "") -> str:
+    nxt = names[(names.index(f"topic-{k}.md") + 1) % len(names)]
+    return (f"# Topic {k}\n\nTopic {k} is about the `Widget{k}` component.\n\n"
+            f"## Setup of widget {k}\n\nInstall `widget{k}` with the `--fast` flag. {edit}\n\n"
+            f"## Troubleshooting widget {k}\n\nRestart the `Widget{k}Service` when it "
+            f"hangs. See [the next topic]({nxt}).\n")
+
+
+@contextmanager
+def shard_site(root: Path):
+    """Serve 12 generated pages, 3 in each of 4 shards; yields (base, names, write)."""
+    root.mkdir(parents=True, exist_ok=True)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Site, directory=str(root)))
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    per: dict[int, list[str]] = {i: [] for i in range(SHARDS)}
+    k = 0
+    while any(len(v) < PER_SHARD for v in per.values()):
+        name = f"topic-{k}.md"
+        bucket = per[shards.shard_of(f"{base}/{name}", SHARDS)]
+        if len(bucket) < PER_SHARD:
+            bucket.append(name)
+        k += 1
+    names = sorted((n for v in per.values() for n in v), key=lambda n: int(n[6:-3]))
+
+    def write(name: str, edit: str = "") -> None:
+        (root / name).write_text(page_text(int(name[6:-3]), names, edit), encoding="utf-8")
+
+    for name in names:
+        write(name)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield base, names, write
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def write_source(folder: Path, base: str, names: list[str], extra: str = "") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "urls.txt").write_text("".join(f"{base}/{n}\n" for n in names))
+    (folder / "pack.toml").write_text(
+        f'allow_private_hosts = true\nembedding_model = "{OFFLINE_MODEL}"\n'
+        f"shard_pages = {PER_SHARD}\n{extra}")
+    return folder
+
+
+def read_tables(build_dir: Path) -> dict[str, pl.DataFrame]:
+    return {name: pl.read_parquet(build_dir / fmt.TABLES_DIR / f"{name}.parquet")
+            for name in fmt.TABLE_COLUMNS}
+
+
+def assert_same_tables(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame]) -> None:
+    for name in fmt.TABLE_COLUMNS:
+        x, y = a[name], b[name]
+        assert x.columns == y.columns and x.height == y.height, name
+        vectors = [c for c in x.columns if "embedding" in c]
+        keys = [c for c in x.columns if c not in vectors and x[c].dtype != pl.List(pl.Utf8)]
+        x, y = x.sort(keys), y.sort(keys)
+        assert x.drop(vectors).equals(y.drop(vectors)), name
+        for col in vectors:
+            diff = np.abs(x[col].to_numpy() - y[col].to_numpy()).max()
+            assert diff <= 1e-6, (name, col, diff)
+
+
+def flow_task_runs(pack: str, build_id: str) -> list:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterName
+
+    with get_client(sync_client=True) as client:
+        [run] = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            name=FlowRunFilterName(any_=[f"{pack}-{build_id}"])))
+        return client.read_task_runs(flow_run_filter=FlowRunFilter(
+            id=FlowRunFilterId(any_=[run.id])))
+
+
+def test_threads_and_a_two_process_dask_cluster_build_the_same_pack(prefect_harness,
+                                                                    tmp_path) -> None:
+    from distributed import Client, LocalCluster
+
+    from flows.runners import local_cluster_kwargs
+
+    with shard_site(tmp_path / "site") as (base, names, _):
+        source = write_source(tmp_path / "topics", base, names, 'extractor = "offline"\n')
+        threads = run_build(source, tmp_path / "out-threads", work_dir=tmp_path / "work-threads")
+        with LocalCluster(host="127.0.0.1", **local_cluster_kwargs(2)) as cluster, \
+                Client(cluster) as client:
+            dask = run_build(source, tmp_path / "out-dask", work_dir=tmp_path / "work-dask",
+                             task_runner_setting=cluster.scheduler_address)
+            executed = client.run(lambda dask_worker: dask_worker.state.executed_count)
+            worker_pids = set(client.run(os.getpid).values())
+
+    assert threads["counts"]["articles"] == dask["counts"]["articles"] == len(names)
+    assert_same_tables(read_tables(Path(threads["build_dir"])), read_tables(Path(dask["build_dir"])))
+    manifest = json.loads((Path(dask["build_dir"]) / fmt.MANIFEST_FILE).read_text())
+    assert manifest["extra"]["shards"]["count"] == SHARDS
+    assert manifest["extra"]["shards"]["non_empty"] == SHARDS
+    # 4 shards x 4 stages + links, resolve and publish, all through the scheduler
+    assert dask["task_runs"] == threads["task_runs"] == 4 * SHARDS + 3
+    # every task ran in one of the two worker processes, and both took a share
+    assert sum(executed.values()) == dask["task_runs"] and min(executed.values()) > 0
+    assert len(worker_pids) == 2 and os.getpid() not in worker_pids
+
+
+def test_a_failing_shard_is_retried_alone(prefect_harness, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("KPACK_FAULTS", "embed@2:fail")
+    with shard_site(tmp_path / "site") as (base, names, _):
+        source = write_source(tmp_path / "topics", base, names, 'extractor = "offline"\n')
+        summary = run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
+    runs = {r.name: r for r in flow_task_runs("topics", summary["build_id"])}
+    stages = ("fetch", "split", "extract", "embed")
+    expected = {f"{s}-topics-{i}/{SHARDS}" for s in stages for i in range(1, SHARDS + 1)}
+    assert set(runs) == expected | {"links-topics", "resolve-topics", "publish-topics"}
+    assert runs[f"embed-topics-2/{SHARDS}"].run_count == 2  # failed once, retried
+    assert all(r.run_count == 1 for name, r in runs.items() if name != f"embed-topics-2/{SHARDS}")
+    assert all(r.state_type.value == "COMPLETED" for r in runs.values())
+    assert {f"stage:{name.split('-')[0]}" for name in runs} <= \
+        {t for r in runs.values() for t in r.tags}
+    assert all("pack:topics" in r.tags for r in runs.values())
+    manifest = json.loads((Path(summary["build_dir"]) / fmt.MANIFEST_FILE).read_text())
+    assert manifest["extra"]["embed_stats"]["computed"] == summary["counts"]["sections"]
+
+
+def test_a_changed_page_reruns_only_its_shard(prefect_harness, tmp_path, monkeypatch) -> None:
+    with shard_site(tmp_path / "site") as (base, names, write), FakeAnthropic(api_key="k") as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        source = write_source(tmp_path / "topics", base, names)
+        first = run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
+        sections = first["counts"]["sections"]
+        assert fake.stats.requests == sections == 3 * len(names)
+
+        changed = names[5]
+        write(changed, edit="Use version 2 or later.")
+        calls = fake.stats.requests
+        second = run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
+        manifest = json.loads((Path(second["build_dir"]) / fmt.MANIFEST_FILE).read_text())
+    assert fake.stats.requests - calls == 1  # the one edited section
+    assert manifest["extra"]["embed_stats"]["computed"] == 1
+    assert manifest["extra"]["changes"]["pages"]["changed"] == 1
+    runs = flow_task_runs("topics", second["build_id"])
+    state = {r.name: r.state_name for r in runs}
+    own = shards.shard_of(f"{base}/{changed}", SHARDS) + 1
+    for stage in ("split", "extract", "embed"):
+        for i in range(1, SHARDS + 1):
+            expect = "Completed" if i == own else "Cached"
+            assert state[f"{stage}-topics-{i}/{SHARDS}"] == expect, (stage, i)
+
+
+def test_a_build_killed_during_embedding_recomputes_only_unfinished_shards(
+        prefect_harness, tmp_path) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    with shard_site(tmp_path / "site") as (base, names, _):
+        source = write_source(tmp_path / "topics", base, names, 'extractor = "offline"\n')
+        out, work = tmp_path / "out", tmp_path / "work"
+        env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(),
+               "KPACK_FAULTS": "embed@3:sleep=60"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.cli", "build", str(source), "--out", str(out),
+             "--work-dir", str(work), "--task-runner", "threads:1"],
+            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        try:
+            embed_dir = work / "topics" / "embed"
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline and proc.poll() is None:
+                if embed_dir.is_dir() and len(list(embed_dir.glob("vectors-*.parquet"))) >= 2:
+                    break
+                time.sleep(0.2)
+            finished = sorted(embed_dir.glob("vectors-*.parquet"))
+            assert proc.poll() is None and len(finished) == 2, "the build should be embedding"
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert not (out / "topics" / fmt.CURRENT_FILE).exists()
+        done = sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in finished)
+
+        summary = run_build(source, out, work_dir=work)
+    manifest = json.loads((Path(summary["build_dir"]) / fmt.MANIFEST_FILE).read_text())
+    computed = manifest["extra"]["embed_stats"]["computed"]
+    assert 0 < computed <= summary["counts"]["sections"] - done
+    assert {p.name for p in finished} <= {p.name for p in (work / "topics" / "embed").iterdir()}
