@@ -115,7 +115,7 @@ def build(corpus: Path, pack_dir: Path) -> None:
     build_dir = pack_dir / fmt.BUILDS_DIR / "bench"
     build_dir.mkdir(parents=True)
     write_tables(tables, build_dir / fmt.TABLES_DIR, embedder.dim)
-    result = load_kuzu(build_dir / fmt.DB_FILE, tables, embedder.dim)
+    result = load_kuzu(build_dir / fmt.DB_FILE, build_dir / fmt.TABLES_DIR, embedder.dim)
     Manifest(name="scifact-bench", build_id="bench", built_at="1970-01-01T00:00:00Z",
              counts=Counts(**result.counts),
              embedding=EmbeddingInfo(model=embedder.model_id, dim=embedder.dim,

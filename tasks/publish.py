@@ -16,13 +16,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import kuzu
 import polars as pl
 
 from packs import format as fmt
 from packs.manifest import KeywordVectorsInfo, Manifest
 from packs.vendor import write_zipapp
-from tasks.store import count_rows, load_kuzu, write_tables
+from tasks.store import count_rows_isolated, load_kuzu_isolated, write_tables
 
 log = logging.getLogger("kpack.publish")
 
@@ -40,7 +39,7 @@ def new_build_id(now: datetime | None = None) -> str:
 
 def write_build(
     build_dir: Path,
-    tables: dict[str, pl.DataFrame],
+    tables: dict[str, pl.DataFrame | pl.LazyFrame],
     manifest: Manifest,
     source_folder: Path | None = None,
 ) -> dict[str, int]:
@@ -50,7 +49,7 @@ def write_build(
     """
     dim = manifest.embedding.dim
     write_tables(tables, build_dir / fmt.TABLES_DIR, dim)
-    result = load_kuzu(build_dir / fmt.DB_FILE, tables, dim)
+    result = load_kuzu_isolated(build_dir / fmt.DB_FILE, build_dir / fmt.TABLES_DIR, dim)
     if source_folder is not None:
         for rel in (fmt.EVAL_QUESTIONS, fmt.FEWSHOT_EXAMPLES):
             src = source_folder / rel
@@ -71,14 +70,9 @@ def write_build(
 
 
 def verify_build(build_dir: Path) -> None:
-    """Open the database read-only and check its counts against the Parquet tables."""
-    db = kuzu.Database(str(build_dir / fmt.DB_FILE), read_only=True)
-    conn = kuzu.Connection(db)
-    try:
-        counts = count_rows(conn)
-    finally:
-        conn.close()
-        db.close()
+    """Open the database read-only (in a child process) and check its counts against
+    the Parquet tables."""
+    counts = count_rows_isolated(build_dir / fmt.DB_FILE)
     expected = {
         "articles": fmt.ARTICLES, "sections": fmt.SECTIONS, "entities": fmt.ENTITIES,
         "facts": fmt.FACTS,
@@ -165,16 +159,17 @@ def prune_builds(pack_root: Path, keep: int) -> list[str]:
 
 def assemble_tables(
     pages: pl.DataFrame,
-    sections: pl.DataFrame,
+    sections: pl.DataFrame | pl.LazyFrame,
     links: pl.DataFrame,
     extracted: dict[str, pl.DataFrame],
-) -> dict[str, pl.DataFrame]:
+) -> dict[str, pl.DataFrame | pl.LazyFrame]:
     """The pure core of publishing: stage outputs → the seven pack tables.
 
     `pages` has one row per URL with a `usable` flag (or its `text`, usable when not
     null); `sections` carries its `embedding` (and `keyword_embedding`, if built).
     Articles are the usable pages; their word count sums their sections and their
-    centrality is degree over LINKS_TO (see tasks.links.degree_centrality).
+    centrality is degree over LINKS_TO (see tasks.links.degree_centrality). Sections come
+    back as a lazy frame, streamed to the pack's Parquet by `write_build`.
     """
     from tasks.links import canonical_url, degree_centrality
 
@@ -188,7 +183,8 @@ def assemble_tables(
         pl.coalesce("title", "url").alias("title"),
         "content_hash", "content_type",
     ).unique(subset="id", keep="first", maintain_order=True)
-    words = sections.group_by("article_id").agg(pl.col("word_count").sum())
+    sections = sections.lazy()
+    words = sections.group_by("article_id").agg(pl.col("word_count").sum()).collect()
     edges = list(links.select("source_id", "target_id").iter_rows())
     centrality = degree_centrality(articles["id"].to_list(), edges)
     articles = articles.join(words, left_on="id", right_on="article_id", how="left").with_columns(
@@ -196,7 +192,7 @@ def assemble_tables(
         pl.col("id").replace_strict(centrality, default=0.0, return_dtype=pl.Float64)
         .alias("centrality"),
     )
-    missing = sections.filter(pl.col("embedding").is_null()).height
+    missing = sections.select(pl.col("embedding").null_count()).collect().item()
     if missing:
         raise PublishError(f"{missing} sections have no embedding; rerun the build")
     return {

@@ -1,7 +1,8 @@
 """Store stage: write a pack's tables as Parquet and load them into a Kuzu database.
 
-Input is the dict of the seven pack tables (see packs.format.TABLE_COLUMNS); output is
-`tables/*.parquet` and `pack.db` in a build directory, with the HNSW vector index on
+Input is the dict of the seven pack tables (see packs.format.TABLE_COLUMNS; data frames
+or lazy frames); output is `tables/*.parquet` (`write_tables`) and then `pack.db`
+(`load_kuzu`, read from those files) in a build directory, with the HNSW vector index on
 Section.embedding (cosine), a second one on Section.keyword_embedding when the sections
 carry keyword vectors, and a full-text index over section heading path and content.
 Section.languages (the languages of the section's code fences, for the query filter) is
@@ -33,109 +34,122 @@ class StoreResult:
     keyword_vectors: bool = False  # Section.keyword_embedding and its index were stored
 
 
-def has_keyword_vectors(sections: pl.DataFrame) -> bool:
+Frame = pl.DataFrame | pl.LazyFrame
+
+
+def _lazy(df: Frame) -> pl.LazyFrame:
+    return df.lazy() if isinstance(df, pl.DataFrame) else df
+
+
+def has_keyword_vectors(sections: Frame) -> bool:
     """True when every section carries a keyword vector (a partial column is refused)."""
-    if fmt.KEYWORD_EMBEDDING not in sections.columns:
+    lf = _lazy(sections)
+    if fmt.KEYWORD_EMBEDDING not in lf.collect_schema().names():
         return False
-    nulls = sections[fmt.KEYWORD_EMBEDDING].null_count()
+    nulls, total = lf.select(pl.col(fmt.KEYWORD_EMBEDDING).null_count(), pl.len()).collect().row(0)
     if nulls:
-        raise ValueError(f"{nulls} of {sections.height} sections have no keyword vector; "
+        raise ValueError(f"{nulls} of {total} sections have no keyword vector; "
                          "rerun the build (the keyword stage writes one for every section)")
     return True
 
 
-def conform(name: str, df: pl.DataFrame, dim: int | None = None) -> pl.DataFrame:
-    """Select a table's columns in format order, with the embeddings as Array[Float32, dim].
+def conform(name: str, df: Frame, dim: int | None = None) -> pl.LazyFrame:
+    """A table's columns in format order, with the embeddings as Array[Float32, dim]
+    (lazily: the build streams its tables from the shards' Parquet files to the pack's).
 
     Sections: `languages` is derived from the content when missing; `keyword_embedding` is
     kept (after `embedding`) when present.
     """
+    lf = _lazy(df)
+    names = lf.collect_schema().names()
     columns = list(fmt.TABLE_COLUMNS[name])
     if name == fmt.SECTIONS:
-        if "languages" not in df.columns and "content" in df.columns:
-            df = df.with_columns(pl.col("content").map_elements(
+        if "languages" not in names and "content" in names:
+            lf = lf.with_columns(pl.col("content").map_elements(
                 fence_languages, return_dtype=pl.List(pl.Utf8)).alias("languages"))
-        if has_keyword_vectors(df):
+            names.append("languages")
+        if has_keyword_vectors(lf):
             columns.append(fmt.KEYWORD_EMBEDDING)
-    missing = [c for c in columns if c not in df.columns]
+    missing = [c for c in columns if c not in names]
     if missing:
         raise ValueError(f"table {name!r} lacks columns {missing}")
-    out = df.select(columns)
+    out = lf.select(columns)
     if name == fmt.SECTIONS:
         out = out.with_columns(pl.col("languages").cast(pl.List(pl.Utf8)))
         if dim is not None:
             out = out.with_columns(pl.col(c).cast(pl.Array(pl.Float32, dim))
-                                   for c in ("embedding", fmt.KEYWORD_EMBEDDING) if c in out.columns)
+                                   for c in ("embedding", fmt.KEYWORD_EMBEDDING) if c in columns)
     return out
 
 
-def write_tables(tables: dict[str, pl.DataFrame], tables_dir: Path, dim: int) -> dict[str, Path]:
-    """Write every pack table as tables/<name>.parquet; returns the paths."""
+def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[str, Path]:
+    """Write every pack table as tables/<name>.parquet (lazy frames are streamed, so a
+    large pack never sits in memory whole); returns the paths."""
     tables_dir.mkdir(parents=True, exist_ok=True)
     paths = {}
     for name in fmt.TABLE_COLUMNS:
-        df = conform(name, tables[name], dim)
         path = tables_dir / f"{name}.parquet"
-        df.write_parquet(path)
+        conform(name, tables[name], dim).sink_parquet(path)
         paths[name] = path
     return paths
 
 
-def _keep_edges(df: pl.DataFrame, src: str, dst: str, src_ids: pl.Series, dst_ids: pl.Series):
-    kept = df.filter(pl.col(src).is_in(src_ids.implode()) & pl.col(dst).is_in(dst_ids.implode()))
-    return kept, df.height - kept.height
+def _edges(name: str, lf: pl.LazyFrame, src: str, dst: str, src_ids: pl.LazyFrame,
+           dst_ids: pl.LazyFrame, folder: Path) -> tuple[Path, int, int]:
+    """Edges whose two endpoints exist, written to folder/<name>.parquet as (src, dst,
+    properties...); returns (path, kept, dropped)."""
+    kept = (lf.join(src_ids.select(pl.col("id").alias(src)), on=src, how="semi")
+            .join(dst_ids.select(pl.col("id").alias(dst)), on=dst, how="semi"))
+    path = folder / f"{name}.parquet"
+    kept.sink_parquet(path)
+    n_kept = pl.scan_parquet(path).select(pl.len()).collect().item()
+    n_all = lf.select(pl.len()).collect().item()
+    return path, n_kept, n_all - n_kept
 
 
-def load_kuzu(db_path: Path, tables: dict[str, pl.DataFrame], dim: int) -> StoreResult:
-    """Create `db_path` (must not exist) and bulk-load the tables with COPY FROM Parquet."""
+def load_kuzu(db_path: Path, tables_dir: Path, dim: int) -> StoreResult:
+    """Create `db_path` (must not exist) from the pack's tables/*.parquet (written by
+    `write_tables`): nodes are copied straight from them, edges are filtered to existing
+    endpoints first. Then the HNSW and full-text indexes."""
     if db_path.exists():
         raise FileExistsError(f"{db_path} already exists; the store stage writes a fresh database")
-    t = {name: conform(name, tables[name], dim) for name in fmt.TABLE_COLUMNS}
-    articles, sections, entities, facts = (
-        t[fmt.ARTICLES], t[fmt.SECTIONS], t[fmt.ENTITIES], t[fmt.FACTS]
-    )
-    section_ids, entity_ids, article_ids = sections["id"], entities["id"], articles["id"]
-
+    scan = {name: pl.scan_parquet(tables_dir / f"{name}.parquet") for name in fmt.TABLE_COLUMNS}
+    ids = {name: scan[name].select("id") for name in (fmt.ARTICLES, fmt.SECTIONS,
+                                                         fmt.ENTITIES, fmt.FACTS)}
+    keyword = fmt.KEYWORD_EMBEDDING in scan[fmt.SECTIONS].collect_schema().names()
+    sections = scan[fmt.SECTIONS].select("article_id", "id").rename(
+        {"article_id": "src", "id": "dst"})
     dropped: dict[str, int] = {}
-    has_section, dropped["HAS_SECTION"] = _keep_edges(
-        sections.select(src="article_id", dst="id"), "src", "dst", article_ids, section_ids
-    )
-    mentions, dropped["MENTIONS"] = _keep_edges(
-        t[fmt.MENTIONS].unique(), "section_id", "entity_id", section_ids, entity_ids
-    )
-    related, dropped["RELATED_TO"] = _keep_edges(
-        t[fmt.RELATIONSHIPS], "source_id", "target_id", entity_ids, entity_ids
-    )
-    has_fact, dropped["HAS_FACT"] = _keep_edges(
-        facts.filter(pl.col("entity_id").is_not_null()).select(src="entity_id", dst="id"),
-        "src", "dst", entity_ids, facts["id"],
-    )
-    links, dropped["LINKS_TO"] = _keep_edges(
-        t[fmt.LINKS].unique(), "source_id", "target_id", article_ids, article_ids
-    )
-    for rel, n in dropped.items():
-        if n:
-            log.warning("dropped %d %s edges whose endpoints are not in the pack", n, rel)
-
-    keyword = fmt.KEYWORD_EMBEDDING in sections.columns
     db = kuzu.Database(str(db_path))
     conn = kuzu.Connection(db)
     try:
         for ddl in fmt.kuzu_schema(dim, keyword_vectors=keyword):
             conn.execute(ddl)
+        for table, name in (("Article", fmt.ARTICLES), ("Section", fmt.SECTIONS),
+                            ("Entity", fmt.ENTITIES), ("Fact", fmt.FACTS)):
+            if scan[name].select(pl.len()).collect().item():
+                conn.execute(f"COPY {table} FROM '{(tables_dir / f'{name}.parquet').as_posix()}'")
         with tempfile.TemporaryDirectory(prefix="kpack-store-") as tmp:
-            loads = [
-                ("Article", articles), ("Section", sections), ("Entity", entities),
-                ("Fact", facts), ("HAS_SECTION", has_section), ("MENTIONS", mentions),
-                ("RELATED_TO", related), ("HAS_FACT", has_fact), ("LINKS_TO", links),
+            edges = [
+                ("HAS_SECTION", sections, "src", "dst", ids[fmt.ARTICLES], ids[fmt.SECTIONS]),
+                ("MENTIONS", scan[fmt.MENTIONS].unique(), "section_id", "entity_id",
+                 ids[fmt.SECTIONS], ids[fmt.ENTITIES]),
+                ("RELATED_TO", scan[fmt.RELATIONSHIPS], "source_id", "target_id",
+                 ids[fmt.ENTITIES], ids[fmt.ENTITIES]),
+                ("HAS_FACT", scan[fmt.FACTS].filter(pl.col("entity_id").is_not_null())
+                 .select(src="entity_id", dst="id"), "src", "dst", ids[fmt.ENTITIES],
+                 ids[fmt.FACTS]),
+                ("LINKS_TO", scan[fmt.LINKS].unique(), "source_id", "target_id",
+                 ids[fmt.ARTICLES], ids[fmt.ARTICLES]),
             ]
-            for table, df in loads:
-                if df.height == 0:
-                    continue
-                path = Path(tmp) / f"{table}.parquet"
-                df.write_parquet(path)
-                conn.execute(f"COPY {table} FROM '{path.as_posix()}'")
-        if sections.height:
+            for rel, lf, src, dst, src_ids, dst_ids in edges:
+                path, kept, dropped[rel] = _edges(rel, lf, src, dst, src_ids, dst_ids, Path(tmp))
+                if kept:
+                    conn.execute(f"COPY {rel} FROM '{path.as_posix()}'")
+        for rel, n in dropped.items():
+            if n:
+                log.warning("dropped %d %s edges whose endpoints are not in the pack", n, rel)
+        if scan[fmt.SECTIONS].select(pl.len()).collect().item():
             conn.execute(
                 f"CALL CREATE_VECTOR_INDEX('Section', '{fmt.VECTOR_INDEX}', 'embedding', "
                 "metric := 'cosine')"
@@ -175,3 +189,71 @@ def count_rows(conn: kuzu.Connection) -> dict[str, int]:
         result = conn.execute(query)
         counts[key] = int(result.get_next()[0])
     return counts
+
+
+# --- the writer in a process of its own -------------------------------------------------
+#
+# Kuzu runs in the build's own process otherwise: its buffer pool and index builds grow
+# with the pack, and a fatal error inside it (disk full aborts the process) would take
+# the build down with no error line and no history entry. In a child process the build's
+# memory stays flat and such a death becomes one clear StoreError.
+
+WRITER_TIMEOUT_S = 6 * 3600
+
+
+class StoreError(RuntimeError):
+    """The database could not be written or verified; the message says why."""
+
+
+def _child(args: list[str], timeout_s: float) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "tasks.store", *args], capture_output=True,
+                          text=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        reason = lines[-1].strip() if lines else "no error message"
+        how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
+               else f"exited with code {proc.returncode}")
+        raise StoreError(f"the Kuzu writer {how}: {reason}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def load_kuzu_isolated(db_path: Path, tables_dir: Path, dim: int,
+                       timeout_s: float = WRITER_TIMEOUT_S) -> StoreResult:
+    """`load_kuzu` in a child process; StoreError when it fails or dies."""
+    data = _child(["load", str(db_path), str(tables_dir), str(dim)], timeout_s)
+    return StoreResult(counts=data["counts"], dropped_edges=data["dropped_edges"],
+                       keyword_vectors=data["keyword_vectors"])
+
+
+def count_rows_isolated(db_path: Path, timeout_s: float = 600) -> dict[str, int]:
+    """The row counts of a database opened read-only in a child process."""
+    return _child(["count", str(db_path)], timeout_s)
+
+
+def _main(argv: list[str]) -> None:
+    import json
+    from dataclasses import asdict
+
+    if argv[0] == "load":
+        result = load_kuzu(Path(argv[1]), Path(argv[2]), int(argv[3]))
+        print(json.dumps(asdict(result)))
+    elif argv[0] == "count":
+        db = kuzu.Database(argv[1], read_only=True)
+        conn = kuzu.Connection(db)
+        try:
+            print(json.dumps(count_rows(conn)))
+        finally:
+            conn.close()
+            db.close()
+    else:
+        raise SystemExit("usage: python -m tasks.store load DB TABLES DIM | count DB")
+
+
+if __name__ == "__main__":
+    import sys
+
+    _main(sys.argv[1:])

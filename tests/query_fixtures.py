@@ -183,7 +183,7 @@ def build_pack(
     build_dir.mkdir(parents=True)
     tables = make_tables(embedder, links)
     write_tables(tables, build_dir / fmt.TABLES_DIR, embedder.dim)
-    result = load_kuzu(build_dir / fmt.DB_FILE, tables, embedder.dim)
+    result = load_kuzu(build_dir / fmt.DB_FILE, build_dir / fmt.TABLES_DIR, embedder.dim)
     if fewshot is not None:
         path = build_dir / fmt.FEWSHOT_EXAMPLES
         path.parent.mkdir(parents=True)

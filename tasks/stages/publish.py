@@ -53,7 +53,7 @@ def _pages(inputs: dict) -> pl.DataFrame:
             .drop("text", "links").collect())
 
 
-def _sections(inputs: dict) -> pl.DataFrame:
+def _sections(inputs: dict) -> pl.LazyFrame:
     sections = pl.scan_parquet([r.paths["sections"] for r in inputs["split"]])
     vectors = pl.scan_parquet([r.paths["embeddings"] for r in inputs["embed"]]).select(
         "id", "embedding")
@@ -61,7 +61,7 @@ def _sections(inputs: dict) -> pl.DataFrame:
     if inputs.get("keywords"):
         joined = joined.join(pl.scan_parquet([r.paths["keywords"] for r in inputs["keywords"]])
                              .select("id", fmt.KEYWORD_EMBEDDING), on="id", how="left")
-    return joined.collect()
+    return joined
 
 
 def _failures(inputs: dict) -> tuple[list[dict], list[str]]:
@@ -175,7 +175,8 @@ def diff_tables_first(tables: dict[str, pl.DataFrame]) -> dict:
         "sections": pl.DataFrame(schema={"id": pl.Utf8, "url": pl.Utf8}),
         "entities": pl.DataFrame(schema={"id": pl.Utf8, "name": pl.Utf8}),
     }
-    return diff_tables(empty, {k: tables[k] for k in empty})
+    return diff_tables(empty, {k: tables[k].lazy().select(empty[k].columns).collect()
+                               for k in empty})
 
 
 def unchanged_build(out_dir: Path, name: str, fingerprint: str) -> dict | None:
