@@ -92,9 +92,9 @@ SECTION_ENTITIES = (
 )
 SECTION_TRIPLES = (
     "MATCH (s:Section)-[:MENTIONS]->(e:Entity)-[r:RELATED_TO]->(o:Entity) "
-    "WHERE s.id IN $ids RETURN e.name, r.relation, o.name "
+    "WHERE s.id IN $ids RETURN s.id, e.name, r.relation, o.name "
     "UNION MATCH (s:Section)-[:MENTIONS]->(e:Entity)<-[r:RELATED_TO]-(o:Entity) "
-    "WHERE s.id IN $ids RETURN o.name, r.relation, e.name"
+    "WHERE s.id IN $ids RETURN s.id, o.name, r.relation, e.name"
 )
 
 
@@ -317,7 +317,8 @@ class PackDB:
         return [tuple(r) for r in self._run(SECTION_ENTITIES, {"ids": list(section_ids)}, log)]
 
     def section_triples(self, section_ids: list[str], log: QueryLog | None = None):
-        """(subject, relation, object) triples touching the sections' entities."""
+        """(section id, subject, relation, object) rows: triples touching the sections'
+        entities, in no particular order."""
         return [tuple(r) for r in self._run(SECTION_TRIPLES, {"ids": list(section_ids)}, log)]
 
     def centrality(self) -> dict[str, float]:

@@ -289,13 +289,20 @@ def _expand(pack, primary: list[RankedSection], qvec, opts: SearchOptions,
 
 
 def _facts(pack, section_ids: list[str], cap: int, qlog: QueryLog) -> Facts:
+    # Kuzu returns rows in no set order: order them by the rank of their section, then
+    # by text, so the same question always gives the same context.
+    rank = {sid: i for i, sid in enumerate(section_ids)}
     ents: dict[str, dict[str, str]] = {}
     facts: dict[str, None] = {}
-    for _sid, _eid, name, etype, fact in pack.db.section_entities(section_ids, qlog):
+    rows = sorted(pack.db.section_entities(section_ids, qlog),
+                  key=lambda r: (rank.get(r[0], len(rank)), r[2] or "", r[4] or ""))
+    for _sid, _eid, name, etype, fact in rows:
         ents.setdefault(name, {"name": name, "type": etype or ""})
         if fact:
             facts.setdefault(fact, None)
-    triples = list(dict.fromkeys(pack.db.section_triples(section_ids, qlog)))
+    triple_rows = sorted(pack.db.section_triples(section_ids, qlog),
+                         key=lambda r: (rank.get(r[0], len(rank)), *(x or "" for x in r[1:])))
+    triples = list(dict.fromkeys(tuple(r[1:]) for r in triple_rows))
     return Facts(entities=list(ents.values()), facts=list(facts)[:cap],
                  triples=[tuple(t) for t in triples][: max(cap - len(facts), 0)])
 
