@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -31,9 +32,12 @@ class SourceError(ValueError):
 
 
 class PackConfig(BaseModel):
-    """The typed contents of pack.toml. Every field is optional; defaults live here."""
+    """The typed contents of pack.toml. Every field is optional; defaults live here.
 
-    model_config = ConfigDict(extra="forbid")
+    Types are strict (TOML has real booleans and numbers: `allow_private_hosts = "yes"`
+    and `keep_builds = "3"` are refused, not guessed at) and nan / inf are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str | None = None
     description: str = ""
@@ -114,6 +118,10 @@ def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
         if not line:
             continue
         where = f"{origin}:{lineno}"
+        bad = next((c for c in line if unicodedata.category(c) in ("Cc", "Cf")
+                    and c not in "\t"), None)
+        if bad is not None:
+            raise SourceError(f"{where}: control character {bad!r} in {line!r}; remove it")
         if any(c.isspace() for c in line):
             raise SourceError(f"{where}: one URL or path per line, got {line!r}")
         url = _normalise_entry(line, base, where)
@@ -124,7 +132,11 @@ def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
 
 
 def _normalise_entry(line: str, base: Path, where: str) -> str:
-    parts = urlsplit(line)
+    try:
+        parts = urlsplit(line)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise SourceError(f"{where}: {line!r} is not a valid URL ({exc})") from exc
     scheme = parts.scheme.lower()
     if scheme in ("http", "https"):
         if not parts.hostname:
@@ -159,17 +171,48 @@ def load_config(path: Path) -> PackConfig:
     if not path.exists():
         return PackConfig()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from exc
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise SourceError(f"{path}: not valid TOML: {exc}") from exc
     try:
         return PackConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise SourceError(f"{path}: {problems}") from exc
+        problems = []
+        for err in exc.errors():
+            key = str(err["loc"][0]) if err["loc"] else ""
+            line = _line_of(text, key)
+            field = ".".join(str(p) for p in err["loc"]) or "(top)"
+            problems.append(f"{path}:{line}: {field}: {_describe(err)}" if line
+                            else f"{path}: {field}: {_describe(err)}")
+        raise SourceError("; ".join(problems)) from exc
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The line where a top-level key of a TOML document is set, if it can be found."""
+    if not key:
+        return None
+    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+    for n, line in enumerate(text.splitlines(), start=1):
+        if pattern.match(line):
+            return n
+    return None
+
+
+def _describe(err: dict) -> str:
+    """A pydantic error as advice: the value given and what would be accepted."""
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        return f"unknown field; the fields are {', '.join(sorted(PackConfig.model_fields))}"
+    value = err.get("input")
+    if err["type"] in ("bool_type", "int_type", "float_type", "string_type", "list_type"):
+        want = err["type"].split("_")[0].replace("bool", "true or false").replace(
+            "int", "a whole number").replace("float", "a number").replace(
+            "string", "a quoted string").replace("list", "a list like [\"a\", \"b\"]")
+        return f"{value!r} is not {want}"
+    return f"{msg} (got {value!r})" if "input" in err else msg
 
 
 def load_source(folder: Path | str) -> SourceConfig:
@@ -184,7 +227,14 @@ def load_source(folder: Path | str) -> SourceConfig:
     if not urls_path.is_file():
         raise SourceError(f"{folder}: no {URLS_FILE}; write one URL or local path per line")
     config = load_config(folder / CONFIG_FILE)
-    urls = parse_urls(urls_path.read_text(encoding="utf-8"), urls_path)
+    raw = urls_path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SourceError(f"{urls_path}:{line}: not UTF-8 text (byte {exc.start}); save the "
+                          "file as UTF-8") from exc
+    urls = parse_urls(text.removeprefix("\ufeff"), urls_path)
     if not urls:
         raise SourceError(f"{urls_path}: lists no URLs")
     name = config.name or folder.resolve().name
