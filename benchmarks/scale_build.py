@@ -149,6 +149,7 @@ def run_one(pages: int, runner: str, base_dir: Path) -> dict:
         "wall_s": built["seconds"], "raw_encode_s": raw["seconds"],
         "overhead_ms_per_page": 1000 * (built["seconds"] - raw["seconds"]) / pages,
         "peak_rss_mb": built["peak_rss_mb"], "refusals": refusals,
+        "stage_peaks": summary.get("driver_peak_rss_mb") or {},
     }
 
 
@@ -181,6 +182,9 @@ def main(argv: list[str] | None = None) -> None:
     print(common.machine_line(), flush=True)
     rows = [run_one(n, args.runner, args.out) for n in args.pages]
     text = table(rows)
+    text += "\ndriver peak RSS (MB) when each stage had finished:\n\n" + "".join(
+        f"- {r['pages']:,} pages: " + ", ".join(f"{k} {v:.0f}" for k, v in r["stage_peaks"].items())
+        + "\n" for r in rows)
     print(text)
     if len(rows) >= 2:
         ratio = rows[-1]["peak_rss_mb"] / rows[0]["peak_rss_mb"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import resource
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -152,6 +153,7 @@ class Pipeline:
         self.progress: dict = {}
         self.started: dict[str, float] = {}
         self.finished: dict[str, float] = {}
+        self.peak_rss_mb: dict[str, float] = {}  # the driver's peak when a stage last finished
         self.task_runs = 0
 
     def submit(self, name: str, shard: shards.Shard | None, inputs: dict,
@@ -200,6 +202,8 @@ class Pipeline:
 
     def _done(self, name: str, shard: shards.Shard | None, result: object) -> None:
         self.finished[name] = time.perf_counter()
+        self.peak_rss_mb[name] = round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         if isinstance(result, Record):
             self.records[name].append(result)
         if shard is None:
@@ -388,6 +392,7 @@ def build_pack(
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
     summary["durations"] = durations
     summary["task_runs"] = pipe.task_runs
+    summary["driver_peak_rss_mb"] = pipe.peak_rss_mb
     publish_report(summary)
     return summary
 
