@@ -318,6 +318,10 @@ def _extract(f: BinaryIO, tree: Path, max_bytes: int, label: str) -> tuple[str, 
                 except (FileExistsError, NotADirectoryError) as exc:
                     raise ArchiveError(f"{label}: entry {member.name[:200]!r} appears twice "
                                        "or clashes with another entry; refused") from exc
+        # tarfile stops at the end-of-archive blocks; read the gzip stream to its end so
+        # that its CRC and length trailer are checked (a flipped byte fails there).
+        while capped.read(1 << 20):
+            pass
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise ArchiveError(f"{label}: not a valid {ARCHIVE_SUFFIX} archive: {exc}") from exc
     if top is None or not build:

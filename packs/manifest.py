@@ -85,6 +85,9 @@ class Manifest(BaseModel):
     # Average LINKS_TO edges per article: graph rerank switches itself off below 2.
     avg_links_per_article: float = 0.0
     costs: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # {relative path: {"sha256": hex, "bytes": size}} of every file of the build but the
+    # manifest (packs.integrity); empty in packs written before checksums existed.
+    checksums: dict[str, dict[str, object]] = Field(default_factory=dict)
     extra: dict[str, object] = Field(default_factory=dict)
 
     def write(self, build_dir: Path) -> Path:

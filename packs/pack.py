@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from packs import filters
+from packs import filters, integrity
 from packs import format as fmt
 from packs import pipeline
 from packs.db import PackDB
@@ -103,6 +103,7 @@ class KnowledgePack:
                     f"(dim {manifest.embedding.dim}); {requested!r} is "
                     f"{canonical_model_id(requested)!r}. Open it with embedding_model="
                     f"{needed!r} (or unset {EMBEDDING_MODEL_ENV})")
+        integrity.check_on_open(build_dir, manifest.checksums)
         try:
             db = PackDB(db_path, has_languages=manifest.format_version >= 2,
                         keyword_vectors=manifest.keyword_vectors.present)

@@ -19,7 +19,8 @@ from pathlib import Path
 import polars as pl
 
 from packs import format as fmt
-from packs.manifest import KeywordVectorsInfo, Manifest
+from packs import integrity
+from packs.manifest import KeywordVectorsInfo, Manifest, read_manifest
 from packs.vendor import write_zipapp
 from tasks.store import count_rows_isolated, load_kuzu_isolated, write_tables
 
@@ -90,6 +91,14 @@ def verify_build(build_dir: Path) -> None:
         raise PublishError("verification failed: the pack has no sections")
 
 
+def seal(build_dir: Path) -> None:
+    """Record the checksum of every file `fill` wrote in the manifest, last, so that
+    readers can tell a damaged file from a good one (packs.integrity)."""
+    manifest = read_manifest(build_dir)
+    manifest.checksums = integrity.checksums(build_dir)
+    manifest.write(build_dir)
+
+
 def current_build(pack_root: Path) -> str | None:
     """The build id `pack_root/current` names, or None."""
     pointer = pack_root / fmt.CURRENT_FILE
@@ -114,6 +123,7 @@ def publish(pack_root: Path, build_id: str, fill, keep: int = 2) -> Path:
     tmp.mkdir()
     try:
         fill(tmp)
+        seal(tmp)
         verify_build(tmp)
         os.replace(tmp, final)
     except BaseException:

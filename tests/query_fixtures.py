@@ -1,5 +1,5 @@
 """Small real packs for the query tests: hand-written sections, the real offline embedder,
-the real Kuzu store (tasks.store), and a manifest — in the layout of packs/format.py.
+published through the build's real publish path (tasks.publish).
 
 `build_pack(root, embedder)` returns the pack folder (`root/<name>/` with `current` and
 `builds/<id>/`). Everything is deterministic so tests can assert exact rankings.
@@ -16,8 +16,8 @@ import pytest
 
 from packs import format as fmt
 from packs.embedding import Embedder
-from packs.manifest import Counts, EmbeddingInfo, ExtractorInfo, Manifest
-from tasks.store import load_kuzu, write_tables
+from packs.manifest import EmbeddingInfo, ExtractorInfo, Manifest
+from tasks.publish import publish, write_build
 
 BASE = "https://docs.kestrel.test"
 
@@ -177,31 +177,28 @@ def build_pack(
     fewshot: list[dict] | None = FEWSHOT,
     gate_threshold: float = 0.2,
 ) -> Path:
-    """Write a complete pack folder under `root/name`; returns that folder."""
+    """Publish a complete pack under `root/name` through the build's own publish path
+    (tables, Kuzu, manifest, checksums, verification, the `current` pointer); returns
+    that folder."""
     pack_dir = root / name
-    build_dir = pack_dir / fmt.BUILDS_DIR / build_id
-    build_dir.mkdir(parents=True)
     tables = make_tables(embedder, links)
-    write_tables(tables, build_dir / fmt.TABLES_DIR, embedder.dim)
-    result = load_kuzu(build_dir / fmt.DB_FILE, build_dir / fmt.TABLES_DIR, embedder.dim)
+    source = root / f".source-{name}"
     if fewshot is not None:
-        path = build_dir / fmt.FEWSHOT_EXAMPLES
-        path.parent.mkdir(parents=True)
+        path = source / fmt.FEWSHOT_EXAMPLES
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps(e) + "\n" for e in fewshot), encoding="utf-8")
-    n_articles = tables[fmt.ARTICLES].height
-    Manifest(
+    manifest = Manifest(
         name=name,
         build_id=build_id,
         built_at="2026-01-01T00:00:00Z",
-        counts=Counts(**{k: v for k, v in result.counts.items()}),
         embedding=EmbeddingInfo(model=embedder.model_id, dim=embedder.dim,
                                 gate_threshold=gate_threshold),
         extractor=ExtractorInfo(kind="offline"),
         kuzu_version="0.11.3",
         query_module_version="0.1.0",
-        avg_links_per_article=len(links) / n_articles,
-    ).write(build_dir)
-    (pack_dir / fmt.CURRENT_FILE).write_text(build_id + "\n", encoding="utf-8")
+        avg_links_per_article=len(links) / tables[fmt.ARTICLES].height,
+    )
+    publish(pack_dir, build_id, lambda tmp: write_build(tmp, tables, manifest, source))
     return pack_dir
 
 

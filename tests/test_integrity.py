@@ -1,0 +1,111 @@
+"""Readers survive a damaged pack: checksums in the manifest, checked before Kuzu sees the
+database, so that a corrupt pack.db is one clear error (exit 2), never a crashed host."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from packs import KnowledgePack
+from packs import format as fmt
+from packs.archive import ArchiveError, install, pack_archive, sha256_file
+from packs.integrity import PackCorruptError, check_on_open, verify
+from packs.manifest import read_manifest
+from packs.pack import resolve_build_dir
+from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _copy(pack_dir: Path, dest: Path) -> tuple[Path, Path]:
+    shutil.copytree(pack_dir, dest)
+    return dest, resolve_build_dir(dest)
+
+
+def _flip(path: Path, offset: int, size: int = 4096) -> None:
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        data = f.read(size)
+        f.seek(offset)
+        f.write(bytes(b ^ 0xFF for b in data))
+
+
+def _kpack(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "KPACK_CACHE_DIR": str(cache)}
+    env.pop("KPACK_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_every_file_of_a_build_has_a_checksum(pack_dir) -> None:
+    build = resolve_build_dir(pack_dir)
+    sums = read_manifest(build).checksums
+    files = {p.relative_to(build).as_posix() for p in build.rglob("*") if p.is_file()}
+    assert set(sums) == files - {fmt.MANIFEST_FILE}
+    assert fmt.DB_FILE in sums and sums[fmt.DB_FILE]["bytes"] == (build / fmt.DB_FILE).stat().st_size
+    assert verify(build, sums) == list(sums)
+
+
+@pytest.mark.parametrize("where", [0.0, 0.1, 0.35, 0.6, 0.9])
+def test_a_flipped_block_in_the_database_is_one_clear_error_in_a_child_process(
+        pack_dir, tmp_path, where) -> None:
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    db = build / fmt.DB_FILE
+    _flip(db, int(db.stat().st_size * where) // 4096 * 4096)
+    res = _kpack("search", str(copy), "how are jobs retried?", cache=tmp_path / "cache")
+    # The parent is alive (it is running this line) and the child exited cleanly with 2.
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pack.db does not match its checksum" in lines[0]
+
+
+def test_an_empty_database_names_its_size(pack_dir, tmp_path) -> None:
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    (build / fmt.DB_FILE).write_bytes(b"")
+    with pytest.raises(PackCorruptError, match=r"pack.db is 0 bytes, the manifest says"):
+        KnowledgePack.open(copy)
+    res = _kpack("query", str(copy), "how are jobs retried?", cache=tmp_path / "cache")
+    assert res.returncode == 2 and "0 bytes" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_verified_database_is_not_hashed_again_until_it_changes(pack_dir, tmp_path,
+                                                                   monkeypatch) -> None:
+    monkeypatch.setenv("KPACK_CACHE_DIR", str(tmp_path / "cache"))
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    sums = read_manifest(build).checksums
+    check_on_open(build, sums)
+    stamps = list((tmp_path / "cache" / "verified").iterdir())
+    assert [p.name for p in stamps] == [f"{sums[fmt.DB_FILE]['sha256']}.json"]
+    KnowledgePack.open(copy).close()  # the stamp matches: opens
+    _flip(build / fmt.DB_FILE, 8192, 16)  # same size, new bytes: the stamp no longer holds
+    with pytest.raises(PackCorruptError, match="does not match its checksum"):
+        check_on_open(build, sums)
+
+
+def test_kpack_verify_checks_every_file(pack_dir, tmp_path) -> None:
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    ok = _kpack("verify", str(copy), cache=tmp_path / "cache")
+    assert ok.returncode == 0 and "files match their checksums" in ok.stdout
+    parquet = build / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet"
+    _flip(parquet, 0, 8)
+    bad = _kpack("verify", str(copy), cache=tmp_path / "cache")
+    assert bad.returncode == 2 and "sections.parquet does not match" in bad.stderr
+
+
+def test_install_refuses_an_archive_whose_gzip_crc_fails(pack_dir, tmp_path) -> None:
+    packed = pack_archive(pack_dir, tmp_path / "kestrel.tar.gz")
+    raw = bytearray(packed.path.read_bytes())
+    raw[-8] ^= 0xFF  # the CRC-32 of the gzip trailer: only reading to the end notices
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(gzip.BadGzipFile):
+        gzip.decompress(bytes(raw))
+    with pytest.raises(ArchiveError, match="not a valid"):
+        install(bad, tmp_path / "installed", sha256=sha256_file(bad))
+    assert not (tmp_path / "installed" / "kestrel").exists()
