@@ -13,6 +13,8 @@ quality filter.
 from __future__ import annotations
 
 import dataclasses
+import math
+import typing
 from dataclasses import dataclass
 from typing import Literal
 
@@ -121,6 +123,7 @@ class SearchOptions:
     use_cache: bool = True
 
     def __post_init__(self) -> None:
+        _check_types(self)
         # Clamp rather than fail: callers pass user input straight through.
         object.__setattr__(self, "max_results", min(max(int(self.max_results), 1),
                                                     MAX_RESULTS_LIMIT))
@@ -173,3 +176,42 @@ class SearchOptions:
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
+
+
+def _check_types(opts: SearchOptions) -> None:
+    """Refuse a value of the wrong kind with a message naming the option: a string where a
+    number belongs, a bool posing as a number, NaN or infinity (they would slip past every
+    range check and poison the ranking), None for a required value."""
+    hints = typing.get_type_hints(type(opts))
+    for f in dataclasses.fields(opts):
+        value = getattr(opts, f.name)
+        kinds = _kinds(hints[f.name])
+        if value is None and type(None) in kinds:
+            continue
+        if bool in kinds and isinstance(value, bool):
+            continue
+        if int in kinds and isinstance(value, int) and not isinstance(value, bool):
+            continue
+        if float in kinds and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise OptionsError(f"{f.name} must be a finite number, got {value!r}")
+            continue
+        if str in kinds and isinstance(value, str):
+            continue
+        raise OptionsError(f"{f.name} must be {_describe(kinds)}, got {value!r}")
+
+
+def _kinds(hint: object) -> set[type]:
+    """The plain types a field's annotation admits (a Literal counts as str)."""
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return {type(a) for a in typing.get_args(hint)}
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType")):
+        return set().union(*(_kinds(a) for a in typing.get_args(hint)))
+    return {hint} if isinstance(hint, type) else set()
+
+
+def _describe(kinds: set[type]) -> str:
+    names = {bool: "true or false", int: "a whole number", float: "a number",
+             str: "a string", type(None): "null"}
+    return " or ".join(names[k] for k in (bool, int, float, str, type(None)) if k in kinds)

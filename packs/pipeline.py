@@ -40,7 +40,7 @@ class QuestionError(ValueError):
 def clean_question(question: str) -> str:
     """Trimmed question, capped at MAX_QUESTION_CHARS characters."""
     if not isinstance(question, str) or not question.strip():
-        raise QuestionError("the question is empty")
+        raise QuestionError("the question is empty; ask something, e.g. \"how do I ...?\"")
     return " ".join(question.split())[:MAX_QUESTION_CHARS]
 
 
