@@ -25,6 +25,7 @@ configure_prefect_env()  # before Prefect is imported; the user's environment wi
 
 from prefect import flow, get_run_logger, tags, task  # noqa: E402
 from prefect.futures import PrefectFuture, as_completed  # noqa: E402
+from prefect.states import Completed  # noqa: E402
 from prefect.settings import (  # noqa: E402
     PREFECT_LOCAL_STORAGE_PATH,
     PREFECT_RESULTS_PERSIST_BY_DEFAULT,
@@ -32,12 +33,17 @@ from prefect.settings import (  # noqa: E402
 )
 
 from flows.artifacts import publish_report, stage_progress  # noqa: E402
+from flows import server  # noqa: E402
+from flows.preflight import preflight  # noqa: E402
 from flows.runners import task_runner  # noqa: E402
 from packs.embedding import Embedder  # noqa: E402
 from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION  # noqa: E402
 from packs.manifest import EmbeddingInfo  # noqa: E402
 from tasks import extract as extract_core  # noqa: E402
 from tasks import faults, shards  # noqa: E402
+from tasks import lock as pack_lock  # noqa: E402
+from tasks.guard import GuardError  # noqa: E402
+from tasks.lock import PackLockedError  # noqa: E402
 from tasks import fetch as fetch_core  # noqa: E402
 from tasks import split as split_core  # noqa: E402
 from tasks import stages  # noqa: E402
@@ -196,6 +202,8 @@ class Pipeline:
         name, shard = self.meta[future][:2]
         try:
             return future.result()
+        except GuardError:
+            raise  # already one line that names the pack and what stays current
         except Exception as exc:
             where = f"{name} shard {shard.label}" if shard else name
             raise BuildError(f"{self.ctx.pack}: {where} failed: {exc}") from exc
@@ -320,12 +328,17 @@ def build_pack(
     extractor: str | None = None,
     allow_private_hosts: bool = False,
     max_cost_usd: float | None = None,
+    force: bool = False,
 ) -> dict:
     """Build the pack of `source_dir` into `out_dir/<name>/`; returns a summary dict.
 
     When the pages and every stage's settings equal those the published build was made
     from, nothing is split, extracted, embedded or republished: the summary says "no
     changes" and names the current build (readers keep the build they have).
+    The build holds the pack's lock (tasks.lock) from start to end: a second build of
+    the same pack is refused, and runs of builds that died are marked Crashed.
+    A build the publish guard finds clearly worse than the current one fails and
+    publishes nothing, unless `force`.
     """
     from prefect.runtime import flow_run
 
@@ -334,8 +347,32 @@ def build_pack(
     log = get_run_logger()
     build_id = build_id or flow_run.name.rsplit("-", 1)[-1]
     source = load_source(source_dir)
-    ctx = build_context(source, build_id, out_dir, work_dir, embedding_model, extractor,
-                        allow_private_hosts, max_cost_usd)
+    with pack_lock.held(Path(out_dir) / source.name, build_id, warn=log.warning) as held:
+        if held.replaced and held.replaced.get("build_id"):
+            mark_crashed(source.name, str(held.replaced["build_id"]), log)
+        ctx = build_context(source, build_id, out_dir, work_dir, embedding_model, extractor,
+                            allow_private_hosts, max_cost_usd, force)
+        summary = _build(ctx, source, t_start)
+    problems = shortfalls(summary)
+    if problems:  # a different state in the Prefect UI than a clean build's Completed
+        return Completed(name="Partial", message="; ".join(problems), data=summary)
+    return summary
+
+
+def shortfalls(summary: dict) -> list[str]:
+    """What a published build lacks: failed sources, a partial pack (empty when clean)."""
+    out = []
+    if summary.get("failed_sources_total"):
+        out.append(f"{summary['failed_sources_total']} sources not included")
+    if summary.get("partial"):
+        out.append("the pack is partial (see manifest partial_reasons)")
+    return out
+
+
+def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
+    """The body of build_pack, with the pack's lock held."""
+    log = get_run_logger()
+    out_dir, build_id = ctx.out_dir, ctx.build_id
     layout = plan_shards(ctx, [u.url for u in source.urls], source.config.shard_pages)
     pipe = Pipeline(ctx, layout)
     log.info("%s: %d URLs in %d shards of up to %d pages", source.name, len(source.urls),
@@ -413,9 +450,39 @@ def _reasons(fetched: list[Record]) -> str:
     return "; ".join(f"{n} × {reason}" for reason, n in top) or "no reason recorded"
 
 
+def mark_crashed(pack: str, dead_build_id: str, log) -> int:
+    """Mark the run of a build that died holding the pack's lock (killed, out of memory,
+    power loss) as Crashed; Prefect would show it Running for ever. Found through the
+    stale lock it left, which names its build id (its run is `<pack>-<build id>`)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Crashed
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            name=FlowRunFilterName(any_=[f"{pack}-{dead_build_id}"]),
+            state=FlowRunFilterState(type=FlowRunFilterStateType(
+                any_=[StateType.RUNNING, StateType.PENDING]))))
+        for run in runs:
+            client.set_flow_run_state(run.id, Crashed(
+                message="the build's process died holding the pack's lock; found by a "
+                        "later build"), force=True)
+    if runs:
+        log.warning("%s: marked the run of build %s, which died, as Crashed", pack,
+                    dead_build_id)
+    return len(runs)
+
+
 def build_context(source: SourceConfig, build_id: str, out_dir: str | Path, work_dir: str | Path,
                   embedding_model: str | None, extractor: str | None,
-                  allow_private_hosts: bool, max_cost_usd: float | None) -> BuildContext:
+                  allow_private_hosts: bool, max_cost_usd: float | None,
+                  force: bool = False) -> BuildContext:
     """The settings every stage of this build runs with (models resolved, kinds checked)."""
     model_name = resolve_embedding_model(source.config, embedding_model)
     embedder = Embedder(model_name)
@@ -434,6 +501,8 @@ def build_context(source: SourceConfig, build_id: str, out_dir: str | Path, work
         keyword_vectors=source.config.keyword_vectors, out_dir=str(Path(out_dir).resolve()),
         source_folder=str(source.folder), description=source.config.description,
         keep_builds=source.config.keep_builds, faults=os.environ.get(faults.ENV, ""),
+        force=force, guard_max_failed_share=source.config.guard_max_failed_share,
+        guard_max_loss_share=source.config.guard_max_loss_share,
     )
 
 
@@ -507,21 +576,27 @@ def run_build(
     allow_private_hosts: bool = False,
     max_cost_usd: float | None = None,
     task_runner_setting: str | None = None,
+    force: bool = False,
+    log=None,
 ) -> dict:
     """Validate the source, then run the build flow with results stored in the work dir.
 
     The work directory defaults to `<out_dir>/.work`; it holds the intermediates that
     make rebuilds cheap. It may be a shared filesystem that Dask workers on other machines
-    reach at the same path (see deployments/README.md).
+    reach at the same path (see deployments/README.md). The flow reports to the Prefect
+    server `flows.server.api_for_build` finds or starts; `log` gets a line when a
+    temporary one has to be started.
     """
     source = load_source(source_dir)  # fail fast, before Prefect starts
     out = Path(out_dir)
     work = Path(work_dir) if work_dir else out / ".work"
-    work.mkdir(parents=True, exist_ok=True)
+    preflight(source, out, work, model=resolve_embedding_model(source.config, embedding_model),
+              extractor=extractor, allow_private_hosts=allow_private_hosts)
     quiet_libraries()
     build_id = new_build_id()
     try:
-        with _prefect_settings(work), tags(f"pack:{source.name}"):
+        with _prefect_settings(work), server.api_for_build(log=log), \
+                tags(f"pack:{source.name}"):
             flow_fn = (build_pack.with_options(task_runner=task_runner(task_runner_setting))
                        if task_runner_setting else build_pack)
             return flow_fn(
@@ -529,8 +604,14 @@ def run_build(
                 out_dir=str(out.resolve()), work_dir=str(work.resolve()),
                 embedding_model=embedding_model, extractor=extractor,
                 allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost_usd,
+                force=force,
             )
     except Exception as exc:
         # Recorded, then re-raised: the pack's history shows failed runs next to good ones.
-        append_history(out / source.name, build_id, "failed", f"{type(exc).__name__}: {exc}")
+        status = "refused" if isinstance(exc, (GuardError, PackLockedError)) else "failed"
+        try:
+            append_history(out / source.name, build_id, status, f"{type(exc).__name__}: {exc}")
+        except OSError as hist_exc:  # e.g. the disk is still full: say so, keep the cause
+            logging.getLogger("kpack.build").warning(
+                "could not write the pack's history: %s", hist_exc)
         raise

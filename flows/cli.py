@@ -3,8 +3,9 @@
 Thin by design: each command parses its arguments, calls one library function and prints.
 `--json` prints machine-readable output. Exit codes: 0 success, 1 the work failed (a build
 that published nothing, a query that errored), 2 bad input (unknown source, invalid
-urls.txt or pack.toml, unreadable pack, mismatched model). Set KPACK_DEBUG=1 to get the
-full traceback instead of the one-line error.
+urls.txt or pack.toml, a failed preflight, an unreadable or damaged pack, a mismatched
+model, bad options), 3 `build --strict` published a pack with failed sources or a
+partial one. Errors are one line; set KPACK_DEBUG=1 to get the full traceback.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ app = typer.Typer(
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_PARTIAL = 3  # kpack build --strict: published, but sources failed or the pack is partial
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
@@ -34,11 +36,12 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from packs.format import PackFormatError
     from tasks.sources import SourceError
 
+    from flows.preflight import PreflightError
     from packs.options import OptionsError
     from packs.pipeline import QuestionError
 
     return (SourceError, PackFormatError, EmbeddingModelError, FileNotFoundError,
-            TaskRunnerSettingError, OptionsError, OptionError, QuestionError)
+            TaskRunnerSettingError, OptionsError, OptionError, QuestionError, PreflightError)
 
 
 def _fail(exc: BaseException) -> None:
@@ -60,26 +63,44 @@ def build(
     work_dir: Annotated[Optional[Path], typer.Option(help="Intermediates and caches (default OUT/.work).")] = None,
     embedding_model: Annotated[Optional[str], typer.Option(help="Model id or local folder; overrides pack.toml and $KPACK_EMBEDDING_MODEL.")] = None,
     extractor: Annotated[Optional[str], typer.Option(help="auto | claude | offline (default from pack.toml: auto).")] = None,
-    allow_private_hosts: Annotated[bool, typer.Option(help="Allow fetching from loopback/private addresses.")] = False,
+    allow_private_hosts: Annotated[bool, typer.Option("--allow-private-hosts", help="Allow fetching from loopback/private addresses.")] = False,
     max_cost: Annotated[Optional[float], typer.Option(help="Stop starting Claude calls once this many USD are spent.")] = None,
     task_runner: Annotated[Optional[str], typer.Option(help="threads | threads:N | dask | dask:N | tcp://host:port of a Dask scheduler (default $KPACK_TASK_RUNNER or threads).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Publish even when the publish guard finds the build clearly worse than the current one.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help=f"Exit {EXIT_PARTIAL} when any source failed or the pack is partial (for schedulers).")] = False,
     estimate: Annotated[bool, typer.Option("--estimate", help="Fetch and split, then print the Claude tokens and USD a build would spend; publish nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the build summary as JSON.")] = False,
 ) -> None:
-    """Build (or rebuild) the pack of SOURCE and publish it atomically into OUT/<name>/."""
+    """Build (or rebuild) the pack of SOURCE and publish it atomically into OUT/<name>/.
+
+    Before anything is fetched, a preflight checks the config, the embedding model, the
+    hosts, the API key and the output folder (exit 2 with every problem in one line).
+    A build the publish guard finds clearly worse than the current one publishes nothing
+    and exits 1 (--force overrides); a second build of a pack that is being built is
+    refused. With --strict, failed sources or a partial pack exit 3."""
     if estimate:
         _estimate(source, out, work_dir, embedding_model, extractor, allow_private_hosts, as_json)
         return
     try:
-        from flows.build import run_build
+        from flows.build import run_build, shortfalls
+        from flows.settings import console_errors_one_line
 
+        console_errors_one_line()
         summary = run_build(
             source, out, work_dir=work_dir, embedding_model=embedding_model,
             extractor=extractor, allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost,
-            task_runner_setting=task_runner,
+            task_runner_setting=task_runner, force=force,
+            log=lambda line: typer.echo(line, err=True),
         )
     except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
         _fail(exc)
+    _print_build(summary, as_json)
+    if strict and shortfalls(summary):
+        typer.echo(f"strict: {'; '.join(shortfalls(summary))}", err=True)
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+def _print_build(summary: dict, as_json: bool) -> None:
     if as_json:
         _print_json(summary)
         return
@@ -97,7 +118,8 @@ def build(
         from packs.diff import summary_line
 
         typer.echo(f"changes: {summary_line(summary['changes'])}")
-    typer.echo(f"extractor: {summary['extractor']['kind']} {summary['extractor'].get('note') or ''}".rstrip())
+    extractor = summary["extractor"]
+    typer.echo(f"extractor: {extractor.get('note') or extractor['kind']}")
     for failed in summary["failed_sources"]:
         typer.echo(f"  not included: {failed['url']}: {failed['status']}: {failed['error']}")
     if summary["partial"]:
@@ -196,7 +218,7 @@ def query(
     pack: Annotated[Optional[list[Path]], typer.Option("--pack", "-p", help=PACKS_HELP)] = None,
     max_results: Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")] = 10,
     per_pack: Annotated[Optional[int], typer.Option("--per-pack", help=PER_PACK_HELP)] = None,
-    no_enhancements: Annotated[bool, typer.Option(help="Plain vector search (the gate and quality filter stay on).")] = False,
+    no_enhancements: Annotated[bool, typer.Option("--no-enhancements", help="Plain vector search (the gate and quality filter stay on).")] = False,
     option: Annotated[Optional[list[str]], typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o hybrid=false -o url_prefix=/docs/tasks/.")] = None,
     embedding_model: Annotated[Optional[list[str]], typer.Option(help=MODEL_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer dict as JSON.")] = False,
@@ -228,7 +250,7 @@ def search(
     pack: Annotated[Optional[list[Path]], typer.Option("--pack", "-p", help=PACKS_HELP)] = None,
     max_results: Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")] = 10,
     per_pack: Annotated[Optional[int], typer.Option("--per-pack", help=PER_PACK_HELP)] = None,
-    no_enhancements: Annotated[bool, typer.Option(help="Plain vector search (the gate and quality filter stay on).")] = False,
+    no_enhancements: Annotated[bool, typer.Option("--no-enhancements", help="Plain vector search (the gate and quality filter stay on).")] = False,
     option: Annotated[Optional[list[str]], typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o content_kind=code.")] = None,
     context: Annotated[bool, typer.Option("--context", help="Also print the assembled context (what an agent gets).")] = False,
     embedding_model: Annotated[Optional[list[str]], typer.Option(help=MODEL_HELP)] = None,

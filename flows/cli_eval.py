@@ -36,11 +36,11 @@ def eval_(
     pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
     questions: Annotated[Path, typer.Option("--questions", "-q", help="JSONL of {id, question, gold_sources[], answer?, kind?}; a gold source is URL (page) or URL#heading (section).")],
     k: Annotated[Optional[list[int]], typer.Option("--k", help="Cut-offs for recall@k (repeat the option; default 1, 5, 10). MRR and nDCG@10 are always reported.")] = None,
-    binary: Annotated[bool, typer.Option(help="Binary gains for nDCG (every gold counts 1) instead of the gold grades.")] = False,
+    binary: Annotated[bool, typer.Option("--binary", help="Binary gains for nDCG (every gold counts 1) instead of the gold grades.")] = False,
     no_gate: Annotated[bool, typer.Option("--no-gate", help="Score rankings with the confidence gate off (gated questions otherwise score 0).")] = False,
     judge: Annotated[bool, typer.Option(help="With ANTHROPIC_API_KEY set, ask() the questions that have a reference answer and let Claude grade the answers.")] = True,
     judge_model: Annotated[str, typer.Option(help="Claude model that grades answers.")] = "claude-sonnet-4-6",
-    per_question: Annotated[bool, typer.Option(help="Print one line per question.")] = False,
+    per_question: Annotated[bool, typer.Option("--per-question", help="Print one line per question.")] = False,
     embedding_model: Annotated[Optional[str], typer.Option(help="Local copy of the pack's model.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full report (overall, per kind, per question) as JSON.")] = False,
 ) -> None:

@@ -25,3 +25,30 @@ DEFAULTS = {
 def configure_prefect_env() -> None:
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
+
+
+class _OneLineErrors:
+    """A console-handler filter: log records keep their first line; tracebacks and the
+    rest of multi-line messages stay out of the terminal. The records reach Prefect's API
+    handler first (it sits on the run loggers, the console on the root logger), so the
+    run logs in the Prefect UI keep the full tracebacks."""
+
+    def filter(self, record) -> bool:
+        if record.exc_info or record.exc_text or record.stack_info:
+            record.exc_info = record.exc_text = record.stack_info = None
+        message = record.getMessage()
+        if "\n" in message:
+            record.msg, record.args = message.split("\n", 1)[0] + " [...]", None
+        return True
+
+
+def console_errors_one_line() -> None:
+    """Keep tracebacks out of the terminal (unless KPACK_DEBUG is set): the CLI prints
+    one line with the reason last. Call it after Prefect has configured logging."""
+    import logging
+
+    if os.environ.get("KPACK_DEBUG"):
+        return
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _OneLineErrors) for f in handler.filters):
+            handler.addFilter(_OneLineErrors())

@@ -205,7 +205,25 @@ class StoreError(RuntimeError):
     """The database could not be written or verified; the message says why."""
 
 
-def _child(args: list[str], timeout_s: float) -> dict:
+LOW_SPACE_BYTES = 64 * 1024 * 1024
+
+
+def _space_note(folder: Path) -> str:
+    """" (the disk ... is full)" when the folder's file system is nearly out of space:
+    Kuzu aborts on a full disk with an unrelated message ('Invalid transaction type to
+    rollback'), so the likely cause is named here."""
+    import shutil
+
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    if free >= LOW_SPACE_BYTES:
+        return ""
+    return f" (no space left on device: {free / 1e6:.1f} MB free where {folder} lives)"
+
+
+def _child(args: list[str], timeout_s: float, where: Path | None = None) -> dict:
     import json
     import subprocess
     import sys
@@ -217,14 +235,16 @@ def _child(args: list[str], timeout_s: float) -> dict:
         reason = lines[-1].strip() if lines else "no error message"
         how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
                else f"exited with code {proc.returncode}")
-        raise StoreError(f"the Kuzu writer {how}: {reason}")
+        note = _space_note(where) if where is not None else ""
+        raise StoreError(f"the Kuzu writer {how}: {reason}{note}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def load_kuzu_isolated(db_path: Path, tables_dir: Path, dim: int,
                        timeout_s: float = WRITER_TIMEOUT_S) -> StoreResult:
     """`load_kuzu` in a child process; StoreError when it fails or dies."""
-    data = _child(["load", str(db_path), str(tables_dir), str(dim)], timeout_s)
+    data = _child(["load", str(db_path), str(tables_dir), str(dim)], timeout_s,
+                  db_path.parent)
     return StoreResult(counts=data["counts"], dropped_edges=data["dropped_edges"],
                        keyword_vectors=data["keyword_vectors"])
 

@@ -259,4 +259,11 @@ def test_a_build_killed_during_embedding_recomputes_only_unfinished_shards(
     manifest = json.loads((Path(summary["build_dir"]) / fmt.MANIFEST_FILE).read_text())
     computed = manifest["extra"]["embed_stats"]["computed"]
     assert 0 < computed <= summary["counts"]["sections"] - done
+    # The killed build's run no longer shows as Running: the next build marked it Crashed.
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        states = {r.name: r.state.type.value for r in client.read_flow_runs()
+                  if (r.parameters or {}).get("out_dir") == str(out.resolve())}
+    assert sorted(states.values()) == ["COMPLETED", "CRASHED"], states
     assert {p.name for p in finished} <= {p.name for p in (work / "topics" / "embed").iterdir()}

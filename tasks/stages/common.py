@@ -86,6 +86,9 @@ class BuildContext:
     description: str = ""
     keep_builds: int = 2
     faults: str = ""  # $KPACK_FAULTS of the driver (tasks.faults)
+    force: bool = False  # publish even when the guard says the build is worse
+    guard_max_failed_share: float = 0.2
+    guard_max_loss_share: float = 0.5
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from packs.diff import diff_builds, diff_tables, summary_line
 from packs.manifest import ExtractorInfo, Manifest, SourceRecord, read_manifest
 from tasks import publish as publish_core
 from tasks.extract import extractor_info
+from tasks.guard import BuildFacts, GuardError
+from tasks.guard import check as guard_check
 from tasks.shards import Shard
 from tasks.stages.common import BuildContext, ProgressFn, logger
 
@@ -96,6 +98,12 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         {t: resolved.table(t) for t in resolved.paths},
     )
     failures, not_extracted = _failures(inputs)
+    out_dir = Path(ctx.out_dir)
+    pack_root = out_dir / ctx.pack
+    previous = publish_core.current_build(pack_root)
+    _refuse_older(ctx, previous)
+    if not ctx.force:
+        _guard(ctx, inputs, pages, len(failures), pack_root, previous)
     stats = inputs.get("stats") or {}
     partial_reasons = []
     if not_extracted:
@@ -131,9 +139,6 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         },
     )
     t0 = time.perf_counter()
-    out_dir = Path(ctx.out_dir)
-    pack_root = out_dir / ctx.pack
-    previous = publish_core.current_build(pack_root)
     changes: dict = {}
 
     def fill(tmp: Path) -> None:
@@ -166,6 +171,47 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         "embed_stats": stats.get("embed", {}),
         "status": "published",
     }
+
+
+def _refuse_older(ctx: BuildContext, current: str | None) -> None:
+    """Build ids are start times: a current build that started after this one holds newer
+    pages, and this build must not put older content back (the pack lock makes this rare:
+    only a lock taken over from a build that was still alive gets here)."""
+    if current and current > ctx.build_id:
+        raise GuardError(f"{ctx.pack}: build {current} started after this one "
+                         f"({ctx.build_id}) and is already current; nothing published")
+
+
+def _facts(pages: pl.DataFrame, sections: int, entities: int, failed: int) -> BuildFacts:
+    usable = pages.filter(pl.col("usable") if "usable" in pages.columns
+                          else pl.col("status").is_in(["ok", "not_modified"]))
+    return BuildFacts(sections=sections, entities=entities, failed_sections=failed,
+                      pages=dict(usable.select("url", "content_hash").iter_rows()))
+
+
+def _guard(ctx: BuildContext, inputs: dict, pages: pl.DataFrame, failed: int,
+           pack_root: Path, current_id: str | None) -> None:
+    """GuardError when this build must not replace the current one (tasks.guard)."""
+    new = _facts(pages, sum(r.rows["sections"] for r in inputs["split"]),
+                 inputs["resolve"].rows[fmt.ENTITIES], failed)
+    current = None
+    if current_id:
+        try:
+            m = read_manifest(pack_root / fmt.BUILDS_DIR / current_id)
+        except fmt.PackFormatError:
+            m = None  # an unreadable current build is nothing to protect
+        if m is not None:
+            current = BuildFacts(
+                sections=m.counts.sections, entities=m.counts.entities,
+                pages={s.url: s.content_hash for s in m.sources
+                       if s.status in ("ok", "not_modified")})
+    listed = set(pages["url"].to_list())
+    reason = guard_check(new, current, listed, max_failed_share=ctx.guard_max_failed_share,
+                         max_loss_share=ctx.guard_max_loss_share)
+    if reason:
+        keeps = f"build {current_id} stays current" if current_id else "nothing was published"
+        raise GuardError(f"{ctx.pack}: publish refused: {reason}; {keeps} "
+                         "(fix the cause, or rebuild with --force to publish anyway)")
 
 
 def diff_tables_first(tables: dict[str, pl.DataFrame]) -> dict:
