@@ -84,6 +84,7 @@ def running() -> ServerInfo | None:
 def _free_port(preferred: int | None = None) -> int:
     for port in ([preferred] if preferred else []) + [0]:
         with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
