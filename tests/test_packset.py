@@ -230,7 +230,10 @@ def test_ask_has_the_single_pack_shape_with_pack_labels(packset):
     assert answer["query_type"] == "hybrid_search" or answer["query_type"] == "retrieval_only"
     assert answer["sources"] and all("pack" in s for s in answer["sources"])
     assert answer["sources"][0]["pack"] == "kitchen"
-    assert "kitchen:" in answer["answer"]
+    assert "[1, kitchen]" in answer["answer"]
+    # Every marker has its citation, naming the pack, checked against the section.
+    assert answer["citations"] and all(c["pack"] == "kitchen" and c["verified"]
+                                       for c in answer["citations"])
     result = packset.search("How long do I knead bread dough?")
     assert "Pack: kitchen" in result.context
 
