@@ -123,6 +123,18 @@ def cite(answer: str, sections: Mapping[int, CitedSection],
     return out
 
 
+def excerpt_citations(sections: Iterable[CitedSection], pack: str | None = None) -> list[dict]:
+    """A citation for each [n] excerpt of a context (search results, no answer): its quote
+    is the part of the section the context shows (`context_span`), checked like any other.
+    `sections` are the cited ones in [n] order (SearchResult.cited())."""
+    out = []
+    for s in sections:
+        start, end = getattr(s, "context_span", None) or (0, len(s.content))
+        out.append(citation(int(getattr(s, "citation", 0) or 0), s,
+                            s.content[start:end], pack))
+    return out
+
+
 def unverified_note(citations: Sequence[Mapping[str, object]]) -> str | None:
     """A line for the end of the answer naming the citations that could not be verified
     (written without brackets, so it adds no marker); None when all were verified."""

@@ -11,7 +11,10 @@ import pytest
 
 from packs import KnowledgePack
 from packs import format as fmt
-from packs.citations import CITATION_FIELDS, cite, locate, markers, precision, unverified_note
+from packs.citations import (CITATION_FIELDS, cite, excerpt_citations, locate, markers,
+                             precision, unverified_note)
+from packs.result import Facts, RankedSection
+from packs.retrieval.context import assemble
 from packs.retrieval.extractive import segment, select
 from packs.retrieval.synthesis import extractive_answer
 from query_fixtures import embedder, pack_dir, url_of  # noqa: F401 (fixtures)
@@ -160,3 +163,16 @@ def test_offline_answer_cites_spans_of_the_sections_table(pack):
 def test_gated_offline_answer_has_no_citations(pack):
     answer = pack.ask("Who won the 1998 football world cup?", gate_threshold=0.6)
     assert answer["citations"] == [] and answer["query_type"] == "confidence_gated_fallback"
+
+
+def test_excerpt_citations_quote_what_the_context_shows():
+    long = "  " + " ".join(f"Sentence number {i} about retries." for i in range(200)) + "\n"
+    secs = [RankedSection(id=f"s{i}", article_id="a", url=f"https://x.test/{i}", title="T",
+                          heading_path=f"T > H{i}", content=text, score=1.0)
+            for i, text in enumerate([long, "Short second section about queues."])]
+    ctx = assemble(secs, [], Facts(), budget=300, reserve=0)
+    assert ctx.truncated and secs[0].citation == 1
+    first, *_ = excerpt_citations([s for s in secs if s.citation], "docs")
+    assert first["verified"] and first["start"] == 2 and first["quote"] in ctx.text
+    assert first["end"] < len(long.rstrip())  # the block was cut to fit its share
+    assert long[first["start"]:first["end"]] == first["quote"]

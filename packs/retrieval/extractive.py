@@ -8,14 +8,16 @@ own citation quote:
   "header: cell; ..." so it reads without the table;
 - a list item (with its indented continuation lines) is split into sentences of its own,
   so items are never run together (`item`);
-- a paragraph is split at sentence ends (., ?, ! before a capital, digit, quote or code),
+- a paragraph is split at sentence ends (., ?, ! before a capital, a digit, a quote or a
+  code span),
   never at a soft line break, always at a hard one (two trailing spaces or a backslash),
   and never after an abbreviation (e.g., i.e., etc., vs., an initial) or inside `code`.
 
 Selection (`select`): every sentence, item and row of the first `max_sections` cited
 sections is scored by the question's keywords it contains, each weighted by its inverse
 frequency among those units (so a rare word counts for more than one in every sentence),
-plus a small prior for the section's rank, plus a bonus for a number when the question asks
+plus a share of that score for the section's heading path, plus a small prior for the
+section's rank, plus a bonus for a number when the question asks
 for one (how many, when, what year). The best `max_sentences` go in best-first order, at
 most `per_section` from one section. Weights were set on the XQuAD dev split
 (benchmarks/xquad_answers.py); see BENCHMARKS.md for the test split.
@@ -29,9 +31,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from packs.retrieval.quality import STOP_WORDS, tokenize
+from packs.retrieval.quality import STOP_WORDS
 
-SECTION_PRIOR = 0.15  # added for the top section, divided by rank below it
+SECTION_PRIOR = 0.3  # added for the top section, divided by rank below it
+HEADING_WEIGHT = 0.25  # times the question-keyword score of the section's heading path
 NUMBER_BONUS = 0.15
 SHORT_WORDS = 4  # units with fewer words score half
 MAX_CODE_LINES = 5  # longer code blocks are never chosen whole
@@ -42,7 +45,7 @@ _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])(\s+|$)")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _QUOTE_MARK = re.compile(r"^\s*>\s?", re.M)
-_END = re.compile(r"[.!?][\"'”’)\]*_]*(?=\s+[\"'“‘(\[`*_]*[A-Z0-9])")
+_END = re.compile(r"[.!?][\"'”’)\]*_]*(?=\s+(?:[\"'“‘(\[*_]*[A-Z0-9]|`))")
 _ABBREV = frozenset("""e.g i.e etc vs cf al approx fig figs no nos eq eqs mr mrs ms dr st
 jr sr prof inc ltd co corp dept est vol ch sec p pp""".split())
 _NUMBER_QUESTION = re.compile(
@@ -210,9 +213,13 @@ def _stem(token: str) -> str:
     return token
 
 
+# Dotted and dashed names stay one word: "pack.toml" does not match a question about a pack.
+_WORD = re.compile(r"[a-z0-9_]+(?:[.\-/][a-z0-9_]+)*")
+
+
 def terms(text: str) -> set[str]:
     """Stemmed keywords (stop words left out)."""
-    return {_stem(t) for t in tokenize(text) if t not in STOP_WORDS}
+    return {_stem(t) for t in _WORD.findall(text.lower()) if t not in STOP_WORDS}
 
 
 def _candidate(u: Unit, text: str) -> bool:
@@ -224,9 +231,10 @@ def _candidate(u: Unit, text: str) -> bool:
 
 
 def select(question: str, texts: Sequence[str], max_sentences: int = 3,
-           per_section: int = 2) -> list[Pick]:
-    """The best units of `texts` (the cited sections' contents, best section first) for
-    `question`, best first; [] when no section has a unit."""
+           per_section: int = 2, headings: Sequence[str] | None = None) -> list[Pick]:
+    """The best units of `texts` (the cited sections' contents, best section first, with
+    their `headings` paths when given) for `question`, best first; [] when no section has
+    a unit."""
     units = [(i, u) for i, t in enumerate(texts) for u in segment(t) if _candidate(u, t)]
     if not units:
         return []
@@ -237,9 +245,13 @@ def select(question: str, texts: Sequence[str], max_sentences: int = 3,
     idf = {t: math.log(1 + n / (df.get(t, 0) + 0.5)) for t in q}
     total = sum(idf.values()) or 1.0
     wants_number = _NUMBER_QUESTION.search(question) is not None
+    # A sentence under a heading that names the question's subject ("What is inside a
+    # pack" for "what is inside a pack?") rarely repeats those words itself.
+    head = [HEADING_WEIGHT * sum(idf[t] for t in q & terms(h)) / total
+            for h in (headings or [""] * len(texts))]
     scored = []
     for (i, u), ts in zip(units, unit_terms):
-        score = sum(idf[t] for t in q & ts) / total + SECTION_PRIOR / (i + 1)
+        score = sum(idf[t] for t in q & ts) / total + SECTION_PRIOR / (i + 1) + head[i]
         if wants_number and _DIGIT.search(u.display):
             score += NUMBER_BONUS
         if len(u.display.split()) < SHORT_WORDS:

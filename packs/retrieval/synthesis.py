@@ -136,7 +136,8 @@ def extractive_answer(question: str, cited: Sequence[RankedSection], max_sentenc
     (packs/retrieval/extractive.py), best first, one bullet each with its [n]; each quote is
     the sentence's span of its section, for packs/citations.py."""
     sections = list(cited[:max_sections])
-    picks = extractive.select(question, [s.content for s in sections], max_sentences)
+    picks = extractive.select(question, [s.content for s in sections], max_sentences,
+                              headings=[s.heading_path or s.title or "" for s in sections])
     if not picks:
         return "The pack has no passages relevant to this question.", []
     lines, quotes = [note, ""], []
