@@ -80,7 +80,10 @@ def _plan(result: SearchResult) -> tuple[str, str, str]:
     if result.gated:
         return ("confidence_gated_fallback", synthesis.SYSTEM_NO_CONTEXT,
                 f"<question>\n{synthesis.neutralise(result.question)}\n</question>")
-    block = fewshot.format_block([fewshot.Example(**e) for e in result.fewshot])
+    # The few-shot pool is the pack's own file, but it is page-like text too.
+    block = fewshot.format_block([
+        fewshot.Example(synthesis.neutralise(e["question"]), synthesis.neutralise(e["answer"]))
+        for e in result.fewshot])
     return (_retrieval_type(result), synthesis.SYSTEM,
             synthesis.user_message(result.question, result.context, block))
 
