@@ -262,6 +262,9 @@ def test_cli_single_and_several_packs(two_packs, monkeypatch):
 
     data = json.loads(multi.output)
     assert data["sources"][0]["pack"] == "kitchen"
+    cits = data["citations"]  # kpack query --json carries them, one per [n]
+    assert cits and all(c["verified"] and c["pack"] == "kitchen" and c["section_id"]
+                        for c in cits)
     search = runner.invoke(app, [
         "search", "--pack", str(two_packs["garden"]), "--pack", str(two_packs["kitchen"]),
         "--embedding-model", f"minilm-copy={two_packs['model_dir']}", "--per-pack", "1",
