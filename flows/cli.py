@@ -238,10 +238,14 @@ def query(
     typer.echo(result["answer"])
     typer.echo("")
     typer.echo(f"[{result['query_type']}]")
+    # Chunks of one section share its heading: list each heading once, with all its [n].
+    grouped: dict[tuple, list[int]] = {}
     for src in result["sources"]:
-        where = f"[{src['pack']}] " if src.get("pack") else ""
-        typer.echo(f"  [{src['n']}] {where}{src.get('heading_path') or src.get('title')} — "
-                   f"{src['url']}")
+        key = (src.get("pack"), src.get("heading_path") or src.get("title"), src["url"])
+        grouped.setdefault(key, []).append(src["n"])
+    for (pack_label, heading, url), ns in grouped.items():
+        where = f"[{pack_label}] " if pack_label else ""
+        typer.echo(f"  [{', '.join(map(str, ns))}] {where}{heading} — {url}")
 
 
 @app.command()

@@ -40,6 +40,7 @@ def eval_(
     no_gate: Annotated[bool, typer.Option("--no-gate", help="Score rankings with the confidence gate off (gated questions otherwise score 0).")] = False,
     judge: Annotated[bool, typer.Option(help="With ANTHROPIC_API_KEY set, ask() the questions that have a reference answer and let Claude grade the answers.")] = True,
     judge_model: Annotated[str, typer.Option(help="Claude model that grades answers.")] = "claude-sonnet-4-6",
+    answers: Annotated[bool, typer.Option("--answers", help="Also ask() every question and report citation precision: the share of the answers' citations whose quote was found in the cited section (Claude with ANTHROPIC_API_KEY, else the extractive answer).")] = False,
     per_question: Annotated[bool, typer.Option("--per-question", help="Print one line per question.")] = False,
     embedding_model: Annotated[Optional[str], typer.Option(help="Local copy of the pack's model.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full report (overall, per kind, per question) as JSON.")] = False,
@@ -47,6 +48,7 @@ def eval_(
     """Score PACK's retrieval on the QUESTIONS file: recall@k, MRR and nDCG@10 per question
     and overall, against the gold sources. When ANTHROPIC_API_KEY is set, answers to
     questions with a reference `answer` are graded by Claude (0, 0.5, 1) with a fixed rubric.
+    With --answers (or a judge), answers are checked for citation precision.
     Refuses to run when a question is in the pack's few-shot pool."""
     try:
         from packs import KnowledgePack
@@ -58,7 +60,7 @@ def eval_(
         client = judge_client() if judge else None
         with KnowledgePack.open(pack, embedding_model=embedding_model) as kp:
             report = evaluate(kp, qs, options, ks=tuple(k or DEFAULT_KS), binary=binary,
-                              judge=client, judge_model=judge_model)
+                              judge=client, judge_model=judge_model, answers=answers)
     except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
         _fail(exc)
     if as_json:
@@ -84,6 +86,11 @@ def format_report(report, per_question: bool = False) -> str:
     if report.judge_model:
         lines.append(f"answers graded by {report.judge_model}: {report.judged} "
                      f"({report.judge_failures} could not be graded)")
+    if report.answered:
+        precision = ("n/a (no citations)" if report.citation_precision is None
+                     else f"{report.citation_precision:.3f}")
+        lines.append(f"citation precision: {precision} ({report.citations_verified}/"
+                     f"{report.citations} citations verified in {report.answered} answers)")
     if per_question:
         for r in report.per_question:
             top = r.retrieved[0] if r.retrieved else "(nothing)"

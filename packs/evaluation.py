@@ -26,6 +26,10 @@ the pack's fewshot/examples.jsonl (compared after case and whitespace folding).
 
 Grading: with ANTHROPIC_API_KEY set, `judge_answer` asks Claude (real SDK, timeout, forced
 tool call) to grade an answer against the reference with the fixed `RUBRIC`.
+
+Citation precision: every answer asked (`answers=True` asks every question; a judge asks
+those with a reference answer) has its citations counted; precision = verified citations /
+all citations over the run (packs/citations.py), and per question as `citation_precision`.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from packs import format as fmt
+from packs.citations import precision as citation_precision
 from packs.options import SearchOptions
 from packs.urls import canonical_url
 
@@ -374,6 +379,10 @@ class EvalReport:
     judged: int = 0
     judge_failures: int = 0
     judge_model: str | None = None
+    answered: int = 0  # questions answered with ask()
+    citations: int = 0  # citations in those answers
+    citations_verified: int = 0
+    citation_precision: float | None = None  # verified / citations; None without any
     seconds: float = 0.0
     per_question: list[QuestionResult] = field(default_factory=list)
 
@@ -393,10 +402,12 @@ def eval_options(options: SearchOptions | None, depth: int) -> SearchOptions:
 def evaluate(pack: "KnowledgePack", questions: Sequence[Question],
              options: SearchOptions | None = None, ks: Sequence[int] = DEFAULT_KS, *,
              binary: bool = False, judge: object | None = None,
-             judge_model: str = DEFAULT_JUDGE_MODEL,
+             judge_model: str = DEFAULT_JUDGE_MODEL, answers: bool = False,
              progress: Callable[[int, int], None] | None = None) -> EvalReport:
     """Search every question, score the ranking; with a `judge` client (judge_client())
-    also `ask()` the questions that have a reference answer and grade the answers.
+    also `ask()` the questions that have a reference answer and grade the answers; with
+    `answers`, `ask()` every question. The citations of every answer asked are counted
+    (citation precision).
 
     Raises EvalLeakError before any search when a question is in the few-shot pool.
     """
@@ -407,17 +418,25 @@ def evaluate(pack: "KnowledgePack", questions: Sequence[Question],
     ask_opts = SearchOptions.build(options, use_cache=False)  # answers as users get them
     t0 = time.perf_counter()
     rows: list[QuestionResult] = []
+    answered = n_cits = n_verified = 0
     for n, q in enumerate(questions, start=1):
         result = pack.search(q.question, opts)
         ranked = distinct_sources(result.sections, q.section_level)[:depth]
         metrics = score_ranking(ranked, q.gold, ks, binary)
         judgement = None
-        if judge is not None and q.answer:
+        graded = judge is not None and q.answer
+        if answers or graded:
             answer = pack.ask(q.question, ask_opts)
-            judgement = judge_answer(judge, q.question, q.answer, str(answer["answer"]),
-                                     judge_model)
-            if judgement.score is not None:
-                metrics["answer_score"] = judgement.score
+            answered += 1
+            verified, total = citation_precision(answer.get("citations", []))
+            n_cits, n_verified = n_cits + total, n_verified + verified
+            if total:
+                metrics["citation_precision"] = verified / total
+            if graded:
+                judgement = judge_answer(judge, q.question, str(q.answer),
+                                         str(answer["answer"]), judge_model)
+                if judgement.score is not None:
+                    metrics["answer_score"] = judgement.score
         rows.append(QuestionResult(
             id=q.id, question=q.question, kind=q.kind, metrics=metrics, gated=result.gated,
             best_similarity=result.best_similarity, judgement=judgement,
@@ -434,4 +453,6 @@ def evaluate(pack: "KnowledgePack", questions: Sequence[Question],
         gated=sum(r.gated for r in rows), judged=len(judged),
         judge_failures=sum(r.judgement.score is None for r in judged),
         judge_model=judge_model if judge is not None else None,
+        answered=answered, citations=n_cits, citations_verified=n_verified,
+        citation_precision=n_verified / n_cits if n_cits else None,
         seconds=round(time.perf_counter() - t0, 2), per_question=rows)

@@ -3,10 +3,19 @@
 Tools (official `mcp` SDK, MCPServer):
   list_packs()                          the packs served: name, description, build, counts
   pack_info(name)                       one pack's manifest summary
-  search(pack, question, max_tokens?)   the token-budgeted context with [n] citations, as
-                                        Markdown for the agent; the cited sources as
+  search(question, pack?, max_tokens?)  the token-budgeted context with [n] citations, as
+                                        Markdown for the agent; the cited sources and a
+                                        citation per excerpt (packs/citations.py) as
                                         structured content
-  ask(pack, question)                   the answer dict of `KnowledgePack.ask`
+  search_packs(question, packs?, per_pack?, max_results?, max_tokens?)
+                                        the same over several packs at once (packs.PackSet:
+                                        per_pack keeps each pack's top N, max_results caps
+                                        the total); each excerpt names its pack
+  ask(question, pack?)                  the answer dict of `KnowledgePack.ask`, with its
+                                        verified citations
+
+`pack` may be left out when the server serves one pack; with several, search and ask say
+which packs there are.
 
 Packs are opened once when the server starts and shared by every session; each pack's
 question embedder is loaded up front, so a missing model fails the start, not the first
@@ -41,8 +50,19 @@ MAX_PACK_NAME_CHARS = 128
 DEFAULT_PORT = 8765
 LOOPBACK = "127.0.0.1"
 
+MAX_RESULTS = 50
 PackName = Annotated[str, Field(min_length=1, max_length=MAX_PACK_NAME_CHARS,
                                 description="Pack name, as list_packs gives it.")]
+OptionalPackName = Annotated[str | None, Field(
+    min_length=1, max_length=MAX_PACK_NAME_CHARS,
+    description="Pack name, as list_packs gives it; may be left out when one pack is served.")]
+PackNames = Annotated[list[PackName] | None, Field(
+    min_length=1, max_length=64,
+    description="Packs to search (default: every pack served).")]
+PerPack = Annotated[int | None, Field(
+    ge=1, le=MAX_RESULTS, description="Keep the top N sections of each pack (diverse results).")]
+MaxResults = Annotated[int | None, Field(
+    ge=1, le=MAX_RESULTS, description="Keep the top N sections over all packs (default 10).")]
 Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS,
                                 description="The question, in natural language.")]
 MaxTokens = Annotated[int | None, Field(
@@ -107,28 +127,49 @@ def _info(pack: KnowledgePack) -> dict[str, Any]:
     }
 
 
-def search_text(pack_name: str, result: Any) -> str:
-    """The agent-facing search output: a one-line header, then the cited context."""
+def search_text(pack_name: str, result: Any, several: Sequence[str] = ()) -> str:
+    """The agent-facing search output: a one-line header, then the cited context.
+    `several` names the packs of a search_packs call (then `pack_name` is unused)."""
+    what = (f"packs {', '.join(repr(n) for n in several)}" if several
+            else f"pack {pack_name!r}")
     if result.gated or not result.context:
         best = "none" if result.best_similarity is None else f"{result.best_similarity:.2f}"
-        return (f"No section of pack {pack_name!r} is relevant enough to this question "
+        return (f"No section of {what} is relevant enough to this question "
                 f"(best similarity {best}, threshold {result.gate_threshold:.2f}). Answer "
                 "without this pack, or rephrase the question with the pack's terms.")
     note = "; truncated to fit the budget" if result.truncated else ""
-    header = (f"Context from pack {pack_name!r} (build {result.build_id}, "
+    header = (f"Context from {what} (build {result.build_id}, "
               f"~{result.context_tokens} tokens{note}). Cite sources as [n] with their URL.")
     return f"{header}\n\n{result.context}"
 
 
 def _sources(result: Any) -> list[dict[str, Any]]:
-    return [{"n": s.citation, "url": s.url, "title": s.title, "heading_path": s.heading_path,
-             "score": round(float(s.score), 6)} for s in result.cited()]
+    out = []
+    for s in result.cited():
+        src = {"n": s.citation, "url": s.url, "title": s.title, "heading_path": s.heading_path,
+               "score": round(float(s.score), 6)}
+        if s.pack is not None:
+            src["pack"] = s.pack
+        out.append(src)
+    return out
+
+
+def _structured(label: str, result: Any, pack_name: str | None) -> dict[str, Any]:
+    """The structured content of a search: sources and a citation per [n] excerpt."""
+    from packs.citations import excerpt_citations
+
+    cited = [] if result.gated else result.cited()
+    return {"pack": label, "build_id": result.build_id,
+            "context_tokens": result.context_tokens, "truncated": result.truncated,
+            "gated": result.gated, "sources": [] if result.gated else _sources(result),
+            "citations": excerpt_citations(cited, pack_name)}
 
 
 def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNING"
                  ) -> "MCPServer":
-    """An MCPServer whose four tools query `packs` (name → open pack). `log_level` is the
+    """An MCPServer whose five tools query `packs` (name → open pack). `log_level` is the
     SDK's logging on stderr (INFO also logs every refused tool call)."""
+    served = packs  # the tool search_packs has a parameter named `packs`
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent
@@ -141,17 +182,36 @@ def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNIN
                             f"serves: {names} (see list_packs)")
         return pack
 
+    def chosen(name: str | None) -> tuple[str, KnowledgePack]:
+        if name is not None:
+            return name, known(name)
+        if len(packs) == 1:
+            return next(iter(packs.items()))
+        raise ToolError(f"this server serves {len(packs)} packs ({', '.join(sorted(packs))}): "
+                        "pass `pack`, or call search_packs to search them together")
+
     def checked(question: str) -> str:
         if not question.strip():
             raise ToolError("the question is empty")
         return question
 
+    def budget(max_tokens: int | None) -> dict[str, Any]:
+        # Few-shot examples only feed answer synthesis; the context never shows them.
+        overrides: dict[str, Any] = {"fewshot": False}
+        if max_tokens is not None:
+            # The whole budget goes to the context: no answer is written here.
+            overrides.update(token_budget=max_tokens, answer_reserve=0)
+        return overrides
+
     names = ", ".join(sorted(packs))
+    one = len(packs) == 1
     server: MCPServer = MCPServer(
         SERVER_NAME,
-        instructions=(f"Knowledge packs served here: {names}. Call search(pack, question) "
-                      "for cited documentation context to answer from, or ask(pack, "
-                      "question) for a finished answer with sources."),
+        instructions=(f"Knowledge packs served here: {names}. Call search(question"
+                      f"{'' if one else ', pack'}) for cited documentation context to answer "
+                      f"from, or ask(question{'' if one else ', pack'}) for a finished answer "
+                      "with sources and verified citations"
+                      + ("." if one else "; search_packs(question) searches every pack.")),
         log_level=log_level,  # type: ignore[arg-type]
     )
 
@@ -166,35 +226,62 @@ def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNIN
     @server.tool(
         description=("Search a pack and return the most relevant documentation sections as "
                      "Markdown context with numbered citations [n] and URLs, fitted to a "
-                     "token budget. Use it to ground an answer; cite [n]."),
+                     "token budget. Use it to ground an answer; cite [n]. `pack` may be left "
+                     "out when the server serves one pack."),
         structured_output=False,
     )
-    def search(pack: PackName, question: Question, max_tokens: MaxTokens = None
-               ) -> CallToolResult:
-        kp = known(pack)
-        # Few-shot examples only feed answer synthesis; the context never shows them.
-        overrides: dict[str, Any] = {"fewshot": False}
-        if max_tokens is not None:
-            # The whole budget goes to the context: no answer is written here.
-            overrides.update(token_budget=max_tokens, answer_reserve=0)
+    def search(question: Question, pack: OptionalPackName = None,
+               max_tokens: MaxTokens = None) -> CallToolResult:
+        label, kp = chosen(pack)
         try:
-            result = kp.search(checked(question), **overrides)
+            result = kp.search(checked(question), **budget(max_tokens))
         except (QuestionError, OptionsError) as exc:
             raise ToolError(str(exc)) from exc
-        text = search_text(pack, result)
-        structured = {"pack": pack, "build_id": result.build_id,
-                      "context_tokens": result.context_tokens, "truncated": result.truncated,
-                      "gated": result.gated, "sources": [] if result.gated else _sources(result)}
+        return CallToolResult(content=[TextContent(type="text", text=search_text(label, result))],
+                              structured_content=_structured(label, result, label))
+
+    @server.tool(
+        description=("Search several packs at once (default: all) and return one Markdown "
+                     "context with numbered citations [n], each excerpt naming its pack. "
+                     "per_pack keeps each pack's top N sections; max_results caps the total."),
+        structured_output=False,
+    )
+    def search_packs(question: Question, packs: PackNames = None, per_pack: PerPack = None,
+                     max_results: MaxResults = None, max_tokens: MaxTokens = None
+                     ) -> CallToolResult:
+        from packs.packset import PackSet
+
+        if per_pack is not None and max_results is not None:
+            raise ToolError("pass per_pack (each pack's top N) or max_results (the top N "
+                            "overall), not both")
+        selected = list(dict.fromkeys(packs or sorted(served)))
+        overrides = budget(max_tokens)
+        if per_pack is not None:
+            overrides.update(pack_mode="per_pack", per_pack_results=per_pack)
+        elif max_results is not None:
+            overrides.update(max_results=max_results)
+        # A PackSet over packs that are already open; it is not closed here (the server
+        # owns the packs).
+        packset = PackSet([known(name) for name in selected])
+        try:
+            result = packset.search(checked(question), **overrides)
+        except (QuestionError, OptionsError) as exc:
+            raise ToolError(str(exc)) from exc
+        structured = {**_structured(" + ".join(selected), result, None),
+                      "packs": result.packs}
+        text = search_text("", result, several=selected)
         return CallToolResult(content=[TextContent(type="text", text=text)],
                               structured_content=structured)
 
     @server.tool(description=("Answer a question from a pack. Returns answer (citing [n]), "
-                              "sources, entities, facts, cypher_query, query_type and "
-                              "token_usage."))
-    def ask(pack: PackName, question: Question) -> dict[str, Any]:
+                              "sources, citations (one per [n]: pack, url, section_id, "
+                              "heading_path, quote, start, end, verified), entities, facts, "
+                              "cypher_query, query_type and token_usage. `pack` may be left "
+                              "out when the server serves one pack."))
+    def ask(question: Question, pack: OptionalPackName = None) -> dict[str, Any]:
         from packs.claude import SynthesisError
 
-        kp = known(pack)
+        _, kp = chosen(pack)
         try:
             answer = kp.ask(checked(question))
         except (QuestionError, OptionsError, SynthesisError) as exc:

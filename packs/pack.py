@@ -193,7 +193,8 @@ class KnowledgePack:
     def ask(self, question: str, options: SearchOptions | None = None, *,
             stream: bool = False, **overrides: object
             ) -> dict[str, object] | Iterator[str | dict[str, object]]:
-        """Answer a question: a dict with answer, sources, entities, facts, cypher_query,
+        """Answer a question: a dict with answer, sources, citations (one per [n], each a
+        verified span of its section: packs/citations.py), entities, facts, cypher_query,
         query_type and token_usage. Claude answers when ANTHROPIC_API_KEY is set; without it
         the answer is extractive (`query_type: "retrieval_only"`). With `stream=True`,
         returns an iterator of text chunks followed by that dict.

@@ -4,7 +4,8 @@ search: analysis (+ filters) → embed → vector (+ keyword vectors, multi-quer
         → BM25 + fusion → cross-encoder
         → graph rerank → article cap → multi-document expansion → quality filter
         → graph facts → few-shot → context
-ask:    search → Claude synthesis (or the extractive / gated answers)
+ask:    search → packs/answer.py (Claude synthesis with verified citations, or the
+        extractive / gated answers)
 
 Each stage is timed into `SearchResult.timings_ms`; each stage that found or moved a section
 is listed in its `stages`.
@@ -13,24 +14,23 @@ is listed in its `stages`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from packs import claude
+from packs import answer
 from packs import filters as filters_mod
 from packs.db import QueryLog, Row, fts_query_text
 from packs.options import MAX_QUESTION_CHARS, SearchOptions
 from packs.result import Facts, RankedSection, SearchResult
 from packs.retrieval import analysis as analysis_stage
 from packs.retrieval import context as context_stage
-from packs.retrieval import expansion, fewshot, gate, graph, hybrid, quality, rerank, synthesis
+from packs.retrieval import expansion, gate, graph, hybrid, quality, rerank
 
 if TYPE_CHECKING:
     from packs.pack import KnowledgePack
 
-ASK_FIELDS = ("answer", "sources", "entities", "facts", "cypher_query", "query_type",
-              "token_usage")
+# ask() lives in packs/answer.py; these names stay importable from here.
+ASK_FIELDS, ask, ask_stream = answer.ASK_FIELDS, answer.ask, answer.ask_stream
 
 
 class QuestionError(ValueError):
@@ -305,119 +305,3 @@ def _facts(pack, section_ids: list[str], cap: int, qlog: QueryLog) -> Facts:
     triples = list(dict.fromkeys(tuple(r[1:]) for r in triple_rows))
     return Facts(entities=list(ents.values()), facts=list(facts)[:cap],
                  triples=[tuple(t) for t in triples][: max(cap - len(facts), 0)])
-
-
-# --- ask ----------------------------------------------------------------------------------
-
-
-def _sources(result: SearchResult) -> list[dict[str, object]]:
-    out = []
-    for s in result.cited():
-        src: dict[str, object] = {"n": s.citation, "url": s.url, "title": s.title,
-                                  "heading_path": s.heading_path,
-                                  "score": round(float(s.score), 6)}
-        if s.pack is not None:  # results of several packs name the pack of each source
-            src["pack"] = s.pack
-        out.append(src)
-    return out
-
-
-def _answer_dict(result: SearchResult, answer: str, query_type: str,
-                 usage: dict[str, int]) -> dict[str, object]:
-    gated = query_type == "confidence_gated_fallback"
-    return {
-        "answer": answer,
-        "sources": [] if gated else _sources(result),
-        "entities": [] if gated else [e["name"] for e in result.facts.entities],
-        "facts": [] if gated else result.facts.lines(),
-        "cypher_query": result.cypher_query,
-        "query_type": query_type,
-        "token_usage": usage,
-    }
-
-
-def _retrieval_type(result: SearchResult) -> str:
-    return "hybrid_search" if "QUERY_FTS_INDEX" in result.cypher_query else "vector_search"
-
-
-def _plan(result: SearchResult, opts: SearchOptions):
-    """(query_type, system prompt, user message) for Claude."""
-    if result.gated:
-        return ("confidence_gated_fallback", synthesis.SYSTEM_NO_CONTEXT,
-                f"<question>\n{result.question}\n</question>")
-    block = fewshot.format_block([fewshot.Example(**e) for e in result.fewshot])
-    return (_retrieval_type(result), synthesis.SYSTEM,
-            synthesis.user_message(result.question, result.context, block))
-
-
-def _offline_answer(result: SearchResult, note: str | None = None) -> tuple[str, str]:
-    if result.gated:
-        return (f"The pack has nothing relevant enough to answer this (best similarity "
-                f"{(result.best_similarity or 0):.2f} < threshold {result.gate_threshold:.2f}),"
-                " and no language model is configured (ANTHROPIC_API_KEY unset).",
-                "confidence_gated_fallback")
-    kw = {"note": note} if note else {}
-    return synthesis.extractive_answer(result.question, result.cited(), **kw), "retrieval_only"
-
-
-def ask(pack: "KnowledgePack", result: SearchResult, opts: SearchOptions
-        ) -> tuple[dict[str, object], bool]:
-    """(answer dict, cacheable). Transient Claude failures degrade to the extractive answer
-    (not cacheable); terminal ones raise `claude.SynthesisError`."""
-    usage = dict(result.token_usage)
-    api = claude.client()
-    if api is None:
-        answer, qtype = _offline_answer(result)
-        return _answer_dict(result, answer, qtype, usage), True
-    qtype, system, user = _plan(result, opts)
-    try:
-        text, u = synthesis.complete(api, opts.model, opts.max_tokens, system, user)
-    except Exception as exc:
-        return _degrade(result, usage, exc), False
-    _add_usage(usage, u)
-    return _answer_dict(result, text, qtype, usage), True
-
-
-def _degrade(result: SearchResult, usage: dict[str, int], exc: Exception) -> dict[str, object]:
-    import anthropic
-
-    if not isinstance(exc, anthropic.APIError):
-        raise exc
-    usage["api_calls"] += 1
-    if claude.is_terminal(exc):
-        raise claude.SynthesisError(
-            f"Claude refused the request ({type(exc).__name__}): "
-            f"{str(exc).splitlines()[0][:300]}. Check ANTHROPIC_API_KEY and the model name"
-        ) from exc
-    note = (f"Claude was unavailable ({type(exc).__name__}); retrieval-only answer "
-            "(no language model was used). The most relevant passages in the pack:")
-    answer, qtype = _offline_answer(result, note)
-    return _answer_dict(result, answer, qtype, usage)
-
-
-def ask_stream(pack: "KnowledgePack", result: SearchResult, opts: SearchOptions
-               ) -> Iterator[str | dict[str, object]]:
-    """Yield answer text chunks, then the final answer dict (same fields as `ask`)."""
-    usage = dict(result.token_usage)
-    api = claude.client()
-    if api is None:
-        answer, qtype = _offline_answer(result)
-        yield answer
-        yield _answer_dict(result, answer, qtype, usage)
-        return
-    qtype, system, user = _plan(result, opts)
-    chunks: list[str] = []
-    u: dict[str, int] = {}
-    try:
-        for chunk in synthesis.stream(api, opts.model, opts.max_tokens, system, user, u):
-            chunks.append(chunk)
-            yield chunk
-    except Exception as exc:
-        if chunks:
-            raise
-        final = _degrade(result, usage, exc)
-        yield str(final["answer"])
-        yield final
-        return
-    _add_usage(usage, u)
-    yield _answer_dict(result, "".join(chunks), qtype, usage)

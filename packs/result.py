@@ -24,6 +24,8 @@ class RankedSection:
     citation: int | None = None  # [n] in the context, when it made it in
     word_count: int = 0
     pack: str | None = None  # the pack's label, in results of several packs (PackSet)
+    # (start, end) of `content` shown in the context (a cut block shows only its start).
+    context_span: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)

@@ -23,6 +23,12 @@ What it does for POST /v1/messages:
   `seed`, the request body and how often that body was seen (deterministic under threads).
   429 carries `retry-after: <retry_after>`.
 
+Answers (additive, for the query side): `text_responder(request) -> str` gives the text of
+a reply when no tool is forced; a request with `"stream": true` gets the same message as
+server-sent events (text deltas, or the tool input as input_json deltas in small pieces);
+the fault "500-no-retry" is a 500 that tells the SDK not to retry (`x-should-retry: false`),
+so a test sees the failure without the SDK's back-off.
+
 `stats` counts requests by outcome, the maximum number in flight, and the token totals of
 the 200 responses (malformed ones included: the API bills those too).
 """
@@ -50,6 +56,7 @@ ERRORS = {
     "401": (401, "authentication_error", "invalid x-api-key"),
     "429": (429, "rate_limit_error", "rate limited (scripted)"),
     "500": (500, "api_error", "internal error (scripted)"),
+    "500-no-retry": (500, "api_error", "internal error (scripted, not retryable)"),
     "529": (529, "overloaded_error", "Overloaded"),
 }
 
@@ -139,7 +146,8 @@ class FakeAnthropic:
     def __init__(self, *, api_key: str = "test-key", seed: int = 0,
                  fault_rates: dict[str, float] | None = None, script: list[str] | None = None,
                  retry_after: str = "2", responder: Callable[[dict], dict] | None = None,
-                 delay_s: float = 0.0, keep_bodies: bool = False) -> None:
+                 delay_s: float = 0.0, keep_bodies: bool = False,
+                 text_responder: Callable[[dict], str] | None = None) -> None:
         self.api_key = api_key
         self.seed = seed
         self._seen: dict[str, int] = {}
@@ -149,6 +157,7 @@ class FakeAnthropic:
         self.responder = responder or default_responder
         self.delay_s = delay_s  # server-side latency, so concurrency becomes observable
         self.keep_bodies = keep_bodies
+        self.text_responder = text_responder
         self.stats = FakeStats()
         self._lock = threading.Lock()
         self._cached_prefixes: set[str] = set()
@@ -176,6 +185,9 @@ class FakeAnthropic:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
                 status, headers, body = fake.handle(self.path, dict(self.headers.items()), raw)
+                if status == 200 and _wants_stream(raw):
+                    self._stream(body)
+                    return
                 data = json.dumps(body).encode("utf-8")
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -183,6 +195,16 @@ class FakeAnthropic:
                 self.send_header("request-id", "req_fake")
                 for name, value in headers.items():
                     self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _stream(self, message: dict) -> None:
+                data = "".join(f"event: {name}\ndata: {json.dumps(event)}\n\n"
+                               for name, event in sse_events(message)).encode("utf-8")
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(data)))
+                self.send_header("request-id", "req_fake")
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -242,7 +264,7 @@ class FakeAnthropic:
             self.stats.errors[name] = self.stats.errors.get(name, 0) + 1
         headers = {"retry-after": self.retry_after} if status == 429 else {}
         if status >= 500:
-            headers["x-should-retry"] = "true"
+            headers["x-should-retry"] = "false" if name.endswith("-no-retry") else "true"
         return status, headers, {"type": "error", "error": {"type": etype, "message": message}}
 
     def _respond(self, path: str, headers: dict, raw: bytes) -> tuple[int, dict, dict]:
@@ -302,7 +324,8 @@ class FakeAnthropic:
                         "input": tool_input}]
             stop_reason = "tool_use"
         else:
-            text_out = "I cannot call a tool for this."
+            text_out = (self.text_responder(request) if self.text_responder and not forced
+                        else "I cannot call a tool for this.")
             content = [{"type": "text", "text": text_out}]
             stop_reason = "end_turn"
         output_tokens = count_tokens(text_out) + 10
@@ -321,6 +344,45 @@ class FakeAnthropic:
                       "cache_read_input_tokens": cache_read,
                       "cache_creation_input_tokens": cache_creation},
         }
+
+
+def _wants_stream(raw: bytes) -> bool:
+    try:
+        return bool(json.loads(raw).get("stream"))
+    except (json.JSONDecodeError, AttributeError):
+        return False
+
+
+def sse_events(message: dict, piece: int = 7) -> list[tuple[str, dict]]:
+    """A message as the Messages API streams it: message_start, one content block at a time
+    (text in word deltas, tool input as JSON in `piece`-character deltas), message_delta
+    with the output tokens, message_stop."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None,
+             "usage": {**usage, "output_tokens": 1}}
+    events: list[tuple[str, dict]] = [("message_start", {"type": "message_start",
+                                                         "message": start})]
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            empty, words = {"type": "text", "text": ""}, block["text"].split(" ")
+            deltas = [{"type": "text_delta", "text": w if j == 0 else " " + w}
+                      for j, w in enumerate(words)]
+        else:
+            empty = {**block, "input": {}}
+            raw = json.dumps(block["input"])
+            deltas = [{"type": "input_json_delta", "partial_json": raw[j:j + piece]}
+                      for j in range(0, len(raw), piece)]
+        events.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                               "content_block": empty}))
+        events += [("content_block_delta", {"type": "content_block_delta", "index": i,
+                                            "delta": d}) for d in deltas]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    events.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": message["stop_reason"],
+                                               "stop_sequence": None},
+                                     "usage": {"output_tokens": usage["output_tokens"]}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
 
 
 class FakeClock:

@@ -116,11 +116,17 @@ def url_of(slug: str) -> str:
     return f"{BASE}/{slug}/"
 
 
-def make_tables(embedder: Embedder, links=LINKS) -> dict[str, pl.DataFrame]:
-    """The seven pack tables for the Kestrel docs above."""
+def _strings(table: str) -> dict[str, type[pl.String]]:
+    """All-string schema of a table, so that an empty one keeps its columns."""
+    return {c: pl.String for c in fmt.TABLE_COLUMNS[table]}
+
+
+def make_tables(embedder: Embedder, links=LINKS, pages=ARTICLES) -> dict[str, pl.DataFrame]:
+    """The seven pack tables for the Kestrel docs above (or for `pages`, in their layout:
+    the entities and facts above then mention only the sections `pages` has)."""
     articles, sections = [], []
     by_path: dict[str, str] = {}
-    for slug, title, secs in ARTICLES:
+    for slug, title, secs in pages:
         aid = fmt.article_id(url_of(slug))
         articles.append({"id": aid, "url": url_of(slug), "final_url": url_of(slug),
                          "title": title, "content_hash": fmt.content_hash(slug),
@@ -145,25 +151,25 @@ def make_tables(embedder: Embedder, links=LINKS) -> dict[str, pl.DataFrame]:
                           "target_id": fmt.article_id(url_of(b))})
         degree[a] += 1
         degree[b] += 1
-    for art, (slug, _, _) in zip(articles, ARTICLES):
+    for art, (slug, _, _) in zip(articles, pages):
         art["centrality"] = float(degree[slug])
     ent_id = {n: fmt.entity_id(n.lower(), t) for n, t, _, _ in ENTITIES}
     entities = [{"id": ent_id[n], "name": n, "type": t, "description": d, "aliases": []}
                 for n, t, d, _ in ENTITIES]
     mentions = [{"section_id": by_path[p], "entity_id": ent_id[n]}
-                for n, _, _, paths in ENTITIES for p in paths]
+                for n, _, _, paths in ENTITIES for p in paths if p in by_path]
     rels = [{"source_id": ent_id[a], "target_id": ent_id[b], "relation": r, "evidence": "",
              "section_id": None} for a, r, b in RELATIONSHIPS]
     facts = [{"id": fmt.fact_id(text, by_path[p]), "text": text, "entity_id": ent_id[e],
-              "section_id": by_path[p]} for text, e, p in FACTS]
+              "section_id": by_path[p]} for text, e, p in FACTS if p in by_path]
     return {
         fmt.ARTICLES: pl.DataFrame(articles),
         fmt.SECTIONS: pl.DataFrame(sections),
         fmt.ENTITIES: pl.DataFrame(entities, schema_overrides={"aliases": pl.List(pl.String)}),
-        fmt.MENTIONS: pl.DataFrame(mentions),
+        fmt.MENTIONS: pl.DataFrame(mentions, schema=_strings(fmt.MENTIONS)),
         fmt.RELATIONSHIPS: pl.DataFrame(rels, schema_overrides={"section_id": pl.String}),
-        fmt.FACTS: pl.DataFrame(facts),
-        fmt.LINKS: pl.DataFrame(link_rows),
+        fmt.FACTS: pl.DataFrame(facts, schema=_strings(fmt.FACTS)),
+        fmt.LINKS: pl.DataFrame(link_rows, schema=_strings(fmt.LINKS)),
     }
 
 
@@ -176,12 +182,13 @@ def build_pack(
     links=LINKS,
     fewshot: list[dict] | None = FEWSHOT,
     gate_threshold: float = 0.2,
+    pages=ARTICLES,
 ) -> Path:
     """Publish a complete pack under `root/name` through the build's own publish path
     (tables, Kuzu, manifest, checksums, verification, the `current` pointer); returns
     that folder."""
     pack_dir = root / name
-    tables = make_tables(embedder, links)
+    tables = make_tables(embedder, links, pages)
     source = root / f".source-{name}"
     if fewshot is not None:
         path = source / fmt.FEWSHOT_EXAMPLES

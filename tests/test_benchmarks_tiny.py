@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from benchmarks import gate_calibration, k8s_build, scifact, xquad
+from benchmarks import gate_calibration, k8s_build, scifact, xquad, xquad_answers
 
 DOCS = [
     ("11", "Vitamin D supplementation and bone fractures in older adults",
@@ -118,7 +118,7 @@ def data(tmp_path_factory):
 
 
 def test_benchmarks_skip_without_data(tmp_path, capsys):
-    for module in (scifact, xquad, gate_calibration):
+    for module in (scifact, xquad, gate_calibration, xquad_answers):
         assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
         assert capsys.readouterr().out.startswith("skipped:")
     assert k8s_build.main(["--data", str(tmp_path / "none")]) == 0
@@ -151,6 +151,16 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     assert "2 articles, 4 paragraphs, 5 questions (dev 3, test 2)" in out
     assert "dev split (3 questions" in out and "test split (2 questions" in out
     assert "default pipeline" in out and "baseline: MiniLM dense" in out
+
+    report = tmp_path / "xquad_answers.md"
+    assert xquad_answers.main(["--data", str(data), "--work", str(work), "--dev-articles", "1",
+                               "--out", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "(reused" in out and "dev split (3 questions)" in out and "test split (2 questions)" in out
+    for label in ("baseline: first sentence of the top section",
+                  "product: extractive answer (up to 3 sentences)", "ceiling:"):
+        assert out.count(label) == 2, label
+    assert report.read_text().startswith("# XQuAD (English): gold answer text")
 
     ood = tmp_path / "ood.jsonl"
     ood.write_text("".join(json.dumps(r) + "\n" for r in OOD))

@@ -26,7 +26,7 @@ from flows.cli import app
 from packs import KnowledgePack
 from packs import format as fmt
 from packs.embedding import EmbeddingModelError
-from tests.anthropic_fake import FakeAnthropic
+from tests.anthropic_fake import FakeAnthropic, default_responder
 from tests.conftest import OFFLINE_MODEL
 
 PAGES = {
@@ -286,8 +286,15 @@ def test_a_failed_build_keeps_the_published_pack(built, tmp_path) -> None:
 
 def test_claude_extraction_and_answer_through_the_real_sdk(site, prefect_harness, tmp_path,
                                                            monkeypatch) -> None:
+    from answer_fake import cited_answer
+
+    def respond(request: dict) -> dict:  # extraction at build time, the answer tool at query
+        if request["tool_choice"]["name"] == "answer":
+            return cited_answer(request)
+        return default_responder(request)
+
     _, base = site
-    with FakeAnthropic(api_key="test-key") as fake:
+    with FakeAnthropic(api_key="test-key", responder=respond) as fake:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
         source = _write_source(tmp_path / "garden", base)
@@ -304,6 +311,7 @@ def test_claude_extraction_and_answer_through_the_real_sdk(site, prefect_harness
         assert answer["token_usage"]["api_calls"] == 1
         assert fake.stats.requests == requests_after_build + 1
         assert answer["sources"][0]["url"].endswith("/bees.md")
+        assert answer["citations"] and all(c["verified"] for c in answer["citations"])
 
 
 def test_cli_query_inspect_and_errors(built, tmp_path) -> None:
@@ -314,8 +322,8 @@ def test_cli_query_inspect_and_errors(built, tmp_path) -> None:
     assert "[retrieval_only]" in res.output and "compost.html" in res.output
     res = runner.invoke(app, ["query", pack, "Why pinch tomato suckers?", "--json"])
     data = json.loads(res.output)
-    assert set(data) == {"answer", "sources", "entities", "facts", "cypher_query", "query_type",
-                         "token_usage"}
+    assert set(data) == {"answer", "sources", "citations", "entities", "facts", "cypher_query",
+                         "query_type", "token_usage"}
     res = runner.invoke(app, ["inspect", pack])
     assert res.exit_code == 0 and "articles 4" in res.output
     res = runner.invoke(app, ["query", str(tmp_path / "nope"), "q"])

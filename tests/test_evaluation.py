@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 import typer
@@ -33,6 +34,7 @@ from packs.evaluation import (
     score_ranking,
 )
 from packs.result import RankedSection
+from answer_fake import cited_answer
 from query_fixtures import FEWSHOT, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 from tests.anthropic_fake import FakeAnthropic
 
@@ -228,6 +230,8 @@ def test_cli_table_json_and_exit_codes(pack_dir, tmp_path):
 
 def _grader(score):
     def respond(request: dict) -> dict:
+        if request["tool_choice"]["name"] == "answer":  # ask(): the synthesis call
+            return cited_answer(request, misquote={2: "Jobs are never retried."})
         assert request["system"] == RUBRIC
         assert "<reference>" in request["messages"][0]["content"]
         return {"score": score, "reason": "matches the reference"}
@@ -267,3 +271,19 @@ def test_cli_grades_answers_when_a_key_is_set(pack_dir, tmp_path, monkeypatch):
     assert data["overall"]["answer_score"] == 0.5
     graded = [q for q in data["per_question"] if q["judgement"]]
     assert graded[0]["id"] == "pending" and graded[0]["judgement"]["score"] == 0.5
+    # The answer asked for grading has its citations checked: [2]'s quote is not in [2].
+    assert (data["answered"], data["citations"], data["citations_verified"]) == (1, 2, 1)
+    assert data["citation_precision"] == 0.5 == graded[0]["metrics"]["citation_precision"]
+
+
+def test_cli_reports_citation_precision_of_offline_answers(pack_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    res = CliRunner().invoke(_app(), ["eval", str(pack_dir), "-q",
+                                      str(_write(tmp_path, QUESTIONS)), "--answers"])
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.output.splitlines() if x.startswith("citation precision"))
+    assert re.fullmatch(r"citation precision: 1\.000 \((\d+)/\1 citations verified in 3 "
+                        r"answers\)", line), line
+    plain = CliRunner().invoke(_app(), ["eval", str(pack_dir), "-q",
+                                        str(_write(tmp_path, QUESTIONS))])
+    assert "citation precision" not in plain.output  # no answers asked, nothing to report

@@ -42,16 +42,16 @@ def test_stdio_server_searches_and_asks_a_pack(pack_dir):
             tools = {t.name: t for t in (await client.list_tools()).tools}
             packs = await client.call_tool("list_packs", {})
             search = await client.call_tool("search", {"pack": "kestrel", "question": QUESTION})
-            small = await client.call_tool(
-                "search", {"pack": "kestrel", "question": QUESTION, "max_tokens": 200})
-            ask = await client.call_tool("ask", {"pack": "kestrel", "question": QUESTION})
+            small = await client.call_tool("search", {"question": QUESTION, "max_tokens": 200})
+            ask = await client.call_tool("ask", {"question": QUESTION})  # the only pack
             unknown = await client.call_tool("search", {"pack": "nope", "question": QUESTION})
             return tools, packs, search, small, ask, unknown
 
     tools, packs, search, small, ask, unknown = _run(session)
-    assert set(tools) == {"list_packs", "pack_info", "search", "ask"}
+    assert set(tools) == {"list_packs", "pack_info", "search", "search_packs", "ask"}
     schema = tools["search"].input_schema
-    assert schema["required"] == ["pack", "question"]
+    assert schema["required"] == ["question"] and tools["ask"].input_schema["required"] == [
+        "question"]
     assert schema["properties"]["question"]["maxLength"] == MAX_QUESTION_CHARS
 
     assert packs.structured_content["result"][0]["name"] == "kestrel"
@@ -62,15 +62,21 @@ def test_stdio_server_searches_and_asks_a_pack(pack_dir):
     assert f"### [1] Queues > Dead letter queue\nURL: {url_of('queues')}" in text
     sources = search.structured_content["sources"]
     assert sources[0] == {**sources[0], "n": 1, "url": url_of("queues")}
+    cits = search.structured_content["citations"]
+    assert [c["n"] for c in cits] == [s["n"] for s in sources]
+    assert all(c["verified"] and c["pack"] == "kestrel" and c["quote"] in text for c in cits)
 
     assert small.structured_content["context_tokens"] <= 200
     assert small.structured_content["truncated"] is True
+    assert [c["quote"] for c in small.structured_content["citations"]] == [cits[0]["quote"]]
 
     assert not ask.is_error
     answer = ask.structured_content
     assert set(answer) == set(ASK_FIELDS)
     assert answer["query_type"] == "retrieval_only"  # no ANTHROPIC_API_KEY in the child
     assert answer["sources"][0]["url"] == url_of("queues") and "[1]" in answer["answer"]
+    assert answer["citations"] and all(c["verified"] for c in answer["citations"])
+    assert answer["citations"][0]["section_id"] and answer["citations"][0]["pack"] == "kestrel"
 
     assert unknown.is_error
     assert "unknown pack 'nope'; this server serves: kestrel" in unknown.content[0].text
@@ -80,7 +86,8 @@ def test_stdio_server_searches_and_asks_a_pack(pack_dir):
 def served(pack_dir, embedder, tmp_path_factory):
     gated = build_pack(tmp_path_factory.mktemp("gated"), embedder, name="strict",
                        gate_threshold=0.99)
-    packs = open_packs([pack_dir, gated])
+    mirror = build_pack(tmp_path_factory.mktemp("mirror"), embedder, name="mirror")
+    packs = open_packs([pack_dir, gated, mirror])
     yield packs
     close_packs(packs)
 
@@ -122,7 +129,8 @@ def test_pack_info_list_packs_and_the_gate(served):
                     await client.call_tool("ask", {"pack": "strict", "question": QUESTION}))
 
     listed, info, gated, gated_ask = _run(calls)
-    assert [p["name"] for p in listed.structured_content["result"]] == ["kestrel", "strict"]
+    assert [p["name"] for p in listed.structured_content["result"]] == [
+        "kestrel", "mirror", "strict"]
     meta = info.structured_content
     assert meta["build_id"] == "b0001" and meta["counts"]["sections"] == 11
     assert meta["embedding"]["gate_threshold"] == 0.99 and meta["format_version"] == FORMAT_VERSION
@@ -130,6 +138,63 @@ def test_pack_info_list_packs_and_the_gate(served):
     assert gated.structured_content["gated"] is True
     assert gated.structured_content["sources"] == []
     assert gated_ask.structured_content["query_type"] == "confidence_gated_fallback"
+
+
+def test_several_packs_need_a_pack_name_or_search_packs(served):
+    from mcp import Client
+
+    async def calls():
+        async with Client(build_server(served)) as client:
+            return [
+                await client.call_tool("search", {"question": QUESTION}),
+                await client.call_tool("ask", {"question": QUESTION}),
+                await client.call_tool("search_packs", {"question": QUESTION, "per_pack": 2}),
+                await client.call_tool("search_packs", {"question": QUESTION,
+                                                        "packs": ["kestrel", "mirror"],
+                                                        "max_results": 3}),
+                await client.call_tool("search_packs", {"question": QUESTION, "per_pack": 2,
+                                                        "max_results": 3}),
+                await client.call_tool("search_packs", {"question": QUESTION,
+                                                        "packs": ["kestrel", "nope"]}),
+            ]
+
+    no_pack, no_pack_ask, per_pack, capped, both, unknown = _run(calls)
+    for r in (no_pack, no_pack_ask):
+        assert r.is_error and "serves 3 packs (kestrel, mirror, strict): pass `pack`" in \
+            r.content[0].text
+    out = per_pack.structured_content
+    assert per_pack.content[0].text.startswith("Context from packs 'kestrel', 'mirror', 'strict'")
+    assert {p["pack"]: p["passed"] for p in out["packs"]} == {
+        "kestrel": True, "mirror": True, "strict": False}  # strict's own gate is 0.99
+    assert [1 <= p["sections"] <= 2 for p in out["packs"]] == [True, True, False]
+    assert {s["pack"] for s in out["sources"]} == {"kestrel", "mirror"}
+    assert [c["n"] for c in out["citations"]] == [s["n"] for s in out["sources"]]
+    assert all(c["verified"] and c["pack"] in ("kestrel", "mirror") for c in out["citations"])
+    assert "Pack: mirror" in per_pack.content[0].text
+    assert capped.structured_content["packs"][0]["sections"] <= 3
+    assert {p["pack"] for p in capped.structured_content["packs"]} == {"kestrel", "mirror"}
+    assert both.is_error and "not both" in both.content[0].text
+    assert unknown.is_error and "unknown pack 'nope'" in unknown.content[0].text
+
+
+def test_ask_tool_carries_claude_citations_with_a_flagged_quote(served, monkeypatch):
+    from anthropic_fake import FakeAnthropic
+    from answer_fake import cited_answer
+    from mcp import Client
+
+    async def call():
+        async with Client(build_server(served)) as client:
+            return await client.call_tool("ask", {"pack": "kestrel", "question": QUESTION})
+
+    with FakeAnthropic(responder=lambda req: cited_answer(req, misquote={2: "Not there."})) as f:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", f.api_key)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", f.base_url)
+        result = _run(call)
+    answer = result.structured_content
+    assert answer["query_type"] == "hybrid_search"
+    assert [(c["n"], c["verified"]) for c in answer["citations"]] == [(1, True), (2, False)]
+    assert answer["citations"][1]["quote"] == "Not there."
+    assert "Unverified citation 2:" in answer["answer"]
 
 
 def test_streamable_http_on_loopback(served):
@@ -179,3 +244,27 @@ def test_cli_mcp_fails_cleanly_on_a_bad_pack(tmp_path):
     register(app)
     res = CliRunner().invoke(app, ["mcp", str(tmp_path / "nope")])
     assert res.exit_code == 2 and "no such pack directory" in res.stderr
+
+
+def test_readme_client_example_runs(pack_dir, tmp_path):
+    """The README's MCP client example, run as written against `kpack mcp` over stdio."""
+    import os
+    import re
+    import subprocess
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- mcp-client-example[^>]*-->\n```python\n(.*?)```", readme, re.S)
+    assert block, "the README lost its MCP client example"
+    script = tmp_path / "mcp_client.py"
+    script.write_text(block.group(1), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    done = subprocess.run([sys.executable, str(script), str(pack_dir), QUESTION], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("Retrieval-only answer")
+    cited = [line for line in lines if re.match(r"\[\d+\] (verified|UNVERIFIED) ", line)]
+    assert cited and all(" verified " in line for line in cited)
+    assert f"[1] verified {url_of('queues')} (Queues > Dead letter queue)" in cited[0]

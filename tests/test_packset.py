@@ -230,7 +230,10 @@ def test_ask_has_the_single_pack_shape_with_pack_labels(packset):
     assert answer["query_type"] == "hybrid_search" or answer["query_type"] == "retrieval_only"
     assert answer["sources"] and all("pack" in s for s in answer["sources"])
     assert answer["sources"][0]["pack"] == "kitchen"
-    assert "kitchen:" in answer["answer"]
+    assert "[1, kitchen]" in answer["answer"]
+    # Every marker has its citation, naming the pack, checked against the section.
+    assert answer["citations"] and all(c["pack"] == "kitchen" and c["verified"]
+                                       for c in answer["citations"])
     result = packset.search("How long do I knead bread dough?")
     assert "Pack: kitchen" in result.context
 
@@ -259,6 +262,9 @@ def test_cli_single_and_several_packs(two_packs, monkeypatch):
 
     data = json.loads(multi.output)
     assert data["sources"][0]["pack"] == "kitchen"
+    cits = data["citations"]  # kpack query --json carries them, one per [n]
+    assert cits and all(c["verified"] and c["pack"] == "kitchen" and c["section_id"]
+                        for c in cits)
     search = runner.invoke(app, [
         "search", "--pack", str(two_packs["garden"]), "--pack", str(two_packs["kitchen"]),
         "--embedding-model", f"minilm-copy={two_packs['model_dir']}", "--per-pack", "1",

@@ -243,9 +243,10 @@ def test_options_clamp_validate_and_reject_unknown():
 
 
 def test_best_sentence_drops_list_markers():
-    from packs.retrieval.synthesis import best_sentence
+    from packs.retrieval.extractive import select
 
     text = "- `KPACK_EMBEDDING_MODEL` overrides the embedding model of every source."
-    assert best_sentence(text, "which variable overrides the embedding model?").startswith(
-        "`KPACK_EMBEDDING_MODEL` overrides")
-    assert best_sentence("1. Create the Secret first.", "create secret") == "Create the Secret first."
+    (best,) = select("which variable overrides the embedding model?", [text])
+    assert best.unit.display.startswith("`KPACK_EMBEDDING_MODEL` overrides")
+    (item,) = select("create secret", ["1. Create the Secret first."])
+    assert item.unit.display == "Create the Secret first."

@@ -34,12 +34,24 @@ def split_budget(budget: int, reserve: int) -> tuple[int, int, int]:
     return primary, related, available - primary - related
 
 
-def section_block(n: int, s: RankedSection) -> str:
+def _block_header(n: int, s: RankedSection) -> str:
     heading = s.heading_path or s.title or s.url
     title = f"{s.title} — {heading}" if s.title and s.title not in heading else heading
     rel = f" ({s.relation})" if s.relation else ""
     pack = f"Pack: {s.pack}\n" if s.pack else ""
-    return f"### [{n}] {title}{rel}\n{pack}URL: {s.url}\n\n{s.content.strip()}\n"
+    return f"### [{n}] {title}{rel}\n{pack}URL: {s.url}\n\n"
+
+
+def section_block(n: int, s: RankedSection) -> str:
+    return f"{_block_header(n, s)}{s.content.strip()}\n"
+
+
+def _shown_span(n: int, s: RankedSection, block: str) -> tuple[int, int]:
+    """(start, end) of the part of s.content that `block` shows (all of it, or the start
+    of it when the block was cut to fit)."""
+    shown = block[len(_block_header(n, s)):].rstrip("\n")
+    lead = len(s.content) - len(s.content.lstrip())
+    return lead, lead + len(shown)
 
 
 def _cut(text: str, tokens: int) -> str:
@@ -67,6 +79,7 @@ def _fill(sections: list[RankedSection], share: int, start: int) -> tuple[list[s
             if cost <= 0 or cost > share:
                 continue
         s.citation = n
+        s.context_span = _shown_span(n, s, block)
         blocks.append(block)
         used += cost
         n += 1
@@ -75,10 +88,11 @@ def _fill(sections: list[RankedSection], share: int, start: int) -> tuple[list[s
 
 def assemble(primary: list[RankedSection], related: list[RankedSection], facts: Facts,
              budget: int = 8000, reserve: int = 2000) -> Context:
-    """Markdown context; sets `citation` on every section it includes."""
+    """Markdown context; sets `citation` on every section it includes, and
+    `context_span`, the (start, end) of its content that the context shows."""
     p_share, r_share, f_share = split_budget(budget, reserve)
     for s in (*primary, *related):
-        s.citation = None
+        s.citation = s.context_span = None
     p_blocks, n, p_trunc = _fill(primary, p_share, 1)
     r_blocks, _, r_trunc = _fill(related, r_share, n)
     f_lines, used, f_trunc = [], 0, False

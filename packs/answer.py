@@ -1,0 +1,189 @@
+"""ask: a search result → an answer dict with sources and verified citations.
+
+Claude answers when ANTHROPIC_API_KEY is set (packs/retrieval/synthesis.py: a forced tool
+call returns the answer and a quote per [n]); without a key, or when Claude is unavailable,
+the answer is extractive and labelled (`query_type: "retrieval_only"`); a gated question
+gets the gated fallback. Every answer's `citations` come from packs/citations.py, one per
+[n] marker, each checked against the cited section's stored text; when any is unverified,
+a line saying so ends the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from packs import citations as cite_mod
+from packs import claude
+from packs.options import SearchOptions
+from packs.result import SearchResult
+from packs.retrieval import fewshot, synthesis
+
+ASK_FIELDS = ("answer", "sources", "citations", "entities", "facts", "cypher_query",
+              "query_type", "token_usage")
+
+
+def _add_usage(total: dict[str, int], more: dict[str, int]) -> None:
+    for k in total:
+        total[k] += int(more.get(k, 0))
+
+
+def _pack_name(pack: Any) -> str | None:
+    manifest = getattr(pack, "manifest", None)  # a PackSet labels each section instead
+    return getattr(manifest, "name", None)
+
+
+def _sources(result: SearchResult) -> list[dict[str, object]]:
+    out = []
+    for s in result.cited():
+        src: dict[str, object] = {"n": s.citation, "url": s.url, "title": s.title,
+                                  "heading_path": s.heading_path,
+                                  "score": round(float(s.score), 6)}
+        if s.pack is not None:  # results of several packs name the pack of each source
+            src["pack"] = s.pack
+        out.append(src)
+    return out
+
+
+def _finish(result: SearchResult, answer: str, quotes: synthesis.Quotes,
+            pack_name: str | None) -> tuple[str, list[dict]]:
+    """(answer, citations): the citations of the answer's markers, and the answer with a
+    closing line when any of them is unverified."""
+    gated = result.gated
+    sections = {} if gated else {s.citation: s for s in result.cited()}
+    cits = cite_mod.cite(answer, sections, quotes, pack_name)
+    note = cite_mod.unverified_note(cits)
+    return (f"{answer.rstrip()}\n\n{note}" if note else answer), cits
+
+
+def _answer_dict(result: SearchResult, answer: str, citations: list[dict], query_type: str,
+                 usage: dict[str, int]) -> dict[str, object]:
+    gated = query_type == "confidence_gated_fallback"
+    return {
+        "answer": answer,
+        "sources": [] if gated else _sources(result),
+        "citations": citations,
+        "entities": [] if gated else [e["name"] for e in result.facts.entities],
+        "facts": [] if gated else result.facts.lines(),
+        "cypher_query": result.cypher_query,
+        "query_type": query_type,
+        "token_usage": usage,
+    }
+
+
+def _retrieval_type(result: SearchResult) -> str:
+    return "hybrid_search" if "QUERY_FTS_INDEX" in result.cypher_query else "vector_search"
+
+
+def _plan(result: SearchResult) -> tuple[str, str, str]:
+    """(query_type, system prompt, user message) for Claude."""
+    if result.gated:
+        return ("confidence_gated_fallback", synthesis.SYSTEM_NO_CONTEXT,
+                f"<question>\n{synthesis.neutralise(result.question)}\n</question>")
+    # The few-shot pool is the pack's own file, but it is page-like text too.
+    block = fewshot.format_block([
+        fewshot.Example(synthesis.neutralise(e["question"]), synthesis.neutralise(e["answer"]))
+        for e in result.fewshot])
+    return (_retrieval_type(result), synthesis.SYSTEM,
+            synthesis.user_message(result.question, result.context, block))
+
+
+def _offline(result: SearchResult, note: str | None = None
+             ) -> tuple[str, synthesis.Quotes, str]:
+    """(answer, quotes, query_type) without a language model."""
+    if result.gated:
+        return (f"The pack has nothing relevant enough to answer this (best similarity "
+                f"{(result.best_similarity or 0):.2f} < threshold {result.gate_threshold:.2f}),"
+                " and no language model is configured (ANTHROPIC_API_KEY unset).", [],
+                "confidence_gated_fallback")
+    kw = {"note": note} if note else {}
+    answer, quotes = synthesis.extractive_answer(result.question, result.cited(), **kw)
+    return answer, quotes, "retrieval_only"
+
+
+def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, int],
+                  note: str | None = None) -> dict[str, object]:
+    answer, quotes, qtype = _offline(result, note)
+    answer, cits = _finish(result, answer, quotes, _pack_name(pack))
+    return _answer_dict(result, answer, cits, qtype, usage)
+
+
+def ask(pack: Any, result: SearchResult, opts: SearchOptions
+        ) -> tuple[dict[str, object], bool]:
+    """(answer dict, cacheable). Transient Claude failures and unusable replies degrade to
+    the extractive answer (not cacheable); terminal ones raise `claude.SynthesisError`."""
+    usage = dict(result.token_usage)
+    api = claude.client()
+    if api is None:
+        return _offline_dict(pack, result, usage), True
+    qtype, system, user = _plan(result)
+    try:
+        if result.gated:
+            text, u = synthesis.complete(api, opts.model, opts.max_tokens, system, user)
+            quotes: synthesis.Quotes = []
+        else:
+            text, quotes, u = synthesis.complete_cited(api, opts.model, opts.max_tokens,
+                                                       system, user)
+    except Exception as exc:
+        return _degrade(pack, result, usage, exc), False
+    _add_usage(usage, u)
+    answer, cits = _finish(result, text, quotes, _pack_name(pack))
+    return _answer_dict(result, answer, cits, qtype, usage), True
+
+
+def _degrade(pack: Any, result: SearchResult, usage: dict[str, int],
+             exc: Exception) -> dict[str, object]:
+    import anthropic
+
+    if not isinstance(exc, (anthropic.APIError, synthesis.UnusableReply)):
+        raise exc
+    usage["api_calls"] += 1
+    if claude.is_terminal(exc):
+        raise claude.SynthesisError(
+            f"Claude refused the request ({type(exc).__name__}): "
+            f"{str(exc).splitlines()[0][:300]}. Check ANTHROPIC_API_KEY and the model name"
+        ) from exc
+    why = ("its reply had no usable answer" if isinstance(exc, synthesis.UnusableReply)
+           else f"Claude was unavailable ({type(exc).__name__})")
+    note = (f"{why[0].upper()}{why[1:]}; retrieval-only answer (no language model was "
+            "used). The most relevant passages in the pack:")
+    return _offline_dict(pack, result, usage, note)
+
+
+def ask_stream(pack: Any, result: SearchResult, opts: SearchOptions
+               ) -> Iterator[str | dict[str, object]]:
+    """Yield answer text chunks, then the final answer dict (same fields as `ask`); the
+    chunks join to the dict's `answer`."""
+    usage = dict(result.token_usage)
+    api = claude.client()
+    if api is None:
+        final = _offline_dict(pack, result, usage)
+        yield str(final["answer"])
+        yield final
+        return
+    qtype, system, user = _plan(result)
+    chunks: list[str] = []
+    out: dict[str, Any] = {}
+    try:
+        if result.gated:
+            out["usage"] = {}  # filled when the stream ends
+            parts = synthesis.stream(api, opts.model, opts.max_tokens, system, user,
+                                     out["usage"])
+        else:
+            parts = synthesis.stream_cited(api, opts.model, opts.max_tokens, system, user, out)
+        for chunk in parts:
+            chunks.append(chunk)
+            yield chunk
+    except Exception as exc:
+        if chunks:
+            raise
+        final = _degrade(pack, result, usage, exc)
+        yield str(final["answer"])
+        yield final
+        return
+    _add_usage(usage, out.get("usage", {}))
+    text = out.get("answer", "".join(chunks))
+    answer, cits = _finish(result, text, out.get("quotes", []), _pack_name(pack))
+    if len(answer) > len(text):  # the line flagging unverified citations
+        yield answer[len(text):]
+    yield _answer_dict(result, answer, cits, qtype, usage)
