@@ -47,6 +47,7 @@ from tasks.lock import PackLockedError  # noqa: E402
 from tasks import fetch as fetch_core  # noqa: E402
 from tasks import split as split_core  # noqa: E402
 from tasks import stages  # noqa: E402
+from tasks.stages import isolated  # noqa: E402
 from tasks.publish import append_history, new_build_id  # noqa: E402
 from tasks.stages.common import (  # noqa: E402
     BuildContext,
@@ -65,6 +66,12 @@ from tasks.sources import (  # noqa: E402
     load_source,
     resolve_embedding_model,
 )
+
+
+# The reduce steps whose memory grows with the pack; on an in-process task runner they run
+# in a child process for packs of this many pages or more (tasks/stages/isolated.py).
+ISOLATED_STAGES = ("resolve", "publish")
+ISOLATE_MIN_PAGES = 2000
 
 
 class BuildError(RuntimeError):
@@ -131,6 +138,8 @@ def run_stage(name: str, ctx: BuildContext, shard: shards.Shard | None, inputs: 
     """Run stage `name` (tasks.stages) on one shard, or once for the pack."""
     faults.check(ctx.faults, name, shard.index if shard else None,
                  ctx.work.pack_dir / "faults" / ctx.build_id)
+    if shard is None and ctx.isolate_reduce and name in ISOLATED_STAGES:
+        return isolated.run(name, ctx, inputs)
     return stages.get(name).run(ctx, shard, inputs)
 
 
@@ -373,6 +382,8 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
     """The body of build_pack, with the pack's lock held."""
     log = get_run_logger()
     out_dir, build_id = ctx.out_dir, ctx.build_id
+    if len(source.urls) >= ISOLATE_MIN_PAGES and _in_process_runner():
+        ctx = dataclasses.replace(ctx, isolate_reduce=True)
     layout = plan_shards(ctx, [u.url for u in source.urls], source.config.shard_pages)
     pipe = Pipeline(ctx, layout)
     log.info("%s: %d URLs in %d shards of up to %d pages", source.name, len(source.urls),
@@ -429,6 +440,7 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
     summary["durations"] = durations
     summary["task_runs"] = pipe.task_runs
+    summary["reduce_in_child_process"] = ctx.isolate_reduce
     summary["driver_peak_rss_mb"] = pipe.peak_rss_mb
     publish_report(summary)
     return summary
@@ -448,6 +460,15 @@ def _reasons(fetched: list[Record]) -> str:
             reasons[reason] += n
     top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
     return "; ".join(f"{n} × {reason}" for reason, n in top) or "no reason recorded"
+
+
+def _in_process_runner() -> bool:
+    """Whether this flow's tasks run in the build's own process (the thread pool)."""
+    from prefect.context import FlowRunContext
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    ctx = FlowRunContext.get()
+    return ctx is not None and isinstance(ctx.task_runner, ThreadPoolTaskRunner)
 
 
 def mark_crashed(pack: str, dead_build_id: str, log) -> int:

@@ -179,6 +179,20 @@ def test_threads_and_a_two_process_dask_cluster_build_the_same_pack(prefect_harn
     assert len(worker_pids) == 2 and os.getpid() not in worker_pids
 
 
+def test_resolve_and_publish_in_a_child_process_build_the_same_pack(
+        prefect_harness, tmp_path, monkeypatch) -> None:
+    import flows.build
+
+    with shard_site(tmp_path / "site") as (base, names, _):
+        source = write_source(tmp_path / "topics", base, names, 'extractor = "offline"\n')
+        inline = run_build(source, tmp_path / "out-a", work_dir=tmp_path / "work-a")
+        monkeypatch.setattr(flows.build, "ISOLATE_MIN_PAGES", 1)  # this small pack too
+        child = run_build(source, tmp_path / "out-b", work_dir=tmp_path / "work-b")
+    assert (inline["reduce_in_child_process"], child["reduce_in_child_process"]) == (False, True)
+    assert child["counts"] == inline["counts"]
+    assert_same_tables(read_tables(Path(inline["build_dir"])), read_tables(Path(child["build_dir"])))
+
+
 def test_a_failing_shard_is_retried_alone(prefect_harness, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("KPACK_FAULTS", "embed@2:fail")
     with shard_site(tmp_path / "site") as (base, names, _):

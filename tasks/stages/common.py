@@ -87,6 +87,7 @@ class BuildContext:
     keep_builds: int = 2
     faults: str = ""  # $KPACK_FAULTS of the driver (tasks.faults)
     force: bool = False  # publish even when the guard says the build is worse
+    isolate_reduce: bool = False  # run resolve and publish in a child process (isolated.py)
     guard_max_failed_share: float = 0.2
     guard_max_loss_share: float = 0.5
 
