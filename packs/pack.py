@@ -97,12 +97,15 @@ class KnowledgePack:
         needed = manifest.embedding.model
         requested = embedding_model or os.environ.get(EMBEDDING_MODEL_ENV) or None
         if requested:
-            if canonical_model_id(requested) != needed:
+            given = canonical_model_id(requested)
+            if given != needed:
+                also = f" (a copy of {given})" if given != requested else ""
+                source = ("--embedding-model" if embedding_model
+                          else f"${EMBEDDING_MODEL_ENV}")
                 raise EmbeddingModelError(
-                    f"{build_dir}: this pack was built with embedding model {needed!r} "
-                    f"(dim {manifest.embedding.dim}); {requested!r} is "
-                    f"{canonical_model_id(requested)!r}. Open it with embedding_model="
-                    f"{needed!r} (or unset {EMBEDDING_MODEL_ENV})")
+                    f"{build_dir}: this pack was built with embedding model {needed} "
+                    f"(dim {manifest.embedding.dim}), not {requested}{also} given by "
+                    f"{source}; give {needed} or a local copy of it, or leave it out")
         integrity.check_on_open(build_dir, manifest.checksums)
         try:
             db = PackDB(db_path, has_languages=manifest.format_version >= 2,

@@ -33,6 +33,10 @@ def test_parse_urls_comments_blank_lines_and_duplicates(tmp_path: Path) -> None:
         ("https://", "has no host"),
         ("two words", "one URL or path per line"),
         ("file://relative/path", "absolute path"),
+        ("https://example.org/a\x00b", "control character '\\x00'"),
+        ("https://example.org/\u200bx", "control character '\\u200b'"),
+        ("http://[::1/x", "is not a valid URL"),
+        ("https://example.org:99999/", "is not a valid URL"),
     ],
 )
 def test_bad_lines_name_file_and_line(tmp_path: Path, line: str, message: str) -> None:
@@ -101,3 +105,24 @@ def test_chunking_follows_pack_toml_within_the_model_window(tmp_path: Path) -> N
     (src / "pack.toml").write_text("chunk_words = 400\n")
     with pytest.raises(SourceError, match=r"chunk_words = 400 is more than .* use at most 140"):
         chunking(load_source(src), embedder)
+
+
+def test_urls_txt_that_is_not_utf8_names_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "urls.txt").write_bytes(b"https://example.org/a\nhttps://example.org/\xff\n")
+    with pytest.raises(SourceError, match=r"urls.txt:2: not UTF-8 text"):
+        load_source(tmp_path)
+
+
+@pytest.mark.parametrize(("toml", "where", "message"), [
+    ('name = "x"\nallow_private_hosts = "yes"\n', 2, "'yes' is not true or false"),
+    ('keep_builds = "3"\n', 1, "'3' is not a whole number"),
+    ('\n\nchunk_overlap = nan\n', 3, "chunk_overlap"),
+    ('guard_max_failed_share = 1.5\n', 1, "less than or equal to 1"),
+])
+def test_pack_toml_values_are_strict_and_name_their_line(tmp_path: Path, toml: str, where: int,
+                                                         message: str) -> None:
+    path = tmp_path / "pack.toml"
+    path.write_text(toml)
+    with pytest.raises(SourceError) as err:
+        load_config(path)
+    assert f"{path}:{where}:" in str(err.value) and message in str(err.value)
