@@ -109,6 +109,8 @@ def test_strict_exits_3_when_a_source_failed_and_the_run_says_partial(
                                        "--work-dir", str(tmp_path / "work"), "--strict"])
     assert res.exit_code == 3, res.output
     assert "strict: 1 sources not included" in res.output
+    assert "extractor: offline heuristic extractor" in res.output
+    assert "offline offline" not in res.output
     build_id = _current(tmp_path / "out")
     with get_client(sync_client=True) as client:
         runs = [r for r in client.read_flow_runs() if r.name == f"tea-{build_id}"]
