@@ -89,6 +89,7 @@ class BuildContext:
     force: bool = False  # publish even when the guard says the build is worse
     guard_max_failed_share: float = 0.2
     guard_max_loss_share: float = 0.5
+    query_encoder: str = "fp32"  # pack.toml query_encoder: what publish ships (tasks.encoder)
 
 
 @dataclass(frozen=True)
