@@ -22,6 +22,11 @@ BUILD_MODULES = ("prefect", "torch", "sentence_transformers", "trafilatura", "lx
                  "polars")
 
 
+class MissingExtraError(RuntimeError):
+    """A command needs an install profile (extra) that this install lacks; the message
+    is one line naming the pip command."""
+
+
 def missing(modules: tuple[str, ...]) -> list[str]:
     """The modules of `modules` that are not installed (none is imported)."""
     return [m for m in modules if importlib.util.find_spec(m) is None]
