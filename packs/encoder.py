@@ -1,6 +1,6 @@
 """The query encoder a pack carries: load it, after checking it is the one the build wrote.
 
-A build writes `encoder/model.onnx` (the ONNX export of its embedding model, fp32 or int8)
+A build writes `encoder/model.onnx` (the fp32 ONNX export of its embedding model)
 and `encoder/tokenizer.json`, and records each file's sha256 and size in the manifest's
 `encoder` block (`tasks/encoder.py`). `load_shipped` checks both against the manifest and
 returns an `Embedder` running on ONNX Runtime with the manifest's prefixes, pooling and

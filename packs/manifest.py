@@ -65,7 +65,7 @@ class EncoderInfo(BaseModel):
 
     present: bool = False
     runtime: str = ""  # "onnxruntime"
-    precision: str = ""  # "fp32" or "int8" (dynamic quantization of the query encoder)
+    precision: str = ""  # "fp32"
     pooling: str = ""  # "mean" or "cls"
     max_seq_length: int = 0
     files: dict[str, EncoderFile] = Field(default_factory=dict)  # path in the build → digest

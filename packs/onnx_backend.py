@@ -158,21 +158,6 @@ def ensure_export(folder: Path) -> Path:
     return target
 
 
-def quantized_path(model_path: Path) -> Path:
-    """The int8 (dynamic quantization) copy of an exported model, made on first use.
-    Needs onnxruntime's quantization tools (which import onnx: the build install)."""
-    target = model_path.with_name("model.int8.onnx")
-    with _EXPORT_LOCK:
-        if not target.is_file():
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-                out = Path(tmp) / "model.int8.onnx"
-                quantize_dynamic(str(model_path), str(out), weight_type=QuantType.QInt8)
-                os.replace(out, target)
-    return target
-
-
 class OnnxEncoder:
     """Tokenise → ONNX transformer → pool → normalise, in batches sorted by length."""
 

@@ -65,7 +65,8 @@ class PackConfig(BaseModel):
     # "none" for teams that share one model across many packs (the manifest says so and
     # the query side loads the model by name, which needs sentence-transformers or a
     # local copy).
-    query_encoder: Literal["fp32", "int8", "none"] = "fp32"
+    # (An int8 query encoder is not offered: it moved rankings, see BENCHMARKS.md.)
+    query_encoder: Literal["fp32", "none"] = "fp32"
     # Words per chunk of a long section; unset = as many as the model reads (0.55 x its
     # window in tokens). Smaller chunks give finer-grained matches and more vectors.
     chunk_words: int | None = Field(default=None, ge=32, le=4000)

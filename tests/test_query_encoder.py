@@ -146,8 +146,8 @@ def test_a_model_that_cannot_be_found_names_the_fix(tmp_path, embedder) -> None:
 
 
 def test_an_unknown_precision_is_refused(tmp_path) -> None:
-    with pytest.raises(ValueError, match="use one of fp32, int8, none"):
-        write_encoder(tmp_path, OFFLINE_MODEL, "fp16")
+    with pytest.raises(ValueError, match="use one of fp32, none"):
+        write_encoder(tmp_path, OFFLINE_MODEL, "int8")
 
 
 def test_build_and_mcp_on_a_runtime_install_say_what_to_install(monkeypatch, tmp_path) -> None:
@@ -181,3 +181,17 @@ def test_export_failure_falls_back_to_sentence_transformers(tmp_path, monkeypatc
     folder = tmp_path / "model"
     shutil.copytree(embedding.resolve_model(OFFLINE_MODEL).load_from, folder)
     assert embedding.Embedder(str(folder)).backend == "torch"
+
+
+def test_a_failing_export_ships_no_encoder_and_says_why(tmp_path, monkeypatch, embedder) -> None:
+    from packs import onnx_backend
+
+    def broken(folder, target):
+        raise RuntimeError("Module onnx is not installed!")
+
+    monkeypatch.setenv("KPACK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(onnx_backend, "export", broken)
+    info = write_encoder(tmp_path, OFFLINE_MODEL)
+    assert not info.present and not (tmp_path / fmt.ENCODER_DIR).exists()
+    assert info.reason == (f"the ONNX export of {OFFLINE_MODEL} failed (RuntimeError: Module "
+                           "onnx is not installed!): the query side needs sentence-transformers")
