@@ -6,7 +6,9 @@
 
 `open` accepts a pack folder (follows its `current` file) or one build folder, checks the
 manifest's format version, and opens pack.db read-only. The question embedder is the
-manifest's model, loaded on the first query; asking for another model fails at open.
+encoder the build ships (`encoder/`, checked against its sha256; packs/encoder.py), or for
+a pack without one the manifest's model loaded by name, on the first query; asking for
+another model fails at open.
 """
 
 from __future__ import annotations
