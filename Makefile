@@ -11,9 +11,7 @@ BIN = $(VENV)/bin
 # installs it; `make test` rebuilds it and tests packs built by the full install with it.
 RUNTIME_VENV ?= .venv-runtime
 LOCK = requirements.lock
-# --no-compile: byte-compiling every installed file (torch, Prefect, ...) costs more than
-# it saves; Python compiles the modules it imports on first use.
-PIP_INSTALL = pip install --quiet --no-compile -c $(LOCK)
+PIP_INSTALL = pip install --quiet -c $(LOCK)
 QUESTION ?= How do I choose an embedding model when I have no internet?
 export HF_HUB_OFFLINE = 1
 export PREFECT_SERVER_ANALYTICS_ENABLED = false
@@ -24,8 +22,12 @@ export DO_NOT_TRACK = 1
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
+# --no-compile for the quickstart only: byte-compiling every installed file (torch,
+# Prefect, ...) costs more than it saves there; Python compiles what it imports on first
+# use. Tests and the runtime keep pip's default (with PYTHONDONTWRITEBYTECODE set, as in
+# some CI shells, every process would otherwise compile its imports again).
 setup: $(BIN)/python
-	$(BIN)/$(PIP_INSTALL) -e '.[build,offline]'
+	$(BIN)/$(PIP_INSTALL) --no-compile -e '.[build,offline]'
 
 setup-dev: $(BIN)/python
 	$(BIN)/$(PIP_INSTALL) -e '.[dev]'

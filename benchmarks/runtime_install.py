@@ -93,7 +93,7 @@ def make_venv(venv: Path, reuse: bool) -> float | None:
     shutil.rmtree(venv, ignore_errors=True)
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--no-compile", "-c",
+    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "-c",
                     str(ROOT / "requirements.lock"), str(ROOT)], check=True, cwd=venv.parent)
     return time.perf_counter() - t
 
@@ -135,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     venv = args.venv.resolve()
     venv.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# The query runtime install — `python benchmarks/runtime_install.py`\n",
-             common.machine_line(), f"pack: {pack}\n"]
+             common.machine_line(), f"load average at start: {os.getloadavg()[0]:.1f}; "
+             f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}",
+             f"pack: {pack}\n"]
     print("\n".join(lines), flush=True)
     questions = [json.loads(x)["question"] for x in QUESTIONS.open(encoding="utf-8")]
     runtime, full = venv / "bin" / "python", Path(sys.executable)
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     size_used = du(venv)
     full_size = du(Path(sys.prefix))
     lines.append("\n| venv | MB on disk |\n|---|---|")
-    lines.append(f"| runtime, after install (--no-compile) | {size_installed / 1e6:.0f} |")
+    lines.append(f"| runtime, after install | {size_installed / 1e6:.0f} |")
     lines.append(f"| runtime, after the runs above (bytecode of what was imported) | "
                  f"{size_used / 1e6:.0f} |")
     lines.append(f"| full install with the dev extras ({sys.prefix}) | {full_size / 1e6:.0f} |")
@@ -190,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {label} | {got['__backend__'][0]} / {other['__backend__'][0]} | "
                      f"{same}/{len(questions)} | {same / len(questions):.1%} |")
         print(lines[-1], flush=True)
-    lines.append(f"\n({time.perf_counter() - t:.0f} s for the three ranking runs)")
+    lines.append(f"\n({time.perf_counter() - t:.0f} s for the three ranking runs; load average "
+                 f"at the end: {os.getloadavg()[0]:.1f})")
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"\nwritten to {args.out}")
     return 0

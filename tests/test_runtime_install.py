@@ -131,7 +131,7 @@ def test_the_mcp_server_runs_on_the_runtime_plus_mcp(runtime, example_pack, tmp_
     """Last: adds [mcp] to the runtime venv (make test recreates it each run)."""
     from mcp import Client, StdioServerParameters
 
-    done = _run([str(runtime), "-m", "pip", "install", "--quiet", "--no-compile", "-c",
+    done = _run([str(runtime), "-m", "pip", "install", "--quiet", "-c",
                  str(ROOT / "requirements.lock"), f"{ROOT}[mcp]"], ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     params = StdioServerParameters(command=str(runtime.parent / "kpack"),
