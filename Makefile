@@ -1,29 +1,55 @@
 # Two entry points, both from a fresh clone with no internet access beyond PyPI and no API key:
 #   make demo   set up, build the example pack from sources/example, and ask it a question
-#   make test   set up with the test extras and run the test suite
+#   make test   set up with the test extras and run the test suite (what CI runs)
+# Installs are pinned by requirements.lock (every package, as constraints) and use the pip
+# the venv ships (23.2 with Python 3.11): no pip upgrade, so what CI tests is what a user
+# gets. Refresh the lock after changing dependencies in pyproject.toml: make lock
 PY ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
+# The query runtime alone (pip install knowledge-packs, no extras), as a downstream app
+# installs it; `make test` rebuilds it and tests packs built by the full install with it.
+RUNTIME_VENV ?= .venv-runtime
+LOCK = requirements.lock
+PIP_INSTALL = pip install --quiet -c $(LOCK)
 QUESTION ?= How do I choose an embedding model when I have no internet?
 export HF_HUB_OFFLINE = 1
 export PREFECT_SERVER_ANALYTICS_ENABLED = false
 export DO_NOT_TRACK = 1
 
-.PHONY: demo test setup setup-dev
+.PHONY: demo test setup setup-dev setup-runtime lock
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 
+# --no-compile for the quickstart only: byte-compiling every installed file (torch,
+# Prefect, ...) costs more than it saves there; Python compiles what it imports on first
+# use. Tests and the runtime keep pip's default (with PYTHONDONTWRITEBYTECODE set, as in
+# some CI shells, every process would otherwise compile its imports again).
 setup: $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[offline]'
+	$(BIN)/$(PIP_INSTALL) --no-compile -e '.[build,offline]'
 
 setup-dev: $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/$(PIP_INSTALL) -e '.[dev]'
+
+setup-runtime:
+	rm -rf $(RUNTIME_VENV)
+	$(PY) -m venv $(RUNTIME_VENV)
+	$(RUNTIME_VENV)/bin/$(PIP_INSTALL) .
 
 demo: setup
 	$(BIN)/kpack build sources/example --out out
 	$(BIN)/kpack query out/example "$(QUESTION)"
 
-test: setup-dev
-	$(BIN)/python -m pytest -q
+test: setup-dev setup-runtime
+	KPACK_RUNTIME_PYTHON=$(abspath $(RUNTIME_VENV))/bin/python $(BIN)/python -m pytest -q
+
+# Re-resolve every dependency from pyproject.toml in a fresh venv and pin the result.
+lock:
+	rm -rf .venv-lock
+	$(PY) -m venv .venv-lock
+	.venv-lock/bin/pip install --quiet --no-compile '.[dev]'
+	{ echo "# Every package of knowledge-packs[dev], pinned: pip install -c $(LOCK) ..."; \
+	  echo "# Made by 'make lock' (Python 3.11, Linux x86_64); edit pyproject.toml, not this."; \
+	  .venv-lock/bin/pip freeze --exclude knowledge-packs | sed 's/+cpu$$//'; } > $(LOCK)
+	rm -rf .venv-lock

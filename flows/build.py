@@ -524,6 +524,7 @@ def build_context(source: SourceConfig, build_id: str, out_dir: str | Path, work
         keep_builds=source.config.keep_builds, faults=os.environ.get(faults.ENV, ""),
         force=force, guard_max_failed_share=source.config.guard_max_failed_share,
         guard_max_loss_share=source.config.guard_max_loss_share,
+        query_encoder=source.config.query_encoder,
     )
 
 

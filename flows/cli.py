@@ -78,6 +78,10 @@ def build(
     A build the publish guard finds clearly worse than the current one publishes nothing
     and exits 1 (--force overrides); a second build of a pack that is being built is
     refused. With --strict, failed sources or a partial pack exit 3."""
+    from packs.extras import MissingExtraError, build_missing_message
+
+    if needs := build_missing_message():  # a runtime-only install: say what to add
+        _fail(MissingExtraError(needs))
     if estimate:
         _estimate(source, out, work_dir, embedding_model, extractor, allow_private_hosts, as_json)
         return

@@ -48,6 +48,10 @@ def serve(
 
     Run one now: prefect deployment run 'build-pack/<pack>'. See deployments/README.md.
     """
+    from packs.extras import MissingExtraError, build_missing_message
+
+    if needs := build_missing_message("kpack serve"):  # a runtime-only install
+        _fail(MissingExtraError(needs))
     try:
         from deployments.serve import serve as serve_all
 

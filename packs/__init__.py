@@ -4,8 +4,9 @@
     with KnowledgePack.open("out/kestrel") as pack:
         print(pack.ask("How are failed jobs retried?")["answer"])
 
-Importing `packs` loads neither Prefect nor any build-only dependency; torch and
-sentence-transformers load on the first query, the anthropic SDK only when a key is set.
+Importing `packs` loads neither Prefect nor any build-only dependency. The first query
+loads the pack's own query encoder (ONNX Runtime, packs/encoder.py): no torch, no
+sentence-transformers, no model hub. The anthropic SDK loads only when a key is set.
 """
 
 from packs.embedding import EmbeddingModelError

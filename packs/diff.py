@@ -9,13 +9,21 @@ section shows up as one removed and one added.
 from __future__ import annotations
 
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from packs import format as fmt
+from packs.extras import BUILD_INSTALL, MissingExtraError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def _table(build_dir: Path, name: str, columns: list[str]) -> pl.DataFrame:
+    try:  # polars is a build dependency; the query runtime reads Kuzu, not Parquet
+        import polars as pl
+    except ImportError as exc:
+        raise MissingExtraError(f"comparing builds reads their Parquet tables with polars, "
+                                f"which the query runtime lacks: {BUILD_INSTALL}") from exc
     return pl.read_parquet(build_dir / fmt.TABLES_DIR / f"{name}.parquet", columns=columns)
 
 

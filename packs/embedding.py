@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from packs.extras import BUILD_INSTALL
+
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
@@ -121,7 +123,7 @@ _LOAD_LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], object] = {}
 
 
-def _local_folder(load_from: str) -> Path | None:
+def local_folder(load_from: str) -> Path | None:
     """The folder holding a model: a local path, or a hub id already in the local cache."""
     path = Path(load_from)
     if path.is_dir():
@@ -130,13 +132,20 @@ def _local_folder(load_from: str) -> Path | None:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(load_from, local_files_only=True))
+    except ImportError:  # a runtime install without the hub client: no hub cache to look in
+        return None
     except (OSError, ValueError) as exc:  # not cached, or not a valid repo id
         log.debug("no local snapshot of %s (%s)", load_from, exc)
         return None
 
 
 def _load_torch(load_from: str) -> "SentenceTransformer":
-    from sentence_transformers import SentenceTransformer
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:  # the query runtime: no torch, no sentence-transformers
+        raise EmbeddingModelError(
+            f"embedding model {load_from!r} has no ONNX export here and needs "
+            f"sentence-transformers ({exc}): {BUILD_INSTALL}") from exc
 
     try:
         model = SentenceTransformer(load_from, device="cpu")
@@ -161,12 +170,13 @@ def _load(load_from: str, backend: str):
             if backend != "torch":
                 from packs.onnx_backend import OnnxEncoder
 
-                folder = _local_folder(load_from)
+                folder = local_folder(load_from)
                 encoder = OnnxEncoder.load(folder) if folder else None
                 if encoder is None and backend == "onnx":
                     raise EmbeddingModelError(
                         f"{load_from!r} cannot run on the ONNX backend (needs a local "
-                        f"sentence-transformers folder with tokenizer.json); unset {BACKEND_ENV}"
+                        "sentence-transformers folder with tokenizer.json, and torch + onnx "
+                        f"to export it once); unset {BACKEND_ENV}"
                     )
             _LOADED[key] = encoder if encoder is not None else _load_torch(load_from)
         return _LOADED[key]
@@ -178,6 +188,17 @@ class Embedder:
     Both backends give the same unit vectors (within float rounding); ONNX avoids
     torch's per-call overhead, which dominates single-question latency on small CPUs.
     """
+
+    @classmethod
+    def from_encoder(cls, spec: ModelSpec, encoder: object, load_from: str) -> "Embedder":
+        """An Embedder around an already loaded OnnxEncoder (a pack's shipped encoder,
+        packs/encoder.py), with the prefixes of `spec`."""
+        self = cls.__new__(cls)
+        self.spec, self.load_from, self._model = spec, load_from, encoder
+        self.backend = "onnx"
+        self.dim = encoder.dim
+        self.max_seq_length = encoder.max_seq_length
+        return self
 
     def __init__(self, name_or_path: str, backend: str | None = None) -> None:
         resolved = resolve_model(name_or_path)

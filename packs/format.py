@@ -16,6 +16,8 @@ A pack folder (what `kpack build --out DIR` produces as DIR/<name>/) looks like:
         eval/questions.jsonl  optional, copied from the source folder
         fewshot/examples.jsonl optional, copied from the source folder
         packs.pyz             the query module that built it (see packs/vendor.py)
+        encoder/model.onnx    the query encoder (ONNX export of the embedding model)
+        encoder/tokenizer.json  its tokenizer (both listed with sha256 in the manifest)
 
 `KnowledgePack.open` accepts the pack folder (follows `current`) or one build folder.
 """
@@ -42,6 +44,11 @@ CURRENT_FILE = "current"
 EVAL_QUESTIONS = "eval/questions.jsonl"
 FEWSHOT_EXAMPLES = "fewshot/examples.jsonl"
 VENDORED_MODULE = "packs.pyz"
+# The query encoder a build carries (see packs/encoder.py): the ONNX export of the pack's
+# embedding model and its tokenizer, each with a sha256 in the manifest.
+ENCODER_DIR = "encoder"
+ENCODER_MODEL = "encoder/model.onnx"
+ENCODER_TOKENIZER = "encoder/tokenizer.json"
 
 # --- Parquet tables (file stem -> columns). Embeddings are float32 lists. ---------------
 ARTICLES = "articles"

@@ -49,6 +49,29 @@ class KeywordVectorsInfo(BaseModel):
     version: str = ""  # the keyword-text recipe (tasks.embed.KEYWORD_VERSION)
 
 
+class EncoderFile(BaseModel):
+    sha256: str
+    bytes: int
+
+
+class EncoderInfo(BaseModel):
+    """The query encoder the build carries in `encoder/` (see packs/encoder.py): the ONNX
+    export of the embedding model and its tokenizer, so the pack answers with exactly the
+    model that embedded it on a machine with no model hub, no cache and no torch.
+
+    `present` is False when pack.toml opts out (`query_encoder = "none"`, for teams that
+    share one model across packs), when the model does not fit the ONNX recipe, and in
+    packs built before encoders were shipped; `reason` says which."""
+
+    present: bool = False
+    runtime: str = ""  # "onnxruntime"
+    precision: str = ""  # "fp32"
+    pooling: str = ""  # "mean" or "cls"
+    max_seq_length: int = 0
+    files: dict[str, EncoderFile] = Field(default_factory=dict)  # path in the build → digest
+    reason: str = ""
+
+
 class ExtractorInfo(BaseModel):
     kind: str  # "claude" or "offline"
     model: str | None = None
@@ -78,6 +101,7 @@ class Manifest(BaseModel):
     counts: Counts = Field(default_factory=Counts)
     embedding: EmbeddingInfo
     keyword_vectors: KeywordVectorsInfo = Field(default_factory=KeywordVectorsInfo)
+    encoder: EncoderInfo = Field(default_factory=EncoderInfo)
     extractor: ExtractorInfo
     kuzu_version: str
     query_module_version: str

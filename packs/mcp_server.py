@@ -297,7 +297,13 @@ def serve(paths: Sequence[str | os.PathLike[str]], *, http: bool = False,
     """Open the packs and run the server until the client (stdio) or Ctrl-C (HTTP) ends it.
 
     HTTP listens on 127.0.0.1 only (streamable HTTP at /mcp): the server has no auth.
+    MissingExtraError (one line: what to install) when the MCP SDK is not installed.
     """
+    from packs.extras import MCP_INSTALL, MissingExtraError, missing
+
+    if missing(("mcp",)):
+        raise MissingExtraError(f"kpack mcp needs the MCP SDK, which this install lacks: "
+                                f"{MCP_INSTALL}")
     packs = open_packs(paths, embedding_model=embedding_model)
     try:
         server = build_server(packs, log_level="INFO" if http else "WARNING")

@@ -9,8 +9,10 @@ start-up and per-query overhead on small CPUs. Vectors match the torch path to ~
 (checked in tests/test_embedding.py).
 
 `OnnxEncoder.load` returns None when a folder does not fit this recipe (no tokenizer.json,
-an unsupported pooling mode, extra modules such as Dense layers): the caller then uses
-sentence-transformers itself.
+an unsupported pooling mode, extra modules such as Dense layers), or when no export exists
+and none can be made (no torch/onnx installed, or the exporter failed): the caller then uses
+sentence-transformers itself. A published pack carries its export (`tasks/encoder.py`,
+read back by `packs/encoder.py`), so the query side needs no export at all.
 """
 
 from __future__ import annotations
@@ -133,6 +135,29 @@ def export(folder: Path, target: Path) -> None:
         os.replace(out, target)
 
 
+def layout(folder: Path) -> tuple[str, int] | None:
+    """(pooling mode, max_seq_length) when a sentence-transformers folder fits the recipe
+    (Transformer → Pooling → Normalize, tokenizer.json, mean or CLS pooling), else None."""
+    return _layout(folder)
+
+
+def export_path(folder: Path) -> Path:
+    """Where the ONNX export of `folder` lives in the cache (it may not exist yet)."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", folder.name)[:40]
+    return cache_root() / "onnx" / f"{slug}-{fingerprint(folder)}" / "model.onnx"
+
+
+def ensure_export(folder: Path) -> Path:
+    """The cached ONNX export of `folder`, exported now (with torch) if missing.
+    ImportError when torch/transformers/onnx are not installed and no export exists."""
+    target = export_path(folder)
+    with _EXPORT_LOCK:
+        if not target.is_file():
+            log.info("exporting %s to ONNX at %s (once per model)", folder, target)
+            export(folder, target)
+    return target
+
+
 class OnnxEncoder:
     """Tokenise → ONNX transformer → pool → normalise, in batches sorted by length."""
 
@@ -156,7 +181,9 @@ class OnnxEncoder:
 
     @classmethod
     def load(cls, folder: Path) -> "OnnxEncoder | None":
-        """An encoder for `folder`, exporting it on first use; None if it doesn't fit."""
+        """An encoder for `folder`, exporting it on first use; None if it doesn't fit, or
+        if the export is not possible here (no torch/onnx, or the exporter failed: the
+        caller then falls back to sentence-transformers, logged)."""
         layout = _layout(folder)
         if layout is None:
             return None
@@ -165,13 +192,23 @@ class OnnxEncoder:
             from tokenizers import Tokenizer  # noqa: F401
         except ImportError:
             return None
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", folder.name)[:40]
-        target = cache_root() / "onnx" / f"{slug}-{fingerprint(folder)}" / "model.onnx"
-        with _EXPORT_LOCK:
-            if not target.is_file():
-                log.info("exporting %s to ONNX at %s (once per model)", folder, target)
-                export(folder, target)
+        try:
+            target = ensure_export(folder)
+        except ImportError as exc:  # the runtime install: no torch / onnx to export with
+            log.info("no ONNX export of %s and none can be made here (%s)", folder, exc)
+            return None
+        except (RuntimeError, ValueError, OSError) as exc:  # e.g. OnnxExporterError
+            log.warning("ONNX export of %s failed (%s: %s); using sentence-transformers",
+                        folder, type(exc).__name__, exc)
+            return None
         return cls(target, folder, *layout)
+
+    @classmethod
+    def from_files(cls, model_path: Path, tokenizer_folder: Path, pooling: str,
+                   max_len: int) -> "OnnxEncoder":
+        """An encoder from an exported model and a folder holding tokenizer.json (a pack's
+        shipped encoder). Raises ImportError without onnxruntime/tokenizers."""
+        return cls(model_path, tokenizer_folder, pooling, max_len)
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """Unit vectors, one row per text. Texts are tokenised once, sorted by length and

@@ -6,7 +6,9 @@
 
 `open` accepts a pack folder (follows its `current` file) or one build folder, checks the
 manifest's format version, and opens pack.db read-only. The question embedder is the
-manifest's model, loaded on the first query; asking for another model fails at open.
+encoder the build ships (`encoder/`, checked against its sha256; packs/encoder.py), or for
+a pack without one the manifest's model loaded by name, on the first query; asking for
+another model fails at open.
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from packs import filters, integrity
 from packs import format as fmt
 from packs import pipeline
 from packs.db import PackDB
-from packs.embedding import Embedder, EmbeddingModelError, canonical_model_id, resolve_model
+from packs.embedding import (
+    BACKEND_ENV,
+    Embedder,
+    EmbeddingModelError,
+    canonical_model_id,
+    resolve_model,
+)
 from packs.manifest import Manifest, read_manifest
 from packs.options import SearchOptions
 from packs.result import SearchResult
@@ -72,7 +80,6 @@ class KnowledgePack:
         self.db = db
         self._model_name = embedding_model
         self._embedder: Embedder | None = None
-        self._onnx = None  # None: not decided yet; False: use torch
         self._lock = threading.Lock()
         self._entity_index: dict[str, str] | None = None
         self._path_prefixes = None
@@ -136,16 +143,34 @@ class KnowledgePack:
     # --- lazily loaded query-time state --------------------------------------------------
     @property
     def embedder(self) -> Embedder:
+        """The question encoder: the pack's shipped encoder (packs/encoder.py) unless
+        KPACK_EMBED_BACKEND=torch, else the model loaded by name (embedding_model=, or the
+        manifest's id). Loaded on first use; EmbeddingModelError says what to install."""
         with self._lock:
             if self._embedder is None:
-                emb = Embedder(self._model_name)
-                if emb.dim != self.manifest.embedding.dim:
-                    raise EmbeddingModelError(
-                        f"{self.path}: model {self._model_name!r} gives {emb.dim}-dim vectors; "
-                        f"the pack needs {self.manifest.embedding.model!r} "
-                        f"(dim {self.manifest.embedding.dim})")
-                self._embedder = emb
+                self._embedder = self._load_embedder()
             return self._embedder
+
+    def _load_embedder(self) -> Embedder:
+        if self.manifest.encoder.present and os.environ.get(BACKEND_ENV) != "torch":
+            from packs.encoder import load_shipped
+
+            return load_shipped(self.path, self.manifest)
+        try:
+            emb = Embedder(self._model_name)
+        except EmbeddingModelError as exc:
+            if self.manifest.encoder.present:
+                raise
+            from packs.encoder import no_encoder_message
+
+            cause = (str(exc.__cause__ or exc).strip().splitlines() or ["unknown"])[0]
+            raise EmbeddingModelError(no_encoder_message(self.path, self.manifest, cause)) from exc
+        if emb.dim != self.manifest.embedding.dim:
+            raise EmbeddingModelError(
+                f"{self.path}: model {self._model_name!r} gives {emb.dim}-dim vectors; "
+                f"the pack needs {self.manifest.embedding.model!r} "
+                f"(dim {self.manifest.embedding.dim})")
+        return emb
 
     def embed_query(self, text: str) -> np.ndarray:
         """The question's unit vector (ONNX Runtime when the model allows; see

@@ -7,9 +7,10 @@ the very module that built it puts the zip first on its path:
     import sys; sys.path.insert(0, "PACK/builds/<id>/packs.pyz")
     from packs import KnowledgePack
 
-Only the pure-Python module travels; its third-party dependencies (kuzu, numpy, pydantic,
-sentence-transformers, and anthropic for synthesis) must be installed — the pinned
-`knowledge-packs` package is the supported way, the zip is the fallback/audit copy.
+Only the pure-Python module travels; its third-party dependencies (the query runtime:
+kuzu, numpy, pydantic, onnxruntime, tokenizers, and anthropic for synthesis) must be
+installed — `pip install knowledge-packs` is the supported way, the zip is the
+fallback/audit copy. The model travels too, as the build's `encoder/` (packs/encoder.py).
 """
 
 from __future__ import annotations

@@ -60,6 +60,13 @@ class PackConfig(BaseModel):
     # keyword_vectors uses it). Off: it doubles embedding time and did not help on the
     # SciFact and Kubernetes benchmarks.
     keyword_vectors: bool = False
+    # The query encoder each build carries (encoder/ in the build, sha256 in the manifest),
+    # so apps query with the runtime install alone: "fp32" the ONNX export of the model;
+    # "none" for teams that share one model across many packs (the manifest says so and
+    # the query side loads the model by name, which needs sentence-transformers or a
+    # local copy).
+    # (An int8 query encoder is not offered: it moved rankings, see BENCHMARKS.md.)
+    query_encoder: Literal["fp32", "none"] = "fp32"
     # Words per chunk of a long section; unset = as many as the model reads (0.55 x its
     # window in tokens). Smaller chunks give finer-grained matches and more vectors.
     chunk_words: int | None = Field(default=None, ge=32, le=4000)

@@ -90,6 +90,7 @@ class BuildContext:
     isolate_reduce: bool = False  # run resolve and publish in a child process (isolated.py)
     guard_max_failed_share: float = 0.2
     guard_max_loss_share: float = 0.5
+    query_encoder: str = "fp32"  # pack.toml query_encoder: what publish ships (tasks.encoder)
 
 
 @dataclass(frozen=True)

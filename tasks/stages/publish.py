@@ -20,6 +20,7 @@ from packs import format as fmt
 from packs.diff import diff_builds, diff_tables, summary_line
 from packs.manifest import ExtractorInfo, Manifest, SourceRecord, read_manifest
 from tasks import publish as publish_core
+from tasks.encoder import write_encoder
 from tasks.extract import extractor_info
 from tasks.guard import BuildFacts, GuardError
 from tasks.guard import check as guard_check
@@ -143,6 +144,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
 
     def fill(tmp: Path) -> None:
         publish_core.write_build(tmp, tables, manifest, Path(ctx.source_folder))
+        manifest.encoder = write_encoder(tmp, ctx.model, ctx.query_encoder)
         if previous and (pack_root / fmt.BUILDS_DIR / previous).is_dir():
             changes.update(diff_builds(pack_root / fmt.BUILDS_DIR / previous, tmp))
         else:
