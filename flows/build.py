@@ -36,7 +36,8 @@ from flows.artifacts import publish_report, stage_progress  # noqa: E402
 from flows import server  # noqa: E402
 from flows.preflight import preflight  # noqa: E402
 from flows.runners import task_runner  # noqa: E402
-from packs.embedding import Embedder  # noqa: E402
+from packs.embedding import ModelInfo  # noqa: E402
+from packs.embedding import describe as describe_model  # noqa: E402
 from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION  # noqa: E402
 from packs.manifest import EmbeddingInfo  # noqa: E402
 from tasks import extract as extract_core  # noqa: E402
@@ -78,7 +79,7 @@ class BuildError(RuntimeError):
     """The build cannot produce a pack (e.g. no page could be fetched)."""
 
 
-def chunking(source: SourceConfig, embedder: Embedder) -> tuple[int, int]:
+def chunking(source: SourceConfig, embedder: ModelInfo) -> tuple[int, int]:
     """(words per chunk, overlap words) from pack.toml, or fitted to the model's window.
     A chunk_words the model cannot read whole is refused: its tail would never be embedded."""
     fits = split_core.words_for_window(embedder.max_seq_length)
@@ -506,7 +507,7 @@ def build_context(source: SourceConfig, build_id: str, out_dir: str | Path, work
                   force: bool = False) -> BuildContext:
     """The settings every stage of this build runs with (models resolved, kinds checked)."""
     model_name = resolve_embedding_model(source.config, embedding_model)
-    embedder = Embedder(model_name)
+    embedder = describe_model(model_name)
     embedding = EmbeddingInfo(
         model=embedder.model_id, dim=embedder.dim, normalized=True,
         query_prefix=embedder.spec.query_prefix, document_prefix=embedder.spec.document_prefix,

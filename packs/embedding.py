@@ -17,6 +17,7 @@ side compares, so a copied pack opens on another machine.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 import threading
@@ -137,6 +138,39 @@ def local_folder(load_from: str) -> Path | None:
     except (OSError, ValueError) as exc:  # not cached, or not a valid repo id
         log.debug("no local snapshot of %s (%s)", load_from, exc)
         return None
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a build records about its model, known without running it."""
+
+    spec: ModelSpec
+    dim: int
+    max_seq_length: int
+
+    @property
+    def model_id(self) -> str:
+        return self.spec.id
+
+
+def describe(name_or_path: str) -> ModelInfo:
+    """The model's id, width and window, read from its folder's config files when it is a
+    plain sentence-transformers folder (Transformer → Pooling → Normalize); otherwise by
+    loading it. A build's driver needs only these, and loading a model costs seconds."""
+    from packs.onnx_backend import layout
+
+    resolved = resolve_model(name_or_path)
+    folder = local_folder(resolved.load_from)
+    shape = layout(folder) if folder else None
+    if folder is not None and shape is not None:
+        try:
+            dim = int(json.loads((folder / "config.json").read_text())["hidden_size"])
+        except (OSError, ValueError, KeyError, TypeError):
+            dim = 0
+        if dim:
+            return ModelInfo(resolved.spec, dim, shape[1])
+    embedder = Embedder(name_or_path)
+    return ModelInfo(embedder.spec, embedder.dim, embedder.max_seq_length)
 
 
 def _load_torch(load_from: str) -> "SentenceTransformer":

@@ -87,3 +87,11 @@ def test_embed_vectors_equal_encode_in_key_order_and_known_ones_are_reused(tmp_p
     again, stats = embed_sections(sections, embedder, known)
     assert (stats.computed, stats.cached) == (0, 4)
     assert np.array_equal(np.stack(again["embedding"].to_list()), got)
+
+
+def test_describe_reads_what_loading_the_model_reports() -> None:
+    from packs.embedding import Embedder, describe
+
+    info, loaded = describe("all-MiniLM-L6-v2"), Embedder("all-MiniLM-L6-v2")
+    assert (info.model_id, info.dim, info.max_seq_length) == (
+        loaded.model_id, loaded.dim, loaded.max_seq_length)
