@@ -107,12 +107,12 @@ class KnowledgePack:
             given = canonical_model_id(requested)
             if given != needed:
                 also = f" (a copy of {given})" if given != requested else ""
-                source = ("--embedding-model" if embedding_model
+                source = ("the embedding model asked for" if embedding_model
                           else f"${EMBEDDING_MODEL_ENV}")
                 raise EmbeddingModelError(
                     f"{build_dir}: this pack was built with embedding model {needed} "
-                    f"(dim {manifest.embedding.dim}), not {requested}{also} given by "
-                    f"{source}; give {needed} or a local copy of it, or leave it out")
+                    f"(dim {manifest.embedding.dim}), not {requested}{also} ({source}); "
+                    f"give {needed} or a local copy of it, or leave it out")
         integrity.check_on_open(build_dir, manifest.checksums)
         try:
             db = PackDB(db_path, has_languages=manifest.format_version >= 2,

@@ -35,7 +35,7 @@ def test_a_mismatched_model_names_both_models_plainly(pack_dir) -> None:
     assert res.exit_code == 2
     line = res.output.strip()
     assert ("built with embedding model sentence-transformers/all-MiniLM-L6-v2 (dim 384), "
-            "not BAAI/bge-small-en-v1.5 given by --embedding-model") in line
+            "not BAAI/bge-small-en-v1.5 (the embedding model asked for)") in line
     assert "'BAAI/bge-small-en-v1.5' is 'BAAI/bge-small-en-v1.5'" not in line
 
 

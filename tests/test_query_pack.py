@@ -61,7 +61,8 @@ def test_open_errors_are_one_clear_line(tmp_path, pack_dir):
 
 def test_refuses_a_different_embedding_model(pack_dir, monkeypatch):
     with pytest.raises(EmbeddingModelError, match="built with embedding model "
-                       "'sentence-transformers/all-MiniLM-L6-v2'"):
+                       "sentence-transformers/all-MiniLM-L6-v2 .dim 384., not "
+                       "BAAI/bge-base-en-v1.5 .the embedding model asked for"):
         KnowledgePack.open(pack_dir, embedding_model="BAAI/bge-base-en-v1.5")
     monkeypatch.setenv("KPACK_EMBEDDING_MODEL", "BAAI/bge-small-en-v1.5")
     with pytest.raises(EmbeddingModelError, match="KPACK_EMBEDDING_MODEL"):
