@@ -7,6 +7,7 @@ A Kuzu connection is not safe for concurrent use, so calls are serialised with a
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from dataclasses import dataclass, field
@@ -90,6 +91,8 @@ SECTION_ENTITIES = (
     "OPTIONAL MATCH (e)-[:HAS_FACT]->(f:Fact) "
     "RETURN s.id, e.id, e.name, e.type, f.text"
 )
+# Format 3: the graph facts of each section, precomputed at build time (packs.format).
+SECTION_GRAPHS = "MATCH (s:Section) WHERE s.id IN $ids RETURN s.id, s.graph"
 SECTION_TRIPLES = (
     "MATCH (s:Section)-[:MENTIONS]->(e:Entity)-[r:RELATED_TO]->(o:Entity) "
     "WHERE s.id IN $ids RETURN s.id, e.name, r.relation, o.name "
@@ -161,11 +164,12 @@ class PackDB:
 
     `has_languages` and `keyword_vectors` say whether the database has Section.languages
     and Section.keyword_embedding (format 2; the manifest says so); without them language
-    filters match fence lines in the content and keyword search is refused.
+    filters match fence lines in the content and keyword search is refused. `has_graph`:
+    Section.graph exists (format 3); without it graph facts are walked at query time.
     """
 
     def __init__(self, db_path: Path, *, has_languages: bool = True,
-                 keyword_vectors: bool = False) -> None:
+                 keyword_vectors: bool = False, has_graph: bool = False) -> None:
         import kuzu
 
         self._db = kuzu.Database(str(db_path), read_only=True)
@@ -177,6 +181,7 @@ class PackDB:
         self._languages: list[str] | None = None
         self.has_languages = has_languages
         self.keyword_vectors = keyword_vectors
+        self.has_graph = has_graph
 
     def close(self) -> None:
         with self._lock:
@@ -315,6 +320,16 @@ class PackDB:
     def section_entities(self, section_ids: list[str], log: QueryLog | None = None):
         """(section id, entity id, name, type, fact text or None) rows."""
         return [tuple(r) for r in self._run(SECTION_ENTITIES, {"ids": list(section_ids)}, log)]
+
+    def section_graphs(self, section_ids: list[str], log: QueryLog | None = None
+                       ) -> dict[str, dict[str, list]]:
+        """Section id → its precomputed graph {entities, facts, triples} (format 3; sections
+        without any are left out)."""
+        out = {}
+        for sid, raw in self._run(SECTION_GRAPHS, {"ids": list(section_ids)}, log):
+            if raw:
+                out[sid] = json.loads(raw)
+        return out
 
     def section_triples(self, section_ids: list[str], log: QueryLog | None = None):
         """(section id, subject, relation, object) rows: triples touching the sections'

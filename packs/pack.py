@@ -116,7 +116,8 @@ class KnowledgePack:
         integrity.check_on_open(build_dir, manifest.checksums)
         try:
             db = PackDB(db_path, has_languages=manifest.format_version >= 2,
-                        keyword_vectors=manifest.keyword_vectors.present)
+                        keyword_vectors=manifest.keyword_vectors.present,
+                        has_graph=manifest.format_version >= 3)
         except RuntimeError as exc:
             raise PackFormatError(f"{db_path}: cannot open the database: {exc}") from exc
         return cls(build_dir, manifest, db, requested or needed)

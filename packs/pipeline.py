@@ -289,6 +289,25 @@ def _expand(pack, primary: list[RankedSection], qvec, opts: SearchOptions,
 
 
 def _facts(pack, section_ids: list[str], cap: int, qlog: QueryLog) -> Facts:
+    """Entities, facts and triples of the chosen sections, in section rank order.
+
+    Format 3 packs: what was extracted from each section, precomputed at build time
+    (Section.graph, one lookup). Older packs: walked at query time — the entities the
+    sections mention, every fact of those entities and the triples touching them."""
+    if pack.db.has_graph:
+        graphs = pack.db.section_graphs(section_ids, qlog)
+        ents: dict[str, dict[str, str]] = {}
+        facts: dict[str, None] = {}
+        triples: dict[tuple[str, str, str], None] = {}
+        for sid in section_ids:
+            g = graphs.get(sid, {})
+            for name, etype in g.get("entities", []):
+                ents.setdefault(name, {"name": name, "type": etype or ""})
+            facts.update(dict.fromkeys(g.get("facts", [])))
+            triples.update(dict.fromkeys(tuple(t) for t in g.get("triples", [])))
+        kept = list(facts)[:cap]
+        return Facts(entities=list(ents.values()), facts=kept,
+                     triples=list(triples)[: max(cap - len(kept), 0)])
     # Kuzu returns rows in no set order: order them by the rank of their section, then
     # by text, so the same question always gives the same context.
     rank = {sid: i for i, sid in enumerate(section_ids)}
