@@ -82,6 +82,7 @@ FILTERED_FTS_SEARCH = (
     f"RETURN {_SECTION_COLS}, score, s.embedding ORDER BY score DESC LIMIT $k"
 )
 ARTICLE_URLS = "MATCH (a:Article) RETURN a.url"
+SECTION_TEXTS = "MATCH (s:Section) RETURN s.heading_path, s.content"
 SECTION_LANGUAGES = ("MATCH (s:Section) UNWIND s.languages AS lang "
                      "RETURN DISTINCT lang")
 CENTRALITY = "MATCH (a:Article) RETURN a.id, a.centrality"
@@ -277,6 +278,10 @@ class PackDB:
         if self._article_urls is None:
             self._article_urls = [r[0] for r in self._run(ARTICLE_URLS, {}, None) if r[0]]
         return self._article_urls
+
+    def section_texts(self) -> list[str]:
+        """Heading path + content of every section (for a pack without its tables/)."""
+        return [f"{h or ''}\n{c or ''}" for h, c in self._run(SECTION_TEXTS, {}, None)]
 
     def languages(self) -> list[str]:
         """The code languages the pack's sections use (loaded once; [] for format 1)."""

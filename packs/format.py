@@ -12,7 +12,8 @@ A pack folder (what `kpack build --out DIR` produces as DIR/<name>/) looks like:
       builds/<build_id>/
         manifest.json
         pack.db               Kuzu database (node + rel tables, HNSW + FTS indexes)
-        tables/*.parquet      the same data as plain Parquet (no Kuzu needed)
+        tables/*.parquet      the same data as plain Parquet (no Kuzu needed), plus
+                              terms.parquet (the sections' vocabulary, format 3)
         eval/questions.jsonl  optional, copied from the source folder
         fewshot/examples.jsonl optional, copied from the source folder
         packs.pyz             the query module that built it (see packs/vendor.py)
@@ -78,6 +79,12 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     FACTS: ("id", "text", "entity_id", "section_id"),
     LINKS: ("source_id", "target_id"),
 }
+
+# Derived at build time from the sections (format 3; absent before): every word term of the
+# sections' heading paths and text (packs.retrieval.gate.terms) with the number of sections
+# using it, for the confidence gate's coverage signals.
+TERMS = "terms"
+TERMS_COLUMNS = ("term", "sections")
 
 # Section columns a pack may lack: derived when missing (languages, from the content; graph,
 # from the entity tables) or present only when the build made them (keyword_embedding: a

@@ -35,7 +35,7 @@ from packs.embedding import (
 from packs.manifest import Manifest, read_manifest
 from packs.options import SearchOptions
 from packs.result import SearchResult
-from packs.retrieval import analysis, fewshot
+from packs.retrieval import analysis, fewshot, gate
 from packs.retrieval.cache import TTLCache
 
 EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
@@ -84,6 +84,7 @@ class KnowledgePack:
         self._entity_index: dict[str, str] | None = None
         self._path_prefixes = None
         self._fewshot: tuple[list[fewshot.Example], np.ndarray] | None = None
+        self._vocabulary: gate.Vocabulary | None = None
         self.cache: TTLCache = cache if cache is not None else TTLCache()
 
     # --- opening ------------------------------------------------------------------------
@@ -189,6 +190,27 @@ class KnowledgePack:
         if self._entity_index is None:
             self._entity_index = analysis.build_entity_index(self.db.entity_names())
         return self._entity_index
+
+    def vocabulary(self) -> gate.Vocabulary:
+        """The sections' vocabulary for the confidence gate (loaded once): tables/terms.parquet
+        (format 3), else counted from tables/sections.parquet, else from the database."""
+        with self._lock:
+            if self._vocabulary is None:
+                import polars as pl
+
+                tables = self.path / fmt.TABLES_DIR
+                terms = tables / f"{fmt.TERMS}.parquet"
+                if terms.is_file():
+                    df = pl.read_parquet(terms, columns=list(fmt.TERMS_COLUMNS))
+                    self._vocabulary = gate.Vocabulary(
+                        dict(zip(df["term"].to_list(), df["sections"].to_list())),
+                        self.manifest.counts.sections or 1)
+                elif (tables / f"{fmt.SECTIONS}.parquet").is_file():
+                    self._vocabulary = gate.vocabulary(gate.section_texts(pl.scan_parquet(
+                        tables / f"{fmt.SECTIONS}.parquet")))
+                else:
+                    self._vocabulary = gate.vocabulary(pl.Series(self.db.section_texts()))
+            return self._vocabulary
 
     def fewshot_examples(self, qvec: np.ndarray, k: int) -> list[fewshot.Example]:
         """The k examples of fewshot/examples.jsonl most similar to the question."""

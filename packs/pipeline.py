@@ -1,8 +1,9 @@
 """The retrieval pipeline: composition of the stages in packs/retrieval, nothing else.
 
-search: analysis (+ filters) → embed → vector (+ keyword vectors, multi-query) → gate
-        → BM25 + fusion → cross-encoder
-        → graph rerank → article cap → multi-document expansion → quality filter
+search: analysis (+ filters) → embed → vector (+ keyword vectors, multi-query)
+        → BM25 + fusion → gate → cross-encoder
+        → per-article diversification → graph rerank → article cap
+        → multi-document expansion → quality filter
         → graph facts → few-shot → context
 ask:    search → packs/answer.py (Claude synthesis with verified citations, or the
         extractive / gated answers)
@@ -98,7 +99,8 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                             "searched without them")
             active = explicit
             vec_rows = db.vector_candidates(qvec, n_candidates, active, kw, qlog)
-    best = max((r.similarity for r in vec_rows if r.similarity is not None), default=None)
+    sims = sorted((r.similarity for r in vec_rows if r.similarity is not None), reverse=True)
+    best = sims[0] if sims else None
     stages: dict[str, list[str]] = {r.id: ["vector"] for r in vec_rows}
 
     if opts.enabled("multi_query"):
@@ -123,8 +125,6 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                 analysis={**qa.to_dict(), "suggested_filters": suggested.to_dict()},
                 best_similarity=best, gate_threshold=limit, build_id=pack.manifest.build_id,
                 warnings=warnings, token_usage=usage, filters=active.to_dict())
-    if not gate.passes(best, limit):
-        return _result(base, [], [], Facts(), None, timer, qlog, gated=True)
 
     # --- hybrid fusion ------------------------------------------------------------------
     rows: dict[str, Row] = {r.id: r for r in vec_rows}
@@ -152,6 +152,16 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                     opts.vector_weight, opts.bm25_weight)
             order = hybrid.ranked(scores)[:n_candidates]
 
+    # --- confidence gate (on the fused candidates, before any reranking) ------------------
+    with timer("gate"):
+        verdict = gate.decide(question, sims, [f"{rows[i].heading_path}\n{rows[i].content}"
+                                               for i in order[:gate.TOP_SECTIONS]],
+                              pack.vocabulary, pack.manifest.gate, opts.gate_threshold,
+                              pack.manifest.embedding.gate_threshold)
+    base["gate"] = verdict
+    if not verdict["passed"]:
+        return _result(base, [], [], Facts(), None, timer, qlog, gated=True)
+
     # --- cross-encoder ------------------------------------------------------------------
     if opts.enabled("cross_encoder"):
         with timer("cross_encoder"):
@@ -166,6 +176,9 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                 order = [order[j] for j in rerank.order(ce)]
                 for i in order:
                     stages.setdefault(i, []).append("cross_encoder")
+    # Per-article diversification: one long page must not fill the results.
+    if opts.use_enhancements:
+        order = graph.diversify(order, lambda i: rows[i].article_id, opts.per_article)
     order = order[: opts.max_results]
 
     # --- graph rerank -------------------------------------------------------------------
@@ -186,7 +199,8 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
 
     # --- multi-document expansion ---------------------------------------------------------
     related: list[RankedSection] = []
-    if opts.enabled("multi_doc") and primary:
+    if (opts.enabled("multi_doc") and primary
+            and graph.enabled(pack.manifest.avg_links_per_article)):
         with timer("multi_doc"):
             related = _expand(pack, primary, qvec, opts, qlog)
 

@@ -149,7 +149,7 @@ def _complete(tables: dict[str, Frame]) -> dict[str, Frame]:
 def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[str, Path]:
     """Write every pack table as tables/<name>.parquet (lazy frames are streamed, so a
     large pack never sits in memory whole); returns the paths. Section.graph and URL-only
-    article titles are derived first (see `_complete`)."""
+    article titles are derived first (see `_complete`); tables/terms.parquet last."""
     tables_dir.mkdir(parents=True, exist_ok=True)
     tables = _complete(tables)
     paths = {}
@@ -157,7 +157,19 @@ def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[s
         path = tables_dir / f"{name}.parquet"
         conform(name, tables[name], dim).sink_parquet(path)
         paths[name] = path
+    paths[fmt.TERMS] = write_terms(paths[fmt.SECTIONS], tables_dir / f"{fmt.TERMS}.parquet")
     return paths
+
+
+def write_terms(sections_path: Path, path: Path) -> Path:
+    """tables/terms.parquet: the sections' vocabulary (packs.format.TERMS), read back from
+    the sections just written."""
+    from packs.retrieval.gate import section_texts, vocabulary
+
+    vocab = vocabulary(section_texts(pl.scan_parquet(sections_path)))
+    pl.DataFrame({"term": list(vocab.df), "sections": list(vocab.df.values())},
+                 schema={"term": pl.Utf8, "sections": pl.Int64}).sort("term").write_parquet(path)
+    return path
 
 
 def _edges(name: str, lf: pl.LazyFrame, src: str, dst: str, src_ids: pl.LazyFrame,
