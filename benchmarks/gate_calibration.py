@@ -12,17 +12,18 @@ unrelated questions (asked of every pack). Everything is marked dev or test.
 Each question is searched once (gate rule off, stages after the gate off) and the gate's
 five signals are read from `SearchResult.gate`. On dev, a logistic model is fitted (L2,
 every (corpus, in/out) group weighted equally, so no corpus or class dominates), and the
-cut is the highest probability at which every corpus still passes all but `--max-false`
-of its in-domain dev questions. Test questions are never used for fitting or choosing.
+cut is the highest probability at which the in-domain dev questions gated, averaged over
+the corpora, stay within `--max-false` (4%: the target is at most 5% on test). Test questions are never used for fitting or choosing.
 Printed: the fitted parameters (to paste into gate.CALIBRATED), then per corpus and split
 the in-domain false-abstention rate and the abstention rate on adjacent-but-absent and on
-unrelated questions, for the calibrated gate, the parameters the pack's manifest holds now,
-and the old rule (best similarity >= the model's threshold) side by side.
+unrelated questions, for the gate fitted in this run, the parameters shipped in
+gate.CALIBRATED, and the old rule (best similarity >= the model's threshold) side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -94,16 +95,20 @@ def fit(rows: list[dict], names: tuple[str, ...], l2: float = 1e-2, steps: int =
 
 
 def choose_cut(rows: list[dict], weights, bias, max_false: float) -> float:
-    """The highest cut at which every corpus gates at most `max_false` of its in-domain
-    questions (rows are dev rows)."""
+    """The highest cut at which the in-domain questions gated, averaged over the corpora
+    (each corpus counts once), stay within `max_false` (rows are dev rows)."""
     from packs.retrieval.gate import probability
 
-    corpora_in = {}
+    corpora_in: dict[str, list[float]] = {}
     for r in rows:
         if r["group"] == "in":
             corpora_in.setdefault(r["corpus"], []).append(probability(r["signals"], weights, bias))
-    ok = [c for c in CUTS if all(sum(p < c for p in ps) / len(ps) <= max_false
-                                 for ps in corpora_in.values())]
+
+    def mean_false(cut: float) -> float:
+        return sum(sum(p < cut for p in ps) / len(ps) for ps in corpora_in.values()) / len(
+            corpora_in)
+
+    ok = [c for c in CUTS if mean_false(c) <= max_false]
     return max(ok) if ok else CUTS[0]
 
 
@@ -120,9 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
     ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK)
     ap.add_argument("--corpus", action="append", choices=corpora.CORPORA)
-    ap.add_argument("--max-false", type=float, default=0.03,
-                    help="in-domain false abstention allowed per corpus on dev")
+    ap.add_argument("--max-false", type=float, default=0.04,
+                    help="in-domain false abstention allowed on dev, mean over the corpora")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--rows", type=Path, default=None,
+                    help="JSONL of the searched questions' signals: written after searching, "
+                         "or read instead of searching when it exists (refits are cheap)")
     args = ap.parse_args(argv)
     names = [n for n in (args.corpus or corpora.CORPORA) if corpora.available(args.data, n)]
     if not names:
@@ -132,20 +140,29 @@ def main(argv: list[str] | None = None) -> int:
     from packs.retrieval import gate
 
     rows: list[dict] = []
-    for name in names:
-        rows += collect(corpora.load(args.data, name, args.work))
+    if args.rows and args.rows.is_file():
+        rows = [r for r in corpora.load_rows(args.rows) if r["corpus"] in names]
+        log(f"{len(rows)} questions' signals read from {args.rows}")
+    else:
+        for name in names:
+            rows += collect(corpora.load(args.data, name, args.work))
+        if args.rows:
+            args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     dev = [r for r in rows if r["split"] == "dev"]
     weights, bias = fit(dev, gate.SIGNALS)
     cut = choose_cut(dev, weights, bias, args.max_false)
+    shipped = gate.params_for(gate.MINILM)
     rules = {
         "calibrated (this run)": lambda r: gate.probability(r["signals"], weights, bias) >= cut,
-        "manifest's gate (as built)": lambda r: r["manifest"],
+        "shipped parameters (gate.CALIBRATED)": lambda r: gate.probability(
+            r["signals"], shipped["weights"], shipped["bias"]) >= shipped["cut"],
         "best similarity >= model threshold": lambda r: r["best"] >= r["base"],
     }
     lines = [common.machine_line(), "",
              f"questions: {len(rows)} ({len(dev)} dev) over {', '.join(names)}",
              f"fitted on dev: weights {weights}, bias {bias}, cut {cut} (highest cut with at "
-             f"most {args.max_false:.0%} in-domain dev questions gated in every corpus)", ""]
+             f"most {args.max_false:.0%} of the in-domain dev questions gated, mean over the "
+             "corpora)", ""]
     for split in ("dev", "test"):
         table = []
         for label, rule in rules.items():

@@ -89,7 +89,9 @@ def corpus_tables(corpus, splits, titles: bool) -> tuple[list[str], list[tuple]]
                      f"sections, {m.counts.links} links (avg {m.avg_links_per_article:.2f} per "
                      "page)\n")
         for split in splits:
-            qs = corpus.in_domain[split]
+            qs = corpus.in_domain.get(split, [])
+            if not qs:
+                continue
             rows, reports = [], {}
             for label, over in {**BASELINES, DEFAULT: {}}.items():
                 t0 = time.perf_counter()

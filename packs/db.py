@@ -31,6 +31,11 @@ FTS_SEARCH = (
     "WITH node AS s, score "
     f"RETURN {_SECTION_COLS}, score, s.embedding ORDER BY score DESC"
 )
+FTS_FLOOR = (
+    f"CALL QUERY_FTS_INDEX('Section', '{fmt.FTS_INDEX}', $q, top := $k) "
+    "WITH node AS s, score "
+    f"RETURN {_SECTION_COLS}, score ORDER BY score DESC"
+)
 SECTIONS_BY_ID = (
     f"MATCH (s:Section) WHERE s.id IN $ids RETURN {_SECTION_COLS}, s.embedding"
 )
@@ -260,6 +265,12 @@ class PackDB:
                    log: QueryLog | None = None, filters: Filters | None = None) -> list[Row]:
         """Top-k sections by BM25 for `text` (already tokenised), with their similarity.
         With filters, the top k among the matches the filters admit."""
+        return self.score_fts(self.fts_raw(text, k, log, filters), qvec)
+
+    def fts_raw(self, text: str, k: int, log: QueryLog | None = None,
+                filters: Filters | None = None) -> list[list]:
+        """The rows of the full-text query alone (no question vector needed, so it can run
+        while the question is being embedded); `score_fts` turns them into Rows."""
         if not text:
             return []
         if filters:
@@ -268,10 +279,16 @@ class PackDB:
             params.update(q=text, k=int(k))
         else:
             statement, params = FTS_SEARCH, {"q": text, "k": int(k)}
-        return [
-            self._with_similarity(values, 0, qvec, bm25=float(values[8]))
-            for values in self._run(statement, params, log)
-        ]
+        return self._run(statement, params, log)
+
+    def score_fts(self, raw: list[list], qvec: np.ndarray) -> list[Row]:
+        """Rows of `fts_raw`, each with its BM25 score and its similarity to `qvec`."""
+        return [self._with_similarity(values, 0, qvec, bm25=float(values[8])) for values in raw]
+
+    def fts_floor(self, text: str, k: int) -> int:
+        """The bare full-text top-k (no vectors returned), for latency baselines; returns
+        the number of rows."""
+        return len(self._run(FTS_FLOOR, {"q": text, "k": int(k)}, None)) if text else 0
 
     def article_urls(self) -> list[str]:
         """Every article URL (loaded once; for the analyzer's path suggestions)."""

@@ -17,6 +17,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +86,7 @@ class KnowledgePack:
         self._path_prefixes = None
         self._fewshot: tuple[list[fewshot.Example], np.ndarray] | None = None
         self._vocabulary: gate.Vocabulary | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self.cache: TTLCache = cache if cache is not None else TTLCache()
 
     # --- opening ------------------------------------------------------------------------
@@ -133,6 +135,10 @@ class KnowledgePack:
         return PackSet.open(paths, embedding_models=embedding_models)
 
     def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         self.db.close()
         self.cache.clear()
 
@@ -178,6 +184,14 @@ class KnowledgePack:
         """The question's unit vector (ONNX Runtime when the model allows; see
         packs.embedding)."""
         return self.embedder.encode_query(text)
+
+    def background(self, fn, *args) -> Future:
+        """Run fn(*args) in the pack's worker threads (a query's full-text search while
+        its question is embedded); the Future raises what fn raised."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kpack")
+            return self._pool.submit(fn, *args)
 
     def path_prefixes(self):
         """Directory prefixes of the pack's article URLs → article count (for the

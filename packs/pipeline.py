@@ -83,6 +83,14 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                      if opts.enabled("query_analysis") else filters_mod.Filters())
         explicit = filters_mod.Filters(opts.url_prefix, opts.content_kind, opts.language)
         active = _active_filters(explicit, suggested, opts.auto_filters)
+    # The full-text query needs no question vector: it runs in the pack's worker thread
+    # while the question is embedded (ONNX and Kuzu both release the GIL).
+    n_candidates = opts.max_results * (2 if opts.enabled("cross_encoder") else 1)
+    fts_text = fts_query_text(list(qa.terms)) if opts.enabled("hybrid") else ""
+    fts_log = QueryLog()
+    fts_filters = active
+    fts_job = (pack.background(db.fts_raw, fts_text, n_candidates, fts_log, active)
+               if fts_text else None)
     with timer("embed"):
         qvec = pack.embed_query(question)
 
@@ -91,7 +99,6 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
         warnings.append(f"pack {pack.manifest.name!r} has no keyword vectors (format "
                         f"{pack.manifest.format_version}); searched the content vectors only")
         kw = 0.0
-    n_candidates = opts.max_results * (2 if opts.enabled("cross_encoder") else 1)
     with timer("vector"):
         vec_rows = db.vector_candidates(qvec, n_candidates, active, kw, qlog)
         if not vec_rows and active != explicit:
@@ -132,8 +139,14 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
     scores = {r.id: _vscore(r) for r in vec_rows}
     if opts.enabled("hybrid"):
         with timer("bm25"):
-            bm_rows = db.fts_search(fts_query_text(list(qa.terms)), qvec, n_candidates, qlog,
-                                    filters=active)
+            raw = fts_job.result() if fts_job is not None else []
+            if fts_text and fts_filters != active:
+                # The suggested filters matched nothing: the query again without them.
+                fts_log = QueryLog()
+                raw = db.fts_raw(fts_text, n_candidates, fts_log, active)
+            bm_rows = db.score_fts(raw, qvec)
+            for statement in fts_log.statements:  # after the vector ones: a stable order
+                qlog.add(statement)
         with timer("fusion"):
             for r in bm_rows:
                 rows.setdefault(r.id, r).bm25 = r.bm25

@@ -262,3 +262,17 @@ def test_cli_search_and_query_json(pack_dir, monkeypatch):
     assert res.exit_code == 2 and "error:" in res.output
 
 
+
+
+def test_the_calibrated_gate_abstains_on_a_neighbouring_tool(pack):
+    # Celery is a neighbouring job queue: the question's words are not the pack's.
+    absent = pack.search("How do I set autoretry_for on a Celery task with a Redis broker?",
+                         use_cache=False)
+    assert absent.gated and absent.gate["rule"] == "calibrated" and not absent.sections
+    assert absent.gate["confidence"] < absent.gate["cut"]
+    answer = pack.ask("How do I set autoretry_for on a Celery task with a Redis broker?")
+    assert answer["query_type"] == "confidence_gated_fallback"
+    assert "confidence" in answer["answer"] and answer["sources"] == []
+    # the plain similarity rule, asked for explicitly, lets it through
+    assert not pack.search("How do I set autoretry_for on a Celery task with a Redis broker?",
+                           gate_threshold=0.0, use_cache=False).gated
