@@ -13,7 +13,7 @@ A pack folder (what `kpack build --out DIR` produces as DIR/<name>/) looks like:
         manifest.json
         pack.db               Kuzu database (node + rel tables, HNSW + FTS indexes)
         tables/*.parquet      the same data as plain Parquet (no Kuzu needed), plus
-                              terms.parquet (the sections' vocabulary, format 3)
+                              terms.json (the sections' vocabulary, format 3)
         eval/questions.jsonl  optional, copied from the source folder
         fewshot/examples.jsonl optional, copied from the source folder
         packs.pyz             the query module that built it (see packs/vendor.py)
@@ -80,11 +80,11 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     LINKS: ("source_id", "target_id"),
 }
 
-# Derived at build time from the sections (format 3; absent before): every word term of the
-# sections' heading paths and text (packs.retrieval.gate.terms) with the number of sections
-# using it, for the confidence gate's coverage signals.
-TERMS = "terms"
-TERMS_COLUMNS = ("term", "sections")
+# Derived at build time from the sections (format 3; absent before): tables/terms.json,
+# {"sections": N, "terms": {term: number of sections using it}} for every word term of the
+# sections' heading paths and text (packs.retrieval.gate.terms), for the confidence gate.
+# JSON, not Parquet: the query runtime reads it without polars or pyarrow.
+TERMS_FILE = "terms.json"
 
 # Section columns a pack may lack: derived when missing (languages, from the content; graph,
 # from the entity tables) or present only when the build made them (keyword_embedding: a

@@ -13,6 +13,7 @@ another model fails at open.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -206,24 +207,16 @@ class KnowledgePack:
         return self._entity_index
 
     def vocabulary(self) -> gate.Vocabulary:
-        """The sections' vocabulary for the confidence gate (loaded once): tables/terms.parquet
-        (format 3), else counted from tables/sections.parquet, else from the database."""
+        """The sections' vocabulary for the confidence gate (loaded once): tables/terms.json
+        (format 3), else counted from the database's sections (older packs)."""
         with self._lock:
             if self._vocabulary is None:
-                import polars as pl
-
-                tables = self.path / fmt.TABLES_DIR
-                terms = tables / f"{fmt.TERMS}.parquet"
-                if terms.is_file():
-                    df = pl.read_parquet(terms, columns=list(fmt.TERMS_COLUMNS))
-                    self._vocabulary = gate.Vocabulary(
-                        dict(zip(df["term"].to_list(), df["sections"].to_list())),
-                        self.manifest.counts.sections or 1)
-                elif (tables / f"{fmt.SECTIONS}.parquet").is_file():
-                    self._vocabulary = gate.vocabulary(gate.section_texts(pl.scan_parquet(
-                        tables / f"{fmt.SECTIONS}.parquet")))
+                path = self.path / fmt.TABLES_DIR / fmt.TERMS_FILE
+                if path.is_file():
+                    raw = json.loads(path.read_text(encoding="utf-8"))
+                    self._vocabulary = gate.Vocabulary(raw["terms"], int(raw["sections"]))
                 else:
-                    self._vocabulary = gate.vocabulary(pl.Series(self.db.section_texts()))
+                    self._vocabulary = gate.count_vocabulary(self.db.section_texts())
             return self._vocabulary
 
     def fewshot_examples(self, qvec: np.ndarray, k: int) -> list[fewshot.Example]:

@@ -149,7 +149,7 @@ def _complete(tables: dict[str, Frame]) -> dict[str, Frame]:
 def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[str, Path]:
     """Write every pack table as tables/<name>.parquet (lazy frames are streamed, so a
     large pack never sits in memory whole); returns the paths. Section.graph and URL-only
-    article titles are derived first (see `_complete`); tables/terms.parquet last."""
+    article titles are derived first (see `_complete`); tables/terms.json last."""
     tables_dir.mkdir(parents=True, exist_ok=True)
     tables = _complete(tables)
     paths = {}
@@ -157,20 +157,32 @@ def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[s
         path = tables_dir / f"{name}.parquet"
         conform(name, tables[name], dim).sink_parquet(path)
         paths[name] = path
-    paths[fmt.TERMS] = write_terms(paths[fmt.SECTIONS], tables_dir / f"{fmt.TERMS}.parquet")
+    paths["terms"] = write_terms(paths[fmt.SECTIONS], tables_dir / fmt.TERMS_FILE)
     return paths
 
 
 def write_terms(sections_path: Path, path: Path) -> Path:
-    """tables/terms.parquet: the sections' vocabulary (packs.format.TERMS), read back from
-    the sections just written."""
-    from packs.retrieval.gate import section_texts, vocabulary
-
-    vocab = vocabulary(section_texts(pl.scan_parquet(sections_path)))
-    pl.DataFrame({"term": list(vocab.df), "sections": list(vocab.df.values())},
-                 schema={"term": pl.Utf8, "sections": pl.Int64}).sort("term").write_parquet(path)
+    """tables/terms.json: the sections' vocabulary (packs.format.TERMS_FILE), counted with
+    polars from the sections just written, with the same tokens and plural fold as
+    packs.retrieval.gate.terms."""
+    t = pl.col("t")
+    fold = (t.str.len_chars() > 3) & t.str.ends_with("s") & ~(
+        t.str.ends_with("ss") | t.str.ends_with("us") | t.str.ends_with("is"))
+    texts = pl.scan_parquet(sections_path).select(pl.concat_str(
+        [pl.col("heading_path").fill_null(""), pl.col("content").fill_null("")],
+        separator="\n").alias("text")).collect()
+    counts = (texts.with_row_index("i")
+              .select("i", pl.col("text").str.to_lowercase().str.extract_all(r"[a-z0-9_]+")
+                      .alias("t"))
+              .explode("t").drop_nulls("t")
+              .with_columns(pl.when(fold).then(t.str.slice(0, t.str.len_chars() - 1))
+                            .otherwise(t).alias("t"))
+              .unique(["i", "t"]).group_by("t").len().sort("t"))
+    path.write_text(json.dumps({"sections": texts.height,
+                                "terms": dict(zip(counts["t"].to_list(),
+                                                  counts["len"].to_list()))},
+                               separators=(",", ":")), encoding="utf-8")
     return path
-
 
 def _edges(name: str, lf: pl.LazyFrame, src: str, dst: str, src_ids: pl.LazyFrame,
            dst_ids: pl.LazyFrame, folder: Path) -> tuple[Path, int, int]:

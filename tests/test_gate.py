@@ -51,12 +51,20 @@ def test_signals_without_candidates_or_terms():
                  "specific": 0.0, "pairs": 1.0}
 
 
-def test_vocabulary_counts_each_term_once_per_section():
-    v = gate.vocabulary(pl.Series(["Pods and pods", "Pod restart", "node"]))
+def test_vocabulary_counts_each_term_once_per_section(tmp_path):
+    v = gate.count_vocabulary(["Pods and pods", "Pod restart", "node"])
     assert v.sections == 3 and v.df == {"pod": 2, "and": 1, "restart": 1, "node": 1}
-    text = gate.section_texts(pl.DataFrame({"heading_path": ["A > B", None],
-                                            "content": ["x", "y"]}))
-    assert text.to_list() == ["A > B\nx", "\ny"]
+    # the build counts with polars; it must agree with the reader's pure-Python count
+    import json
+
+    from tasks.store import write_terms
+
+    texts = ["Pods and pods", "Pod restart\nclasses of status", "node"]
+    pl.DataFrame({"heading_path": ["", "", ""], "content": texts}).write_parquet(
+        tmp_path / "sections.parquet")
+    raw = json.loads(write_terms(tmp_path / "sections.parquet", tmp_path / "t.json").read_text())
+    assert raw == {"sections": 3,
+                   "terms": gate.count_vocabulary(f"\n{t}" for t in texts).df}
 
 
 PARAMS = GateInfo(version=gate.GATE_VERSION, bias=-1.0, cut=0.5,

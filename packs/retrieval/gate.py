@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from packs.retrieval.quality import STOP_WORDS
@@ -165,32 +166,15 @@ def probability(values: Mapping[str, float], weights: Mapping[str, float], bias:
     return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
 
-def section_texts(sections):
-    """Heading path + content of each section of a polars (lazy) frame, as a Series."""
-    import polars as pl
-
-    frame = sections.select(pl.concat_str([pl.col("heading_path").fill_null(""),
-                                           pl.col("content").fill_null("")],
-                                          separator="\n").alias("text"))
-    return (frame.collect() if isinstance(frame, pl.LazyFrame) else frame)["text"]
-
-
-def vocabulary(texts) -> Vocabulary:
-    """The Vocabulary of a polars Series of section texts (heading path + content): the
-    same tokens and fold as `terms`, counted once per section."""
-    import polars as pl
-
-    t = pl.col("t")
-    fold = (t.str.len_chars() > 3) & t.str.ends_with("s") & ~(
-        t.str.ends_with("ss") | t.str.ends_with("us") | t.str.ends_with("is"))
-    counts = (pl.DataFrame({"text": texts}).with_row_index("i")
-              .select("i", pl.col("text").str.to_lowercase().str.extract_all(r"[a-z0-9_]+")
-                      .alias("t"))
-              .explode("t").drop_nulls("t")
-              .with_columns(pl.when(fold).then(t.str.slice(0, t.str.len_chars() - 1))
-                            .otherwise(t).alias("t"))
-              .unique(["i", "t"]).group_by("t").len())
-    return Vocabulary(dict(zip(counts["t"].to_list(), counts["len"].to_list())), len(texts))
+def count_vocabulary(texts: Iterable[str]) -> Vocabulary:
+    """The Vocabulary of section texts (heading path + content): each term of `terms`
+    counted once per section. Pure Python, for packs built without tables/terms.json."""
+    df: Counter[str] = Counter()
+    n = 0
+    for text in texts:
+        df.update(set(terms(text)))
+        n += 1
+    return Vocabulary(dict(df), n)
 
 
 # --- calibration ------------------------------------------------------------------------------
