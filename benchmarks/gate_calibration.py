@@ -1,152 +1,194 @@
-"""Calibrate the confidence gate: the best-similarity threshold that best separates in-domain
-questions from out-of-domain ones, per embedding model.
+"""Calibrate the confidence gate (packs/retrieval/gate.py) on dev questions, report test.
 
     python benchmarks/gate_calibration.py [--data ../shared/data] [--work out/bench]
-                                          [--ood benchmarks/data/ood_questions.jsonl]
+        [--corpus kubernetes ...] [--max-false 0.03] [--out benchmarks/results/gate_calibration.md]
 
-Packs: the SciFact and XQuAD packs of benchmarks/scifact.py and benchmarks/xquad.py (built
-here, or reused from --work). In-domain: SciFact claims (dev = qrels/train.tsv, test =
-qrels/test.tsv) and XQuAD questions (dev = articles 0-23, test = 24-47), each against its
-own pack. Out-of-domain: benchmarks/data/ood_questions.jsonl, written for this benchmark —
-"unrelated" questions (asked of both packs) and "adjacent" ones (in the pack's field but not
-in it, asked of that pack), each marked dev or test.
+Packs and questions: benchmarks/corpora.py. In-domain: the documentation questions with a
+gold page (paraphrase, identifier, multihop), SciFact claims, XQuAD questions. Out of
+domain: the documentation sets' adjacent-but-absent questions (kind "absent"), the
+adjacent questions of benchmarks/data/ood_questions.jsonl for SciFact and XQuAD, and its
+unrelated questions (asked of every pack). Everything is marked dev or test.
 
-For each threshold t on a 0.01 grid, in-domain questions pass when their best similarity
-is >= t and out-of-domain ones are gated when it is below; balanced accuracy is the mean of
-the two rates, each first averaged over the packs (so neither pack's question count
-dominates). The threshold with the best dev balanced accuracy (the middle of a tie) is
-chosen, and abstention rates on test are reported for it and for the 0.3 / 0.5 defaults.
-Skips with a message when the data is absent.
+Each question is searched once (gate rule off, stages after the gate off) and the gate's
+five signals are read from `SearchResult.gate`. On dev, a logistic model is fitted (L2,
+every (corpus, in/out) group weighted equally, so no corpus or class dominates), and the
+cut is the highest probability at which the in-domain dev questions gated, averaged over
+the corpora, stay within `--max-false` (4%: the target is at most 5% on test). Test questions are never used for fitting or choosing.
+Printed: the fitted parameters (to paste into gate.CALIBRATED), then per corpus and split
+the in-domain false-abstention rate and the abstention rate on adjacent-but-absent and on
+unrelated questions, for the gate fitted in this run, the parameters shipped in
+gate.CALIBRATED, and the old rule (best similarity >= the model's threshold) side by side.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import common, scifact, xquad  # noqa: E402
+from benchmarks import common, corpora  # noqa: E402
 
-DEFAULT_OOD = ROOT / "benchmarks" / "data" / "ood_questions.jsonl"
-GRID = [round(i / 100, 2) for i in range(0, 101)]
-COMPARE = (0.3, 0.5)
-
-
-def load_ood(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+SIGNAL_OPTIONS = {"gate_threshold": -1.0, "multi_doc": False, "graph_facts": False,
+                  "fewshot": False, "use_cache": False}
+GROUPS = ("in", "absent", "unrelated")
+CUTS = [round(0.05 + i / 100, 2) for i in range(91)]
 
 
-def rates(sims: dict[str, dict[str, list[float]]], t: float) -> tuple[float, float]:
-    """(in-domain pass rate, out-of-domain gated rate) at t, each a mean over packs."""
-    passed = [sum(s >= t for s in v["in"]) / len(v["in"]) for v in sims.values() if v["in"]]
-    gated = [sum(s < t for s in v["ood"]) / len(v["ood"]) for v in sims.values() if v["ood"]]
-    return (statistics.fmean(passed) if passed else 0.0,
-            statistics.fmean(gated) if gated else 0.0)
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
-def balanced_accuracy(sims: dict[str, dict[str, list[float]]], t: float) -> float:
-    return sum(rates(sims, t)) / 2
+def collect(corpus) -> list[dict]:
+    """One row per question: corpus, split, group (in / absent / unrelated), signals,
+    best similarity, the manifest's verdict."""
+    from packs import KnowledgePack
+
+    rows = []
+    with KnowledgePack.open(corpus.built.pack_dir) as pack:
+        t0 = time.perf_counter()
+        for group, by_split in (("in", corpus.in_domain), ("absent", corpus.absent),
+                                ("unrelated", corpus.unrelated)):
+            for split, questions in by_split.items():
+                for q in questions:
+                    r = pack.search(q.question, **SIGNAL_OPTIONS)
+                    rows.append({"corpus": corpus.name, "split": split, "group": group,
+                                 "signals": r.gate["signals"], "best": r.best_similarity or 0.0,
+                                 "manifest": bool(r.gate["calibrated_passed"]),
+                                 "base": pack.manifest.embedding.gate_threshold,
+                                 "question": q.question})
+        log(f"{corpus.name}: {len(rows)} questions searched in "
+            f"{time.perf_counter() - t0:.0f} s")
+    return rows
 
 
-def choose_threshold(sims: dict[str, dict[str, list[float]]]) -> tuple[float, float]:
-    """(threshold, balanced accuracy): the best grid point, the middle one of a tie."""
-    scores = [(t, balanced_accuracy(sims, t)) for t in GRID]
-    best = max(s for _, s in scores)
-    ties = [t for t, s in scores if abs(s - best) < 1e-12]
-    return ties[len(ties) // 2], best
+def fit(rows: list[dict], names: tuple[str, ...], l2: float = 1e-2, steps: int = 4000,
+        lr: float = 0.5) -> tuple[dict[str, float], float]:
+    """Logistic regression (in-domain = 1) by gradient descent on standardised signals,
+    each (corpus, label) group weighted equally; (weights, bias) on the raw scale."""
+    import numpy as np
+
+    x = np.array([[r["signals"][n] for n in names] for r in rows], dtype=float)
+    y = np.array([r["group"] == "in" for r in rows], dtype=float)
+    w = np.zeros(len(rows))
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault((r["corpus"], r["group"] == "in"), []).append(i)
+    for idx in groups.values():
+        w[idx] = 1.0 / len(idx)
+    w /= w.sum()
+    mu, sd = x.mean(axis=0), x.std(axis=0) + 1e-9
+    z = (x - mu) / sd
+    beta, bias = np.zeros(len(names)), 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(z @ beta + bias)))
+        g = (p - y) * w
+        beta -= lr * (z.T @ g + l2 * beta)
+        bias -= lr * g.sum()
+    raw = beta / sd
+    return ({n: round(float(v), 3) for n, v in zip(names, raw)},
+            round(float(bias - (beta * mu / sd).sum()), 3))
 
 
-def quantiles(values: list[float]) -> str:
-    if not values:
-        return "-"
-    v = sorted(values)
-    pick = lambda q: v[min(len(v) - 1, int(q * len(v)))]  # noqa: E731
-    return f"min {v[0]:.2f}  p10 {pick(0.1):.2f}  median {pick(0.5):.2f}  p90 {pick(0.9):.2f}  max {v[-1]:.2f}"
+def choose_cut(rows: list[dict], weights, bias, max_false: float) -> float:
+    """The highest cut at which the in-domain questions gated, averaged over the corpora
+    (each corpus counts once), stay within `max_false` (rows are dev rows)."""
+    from packs.retrieval.gate import probability
+
+    corpora_in: dict[str, list[float]] = {}
+    for r in rows:
+        if r["group"] == "in":
+            corpora_in.setdefault(r["corpus"], []).append(probability(r["signals"], weights, bias))
+
+    def mean_false(cut: float) -> float:
+        return sum(sum(p < cut for p in ps) / len(ps) for ps in corpora_in.values()) / len(
+            corpora_in)
+
+    ok = [c for c in CUTS if mean_false(c) <= max_false]
+    return max(ok) if ok else CUTS[0]
+
+
+def rates(rows: list[dict], passed) -> dict[tuple[str, str], tuple[float, int]]:
+    """(corpus, group) → (share gated, count)."""
+    out: dict[tuple[str, str], list[bool]] = {}
+    for r in rows:
+        out.setdefault((r["corpus"], r["group"]), []).append(not passed(r))
+    return {k: (sum(v) / len(v), len(v)) for k, v in out.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
     ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK)
-    ap.add_argument("--ood", type=Path, default=DEFAULT_OOD)
-    ap.add_argument("--dev-articles", type=int, default=xquad.DEV_ARTICLES)
+    ap.add_argument("--corpus", action="append", choices=corpora.CORPORA)
+    ap.add_argument("--max-false", type=float, default=0.04,
+                    help="in-domain false abstention allowed on dev, mean over the corpora")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--rows", type=Path, default=None,
+                    help="JSONL of the searched questions' signals: written after searching, "
+                         "or read instead of searching when it exists (refits are cheap)")
     args = ap.parse_args(argv)
-    sf_dir, xq_dir = args.data / "scifact", args.data / "qa" / "xquad"
-    if not (sf_dir / "corpus.jsonl").is_file() or not (xq_dir / "xquad.en.json").is_file():
-        print(f"skipped: needs scifact/ and qa/xquad/ under {args.data} (pass --data DIR)")
+    names = [n for n in (args.corpus or corpora.CORPORA) if corpora.available(args.data, n)]
+    if not names:
+        print(f"skipped: no benchmark corpus under {args.data} (pass --data DIR)")
         return 0
 
-    print(common.machine_line())
-    ood = load_ood(args.ood)
-    corpus, queries, test_qrels, dev_qrels = scifact.load(sf_dir)
-    articles = xquad.load(xq_dir)
-    sf = common.build_cached("scifact", scifact.pages(corpus), args.work,
-                             description="SciFact abstracts (evaluation benchmark)")
-    xq = common.build_cached("xquad", xquad.pages(articles), args.work,
-                             description="XQuAD English (evaluation benchmark)")
-    for name, built in (("scifact", sf), ("xquad", xq)):
-        print(f"pack {name}: {built.pack_dir} "
-              f"({'reused' if built.reused else f'built in {built.seconds:.0f} s'})")
-    xq_split = xquad.questions(articles, xq.base_url, args.dev_articles)
-    in_domain = {
-        "scifact": {"dev": [queries[q] for q in dev_qrels if q in queries],
-                    "test": [queries[q] for q in test_qrels if q in queries]},
-        "xquad": {s: [q.question for q in qs] for s, qs in xq_split.items()},
+    from packs.retrieval import gate
+
+    rows: list[dict] = []
+    if args.rows and args.rows.is_file():
+        rows = [r for r in corpora.load_rows(args.rows) if r["corpus"] in names]
+        log(f"{len(rows)} questions' signals read from {args.rows}")
+    else:
+        for name in names:
+            rows += collect(corpora.load(args.data, name, args.work))
+        if args.rows:
+            args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    dev = [r for r in rows if r["split"] == "dev"]
+    weights, bias = fit(dev, gate.SIGNALS)
+    cut = choose_cut(dev, weights, bias, args.max_false)
+    shipped = gate.params_for(gate.MINILM)
+    rules = {
+        "calibrated (this run)": lambda r: gate.probability(r["signals"], weights, bias) >= cut,
+        "shipped parameters (gate.CALIBRATED)": lambda r: gate.probability(
+            r["signals"], shipped["weights"], shipped["bias"]) >= shipped["cut"],
+        "best similarity >= model threshold": lambda r: r["best"] >= r["base"],
     }
-
-    from packs import KnowledgePack
-
-    sims: dict[str, dict[str, dict[str, list[float]]]] = {"dev": {}, "test": {}}
-    by_kind: dict[tuple[str, str, str], list[float]] = {}
-    model = None
-    for name, built in (("scifact", sf), ("xquad", xq)):
-        with KnowledgePack.open(built.pack_dir) as pack:
-            model = pack.manifest.embedding.model
-
-            def best(q: str) -> float:
-                return pack.search(q, use_enhancements=False, use_cache=False).best_similarity or 0.0
-
-            for split in ("dev", "test"):
-                ood_here = [o for o in ood if o["split"] == split and o["target"] in ("any", name)]
-                sims[split][name] = {"in": [best(q) for q in in_domain[name][split]],
-                                     "ood": [best(o["question"]) for o in ood_here]}
-                for o, s in zip(ood_here, sims[split][name]["ood"]):
-                    by_kind.setdefault((split, name, o["kind"]), []).append(s)
-
-    print(f"model {model}; out-of-domain questions: {len(ood)} ({args.ood.name})")
-    print("\nbest vector similarity per question:")
+    lines = [common.machine_line(), "",
+             f"questions: {len(rows)} ({len(dev)} dev) over {', '.join(names)}",
+             f"fitted on dev: weights {weights}, bias {bias}, cut {cut} (highest cut with at "
+             f"most {args.max_false:.0%} of the in-domain dev questions gated, mean over the "
+             "corpora)", ""]
     for split in ("dev", "test"):
-        for name, v in sims[split].items():
-            print(f"  {split:4} {name:8} in-domain  n={len(v['in']):4}  {quantiles(v['in'])}")
-            for kind in ("unrelated", "adjacent"):
-                vals = by_kind.get((split, name, kind), [])
-                print(f"  {split:4} {name:8} {kind:10} n={len(vals):4}  {quantiles(vals)}")
-
-    chosen, dev_bacc = choose_threshold(sims["dev"])
-    print(f"\nchosen threshold (best dev balanced accuracy {dev_bacc:.3f}): {chosen:.2f}")
-    rows = []
-    for t in (chosen, *[c for c in COMPARE if c != chosen]):
-        for split in ("dev", "test"):
-            passed, gated = rates(sims[split], t)
-            m: dict[str, object] = {"bal. acc": (passed + gated) / 2}
-            for name, v in sims[split].items():
-                m[f"{name} in abst."] = sum(s < t for s in v["in"]) / max(len(v["in"]), 1)
-                for kind in ("unrelated", "adjacent"):
-                    vals = by_kind.get((split, name, kind), [])
-                    m[f"{name} {kind[:5]}. abst."] = sum(s < t for s in vals) / max(len(vals), 1)
-            rows.append((f"t={t:.2f} {split}", m))
-    cols = ("bal. acc", "scifact in abst.", "scifact unrel. abst.", "scifact adjac. abst.",
-            "xquad in abst.", "xquad unrel. abst.", "xquad adjac. abst.")
-    print("\nabstention rates (share of questions gated); in-domain should be low, "
-          "out-of-domain high:")
-    print(common.table(rows, cols))
-    print(f"\nKNOWN_MODELS[{model!r}].gate_threshold = {chosen:.2f}")
+        table = []
+        for label, rule in rules.items():
+            got = rates([r for r in rows if r["split"] == split], rule)
+            m: dict[str, object] = {}
+            for name in names:
+                for group, col in (("in", "in-domain gated"), ("absent", "absent gated"),
+                                   ("unrelated", "unrelated gated")):
+                    if (name, group) in got:
+                        m[f"{name} {col}"] = got[(name, group)][0]
+            table.append((label, m))
+        counts = rates([r for r in rows if r["split"] == split], lambda r: True)
+        lines += [f"## {split} (n: " + ", ".join(f"{c} {g} {n}" for (c, g), (_, n)
+                                                 in sorted(counts.items())) + ")", ""]
+        for name in names:
+            cols = [f"{name} {c}" for c in ("in-domain gated", "absent gated", "unrelated gated")]
+            lines += [common.table([(label, {c: m.get(c) for c in cols}) for label, m in table],
+                                   cols), ""]
+    lines.append(f'gate.CALIBRATED[model] = {{"weights": {weights}, "bias": {bias}, '
+                 f'"cut": {cut}}}')
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        command = "python benchmarks/gate_calibration.py " + " ".join(argv or sys.argv[1:])
+        args.out.write_text(f"# Confidence-gate calibration\n\n- Command: `{command.strip()}`"
+                            f"\n\n```\n{text}\n```\n", encoding="utf-8")
     return 0
 
 

@@ -1,28 +1,29 @@
-"""Query latency of `KnowledgePack.search()` on a pack of >= 5,000 sections.
+"""Query latency of the default `KnowledgePack.search()` against the index floor, measured
+side by side in one run.
 
-    python benchmarks/query_latency.py [--data ../shared/data] [--work DIR] [--queries 200]
+    python benchmarks/query_latency.py [--data ../shared/data] [--work out/bench]
+        [--corpus kubernetes --corpus scifact] [--queries 100] [--out FILE]
 
-Builds (once; reused on later runs) a pack from the SciFact corpus in ../shared/data: each
-abstract is an article, split into sections of about 120 words. SciFact has no hyperlinks,
-so LINKS_TO edges are synthetic: each article links to its 3 nearest articles by mean
-section embedding (so graph rerank and multi-document expansion do real work). There are no
-entities or facts (the graph-facts stage runs its queries and finds nothing). The pack is
-written with tasks.store outside the repository (default: $TMPDIR/kpack-bench).
+Packs: benchmarks/corpora.py (the Kubernetes docs and SciFact by default, built once and
+reused). Questions: the corpus's questions (documentation sets: in-domain and absent;
+SciFact: the test claims), the first --queries of them.
 
-Reports p50/p95 of search() with default options (cache off, warm: after 10 warm-up
-queries), per-stage p50s, and the same with each optional stage switched on or off.
-Skips with a message (exit 0) when the data is absent.
+The floor of a question is what any hybrid search must pay, run one after the other:
+the question's embedding (`pack.embed_query`), the HNSW top-k (`PackDB.vector_search`)
+and the bare full-text top-k (`PackDB.fts_floor` over the question's words: section
+columns and score, no vectors), k = the default `max_results`. For every question the floor and the default search (cache off) are timed
+back to back, in alternating order, so load on the machine hits both alike. After 10
+warm-up questions (model, index pages, vocabulary), it reports p50 and p95 of both, the
+ratios default/floor (targets: p50 <= 1.5, p95 <= 2.0), the per-stage p50 of the default
+search, and the same for `use_enhancements=False`. Skips with a message when no data.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,101 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-MODEL = "all-MiniLM-L6-v2"
-SECTION_WORDS = 120
-N_LINKS = 3
+from benchmarks import common, corpora  # noqa: E402
 
-
-def _sections_of(text: str) -> list[str]:
-    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
-    out, buf, n = [], [], 0
-    for s in sentences:
-        buf.append(s)
-        n += len(s.split())
-        if n >= SECTION_WORDS:
-            out.append(" ".join(buf))
-            buf, n = [], 0
-    if buf:
-        out.append(" ".join(buf))
-    return [s for s in out if s]
-
-
-def build(corpus: Path, pack_dir: Path) -> None:
-    import numpy as np
-    import polars as pl
-
-    from packs import format as fmt
-    from packs.embedding import Embedder
-    from packs.manifest import Counts, EmbeddingInfo, ExtractorInfo, Manifest
-    from tasks.store import load_kuzu, write_tables
-
-    t0 = time.perf_counter()
-    embedder = Embedder(MODEL)
-    articles, sections = [], []
-    for line in corpus.read_text(encoding="utf-8").splitlines():
-        doc = json.loads(line)
-        url = f"https://scifact.test/{doc['_id']}"
-        aid = fmt.article_id(url)
-        title = doc.get("title") or doc["_id"]
-        parts = _sections_of(doc.get("text") or "")
-        articles.append({"id": aid, "url": url, "final_url": url, "title": title,
-                         "content_hash": fmt.content_hash(doc.get("text") or ""),
-                         "content_type": "text/plain",
-                         "word_count": sum(len(p.split()) for p in parts)})
-        for pos, content in enumerate(parts):
-            path = f"{title} > Part {pos + 1}"
-            ch = fmt.content_hash(content)
-            sections.append({"id": fmt.section_id(url, path, ch, 0), "article_id": aid,
-                             "url": url, "title": title, "heading_path": path, "level": 2,
-                             "position": pos, "chunk": 0, "content": content,
-                             "content_hash": ch, "word_count": len(content.split()),
-                             "is_code": False})
-    print(f"embedding {len(sections)} sections of {len(articles)} articles ...", flush=True)
-    vecs = embedder.encode_documents([f"{s['heading_path']}\n{s['content']}" for s in sections],
-                                     batch_size=64)
-    for s, v in zip(sections, vecs):
-        s["embedding"] = v.tolist()
-    # Synthetic links: each article → its N_LINKS nearest articles (mean section vector).
-    index = {a["id"]: i for i, a in enumerate(articles)}
-    means = np.zeros((len(articles), embedder.dim), np.float32)
-    for s, v in zip(sections, vecs):
-        means[index[s["article_id"]]] += v
-    means /= np.linalg.norm(means, axis=1, keepdims=True) + 1e-9
-    links, degree = [], np.zeros(len(articles))
-    for start in range(0, len(articles), 512):
-        sims = means[start:start + 512] @ means.T
-        for row, i in enumerate(range(start, min(start + 512, len(articles)))):
-            sims[row, i] = -1
-            for j in np.argpartition(-sims[row], N_LINKS)[:N_LINKS]:
-                links.append({"source_id": articles[i]["id"], "target_id": articles[j]["id"]})
-                degree[i] += 1
-                degree[j] += 1
-    for a, d in zip(articles, degree):
-        a["centrality"] = float(d)
-    empty = {
-        fmt.ENTITIES: pl.DataFrame(schema={"id": pl.String, "name": pl.String, "type": pl.String,
-                                           "description": pl.String,
-                                           "aliases": pl.List(pl.String)}),
-        fmt.MENTIONS: pl.DataFrame(schema={"section_id": pl.String, "entity_id": pl.String}),
-        fmt.RELATIONSHIPS: pl.DataFrame(schema={c: pl.String for c in
-                                                fmt.TABLE_COLUMNS[fmt.RELATIONSHIPS]}),
-        fmt.FACTS: pl.DataFrame(schema={c: pl.String for c in fmt.TABLE_COLUMNS[fmt.FACTS]}),
-    }
-    tables = {fmt.ARTICLES: pl.DataFrame(articles), fmt.SECTIONS: pl.DataFrame(sections),
-              fmt.LINKS: pl.DataFrame(links), **empty}
-    build_dir = pack_dir / fmt.BUILDS_DIR / "bench"
-    build_dir.mkdir(parents=True)
-    write_tables(tables, build_dir / fmt.TABLES_DIR, embedder.dim)
-    result = load_kuzu(build_dir / fmt.DB_FILE, build_dir / fmt.TABLES_DIR, embedder.dim)
-    Manifest(name="scifact-bench", build_id="bench", built_at="1970-01-01T00:00:00Z",
-             counts=Counts(**result.counts),
-             embedding=EmbeddingInfo(model=embedder.model_id, dim=embedder.dim,
-                                     gate_threshold=0.0),
-             extractor=ExtractorInfo(kind="none", note="latency benchmark: no extraction"),
-             kuzu_version="0.11.3", query_module_version="0.1.0",
-             avg_links_per_article=len(links) / len(articles)).write(build_dir)
-    (pack_dir / fmt.CURRENT_FILE).write_text("bench\n")
-    print(f"built {pack_dir} in {time.perf_counter() - t0:.0f}s: {result.counts}", flush=True)
+TARGET_P50, TARGET_P95 = 1.5, 2.0
+WARMUP = 10
 
 
 def pct(values: list[float], q: float) -> float:
@@ -132,84 +42,116 @@ def pct(values: list[float], q: float) -> float:
     return values[min(int(round(q * (len(values) - 1))), len(values) - 1)]
 
 
-def measure(pack, questions: list[str], **options) -> dict[str, object]:
-    totals, stages = [], {}
-    for q in questions[:10]:  # warm-up: model, index pages, centrality map
-        pack.search(q, use_cache=False, **options)
-    for q in questions:
-        t0 = time.perf_counter()
-        result = pack.search(q, use_cache=False, **options)
-        totals.append((time.perf_counter() - t0) * 1000)
-        for k, v in result.timings_ms.items():
+def floor_ms(pack, question: str, k: int) -> dict[str, float]:
+    """Embedding, HNSW top-k and FTS top-k of one question, sequentially, in ms."""
+    from packs.db import fts_query_text
+    from packs.retrieval.quality import STOP_WORDS, tokenize
+
+    t0 = time.perf_counter()
+    qvec = pack.embed_query(question)
+    t1 = time.perf_counter()
+    pack.db.vector_search(qvec, k)
+    t2 = time.perf_counter()
+    pack.db.fts_floor(fts_query_text([t for t in tokenize(question) if t not in STOP_WORDS]), k)
+    t3 = time.perf_counter()
+    return {"embed": (t1 - t0) * 1000, "hnsw": (t2 - t1) * 1000, "fts": (t3 - t2) * 1000,
+            "total": (t3 - t0) * 1000}
+
+
+def search_ms(pack, question: str, options) -> tuple[float, dict[str, float]]:
+    t0 = time.perf_counter()
+    result = pack.search(question, options)
+    return (time.perf_counter() - t0) * 1000, result.timings_ms
+
+
+def measure(pack, questions: list[str], options) -> dict[str, object]:
+    """Floor and search of every question, back to back in alternating order."""
+    for q in questions[:WARMUP]:
+        floor_ms(pack, q, options.max_results)
+        search_ms(pack, q, options)
+    floors, totals, stages, parts = [], [], {}, {}
+    for n, q in enumerate(questions):
+        if n % 2:
+            total, timings = search_ms(pack, q, options)
+            f = floor_ms(pack, q, options.max_results)
+        else:
+            f = floor_ms(pack, q, options.max_results)
+            total, timings = search_ms(pack, q, options)
+        floors.append(f["total"])
+        totals.append(total)
+        for k, v in f.items():
+            parts.setdefault(k, []).append(v)
+        for k, v in timings.items():
             stages.setdefault(k, []).append(v)
-    return {"p50_ms": round(statistics.median(totals), 2), "p95_ms": round(pct(totals, 0.95), 2),
-            "stages_p50_ms": {k: round(statistics.median(v), 2) for k, v in stages.items()}}
+    med = statistics.median
+    return {"floor_p50": med(floors), "floor_p95": pct(floors, 0.95),
+            "p50": med(totals), "p95": pct(totals, 0.95),
+            "ratio_p50": med(totals) / med(floors), "ratio_p95": pct(totals, 0.95) / pct(floors, 0.95),
+            "floor_parts_p50": {k: med(v) for k, v in parts.items()},
+            "stages_p50": {k: med(v) for k, v in stages.items()}}
+
+
+def questions_of(corpus, limit: int) -> list[str]:
+    qs = [q.question for split in ("test", "dev") for q in corpus.in_domain[split]]
+    qs += [q.question for split in ("test", "dev") for q in corpus.absent.get(split, [])]
+    return qs[:limit]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    ap.add_argument("--work", type=Path,
-                    default=Path(tempfile.gettempdir()) / "kpack-bench" / "scifact")
-    ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--cross-encoder", help="a local CrossEncoder folder to time that stage")
-    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
+    ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK)
+    ap.add_argument("--corpus", action="append", choices=corpora.CORPORA)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-
-    corpus = args.data / "scifact" / "corpus.jsonl"
-    queries = args.data / "scifact" / "queries.jsonl"
-    if not corpus.is_file() or not queries.is_file():
-        print(f"skipped: SciFact not found under {args.data} (pass --data DIR)")
+    names = [n for n in (args.corpus or ["kubernetes", "scifact"])
+             if corpora.available(args.data, n)]
+    if not names:
+        print(f"skipped: no benchmark corpus under {args.data} (pass --data DIR)")
         return 0
-    if not (args.work / "current").is_file():
-        build(corpus, args.work)
 
     from packs import KnowledgePack
+    from packs.options import SearchOptions
 
-    questions = [json.loads(line)["text"] for line in
-                 queries.read_text(encoding="utf-8").splitlines()[: args.queries]]
-    report: dict[str, object] = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
-                                 "load_avg": os.getloadavg(), "queries": len(questions)}
-    with KnowledgePack.open(args.work) as pack:
-        report["pack"] = {"sections": pack.manifest.counts.sections,
-                          "articles": pack.manifest.counts.articles,
-                          "avg_links_per_article": round(pack.manifest.avg_links_per_article, 2)}
-        t0 = time.perf_counter()
-        pack.search("warm up the model", use_cache=False)
-        report["cold_first_query_ms"] = round((time.perf_counter() - t0) * 1000, 1)
-        t0 = time.perf_counter()
-        for q in questions:
-            pack.embed_query(q)
-        report["embed_only_mean_ms"] = round((time.perf_counter() - t0) * 1000 / len(questions), 2)
-        variants: dict[str, dict] = {
-            "default": {},
-            "use_enhancements=False": {"use_enhancements": False},
-            "fusion=weighted": {"fusion": "weighted"},
-            "graph_rerank_mode=weighted": {"graph_rerank_mode": "weighted"},
-            "expansion_mode=bfs": {"expansion_mode": "bfs"},
-            "graph_rerank=False": {"graph_rerank": False},
-            "multi_doc=False": {"multi_doc": False},
-            "hybrid=False": {"hybrid": False},
-        }
-        if args.cross_encoder:
-            variants["cross_encoder"] = {"cross_encoder": True,
-                                         "cross_encoder_model": args.cross_encoder}
-        results = {}
-        for name, opts in variants.items():
-            results[name] = measure(pack, questions, **opts)
-            if not args.json:
-                r = results[name]
-                print(f"{name:28s} p50 {r['p50_ms']:7.2f} ms  p95 {r['p95_ms']:7.2f} ms  "
-                      f"stages {r['stages_p50_ms']}", flush=True)
-        report["results"] = results
-        report["skipped"] = {"multi_query": "needs the Anthropic API (network per query)",
-                             **({} if args.cross_encoder else
-                                {"cross_encoder": "pass --cross-encoder PATH (no hub offline)"})}
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print(json.dumps({k: v for k, v in report.items() if k != "results"}))
-    return 0
+    variants = {"default": SearchOptions(use_cache=False),
+                "use_enhancements=False": SearchOptions(use_cache=False, use_enhancements=False)}
+    lines = [common.machine_line(), f"load average at start: {os.getloadavg()[0]:.1f}", ""]
+    ok = True
+    for name in names:
+        corpus = corpora.load(args.data, name, args.work)
+        qs = questions_of(corpus, args.queries)
+        with KnowledgePack.open(corpus.built.pack_dir) as pack:
+            m = pack.manifest
+            lines += [f"## {name}: {m.counts.sections} sections, {m.counts.articles} pages, "
+                      f"{len(qs)} questions (+{WARMUP} warm-up), k = "
+                      f"{variants['default'].max_results}", ""]
+            rows, stage_rows = [], []
+            for label, opts in variants.items():
+                r = measure(pack, qs, opts)
+                print(f"{name} {label}: p50 {r['p50']:.1f} ms (floor {r['floor_p50']:.1f}), "
+                      f"p95 {r['p95']:.1f} ms (floor {r['floor_p95']:.1f})", file=sys.stderr,
+                      flush=True)
+                rows.append((label, {"floor p50": r["floor_p50"], "search p50": r["p50"],
+                                     "ratio p50": r["ratio_p50"], "floor p95": r["floor_p95"],
+                                     "search p95": r["p95"], "ratio p95": r["ratio_p95"]}))
+                stage_rows.append((f"{label}: search stages", r["stages_p50"]))
+                stage_rows.append((f"{label}: floor parts", r["floor_parts_p50"]))
+                if label == "default":
+                    ok &= r["ratio_p50"] <= TARGET_P50 and r["ratio_p95"] <= TARGET_P95
+            cols = ("floor p50", "search p50", "ratio p50", "floor p95", "search p95",
+                    "ratio p95")
+            stage_cols = sorted({k for _, d in stage_rows for k in d})
+            lines += ["milliseconds; ratio = search / floor (targets: p50 <= 1.5, p95 <= 2.0)",
+                      "", common.table(rows, cols), "", "per-stage p50 (ms):", "",
+                      common.table(stage_rows, stage_cols), ""]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        command = "python benchmarks/query_latency.py " + " ".join(argv or sys.argv[1:])
+        args.out.write_text(f"# Query latency against the index floor\n\n- Command: "
+                            f"`{command.strip()}`\n\n```\n{text}\n```\n", encoding="utf-8")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

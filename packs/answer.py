@@ -17,7 +17,7 @@ from packs import citations as cite_mod
 from packs import claude
 from packs.options import SearchOptions
 from packs.result import SearchResult
-from packs.retrieval import fewshot, synthesis
+from packs.retrieval import fewshot, gate, synthesis
 
 ASK_FIELDS = ("answer", "sources", "citations", "entities", "facts", "cypher_query",
               "query_type", "token_usage")
@@ -92,8 +92,7 @@ def _offline(result: SearchResult, note: str | None = None
              ) -> tuple[str, synthesis.Quotes, str]:
     """(answer, quotes, query_type) without a language model."""
     if result.gated:
-        return (f"The pack has nothing relevant enough to answer this (best similarity "
-                f"{(result.best_similarity or 0):.2f} < threshold {result.gate_threshold:.2f}),"
+        return (f"The pack has nothing relevant enough to answer this ({gate.reason(result)}),"
                 " and no language model is configured (ANTHROPIC_API_KEY unset).", [],
                 "confidence_gated_fallback")
     kw = {"note": note} if note else {}

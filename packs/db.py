@@ -7,6 +7,7 @@ A Kuzu connection is not safe for concurrent use, so calls are serialised with a
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from dataclasses import dataclass, field
@@ -29,6 +30,11 @@ FTS_SEARCH = (
     f"CALL QUERY_FTS_INDEX('Section', '{fmt.FTS_INDEX}', $q, top := $k) "
     "WITH node AS s, score "
     f"RETURN {_SECTION_COLS}, score, s.embedding ORDER BY score DESC"
+)
+FTS_FLOOR = (
+    f"CALL QUERY_FTS_INDEX('Section', '{fmt.FTS_INDEX}', $q, top := $k) "
+    "WITH node AS s, score "
+    f"RETURN {_SECTION_COLS}, score ORDER BY score DESC"
 )
 SECTIONS_BY_ID = (
     f"MATCH (s:Section) WHERE s.id IN $ids RETURN {_SECTION_COLS}, s.embedding"
@@ -81,6 +87,7 @@ FILTERED_FTS_SEARCH = (
     f"RETURN {_SECTION_COLS}, score, s.embedding ORDER BY score DESC LIMIT $k"
 )
 ARTICLE_URLS = "MATCH (a:Article) RETURN a.url"
+SECTION_TEXTS = "MATCH (s:Section) RETURN s.heading_path, s.content"
 SECTION_LANGUAGES = ("MATCH (s:Section) UNWIND s.languages AS lang "
                      "RETURN DISTINCT lang")
 CENTRALITY = "MATCH (a:Article) RETURN a.id, a.centrality"
@@ -90,6 +97,8 @@ SECTION_ENTITIES = (
     "OPTIONAL MATCH (e)-[:HAS_FACT]->(f:Fact) "
     "RETURN s.id, e.id, e.name, e.type, f.text"
 )
+# Format 3: the graph facts of each section, precomputed at build time (packs.format).
+SECTION_GRAPHS = "MATCH (s:Section) WHERE s.id IN $ids RETURN s.id, s.graph"
 SECTION_TRIPLES = (
     "MATCH (s:Section)-[:MENTIONS]->(e:Entity)-[r:RELATED_TO]->(o:Entity) "
     "WHERE s.id IN $ids RETURN s.id, e.name, r.relation, o.name "
@@ -161,11 +170,12 @@ class PackDB:
 
     `has_languages` and `keyword_vectors` say whether the database has Section.languages
     and Section.keyword_embedding (format 2; the manifest says so); without them language
-    filters match fence lines in the content and keyword search is refused.
+    filters match fence lines in the content and keyword search is refused. `has_graph`:
+    Section.graph exists (format 3); without it graph facts are walked at query time.
     """
 
     def __init__(self, db_path: Path, *, has_languages: bool = True,
-                 keyword_vectors: bool = False) -> None:
+                 keyword_vectors: bool = False, has_graph: bool = False) -> None:
         import kuzu
 
         self._db = kuzu.Database(str(db_path), read_only=True)
@@ -177,6 +187,7 @@ class PackDB:
         self._languages: list[str] | None = None
         self.has_languages = has_languages
         self.keyword_vectors = keyword_vectors
+        self.has_graph = has_graph
 
     def close(self) -> None:
         with self._lock:
@@ -254,6 +265,12 @@ class PackDB:
                    log: QueryLog | None = None, filters: Filters | None = None) -> list[Row]:
         """Top-k sections by BM25 for `text` (already tokenised), with their similarity.
         With filters, the top k among the matches the filters admit."""
+        return self.score_fts(self.fts_raw(text, k, log, filters), qvec)
+
+    def fts_raw(self, text: str, k: int, log: QueryLog | None = None,
+                filters: Filters | None = None) -> list[list]:
+        """The rows of the full-text query alone (no question vector needed, so it can run
+        while the question is being embedded); `score_fts` turns them into Rows."""
         if not text:
             return []
         if filters:
@@ -262,16 +279,26 @@ class PackDB:
             params.update(q=text, k=int(k))
         else:
             statement, params = FTS_SEARCH, {"q": text, "k": int(k)}
-        return [
-            self._with_similarity(values, 0, qvec, bm25=float(values[8]))
-            for values in self._run(statement, params, log)
-        ]
+        return self._run(statement, params, log)
+
+    def score_fts(self, raw: list[list], qvec: np.ndarray) -> list[Row]:
+        """Rows of `fts_raw`, each with its BM25 score and its similarity to `qvec`."""
+        return [self._with_similarity(values, 0, qvec, bm25=float(values[8])) for values in raw]
+
+    def fts_floor(self, text: str, k: int) -> int:
+        """The bare full-text top-k (no vectors returned), for latency baselines; returns
+        the number of rows."""
+        return len(self._run(FTS_FLOOR, {"q": text, "k": int(k)}, None)) if text else 0
 
     def article_urls(self) -> list[str]:
         """Every article URL (loaded once; for the analyzer's path suggestions)."""
         if self._article_urls is None:
             self._article_urls = [r[0] for r in self._run(ARTICLE_URLS, {}, None) if r[0]]
         return self._article_urls
+
+    def section_texts(self) -> list[str]:
+        """Heading path + content of every section (for a pack without its tables/)."""
+        return [f"{h or ''}\n{c or ''}" for h, c in self._run(SECTION_TEXTS, {}, None)]
 
     def languages(self) -> list[str]:
         """The code languages the pack's sections use (loaded once; [] for format 1)."""
@@ -315,6 +342,16 @@ class PackDB:
     def section_entities(self, section_ids: list[str], log: QueryLog | None = None):
         """(section id, entity id, name, type, fact text or None) rows."""
         return [tuple(r) for r in self._run(SECTION_ENTITIES, {"ids": list(section_ids)}, log)]
+
+    def section_graphs(self, section_ids: list[str], log: QueryLog | None = None
+                       ) -> dict[str, dict[str, list]]:
+        """Section id → its precomputed graph {entities, facts, triples} (format 3; sections
+        without any are left out)."""
+        out = {}
+        for sid, raw in self._run(SECTION_GRAPHS, {"ids": list(section_ids)}, log):
+            if raw:
+                out[sid] = json.loads(raw)
+        return out
 
     def section_triples(self, section_ids: list[str], log: QueryLog | None = None):
         """(section id, subject, relation, object) rows: triples touching the sections'

@@ -12,7 +12,8 @@ A pack folder (what `kpack build --out DIR` produces as DIR/<name>/) looks like:
       builds/<build_id>/
         manifest.json
         pack.db               Kuzu database (node + rel tables, HNSW + FTS indexes)
-        tables/*.parquet      the same data as plain Parquet (no Kuzu needed)
+        tables/*.parquet      the same data as plain Parquet (no Kuzu needed), plus
+                              terms.json (the sections' vocabulary, format 3)
         eval/questions.jsonl  optional, copied from the source folder
         fewshot/examples.jsonl optional, copied from the source folder
         packs.pyz             the query module that built it (see packs/vendor.py)
@@ -29,12 +30,15 @@ import re
 
 # 2: Section.languages (code-fence languages) and the optional keyword vector
 #    (Section.keyword_embedding + its HNSW index, manifest.keyword_vectors).
-FORMAT_VERSION = 2
+# 3: Section.graph (the section's entities, facts and triples as JSON, precomputed at build
+#    time so a query reads them with one lookup) and manifest.gate (the confidence gate).
+FORMAT_VERSION = 3
 # Version of the query module (`packs`) itself; recorded in every manifest it builds.
 QUERY_MODULE_VERSION = "0.1.0"
 # Readers accept every format version listed here. Format 1 packs have neither languages
-# nor keyword vectors; readers fall back (see packs.filters, packs.db).
-READABLE_FORMATS = frozenset({1, 2})
+# nor keyword vectors, formats 1-2 no Section.graph; readers fall back (see packs.filters,
+# packs.db).
+READABLE_FORMATS = frozenset({1, 2, 3})
 
 MANIFEST_FILE = "manifest.json"
 DB_FILE = "pack.db"
@@ -66,7 +70,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     SECTIONS: (
         "id", "article_id", "url", "title", "heading_path", "level", "position",
-        "chunk", "content", "content_hash", "word_count", "is_code", "languages",
+        "chunk", "content", "content_hash", "word_count", "is_code", "languages", "graph",
         "embedding",
     ),
     ENTITIES: ("id", "name", "type", "description", "aliases"),
@@ -76,10 +80,22 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     LINKS: ("source_id", "target_id"),
 }
 
-# Section columns a pack may lack: derived when missing (languages, from the content) or
-# present only when the build made them (keyword_embedding: a second vector per section from
-# its entities and key phrases, same model and dimension as `embedding`).
-SECTION_DERIVED_COLUMNS = ("languages",)
+# Derived at build time from the sections (format 3; absent before): tables/terms.json,
+# {"sections": N, "terms": {term: number of sections using it}} for every word term of the
+# sections' heading paths and text (packs.retrieval.gate.terms), for the confidence gate.
+# JSON, not Parquet: the query runtime reads it without polars or pyarrow.
+TERMS_FILE = "terms.json"
+
+# Section columns a pack may lack: derived when missing (languages, from the content; graph,
+# from the entity tables) or present only when the build made them (keyword_embedding: a
+# second vector per section from its entities and key phrases, same model and dimension as
+# `embedding`).
+SECTION_DERIVED_COLUMNS = ("languages", "graph")
+# Section.graph: JSON {"entities": [[name, type]], "facts": [text], "triples": [[subject,
+# relation, object]]} of what was extracted from that section (facts and triples whose
+# evidence is the section), each list sorted and capped at GRAPH_CAP items; "" when the
+# section has none.
+GRAPH_CAP = 24
 KEYWORD_EMBEDDING = "keyword_embedding"
 
 # --- Kuzu schema ----------------------------------------------------------------------
@@ -101,7 +117,7 @@ def kuzu_schema(dim: int, keyword_vectors: bool = False) -> list[str]:
         "CREATE NODE TABLE Section(id STRING, article_id STRING, url STRING, title STRING, "
         "heading_path STRING, level INT64, position INT64, chunk INT64, content STRING, "
         "content_hash STRING, word_count INT64, is_code BOOLEAN, languages STRING[], "
-        f"embedding FLOAT[{dim}]{keyword}, PRIMARY KEY(id))",
+        f"graph STRING, embedding FLOAT[{dim}]{keyword}, PRIMARY KEY(id))",
         "CREATE NODE TABLE Entity(id STRING, name STRING, type STRING, description STRING, "
         "aliases STRING[], PRIMARY KEY(id))",
         "CREATE NODE TABLE Fact(id STRING, text STRING, entity_id STRING, section_id STRING, "

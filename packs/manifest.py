@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from packs.format import FORMAT_VERSION, MANIFEST_FILE, PackFormatError, check_format
 
@@ -72,6 +72,18 @@ class EncoderInfo(BaseModel):
     reason: str = ""
 
 
+class GateInfo(BaseModel):
+    """The confidence gate's parameters (packs.retrieval.gate): p = sigmoid(bias + Σ weight ·
+    signal) over the named signals; a question passes when p >= cut. Calibrated per
+    embedding model on dev questions (benchmarks/gate_calibration.py)."""
+
+    version: str
+    weights: dict[str, float]
+    bias: float
+    cut: float = 0.5
+    calibration: str = ""  # what it was fitted on, or why it was not
+
+
 class ExtractorInfo(BaseModel):
     kind: str  # "claude" or "offline"
     model: str | None = None
@@ -113,6 +125,17 @@ class Manifest(BaseModel):
     # manifest (packs.integrity); empty in packs written before checksums existed.
     checksums: dict[str, dict[str, object]] = Field(default_factory=dict)
     extra: dict[str, object] = Field(default_factory=dict)
+    # Written at build time from the calibration of the pack's model; a manifest from before
+    # format 3 gets the current calibration of its model when read.
+    gate: GateInfo | None = None
+
+    @model_validator(mode="after")
+    def _gate_of_the_model(self) -> "Manifest":
+        if self.gate is None:
+            from packs.retrieval.gate import params_for
+
+            self.gate = GateInfo(**params_for(self.embedding.model))
+        return self
 
     def write(self, build_dir: Path) -> Path:
         path = build_dir / MANIFEST_FILE

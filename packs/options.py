@@ -5,7 +5,8 @@ directly, or pass keyword arguments to `search()` / `ask()`; unknown names raise
 `OptionsError` listing the valid ones.
 
 `use_enhancements=False` switches off the optional stages (query-term expansion, BM25,
-multi-query, cross-encoder, graph rerank, multi-document expansion, graph facts, few-shot)
+multi-query, cross-encoder, per-article diversification, graph rerank, multi-document
+expansion, graph facts, few-shot)
 and leaves plain vector search. It never switches off the confidence gate or the content
 quality filter.
 """
@@ -51,11 +52,18 @@ class SearchOptions:
       graph_rerank: fuse vector rank with article centrality; "rrf" mode is
         1/(60+vector_rank) + 0.5/(60+centrality_rank), "weighted" is
         0.6*similarity + 0.4*normalised_centrality. Off by itself when the pack averages
-        fewer than 2 links per article.
+        fewer than 2 links per article. Off by default: on the Kubernetes docs (the one
+        benchmark pack with that many links) it lifted hub pages and cost 0.035 nDCG@10
+        on both the dev and the test questions (BENCHMARKS.md).
       multi_doc: add sections of up to `linked_articles` articles linked from the top
-        result ("neighbours"), or a 2-hop labelled neighbourhood ("bfs").
+        result ("neighbours"), or a 2-hop labelled neighbourhood ("bfs"). Runs only when
+        the pack averages 2 or more links per article: below that the links found nothing
+        the ranking had missed on the benchmark packs.
       max_related: cap on related sections in "bfs" mode.
       max_articles: cap on distinct articles among all sections used.
+      per_article: at most this many sections of one article come before the next
+        article's (the article's further sections follow, in order), so that one long
+        page does not fill the results; 0 leaves the ranking alone.
       graph_facts: facts and entity triples of the chosen sections' entities.
       keyword_vectors: also search the keyword vectors (entities + key phrases of each
         section, format-2 packs) and rank vector candidates by
@@ -95,13 +103,14 @@ class SearchOptions:
     expansion_model: str = DEFAULT_EXPANSION_MODEL
     cross_encoder: bool = False
     cross_encoder_model: str = DEFAULT_CROSS_ENCODER
-    graph_rerank: bool = True
+    graph_rerank: bool = False
     graph_rerank_mode: Literal["rrf", "weighted"] = "rrf"
     multi_doc: bool = True
     expansion_mode: Literal["neighbours", "bfs"] = "neighbours"
     linked_articles: int = 2
     max_related: int = 10
     max_articles: int = 7
+    per_article: int = 3
     graph_facts: bool = True
     max_facts: int = 20
     keyword_vectors: bool = False
@@ -154,8 +163,8 @@ class SearchOptions:
         object.__setattr__(self, "url_prefix", url_prefix)
         object.__setattr__(self, "content_kind", kind)
         object.__setattr__(self, "language", language)
-        for name in ("rrf_k", "fewshot_k", "max_articles", "linked_articles", "max_facts", "max_related",
-                     "max_tokens"):
+        for name in ("rrf_k", "fewshot_k", "max_articles", "per_article", "linked_articles",
+                     "max_facts", "max_related", "max_tokens"):
             if getattr(self, name) < 0:
                 raise OptionsError(f"{name} must be >= 0, got {getattr(self, name)}")
 

@@ -13,10 +13,12 @@ another model fails at open.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +37,7 @@ from packs.embedding import (
 from packs.manifest import Manifest, read_manifest
 from packs.options import SearchOptions
 from packs.result import SearchResult
-from packs.retrieval import analysis, fewshot
+from packs.retrieval import analysis, fewshot, gate
 from packs.retrieval.cache import TTLCache
 
 EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
@@ -84,6 +86,8 @@ class KnowledgePack:
         self._entity_index: dict[str, str] | None = None
         self._path_prefixes = None
         self._fewshot: tuple[list[fewshot.Example], np.ndarray] | None = None
+        self._vocabulary: gate.Vocabulary | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self.cache: TTLCache = cache if cache is not None else TTLCache()
 
     # --- opening ------------------------------------------------------------------------
@@ -116,7 +120,8 @@ class KnowledgePack:
         integrity.check_on_open(build_dir, manifest.checksums)
         try:
             db = PackDB(db_path, has_languages=manifest.format_version >= 2,
-                        keyword_vectors=manifest.keyword_vectors.present)
+                        keyword_vectors=manifest.keyword_vectors.present,
+                        has_graph=manifest.format_version >= 3)
         except RuntimeError as exc:
             raise PackFormatError(f"{db_path}: cannot open the database: {exc}") from exc
         return cls(build_dir, manifest, db, requested or needed)
@@ -131,6 +136,10 @@ class KnowledgePack:
         return PackSet.open(paths, embedding_models=embedding_models)
 
     def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         self.db.close()
         self.cache.clear()
 
@@ -177,6 +186,14 @@ class KnowledgePack:
         packs.embedding)."""
         return self.embedder.encode_query(text)
 
+    def background(self, fn, *args) -> Future:
+        """Run fn(*args) in the pack's worker threads (a query's full-text search while
+        its question is embedded); the Future raises what fn raised."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kpack")
+            return self._pool.submit(fn, *args)
+
     def path_prefixes(self):
         """Directory prefixes of the pack's article URLs → article count (for the
         analyzer's path filter suggestions; loaded once)."""
@@ -188,6 +205,19 @@ class KnowledgePack:
         if self._entity_index is None:
             self._entity_index = analysis.build_entity_index(self.db.entity_names())
         return self._entity_index
+
+    def vocabulary(self) -> gate.Vocabulary:
+        """The sections' vocabulary for the confidence gate (loaded once): tables/terms.json
+        (format 3), else counted from the database's sections (older packs)."""
+        with self._lock:
+            if self._vocabulary is None:
+                path = self.path / fmt.TABLES_DIR / fmt.TERMS_FILE
+                if path.is_file():
+                    raw = json.loads(path.read_text(encoding="utf-8"))
+                    self._vocabulary = gate.Vocabulary(raw["terms"], int(raw["sections"]))
+                else:
+                    self._vocabulary = gate.count_vocabulary(self.db.section_texts())
+            return self._vocabulary
 
     def fewshot_examples(self, qvec: np.ndarray, k: int) -> list[fewshot.Example]:
         """The k examples of fewshot/examples.jsonl most similar to the question."""

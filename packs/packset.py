@@ -8,10 +8,12 @@ How a search runs:
 1. Each pack runs its own full pipeline (packs.pipeline.search) in a thread of its own,
    with its own embedding model: packs built with different models are each searched with
    theirs. The gate is switched off inside the per-pack searches; it applies to the set.
-2. Confidence gate on the fused result: each pack's best similarity is compared with that
-   pack's own threshold (a per-model value: similarity scales differ between models). A
-   pack below its threshold contributes nothing; when no pack passes, the whole result is
-   gated (`gated=True`, `query_type: "confidence_gated_fallback"` from ask()).
+2. Confidence gate on the fused result: each pack's own calibrated gate decides whether it
+   contributes (packs.retrieval.gate: similarity and term coverage, parameters per model
+   in its manifest); with an explicit `gate_threshold`, each pack's best similarity is
+   compared with it instead. A pack that does not pass contributes nothing; when no pack
+   passes, the whole result is gated (`gated=True`, `query_type:
+   "confidence_gated_fallback"` from ask()).
 3. Fusion by RRF (k = `rrf_k`) of two kinds of rankings: each pack's own ranking, and one
    ranking across packs by each section's similarity margin over its pack's threshold
    (the only cross-model comparable score we have). Without the second ranking every
@@ -112,7 +114,9 @@ class PackSet:
         per_pack, passing = [], []
         for label, pack, res in zip(self.labels, self.packs, results):
             limit = gate.threshold(opts.gate_threshold, pack.manifest.embedding.gate_threshold)
-            ok = gate.passes(res.best_similarity, limit)
+            # Each pack's own calibrated verdict, unless a similarity threshold is given.
+            ok = (gate.passes(res.best_similarity, limit) if opts.gate_threshold is not None
+                  else bool(res.gate.get("calibrated_passed")))
             per_pack.append({"pack": label, "path": str(pack.path), "name": pack.manifest.name,
                              "model": pack.manifest.embedding.model,
                              "best_similarity": res.best_similarity, "gate_threshold": limit,

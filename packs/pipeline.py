@@ -1,8 +1,9 @@
 """The retrieval pipeline: composition of the stages in packs/retrieval, nothing else.
 
-search: analysis (+ filters) → embed → vector (+ keyword vectors, multi-query) → gate
-        → BM25 + fusion → cross-encoder
-        → graph rerank → article cap → multi-document expansion → quality filter
+search: analysis (+ filters) → embed → vector (+ keyword vectors, multi-query)
+        → BM25 + fusion → gate → cross-encoder
+        → per-article diversification → graph rerank → article cap
+        → multi-document expansion → quality filter
         → graph facts → few-shot → context
 ask:    search → packs/answer.py (Claude synthesis with verified citations, or the
         extractive / gated answers)
@@ -82,6 +83,14 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                      if opts.enabled("query_analysis") else filters_mod.Filters())
         explicit = filters_mod.Filters(opts.url_prefix, opts.content_kind, opts.language)
         active = _active_filters(explicit, suggested, opts.auto_filters)
+    # The full-text query needs no question vector: it runs in the pack's worker thread
+    # while the question is embedded (ONNX and Kuzu both release the GIL).
+    n_candidates = opts.max_results * (2 if opts.enabled("cross_encoder") else 1)
+    fts_text = fts_query_text(list(qa.terms)) if opts.enabled("hybrid") else ""
+    fts_log = QueryLog()
+    fts_filters = active
+    fts_job = (pack.background(db.fts_raw, fts_text, n_candidates, fts_log, active)
+               if fts_text else None)
     with timer("embed"):
         qvec = pack.embed_query(question)
 
@@ -90,7 +99,6 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
         warnings.append(f"pack {pack.manifest.name!r} has no keyword vectors (format "
                         f"{pack.manifest.format_version}); searched the content vectors only")
         kw = 0.0
-    n_candidates = opts.max_results * (2 if opts.enabled("cross_encoder") else 1)
     with timer("vector"):
         vec_rows = db.vector_candidates(qvec, n_candidates, active, kw, qlog)
         if not vec_rows and active != explicit:
@@ -98,7 +106,8 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                             "searched without them")
             active = explicit
             vec_rows = db.vector_candidates(qvec, n_candidates, active, kw, qlog)
-    best = max((r.similarity for r in vec_rows if r.similarity is not None), default=None)
+    sims = sorted((r.similarity for r in vec_rows if r.similarity is not None), reverse=True)
+    best = sims[0] if sims else None
     stages: dict[str, list[str]] = {r.id: ["vector"] for r in vec_rows}
 
     if opts.enabled("multi_query"):
@@ -123,8 +132,6 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                 analysis={**qa.to_dict(), "suggested_filters": suggested.to_dict()},
                 best_similarity=best, gate_threshold=limit, build_id=pack.manifest.build_id,
                 warnings=warnings, token_usage=usage, filters=active.to_dict())
-    if not gate.passes(best, limit):
-        return _result(base, [], [], Facts(), None, timer, qlog, gated=True)
 
     # --- hybrid fusion ------------------------------------------------------------------
     rows: dict[str, Row] = {r.id: r for r in vec_rows}
@@ -132,8 +139,14 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
     scores = {r.id: _vscore(r) for r in vec_rows}
     if opts.enabled("hybrid"):
         with timer("bm25"):
-            bm_rows = db.fts_search(fts_query_text(list(qa.terms)), qvec, n_candidates, qlog,
-                                    filters=active)
+            raw = fts_job.result() if fts_job is not None else []
+            if fts_text and fts_filters != active:
+                # The suggested filters matched nothing: the query again without them.
+                fts_log = QueryLog()
+                raw = db.fts_raw(fts_text, n_candidates, fts_log, active)
+            bm_rows = db.score_fts(raw, qvec)
+            for statement in fts_log.statements:  # after the vector ones: a stable order
+                qlog.add(statement)
         with timer("fusion"):
             for r in bm_rows:
                 rows.setdefault(r.id, r).bm25 = r.bm25
@@ -152,6 +165,16 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                     opts.vector_weight, opts.bm25_weight)
             order = hybrid.ranked(scores)[:n_candidates]
 
+    # --- confidence gate (on the fused candidates, before any reranking) ------------------
+    with timer("gate"):
+        verdict = gate.decide(question, sims, [f"{rows[i].heading_path}\n{rows[i].content}"
+                                               for i in order[:gate.TOP_SECTIONS]],
+                              pack.vocabulary, pack.manifest.gate, opts.gate_threshold,
+                              pack.manifest.embedding.gate_threshold)
+    base["gate"] = verdict
+    if not verdict["passed"]:
+        return _result(base, [], [], Facts(), None, timer, qlog, gated=True)
+
     # --- cross-encoder ------------------------------------------------------------------
     if opts.enabled("cross_encoder"):
         with timer("cross_encoder"):
@@ -166,6 +189,9 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
                 order = [order[j] for j in rerank.order(ce)]
                 for i in order:
                     stages.setdefault(i, []).append("cross_encoder")
+    # Per-article diversification: one long page must not fill the results.
+    if opts.use_enhancements:
+        order = graph.diversify(order, lambda i: rows[i].article_id, opts.per_article)
     order = order[: opts.max_results]
 
     # --- graph rerank -------------------------------------------------------------------
@@ -186,7 +212,8 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
 
     # --- multi-document expansion ---------------------------------------------------------
     related: list[RankedSection] = []
-    if opts.enabled("multi_doc") and primary:
+    if (opts.enabled("multi_doc") and primary
+            and graph.enabled(pack.manifest.avg_links_per_article)):
         with timer("multi_doc"):
             related = _expand(pack, primary, qvec, opts, qlog)
 
@@ -289,6 +316,25 @@ def _expand(pack, primary: list[RankedSection], qvec, opts: SearchOptions,
 
 
 def _facts(pack, section_ids: list[str], cap: int, qlog: QueryLog) -> Facts:
+    """Entities, facts and triples of the chosen sections, in section rank order.
+
+    Format 3 packs: what was extracted from each section, precomputed at build time
+    (Section.graph, one lookup). Older packs: walked at query time — the entities the
+    sections mention, every fact of those entities and the triples touching them."""
+    if pack.db.has_graph:
+        graphs = pack.db.section_graphs(section_ids, qlog)
+        ents: dict[str, dict[str, str]] = {}
+        facts: dict[str, None] = {}
+        triples: dict[tuple[str, str, str], None] = {}
+        for sid in section_ids:
+            g = graphs.get(sid, {})
+            for name, etype in g.get("entities", []):
+                ents.setdefault(name, {"name": name, "type": etype or ""})
+            facts.update(dict.fromkeys(g.get("facts", [])))
+            triples.update(dict.fromkeys(tuple(t) for t in g.get("triples", [])))
+        kept = list(facts)[:cap]
+        return Facts(entities=list(ents.values()), facts=kept,
+                     triples=list(triples)[: max(cap - len(kept), 0)])
     # Kuzu returns rows in no set order: order them by the rank of their section, then
     # by text, so the same question always gives the same context.
     rank = {sid: i for i, sid in enumerate(section_ids)}

@@ -66,6 +66,9 @@ class SearchResult:
     filters: dict[str, str] = field(default_factory=dict)
     # Several packs: per pack, its label, path, model, best similarity, gate and sections.
     packs: list[dict[str, object]] = field(default_factory=list)
+    # The confidence gate's verdict (packs.retrieval.gate.decide): rule, passed,
+    # confidence, cut, signals.
+    gate: dict[str, object] = field(default_factory=dict)
 
     def cited(self) -> list[RankedSection]:
         """Sections that made it into the context, in citation order."""

@@ -5,7 +5,11 @@ Rules (the pure core, `split_markdown`):
 - Fence-aware: a `#` inside a ``` or ~~~ block is code, not a heading.
 - Text before the first section heading is the intro section, titled with the page title.
 - Every heading yields a section, even one with no body, so the pack mirrors the page.
-- A section's heading path starts at the page title: "Pods > Pod lifecycle > Restart policy".
+- A section's heading path starts at the page title: "Pods > Pod lifecycle > Restart policy",
+  so the title is part of what the vectors and the full-text index see for every section.
+- A page with no title (no front matter title, no `#` heading, no HTML <title>) that opens
+  with a heading (mdBook chapters open with `## Chapter name`) takes that heading as its
+  title; only a page with neither falls back to the last segment of its URL.
 - A section longer than `max_words` is cut into chunks at paragraph (or line) boundaries,
   and a line longer than that at sentence ends; each chunk starts with the last blocks
   (or sentences) of the previous one, up to `overlap_words` words.
@@ -21,7 +25,7 @@ import polars as pl
 from packs import format as fmt
 from tasks.links import canonical_url
 
-SPLITTER_VERSION = "split-v2"  # v2: long lines cut at sentence ends
+SPLITTER_VERSION = "split-v3"  # v2: long lines cut at sentence ends; v3: leading heading as title
 HEADING_SEP = " > "
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
@@ -250,12 +254,36 @@ SECTION_SCHEMA = {
 }
 
 
+def leading_heading(text: str) -> tuple[str, str] | None:
+    """(heading, the text after it) when the first non-blank line outside code fences is a
+    heading of level 1-4 with some text; else None."""
+    lines = text.splitlines()
+    for i, (line, in_code) in enumerate(iter_lines_with_fences(text)):
+        if not line.strip():
+            continue
+        m = None if in_code else _HEADING.match(line)
+        if m and len(m.group(1)) <= 4 and _clean_heading(m.group(2)):
+            return _clean_heading(m.group(2)), "\n".join(lines[i + 1:])
+        return None
+    return None
+
+
+def page_title(title: str | None, url: str, text: str) -> tuple[str, str]:
+    """(title, text) of a page: its own title; else its leading heading, taken out of the
+    text (it is the title line); else the last segment of its URL."""
+    if title and title.strip():
+        return title.strip(), text
+    lead = leading_heading(text)
+    if lead is not None:
+        return lead
+    return url.rstrip("/").rsplit("/", 1)[-1], text
+
+
 def split_pages(pages: pl.DataFrame, max_words: int, overlap_words: int) -> pl.DataFrame:
     """Pages (url, title, text) → the sections table (columns SECTION_SCHEMA)."""
     rows = []
     for page in pages.iter_rows(named=True):
-        text = page["text"] or ""
-        title = page["title"] or page["url"].rstrip("/").rsplit("/", 1)[-1]
+        title, text = page_title(page["title"], page["url"], page["text"] or "")
         art = fmt.article_id(canonical_url(page["url"]))
         for c in split_markdown(text, title, max_words, overlap_words):
             chash = fmt.content_hash(c.heading_path + "\n" + c.content)

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from benchmarks import gate_calibration, k8s_build, scifact, xquad, xquad_answers
+from benchmarks import corpora, gate_calibration, k8s_build, query_latency, retrieval_defaults
+from benchmarks import scifact, xquad, xquad_answers
 
 DOCS = [
     ("11", "Vitamin D supplementation and bone fractures in older adults",
@@ -80,33 +81,41 @@ def _write_xquad(root):
     (d / "xquad.en.json").write_text(json.dumps({"data": data, "version": "1.0"}))
 
 
-OOD = [
-    {"id": "u1", "question": "How do I fold a paper aeroplane?", "kind": "unrelated",
-     "target": "any", "split": "dev"},
-    {"id": "u2", "question": "Best pizza dough hydration?", "kind": "unrelated",
-     "target": "any", "split": "test"},
-    {"id": "a1", "question": "Who designed the Eiffel Tower?", "kind": "adjacent",
-     "target": "xquad", "split": "dev"},
-    {"id": "a2", "question": "Beta blockers shorten migraine attacks.", "kind": "adjacent",
-     "target": "scifact", "split": "test"},
-]
+def test_the_question_sets_are_well_formed():
+    rows = {name: corpora.load_rows(corpora.DATA_DIR / f"{name}.jsonl")
+            for name in ("k8s_questions", "rust_questions", "ood_questions")}
+    for name, qs in rows.items():
+        assert len({r["id"] for r in qs}) == len(qs), name
+        assert len({r["question"] for r in qs}) == len(qs), name
+        assert {r["split"] for r in qs} == {"dev", "test"}, name
+    for name, least in (("k8s_questions", 150), ("rust_questions", 80)):
+        qs = rows[name]
+        assert len(qs) >= least
+        assert {r["kind"] for r in qs} == {"paraphrase", "identifier", "multihop", "absent"}
+        for r in qs:  # in-domain questions name their gold pages, absent ones none
+            assert bool(r["gold"]) == (r["kind"] != "absent"), r["id"]
+            assert len(r["gold"]) >= (2 if r["kind"] == "multihop" else 0), r["id"]
+        absent = [r for r in qs if r["kind"] == "absent"]
+        assert len(absent) >= 0.4 * len(qs)  # the hard half
+    ood = rows["ood_questions"]
+    assert {r["kind"] for r in ood} == {"unrelated", "adjacent"}
+    assert {r["target"] for r in ood} == {"any", "scifact", "xquad"}
 
 
-def test_the_out_of_domain_set_is_well_formed():
-    rows = gate_calibration.load_ood(gate_calibration.DEFAULT_OOD)
-    assert len(rows) == 60 and len({r["id"] for r in rows}) == 60
-    assert {r["kind"] for r in rows} == {"unrelated", "adjacent"}
-    assert {r["target"] for r in rows} == {"any", "scifact", "xquad"}
-    for split in ("dev", "test"):
-        assert sum(r["split"] == split for r in rows) == 30
+def test_gate_fit_separates_and_the_cut_keeps_in_domain_questions():
+    rows = [{"corpus": c, "group": g, "signals": {"similarity": s, "coverage": cov}}
+            for c in ("a", "b")
+            for g, s, cov in (("in", 0.3, 0.9), ("in", 0.2, 0.7), ("in", 0.0, 0.5),
+                              ("absent", -0.1, 0.2), ("absent", 0.05, 0.3))]
+    weights, bias = gate_calibration.fit(rows, ("similarity", "coverage"))
+    assert set(weights) == {"similarity", "coverage"}
+    from packs.retrieval.gate import probability
 
-
-def test_threshold_choice_maximises_balanced_accuracy():
-    sims = {"a": {"in": [0.6, 0.7, 0.45], "ood": [0.1, 0.2, 0.5]},
-            "b": {"in": [0.5, 0.55], "ood": [0.05]}}
-    t, bacc = gate_calibration.choose_threshold(sims)
-    # every grid point in (0.20, 0.45] passes all in-domain and gates 2/3 + 1/1 of the ood
-    assert 0.21 <= t <= 0.45 and bacc == pytest.approx((1 + (2 / 3 + 1) / 2) / 2)
+    ins = sorted(probability(r["signals"], weights, bias) for r in rows if r["group"] == "in")
+    outs = [probability(r["signals"], weights, bias) for r in rows if r["group"] == "absent"]
+    assert max(outs) < ins[0]  # separable: every absent row below every in-domain one
+    cut = gate_calibration.choose_cut(rows, weights, bias, max_false=0.0)
+    assert cut <= ins[0] and cut + 0.01 > ins[0] - 0.01  # the highest cut keeping all
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +127,8 @@ def data(tmp_path_factory):
 
 
 def test_benchmarks_skip_without_data(tmp_path, capsys):
-    for module in (scifact, xquad, gate_calibration, xquad_answers):
+    for module in (scifact, xquad, gate_calibration, xquad_answers, retrieval_defaults,
+                   query_latency):
         assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
         assert capsys.readouterr().out.startswith("skipped:")
     assert k8s_build.main(["--data", str(tmp_path / "none")]) == 0
@@ -162,16 +172,29 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
         assert out.count(label) == 2, label
     assert report.read_text().startswith("# XQuAD (English): gold answer text")
 
-    ood = tmp_path / "ood.jsonl"
-    ood.write_text("".join(json.dumps(r) + "\n" for r in OOD))
-    assert gate_calibration.main(["--data", str(data), "--work", str(work),
-                                  "--dev-articles", "1", "--ood", str(ood)]) == 0
+    work_args = ["--data", str(data), "--work", str(work), "--corpus", "scifact",
+                 "--corpus", "xquad"]
+    assert gate_calibration.main(work_args) == 0
     out = capsys.readouterr().out
-    assert out.count("(reused)") == 2  # both packs come from the work folder
-    assert "chosen threshold" in out and "KNOWN_MODELS['sentence-transformers/all-MiniLM-L6-v2']" in out
-    threshold = float(out.strip().splitlines()[-1].rsplit("=", 1)[1])
-    assert 0.0 <= threshold <= 1.0
+    assert "fitted on dev: weights" in out and "calibrated (this run)" in out
+    assert "scifact absent gated" in out and "xquad in-domain gated" in out
+    assert out.strip().splitlines()[-1].startswith("gate.CALIBRATED[model]")
 
+    code = retrieval_defaults.main([*work_args, "--out", str(tmp_path / "defaults.md")])
+    out = capsys.readouterr().out
+    assert code in (0, 1) and "## default against the best" in out
+    verdicts = [line for line in out.splitlines() if line.startswith("| scifact ")
+                or line.startswith("| xquad ")]
+    assert len(verdicts) == 3  # scifact dev + test, xquad dev (the tiny set has no test)
+    for line in verdicts:  # the verdict is the numbers' verdict
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        default, best = float(cells[1]), float(cells[2])
+        assert cells[-1] == ("yes" if default >= best - 0.005 else "NO")
+    assert (tmp_path / "defaults.md").read_text().startswith("# Default pipeline")
+
+    assert query_latency.main([*work_args[:4], "--corpus", "scifact", "--queries", "3"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "ratio p50" in out and "| default: floor parts" in out and "hnsw" in out
 
 
 K8S_PAGES = {  # path: Markdown, in the docs' layout (front matter, headings, code)

@@ -90,8 +90,10 @@ def test_search_ranks_the_right_section_first(pack, question, slug, heading, fus
 def test_search_result_shape_and_json(pack):
     result = pack.search("How do I configure the RetryPolicy backoff?")
     d = json.loads(json.dumps(result.to_dict()))
-    assert d["sections"][0]["stages"][:2] == ["vector", "bm25"]
-    assert "graph_rerank" in d["sections"][0]["stages"]
+    assert d["sections"][0]["stages"] == ["vector", "bm25"]  # graph rerank is opt-in
+    assert d["gate"]["rule"] == "calibrated" and d["gate"]["passed"]
+    assert set(d["gate"]["signals"]) == {"similarity", "margin", "coverage", "unknown",
+                                         "specific", "pairs"}
     assert d["analysis"]["known_entities"] == ["RetryPolicy"]
     assert "QUERY_VECTOR_INDEX" in d["cypher_query"] and "$q" in d["cypher_query"]
     assert "RetryPolicy.max_attempts defaults to 5." in d["facts"]["facts"]
@@ -140,13 +142,17 @@ def test_multi_doc_neighbours_and_bfs_labels(pack):
 
 
 def test_graph_rerank_modes_and_sparse_graph(pack, tmp_path, embedder):
-    weighted = pack.search("retries", graph_rerank_mode="weighted", use_cache=False)
+    weighted = pack.search("retries", graph_rerank=True, graph_rerank_mode="weighted",
+                           use_cache=False)
     assert all("graph_rerank" in s.stages for s in weighted.sections)
+    assert not any("graph_rerank" in s.stages for s in pack.search("retries").sections)
+    assert "multi_doc" in pack.search("retries", use_cache=False).timings_ms  # enough links
     sparse_dir = build_pack(tmp_path, embedder, name="sparse", links=[("overview", "retries")])
     with KnowledgePack.open(sparse_dir) as sparse:
         assert sparse.manifest.avg_links_per_article < 2
-        result = sparse.search("retries")
+        result = sparse.search("retries", graph_rerank=True)
         assert not any("graph_rerank" in s.stages for s in result.sections)
+        assert not result.related and "multi_doc" not in result.timings_ms
         assert result.fewshot  # the fixture writes few-shot examples by default
 
 
@@ -257,3 +263,17 @@ def test_cli_search_and_query_json(pack_dir, monkeypatch):
     assert res.exit_code == 2 and "error:" in res.output
 
 
+
+
+def test_the_calibrated_gate_abstains_on_a_neighbouring_tool(pack):
+    # Celery is a neighbouring job queue: the question's words are not the pack's.
+    absent = pack.search("How do I set autoretry_for on a Celery task with a Redis broker?",
+                         use_cache=False)
+    assert absent.gated and absent.gate["rule"] == "calibrated" and not absent.sections
+    assert absent.gate["confidence"] < absent.gate["cut"]
+    answer = pack.ask("How do I set autoretry_for on a Celery task with a Redis broker?")
+    assert answer["query_type"] == "confidence_gated_fallback"
+    assert "confidence" in answer["answer"] and answer["sources"] == []
+    # the plain similarity rule, asked for explicitly, lets it through
+    assert not pack.search("How do I set autoretry_for on a Celery task with a Redis broker?",
+                           gate_threshold=0.0, use_cache=False).gated

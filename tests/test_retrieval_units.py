@@ -239,7 +239,11 @@ def test_options_clamp_validate_and_reject_unknown():
         SearchOptions(token_budget=100, answer_reserve=200)
     off = SearchOptions(use_enhancements=False)
     assert not off.enabled("graph_rerank") and not off.enabled("hybrid")
-    assert SearchOptions().enabled("graph_rerank") and not SearchOptions().enabled("multi_query")
+    assert SearchOptions().enabled("hybrid") and not SearchOptions().enabled("multi_query")
+    assert not SearchOptions().enabled("graph_rerank")  # off by default (BENCHMARKS.md)
+    assert SearchOptions(graph_rerank=True).enabled("graph_rerank")
+    with pytest.raises(OptionsError, match="per_article"):
+        SearchOptions(per_article=-1)
 
 
 def test_best_sentence_drops_list_markers():
@@ -250,3 +254,11 @@ def test_best_sentence_drops_list_markers():
     assert best.unit.display.startswith("`KPACK_EMBEDDING_MODEL` overrides")
     (item,) = select("create secret", ["1. Create the Secret first."])
     assert item.unit.display == "Create the Secret first."
+
+
+def test_diversify_moves_an_articles_extra_sections_after_the_others():
+    items = ["a1", "a2", "a3", "b1", "a4", "c1", "b2"]
+    art = lambda i: i[0]  # noqa: E731
+    assert graph.diversify(items, art, 2) == ["a1", "a2", "b1", "c1", "b2", "a3", "a4"]
+    assert graph.diversify(items, art, 0) == items
+    assert graph.diversify([], art, 3) == []

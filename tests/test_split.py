@@ -109,3 +109,30 @@ def test_long_paragraph_is_cut_at_sentence_ends_with_sentence_overlap() -> None:
 def test_code_sections_are_flagged() -> None:
     chunks = split_markdown("## Code\n```\na b c d e f g h\n```\nshort\n## Prose\nwords only here\n", "P")
     assert [c.is_code for c in chunks] == [True, False]
+
+
+def test_a_page_without_title_takes_its_leading_heading():
+    import polars as pl
+
+    from tasks.split import split_pages
+
+    pages = pl.DataFrame({
+        "url": ["https://book.test/ch03-01-variables.html", "https://book.test/notes.md",
+                "https://book.test/pods"],
+        "title": [None, None, "Pods"],
+        "text": ["\n## Variables and Mutability\n\nVariables are immutable by default.\n\n"
+                 "### Shadowing\n\nA new let shadows the old binding.\n",
+                 "Just text, no heading at all.\n",
+                 "## Pod lifecycle\n\nPods follow a lifecycle.\n"],
+    })
+    rows = split_pages(pages, 300, 40)
+    paths = dict(zip(rows["heading_path"], rows["page_title"]))
+    # The mdBook chapter's leading `##` is its title: no file name, no doubled heading.
+    assert paths == {
+        "Variables and Mutability": "Variables and Mutability",
+        "Variables and Mutability > Shadowing": "Variables and Mutability",
+        "notes.md": "notes.md",  # neither title nor heading: the URL's last segment
+        "Pods > Pod lifecycle": "Pods",  # a page with a title keeps its leading heading
+    }
+    first = rows.row(0, named=True)
+    assert first["content"] == "Variables are immutable by default." and first["level"] == 1

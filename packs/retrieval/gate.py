@@ -1,16 +1,57 @@
-"""Confidence gate: when the best vector similarity is below the pack's threshold, the
-question is answered without pack context (`query_type: "confidence_gated_fallback"`).
+"""Confidence gate: does the pack hold the answer, or should the question be answered
+without its context (`query_type: "confidence_gated_fallback"`)?
 
-The threshold is per embedding model (manifest.embedding.gate_threshold, calibrated by the
-evaluation); an explicit option overrides it; 0.5 when neither is known.
+The best vector similarity alone cannot tell: questions about a neighbouring technology
+("How do I write a Nomad job file?" asked of the Kubernetes docs) reach the similarities
+of in-domain questions. What they lack is the *words*: their distinctive terms are not in
+the pack, or not in the sections retrieval found. So the gate scores six signals
+
+    similarity  best vector similarity minus the model's base threshold
+                (manifest.embedding.gate_threshold), so one set of weights fits models
+                whose similarities sit at different heights
+    margin      best similarity minus the mean of the top 10
+    coverage    share of the question's terms, weighted by their IDF in the pack, found
+                in the top 3 fused sections (heading path + text)
+    unknown     IDF-weighted share of the question's terms the pack never uses
+    specific    number (max 3) of the question's specific words — capitalised words
+                after the first, acronyms, code-like words — that do not occur as a
+                phrase in those top 3 ("Nomad", "daemon.json", "GOMAXPROCS")
+    pairs       share of the question's adjacent content-word pairs that are adjacent in
+                those top 3 too (a neighbouring tool's question combines the pack's words
+                in ways the pack does not)
+
+with a logistic model, p = sigmoid(bias + Σ weight · signal), and passes when p >= cut.
+The weights, bias and cut are calibrated per embedding model on dev questions by
+benchmarks/gate_calibration.py and written into each manifest at build time
+(manifest.gate, see `params_for`); a model never calibrated gets the MiniLM weights, which
+only see similarity through its offset from the model's own base threshold.
+
+An explicit `gate_threshold` option replaces all this by the plain rule "best similarity
+>= threshold" (tests and benchmarks switch the gate off with -1).
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from packs.retrieval.quality import STOP_WORDS
+
 DEFAULT_THRESHOLD = 0.5
+GATE_VERSION = "gate-v2"
+SIGNALS = ("similarity", "margin", "coverage", "unknown", "specific", "pairs")
+TOP_SECTIONS = 3
+MAX_SPECIFIC = 3
+_WORD = re.compile(r"[a-z0-9_]+")
+# A word of the question as written: letters/digits with inner dots, dashes, colons.
+_RAW = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/+#-]*[A-Za-z0-9_+#]|[A-Za-z0-9_]")
 
 
 def threshold(option: float | None, manifest_value: float | None) -> float:
+    """The similarity threshold of the plain rule: the option, else the manifest's."""
     if option is not None:
         return float(option)
     if manifest_value is not None:
@@ -19,5 +60,178 @@ def threshold(option: float | None, manifest_value: float | None) -> float:
 
 
 def passes(best_similarity: float | None, limit: float) -> bool:
-    """True when retrieval is confident enough to use the pack's content."""
+    """The plain rule: True when the best similarity reaches `limit`."""
     return best_similarity is not None and best_similarity >= limit
+
+
+# --- terms ----------------------------------------------------------------------------------
+
+
+def stem(token: str) -> str:
+    """A light plural fold ("pods" → "pod", not "class" → "clas"), the same for the
+    question and the pack's vocabulary."""
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased, stemmed word tokens of a text, in order."""
+    return [stem(t) for t in _WORD.findall(text.lower())]
+
+
+def question_terms(question: str) -> list[str]:
+    """The question's distinct terms without stop words or single characters."""
+    return list(dict.fromkeys(words_in_order(question)))
+
+
+def words_in_order(text: str) -> list[str]:
+    """The text's terms without stop words (checked before the plural fold: "does" is not
+    "doe") or single characters, in order, repeats kept."""
+    return [stem(t) for t in _WORD.findall(text.lower()) if t not in STOP_WORDS and len(t) > 1]
+
+
+def specific_words(question: str) -> list[str]:
+    """The question's specific words, as written: capitalised words after the first,
+    acronyms and code-like words (digits, underscores, dots, slashes, colons, CamelCase).
+    Hyphenated lower-case compounds are not: paraphrases coin them ("per-environment",
+    "pre-filled") as often as tool names use them."""
+    out: dict[str, None] = {}
+    for i, m in enumerate(_RAW.finditer(question)):
+        word = m.group(0).rstrip(".:")
+        code_like = bool(re.search(r"[0-9_]|[a-z][A-Z]|\w[.:/]\w", word))
+        capitalised = i > 0 and word[:1].isupper()
+        if (code_like or capitalised) and word.lower() not in STOP_WORDS:
+            out.setdefault(word, None)
+    return list(out)
+
+
+def _phrase(text: str) -> str:
+    """Lower-cased words joined by single spaces, padded: for whole-phrase lookups."""
+    return " " + " ".join(_WORD.findall(text.lower())) + " "
+
+
+def _bigrams(tokens: Sequence[str]) -> set[tuple[str, str]]:
+    return set(zip(tokens, tokens[1:]))
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Section frequency of every term of a pack (see `terms`) and the section count."""
+
+    df: Mapping[str, int]
+    sections: int
+
+    def idf(self, term: str) -> float:
+        return math.log((self.sections + 1) / (self.df.get(term, 0) + 0.5))
+
+
+# --- signals and decision -------------------------------------------------------------------
+
+
+def signals(question: str, similarities: Sequence[float], top_texts: Sequence[str],
+            vocab: Vocabulary, base_similarity: float) -> dict[str, float]:
+    """The six signals of the module docstring.
+
+    `similarities`: the vector candidates' similarities, best first; `top_texts`: heading
+    path + text of the best fused sections (the first TOP_SECTIONS are used)."""
+    words = question_terms(question)
+    top = list(top_texts[:TOP_SECTIONS])
+    seen: set[str] = set()
+    seen_pairs: set[tuple[str, str]] = set()
+    for text in top:
+        seen.update(terms(text))
+        seen_pairs |= _bigrams(words_in_order(text))
+    phrases = _phrase(" ".join(top))
+    idf = {t: vocab.idf(t) for t in words}
+    total = sum(idf.values())
+    pairs = _bigrams(words_in_order(question))
+    best = similarities[0] if similarities else 0.0
+    head = list(similarities[:10])
+    return {
+        "similarity": best - base_similarity,
+        "margin": best - sum(head) / len(head) if head else 0.0,
+        "coverage": sum(v for t, v in idf.items() if t in seen) / total if total else 0.0,
+        "unknown": (sum(v for t, v in idf.items() if not vocab.df.get(t)) / total
+                    if total else 0.0),
+        "specific": float(min(MAX_SPECIFIC, sum(_phrase(w) not in phrases
+                                                for w in specific_words(question)))),
+        "pairs": sum(p in seen_pairs for p in pairs) / len(pairs) if pairs else 1.0,
+    }
+
+
+def probability(values: Mapping[str, float], weights: Mapping[str, float], bias: float) -> float:
+    """sigmoid(bias + Σ weight · signal); signals without a weight count 0."""
+    z = bias + sum(w * values.get(name, 0.0) for name, w in weights.items())
+    return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
+
+
+def count_vocabulary(texts: Iterable[str]) -> Vocabulary:
+    """The Vocabulary of section texts (heading path + content): each term of `terms`
+    counted once per section. Pure Python, for packs built without tables/terms.json."""
+    df: Counter[str] = Counter()
+    n = 0
+    for text in texts:
+        df.update(set(terms(text)))
+        n += 1
+    return Vocabulary(dict(df), n)
+
+
+# --- calibration ------------------------------------------------------------------------------
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+# Fitted by benchmarks/gate_calibration.py on the dev questions of four packs; see
+# BENCHMARKS.md for the test-split abstention rates.
+CALIBRATED: dict[str, dict[str, object]] = {
+    MINILM: {"version": GATE_VERSION,
+             "weights": {"similarity": 10.887, "margin": 3.292, "coverage": 3.238,
+                         "unknown": -2.455, "specific": -0.89, "pairs": 2.898},
+             "bias": -2.263, "cut": 0.35,
+             "calibration": "dev questions of the Kubernetes docs, the Rust book, SciFact "
+                            "and XQuAD (benchmarks/gate_calibration.py, 2026-11-24)"},
+}
+
+
+def params_for(model: str) -> dict[str, object]:
+    """The gate parameters for an embedding model: its calibration, else MiniLM's (whose
+    similarity signal is relative to each model's own base threshold)."""
+    if model in CALIBRATED:
+        return dict(CALIBRATED[model])
+    return {**CALIBRATED[MINILM],
+            "calibration": f"{model} not calibrated: the weights of {MINILM}"}
+
+
+def decide(question: str, similarities: Sequence[float], top_texts: Sequence[str],
+           vocabulary_of, params, option: float | None,
+           base_similarity: float) -> dict[str, object]:
+    """The gate's verdict on one search, as reported in `SearchResult.gate`:
+
+    {rule, passed, confidence, cut, calibrated_passed, signals}. `rule` is "calibrated"
+    (the logistic model of `params`, a manifest GateInfo) unless `option` (an explicit
+    similarity threshold) asks for the plain rule ("similarity"); the calibrated verdict
+    is computed either way (several packs searched together use it). `vocabulary_of` is
+    called for the pack's Vocabulary (loaded once by the pack). No candidate at all never
+    passes."""
+    values = signals(question, similarities, top_texts, vocabulary_of(), base_similarity)
+    p = probability(values, params.weights, params.bias)
+    best = similarities[0] if similarities else None
+    calibrated = best is not None and p >= params.cut
+    if option is not None:
+        rule, passed = "similarity", passes(best, float(option))
+    else:
+        rule, passed = "calibrated", calibrated
+    return {"rule": rule, "passed": passed, "confidence": round(p, 4), "cut": params.cut,
+            "calibrated_passed": calibrated,
+            "signals": {k: round(v, 4) for k, v in values.items()}}
+
+
+def reason(result) -> str:
+    """Why a SearchResult was gated, in a few words, for messages."""
+    verdict = result.gate or {}
+    best = result.best_similarity or 0.0
+    if verdict.get("rule") == "calibrated":
+        cover = verdict.get("signals", {}).get("coverage", 0.0)
+        return (f"confidence {verdict['confidence']:.2f} < {verdict['cut']:.2f}: best "
+                f"similarity {best:.2f}, {cover:.0%} of the question's terms in the best "
+                "sections")
+    return f"best similarity {best:.2f} < threshold {result.gate_threshold:.2f}"

@@ -1,4 +1,5 @@
-"""Graph stages: centrality rerank, multi-document expansion, BFS labelling, article cap.
+"""Graph stages: centrality rerank, multi-document expansion, BFS labelling, per-article
+diversification, article cap.
 
 Centrality is Article.centrality (degree over LINKS_TO, precomputed at build time).
 RRF mode: 1/(60 + vector_rank) + 0.5/(60 + centrality_rank), both ranks 1-based within the
@@ -48,6 +49,21 @@ def weighted_scores(similarities: Sequence[float], centralities: Sequence[float]
         SIMILARITY_SHARE * s + (CENTRALITY_SHARE * c / top if top > 0 else 0.0)
         for s, c in zip(similarities, centralities)
     ]
+
+
+def diversify(items: Sequence[T], article_of, per_article: int) -> list[T]:
+    """Stable reorder so that one article does not fill the top: each article's first
+    `per_article` items keep their places relative to each other, its further items follow
+    all of those, in their order. 0 leaves the order alone."""
+    if per_article <= 0:
+        return list(items)
+    seen: dict[str, int] = {}
+    head, tail = [], []
+    for item in items:
+        art = article_of(item)
+        seen[art] = seen.get(art, 0) + 1
+        (head if seen[art] <= per_article else tail).append(item)
+    return head + tail
 
 
 def cap_articles(items: Sequence[T], article_of, max_articles: int) -> list[T]:

@@ -1,0 +1,174 @@
+"""Does the default pipeline ever lose to a single retriever? nDCG@10 of the default search
+against vector only, BM25 only and plain hybrid, on every benchmark corpus.
+
+    python benchmarks/retrieval_defaults.py [--data ../shared/data] [--work out/bench]
+        [--corpus kubernetes --corpus rust-book --corpus scifact --corpus xquad]
+        [--split test] [--dev-limit N] [--no-titles] [--out benchmarks/results/retrieval_defaults.md]
+
+Corpora and questions: benchmarks/corpora.py (packs built once and reused). For each corpus
+and split, the in-domain questions are scored with `packs.evaluation` (page level for the
+documentation sites and SciFact, paragraph level for XQuAD), gate off, with:
+
+    vector only   use_enhancements=False (the HNSW ranking; the quality filter stays)
+    BM25 only     fusion=weighted 0/1: the full-text ranking (vector-only candidates last)
+    hybrid        RRF of the two, no graph rerank, no per-article cap
+    default       SearchOptions() as shipped
+
+and the default must reach max(vector, BM25, hybrid) - 0.005 ("never loses"). The
+documentation corpora also report each question kind, the share of multi-hop questions with
+both gold pages in the top 5, and title queries: every page whose title is unique in the
+pack, asked by its title alone (recall@1 / recall@5 of that page). Progress goes to stderr;
+the tables to stdout and, with --out, to a Markdown file with the command and machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import common, corpora  # noqa: E402
+
+GATE_OFF = {"gate_threshold": -1.0}
+BASELINES: dict[str, dict[str, object]] = {
+    "vector only": {"use_enhancements": False},
+    "BM25 only": {"fusion": "weighted", "vector_weight": 0.0, "bm25_weight": 1.0,
+                  "graph_rerank": False, "per_article": 0},
+    "hybrid RRF": {"fusion": "rrf", "graph_rerank": False, "per_article": 0},
+}
+DEFAULT = "default"
+TOLERANCE = 0.005
+COLS = ("ndcg@10", "recall@5", "recall@10", "mrr")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_config(pack, questions, overrides: dict[str, object]):
+    """The evaluation report of `questions` with the defaults plus `overrides`, gate off."""
+    from packs.evaluation import evaluate
+    from packs.options import SearchOptions
+
+    return evaluate(pack, questions, SearchOptions.build(None, **GATE_OFF, **overrides))
+
+
+def both_in_top5(report) -> float:
+    """Share of multi-hop questions with every gold page in the top 5."""
+    rows = [r for r in report.per_question if r.kind == "multihop"]
+    return statistics.fmean([r.metrics["recall@5"] >= 1.0 for r in rows]) if rows else 0.0
+
+
+def title_questions(pack):
+    """One question per page whose title is unique in the pack: the title itself."""
+    from packs.evaluation import Question, parse_gold
+
+    rows = pack.db._run("MATCH (a:Article) RETURN a.url, a.title", {}, None)
+    counts: dict[str, int] = {}
+    for _, title in rows:
+        counts[(title or "").casefold()] = counts.get((title or "").casefold(), 0) + 1
+    return [Question(id=f"title-{i}", question=title, gold=(parse_gold(url),), kind="title")
+            for i, (url, title) in enumerate(sorted(rows))
+            if title and counts[title.casefold()] == 1 and title != url]
+
+
+def corpus_tables(corpus, splits, titles: bool) -> tuple[list[str], list[tuple]]:
+    """(Markdown lines, verdict rows) for one corpus."""
+    from packs import KnowledgePack
+
+    lines: list[str] = []
+    verdicts = []
+    with KnowledgePack.open(corpus.built.pack_dir) as pack:
+        m = pack.manifest
+        lines.append(f"\n## {corpus.name}: {m.counts.articles} pages, {m.counts.sections} "
+                     f"sections, {m.counts.links} links (avg {m.avg_links_per_article:.2f} per "
+                     "page)\n")
+        for split in splits:
+            qs = corpus.in_domain.get(split, [])
+            if not qs:
+                continue
+            rows, reports = [], {}
+            for label, over in {**BASELINES, DEFAULT: {}}.items():
+                t0 = time.perf_counter()
+                reports[label] = run_config(pack, qs, over)
+                log(f"{corpus.name} {split} {label}: ndcg@10 "
+                    f"{reports[label].overall['ndcg@10']:.3f} ({time.perf_counter() - t0:.0f} s)")
+                rows.append((label, dict(reports[label].overall)))
+            best_label = max(BASELINES, key=lambda k: reports[k].overall["ndcg@10"])
+            best = reports[best_label].overall["ndcg@10"]
+            default = reports[DEFAULT].overall["ndcg@10"]
+            verdicts.append((corpus.name, split, len(qs), default, best_label, best,
+                             default >= best - TOLERANCE))
+            extra = []
+            kinds = sorted({q.kind for q in qs if q.kind})
+            if kinds:
+                cols = [f"{k} ndcg" for k in kinds] + (["multihop both@5"] if "multihop" in kinds
+                                                       else [])
+                kind_rows = []
+                for label, rep in reports.items():
+                    d = {f"{k} ndcg": rep.by_kind[k]["ndcg@10"] for k in kinds}
+                    if "multihop" in kinds:
+                        d["multihop both@5"] = both_in_top5(rep)
+                    kind_rows.append((label, d))
+                extra = ["", f"by kind ({split}):", "", common.table(kind_rows, cols)]
+            lines += [f"### {split}: {len(qs)} questions", "",
+                      common.table(rows, COLS), *extra, ""]
+        if titles and corpus.name in corpora.DOCS:
+            tq = title_questions(pack)
+            rows = []
+            for label in ("vector only", DEFAULT):
+                rep = run_config(pack, tq, BASELINES.get(label, {}))
+                rows.append((label, {k: rep.overall[k] for k in ("recall@1", "recall@5")}))
+            lines += [f"### title queries: {len(tq)} pages asked by their title alone", "",
+                      common.table(rows, ("recall@1", "recall@5")), ""]
+    return lines, verdicts
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
+    ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK)
+    ap.add_argument("--corpus", action="append", choices=corpora.CORPORA)
+    ap.add_argument("--split", action="append", choices=("dev", "test"))
+    ap.add_argument("--dev-limit", type=int, default=None,
+                    help="score only the first N dev questions of each corpus")
+    ap.add_argument("--no-titles", action="store_true", help="skip the title queries")
+    ap.add_argument("--out", type=Path, default=None, help="also write the tables here")
+    args = ap.parse_args(argv)
+    names = [n for n in (args.corpus or corpora.CORPORA) if corpora.available(args.data, n)]
+    if not names:
+        print(f"skipped: no benchmark corpus under {args.data} (pass --data DIR)")
+        return 0
+    splits = args.split or ["dev", "test"]
+    lines = [common.machine_line(), ""]
+    verdicts = []
+    for name in names:
+        corpus = corpora.load(args.data, name, args.work)
+        if args.dev_limit:
+            corpus.in_domain["dev"] = corpus.in_domain["dev"][: args.dev_limit]
+        more, v = corpus_tables(corpus, splits, not args.no_titles)
+        lines += more
+        verdicts += v
+    rows = [(f"{c} {s} ({n} q)", {"default": d, "best single": b, "best is": bl,
+                                  "default - best": d - b, "never loses": "yes" if ok else "NO"})
+            for c, s, n, d, bl, b, ok in verdicts]
+    lines += ["\n## default against the best of vector only / BM25 only / hybrid (nDCG@10)", "",
+              common.table(rows, ("default", "best single", "best is", "default - best",
+                                  "never loses")),
+              f"\n(never loses: default >= best - {TOLERANCE})"]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        command = "python benchmarks/retrieval_defaults.py " + " ".join(argv or sys.argv[1:])
+        args.out.write_text(f"# Default pipeline against single retrievers\n\n- Command: "
+                            f"`{command.strip()}`\n\n```\n{text}\n```\n", encoding="utf-8")
+    return 0 if all(v[-1] for v in verdicts) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

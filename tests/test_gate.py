@@ -1,0 +1,106 @@
+"""The confidence gate's signals and decision (packs.retrieval.gate), on hand-made inputs,
+and its parameters in the manifest."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+
+from packs.manifest import EmbeddingInfo, ExtractorInfo, GateInfo, Manifest
+from packs.retrieval import gate
+
+VOCAB = gate.Vocabulary({"pod": 40, "restart": 5, "policy": 8, "container": 30, "kubelet": 2,
+                         "node": 50, "liveness": 3, "probe": 4}, 100)
+TOP = ["Pods > Restart policy\nThe restart policy of a pod applies to its containers.",
+       "Probes\nThe kubelet runs the liveness probe."]
+
+
+def test_terms_fold_plurals_but_not_short_or_ss_words():
+    assert gate.terms("Pods restart; class status is BUS") == ["pod", "restart", "class",
+                                                               "status", "is", "bus"]
+    assert gate.question_terms("How do the pods restart a pod?") == ["pod", "restart"]
+
+
+def test_specific_words_are_capitalised_acronym_or_code_like():
+    words = gate.specific_words("How do I set GOMAXPROCS in a Nomad job with daemon.json "
+                                "and max_procs, not a per-environment Pod?")
+    assert words == ["GOMAXPROCS", "Nomad", "daemon.json", "max_procs", "Pod"]
+    assert gate.specific_words("Pods restart") == []  # the first word is not "capitalised"
+
+
+def test_signals_by_hand():
+    q = "How does the restart policy of a Nomad job work?"
+    s = gate.signals(q, [0.62, 0.5, 0.4], TOP, VOCAB, base_similarity=0.42)
+    idf = {t: math.log(101 / (VOCAB.df.get(t, 0) + 0.5)) for t in ("restart", "policy",
+                                                                  "nomad", "job", "work")}
+    assert s["similarity"] == pytest.approx(0.2)
+    assert s["margin"] == pytest.approx(0.62 - (0.62 + 0.5 + 0.4) / 3)
+    assert s["coverage"] == pytest.approx((idf["restart"] + idf["policy"]) / sum(idf.values()))
+    assert s["unknown"] == pytest.approx(
+        (idf["nomad"] + idf["job"] + idf["work"]) / sum(idf.values()))
+    assert s["specific"] == 1.0  # "Nomad" is not in the top sections
+    # pairs (restart, policy), (policy, nomad), (nomad, job), (job, work): one is in the text
+    assert s["pairs"] == pytest.approx(1 / 4)
+
+
+def test_signals_without_candidates_or_terms():
+    s = gate.signals("the of and", [], [], VOCAB, 0.42)
+    assert s == {"similarity": -0.42, "margin": 0.0, "coverage": 0.0, "unknown": 0.0,
+                 "specific": 0.0, "pairs": 1.0}
+
+
+def test_vocabulary_counts_each_term_once_per_section(tmp_path):
+    v = gate.count_vocabulary(["Pods and pods", "Pod restart", "node"])
+    assert v.sections == 3 and v.df == {"pod": 2, "and": 1, "restart": 1, "node": 1}
+    # the build counts with polars; it must agree with the reader's pure-Python count
+    import json
+
+    from tasks.store import write_terms
+
+    texts = ["Pods and pods", "Pod restart\nclasses of status", "node"]
+    pl.DataFrame({"heading_path": ["", "", ""], "content": texts}).write_parquet(
+        tmp_path / "sections.parquet")
+    raw = json.loads(write_terms(tmp_path / "sections.parquet", tmp_path / "t.json").read_text())
+    assert raw == {"sections": 3,
+                   "terms": gate.count_vocabulary(f"\n{t}" for t in texts).df}
+
+
+PARAMS = GateInfo(version=gate.GATE_VERSION, bias=-1.0, cut=0.5,
+                  weights={"similarity": 10.0, "coverage": 2.0})
+
+
+def test_decide_uses_the_calibrated_model_unless_a_threshold_is_given():
+    q = "How does the restart policy work?"
+    verdict = gate.decide(q, [0.62], TOP, lambda: VOCAB, PARAMS, None, 0.42)
+    z = -1.0 + 10 * 0.2 + 2 * verdict["signals"]["coverage"]
+    assert verdict["rule"] == "calibrated" and verdict["passed"]
+    assert verdict["confidence"] == pytest.approx(1 / (1 + math.exp(-z)), abs=1e-4)
+    low = gate.decide(q, [0.2], TOP, lambda: VOCAB, PARAMS, None, 0.42)
+    assert not low["passed"] and not low["calibrated_passed"]
+    # an explicit threshold: the plain similarity rule decides, the verdict is still there
+    forced = gate.decide(q, [0.2], TOP, lambda: VOCAB, PARAMS, -1.0, 0.42)
+    assert forced["rule"] == "similarity" and forced["passed"]
+    assert not forced["calibrated_passed"]
+    assert not gate.decide(q, [], [], lambda: VOCAB, PARAMS, -1.0, 0.42)["passed"]
+
+
+def _manifest(model: str, **extra) -> Manifest:
+    return Manifest(name="p", build_id="b", built_at="2026-01-01T00:00:00Z",
+                    embedding=EmbeddingInfo(model=model, dim=4),
+                    extractor=ExtractorInfo(kind="offline"), kuzu_version="0.11.3",
+                    query_module_version="0", **extra)
+
+
+def test_the_manifest_carries_its_models_gate(tmp_path):
+    m = _manifest(gate.MINILM)
+    assert m.gate.weights == gate.CALIBRATED[gate.MINILM]["weights"]
+    other = _manifest("BAAI/bge-base-en-v1.5")
+    assert other.gate.weights == m.gate.weights and "not calibrated" in other.gate.calibration
+    m.write(tmp_path)
+    from packs.manifest import read_manifest
+
+    assert read_manifest(tmp_path).gate == m.gate
+    custom = _manifest(gate.MINILM, gate=PARAMS)  # a manifest's own values win
+    assert custom.gate == PARAMS
