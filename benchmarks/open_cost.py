@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from packs import KnowledgePack, integrity
     from packs import format as fmt
     from packs.manifest import read_manifest
-    from packs.pack import resolve_build_dir
+    from packs.layout import resolve_build_dir
 
     print(common.machine_line(), flush=True)
     with tempfile.TemporaryDirectory(prefix="kpack-open-") as tmp:

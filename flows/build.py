@@ -49,7 +49,8 @@ from tasks import fetch as fetch_core  # noqa: E402
 from tasks import split as split_core  # noqa: E402
 from tasks import stages  # noqa: E402
 from tasks.stages import isolated  # noqa: E402
-from tasks.publish import append_history, new_build_id  # noqa: E402
+from packs.layout import append_history  # noqa: E402
+from tasks.publish import new_build_id  # noqa: E402
 from tasks.stages.common import (  # noqa: E402
     BuildContext,
     Record,

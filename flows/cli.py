@@ -278,8 +278,9 @@ def search(
         _print_json(data)
         return
     if data["gated"]:
-        typer.echo(f"no section is similar enough (best {data['best_similarity'] or 0:.3f} < "
-                   f"gate {data['gate_threshold']:.3f})")
+        from packs.retrieval.gate import reason
+
+        typer.echo(f"the pack holds nothing relevant enough ({reason(result)})")
     if data["filters"]:
         typer.echo(f"filters: {data['filters']}")
     for i, sec in enumerate(data["sections"], start=1):
@@ -299,7 +300,7 @@ def diff(
     """Pages added/changed/removed, sections and entities between two builds."""
     try:
         from packs.diff import diff_builds, summary_line
-        from packs.pack import resolve_build_dir
+        from packs.layout import resolve_build_dir
 
         result = diff_builds(resolve_build_dir(old), resolve_build_dir(new))
     except Exception as exc:  # the CLI edge
@@ -320,7 +321,7 @@ def inspect(
 ) -> None:
     """Show a pack's manifest: build, counts, model, extractor, sources."""
     try:
-        from packs.pack import resolve_build_dir
+        from packs.layout import resolve_build_dir
         from packs.manifest import read_manifest
 
         manifest = read_manifest(resolve_build_dir(pack))
@@ -353,7 +354,7 @@ def verify(
     try:
         from packs.integrity import verify as verify_files
         from packs.manifest import read_manifest
-        from packs.pack import resolve_build_dir
+        from packs.layout import resolve_build_dir
 
         build = resolve_build_dir(pack)
         sums = read_manifest(build).checksums

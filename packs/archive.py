@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from packs import format as fmt
+from packs import layout
 from packs.format import PackFormatError
 from packs.manifest import read_manifest
 
@@ -148,7 +149,7 @@ def pack_archive(pack_dir: str | os.PathLike[str], out: str | os.PathLike[str] |
     Raises PackFormatError for something that is not a pack, ArchiveError when the build
     holds a symlink or special file (archives carry regular files only).
     """
-    from packs.pack import resolve_build_dir
+    from packs.layout import resolve_build_dir
 
     build_dir = resolve_build_dir(pack_dir)
     manifest = read_manifest(build_dir)
@@ -341,8 +342,7 @@ def _validate(root: Path, name: str, build_id: str, label: str) -> None:
     """The extracted pack names its one build, has a readable format, and opens."""
     from packs.pack import KnowledgePack
 
-    pointer = root / fmt.CURRENT_FILE
-    current = pointer.read_text(encoding="utf-8").strip() if pointer.is_file() else None
+    current = layout.current_id(root)
     if current != build_id:
         raise ArchiveError(f"{label}: '{fmt.CURRENT_FILE}' names {current!r}, but the "
                            f"archive holds build {build_id!r}")
@@ -366,14 +366,6 @@ def _validate(root: Path, name: str, build_id: str, label: str) -> None:
         raise ArchiveError(str(exc).replace(str(root), f"{label}:{name}")) from exc
 
 
-def _prune(builds: Path, current: str, previous: str | None, keep: int) -> None:
-    ids = sorted(p.name for p in builds.iterdir() if p.is_dir() and not p.name.startswith("."))
-    spare = {current, previous}
-    for old in ids[: max(len(ids) - keep, 0)]:
-        if old not in spare:
-            shutil.rmtree(builds / old)
-
-
 def _move_into_place(new_root: Path, dest: Path, build_id: str) -> str | None:
     """Rename the extracted pack (or its build) into `dest`; returns the replaced build id."""
     if not dest.exists() and not dest.is_symlink():
@@ -383,7 +375,7 @@ def _move_into_place(new_root: Path, dest: Path, build_id: str) -> str | None:
     if dest.is_symlink() or not dest.is_dir() or not pointer.is_file():
         raise ArchiveError(f"{dest} exists and is not a knowledge pack folder; move it away "
                            "or install with --into another folder")
-    previous = pointer.read_text(encoding="utf-8").strip() or None
+    previous = layout.current_id(dest)
     builds = dest / fmt.BUILDS_DIR
     builds.mkdir(exist_ok=True)
     target = builds / build_id
@@ -397,10 +389,10 @@ def _move_into_place(new_root: Path, dest: Path, build_id: str) -> str | None:
         if aside is not None:
             os.rename(aside, target)
         raise
-    _write_atomic(pointer, f"{build_id}\n".encode())
+    layout.set_current(dest, build_id)
     if aside is not None:
         shutil.rmtree(aside)
-    _prune(builds, build_id, previous, KEEP_BUILDS)
+    layout.prune(dest, KEEP_BUILDS)
     return previous
 
 
@@ -537,7 +529,7 @@ def _du(path: Path) -> int:
 
 
 def _entry(pack: Path) -> PackEntry:
-    from packs.pack import resolve_build_dir
+    from packs.layout import resolve_build_dir
 
     entry = PackEntry(name=pack.name, path=str(pack), size_bytes=_du(pack))
     try:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from packs import filters, integrity
+from packs.layout import resolve_build_dir
 from packs import format as fmt
 from packs import pipeline
 from packs.db import PackDB
@@ -41,34 +42,6 @@ from packs.retrieval import analysis, fewshot, gate
 from packs.retrieval.cache import TTLCache
 
 EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
-_BUILD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def resolve_build_dir(path: str | os.PathLike[str]) -> Path:
-    """The build folder of a pack folder or build folder; PackFormatError says what's wrong."""
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise PackFormatError(f"{p}: no such pack directory")
-    if not p.is_dir():
-        raise PackFormatError(f"{p}: not a directory (pass the pack folder or a build folder)")
-    if (p / fmt.MANIFEST_FILE).is_file():
-        return p
-    current = p / fmt.CURRENT_FILE
-    if not current.is_file():
-        raise PackFormatError(
-            f"{p}: not a knowledge pack (neither {fmt.MANIFEST_FILE} nor a "
-            f"'{fmt.CURRENT_FILE}' file)")
-    build_id = current.read_text(encoding="utf-8").strip()
-    if not _BUILD_ID.match(build_id):
-        raise PackFormatError(f"{current}: invalid build id {build_id[:80]!r}")
-    build = p / fmt.BUILDS_DIR / build_id
-    if not (build / fmt.MANIFEST_FILE).is_file():
-        raise PackFormatError(
-            f"{p}: '{fmt.CURRENT_FILE}' names build {build_id!r}, but {build} has no "
-            f"{fmt.MANIFEST_FILE}")
-    return build
-
-
 PackFormatError = fmt.PackFormatError
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import socket
 import threading
 import time
@@ -26,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from packs import format as fmt
+from packs import layout
 
 LOCK_FILE = ".build.lock"
 HEARTBEAT_S = 30.0
@@ -115,8 +114,7 @@ def acquire(pack_root: Path, build_id: str, warn=None) -> Lock:
                 os.unlink(path.with_name(f"{LOCK_FILE}.stale-{os.getpid()}"))
     else:
         raise PackLockedError(f"{pack_root.name}: could not take {path}; try again")
-    for tmp in (pack_root / fmt.BUILDS_DIR).glob(".tmp-*"):
-        shutil.rmtree(tmp, ignore_errors=True)
+    layout.remove_temp_dirs(pack_root)
     return Lock(path, build_id, replaced)
 
 

@@ -2,7 +2,7 @@
 
 A build is written to `<pack>/builds/.tmp-<id>/`, verified (the database opens and its
 row counts equal the Parquet tables'), renamed to `<pack>/builds/<id>/` and only then
-named in `<pack>/current` (written to a temp file and `os.replace`d). A build that fails
+named in `<pack>/current` (packs/layout.py owns that layout). A build that fails
 anywhere before that leaves the previous `current` untouched, so nothing already
 published is lost. Older builds beyond `keep` are removed, never the current one.
 """
@@ -12,22 +12,18 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
 from packs import format as fmt
-from packs import integrity
+from packs import integrity, layout
 from packs.manifest import KeywordVectorsInfo, Manifest, read_manifest
 from packs.vendor import write_zipapp
 from tasks.store import count_rows_isolated, load_kuzu_isolated, write_tables
 
 log = logging.getLogger("kpack.publish")
-
-STALE_TMP_S = 24 * 3600
-
 
 class PublishError(RuntimeError):
     """The new build failed verification; the previous build stays current."""
@@ -99,26 +95,16 @@ def seal(build_dir: Path) -> None:
     manifest.write(build_dir)
 
 
-def current_build(pack_root: Path) -> str | None:
-    """The build id `pack_root/current` names, or None."""
-    pointer = pack_root / fmt.CURRENT_FILE
-    if not pointer.is_file():
-        return None
-    return pointer.read_text(encoding="utf-8").strip() or None
-
-
 def publish(pack_root: Path, build_id: str, fill, keep: int = 2) -> Path:
     """Build with `fill(tmp_dir)`, verify, and make it current atomically.
 
     `fill` writes a complete build into the (empty) directory it is given.
     Returns the published build directory.
     """
-    builds = pack_root / fmt.BUILDS_DIR
-    builds.mkdir(parents=True, exist_ok=True)
-    tmp = builds / f".tmp-{build_id}"
-    final = builds / build_id
+    tmp, final = layout.temp_path(pack_root, build_id), layout.build_path(pack_root, build_id)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
     if final.exists():
-        raise PublishError(f"build {build_id} already exists in {builds}")
+        raise PublishError(f"build {build_id} already exists in {final.parent}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
@@ -129,42 +115,9 @@ def publish(pack_root: Path, build_id: str, fill, keep: int = 2) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    pointer_tmp = pack_root / f".{fmt.CURRENT_FILE}.tmp"
-    pointer_tmp.write_text(build_id + "\n", encoding="utf-8")
-    os.replace(pointer_tmp, pack_root / fmt.CURRENT_FILE)
-    prune_builds(pack_root, keep)
+    layout.set_current(pack_root, build_id)
+    layout.prune(pack_root, keep)
     return final
-
-
-HISTORY_FILE = "history.jsonl"
-
-
-def append_history(pack_root: Path, build_id: str, status: str, detail: str = "") -> None:
-    """One JSON line per build run in `<pack>/history.jsonl`: published, no changes, failed."""
-    import json
-
-    line = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "build_id": build_id,
-            "status": status, "detail": detail}
-    pack_root.mkdir(parents=True, exist_ok=True)
-    with (pack_root / HISTORY_FILE).open("a", encoding="utf-8") as f:
-        f.write(json.dumps(line) + "\n")
-
-
-def prune_builds(pack_root: Path, keep: int) -> list[str]:
-    """Remove the oldest builds so that at most `keep` remain (current always stays)."""
-    builds = pack_root / fmt.BUILDS_DIR
-    current = current_build(pack_root)
-    ids = sorted(p.name for p in builds.iterdir() if p.is_dir() and not p.name.startswith("."))
-    removed = []
-    for old in ids[: max(len(ids) - keep, 0)]:
-        if old != current:
-            shutil.rmtree(builds / old, ignore_errors=True)
-            removed.append(old)
-    # Temp dirs of crashed builds; a day's margin spares a build running right now.
-    for stale in builds.glob(".tmp-*"):
-        if time.time() - stale.stat().st_mtime > STALE_TMP_S:
-            shutil.rmtree(stale, ignore_errors=True)
-    return removed
 
 
 def assemble_tables(

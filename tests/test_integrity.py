@@ -17,7 +17,7 @@ from packs import format as fmt
 from packs.archive import ArchiveError, install, pack_archive, sha256_file
 from packs.integrity import PackCorruptError, check_on_open, verify
 from packs.manifest import read_manifest
-from packs.pack import resolve_build_dir
+from packs.layout import resolve_build_dir
 from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]

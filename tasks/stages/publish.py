@@ -17,6 +17,7 @@ import kuzu
 import polars as pl
 
 from packs import format as fmt
+from packs import layout
 from packs.diff import diff_builds, diff_tables, summary_line
 from packs.manifest import ExtractorInfo, Manifest, SourceRecord, read_manifest
 from tasks import publish as publish_core
@@ -101,7 +102,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
     failures, not_extracted = _failures(inputs)
     out_dir = Path(ctx.out_dir)
     pack_root = out_dir / ctx.pack
-    previous = publish_core.current_build(pack_root)
+    previous = layout.current_id(pack_root)
     _refuse_older(ctx, previous)
     if not ctx.force:
         _guard(ctx, inputs, pages, len(failures), pack_root, previous)
@@ -156,7 +157,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
     build_dir = publish_core.publish(pack_root, ctx.build_id, fill, keep=ctx.keep_builds)
     log.info("publish: %s (%.1f s); changes: %s", build_dir, time.perf_counter() - t0,
              summary_line(changes))
-    publish_core.append_history(pack_root, ctx.build_id, "published", summary_line(changes))
+    layout.append_history(pack_root, ctx.build_id, "published", summary_line(changes))
     failed_sources = [s.model_dump() for s in manifest.sources
                       if s.status not in ("ok", "not_modified")]
     return {
@@ -233,7 +234,7 @@ def unchanged_build(out_dir: Path, name: str, fingerprint: str) -> dict | None:
     A partial build never counts as unchanged: the next build retries what it missed.
     """
     pack_root = out_dir / name
-    current = publish_core.current_build(pack_root)
+    current = layout.current_id(pack_root)
     if not current:
         return None
     build_dir = pack_root / fmt.BUILDS_DIR / current

@@ -1,0 +1,125 @@
+"""The pack folder: the one module that reads and changes its layout.
+
+    <pack>/current              the id of the build readers open (one line)
+    <pack>/builds/<id>/         published builds (ids sort by time: they are start times)
+    <pack>/builds/.tmp-<id>/    a build being written (removed when it fails)
+    <pack>/history.jsonl        one line per build run: published, no changes, refused, failed
+    <pack>/.build.lock          held by the build that writes the pack (tasks/lock.py)
+
+Publishing (tasks/publish.py), installing an archive (packs/archive.py) and opening a pack
+(packs/pack.py) all go through here, so they agree on what `current` may name, how it is
+replaced (a temp file and a rename: readers never see a half-written pointer) and which
+builds a prune keeps (`prune`: one rule for both).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+from packs import format as fmt
+
+HISTORY_FILE = "history.jsonl"
+TEMP_PREFIX = ".tmp-"
+_BUILD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def valid_build_id(build_id: str) -> bool:
+    return bool(_BUILD_ID.match(build_id))
+
+
+def current_id(pack_root: Path) -> str | None:
+    """The build id `<pack>/current` names (None when there is no pointer or it is empty)."""
+    pointer = pack_root / fmt.CURRENT_FILE
+    if not pointer.is_file():
+        return None
+    return pointer.read_text(encoding="utf-8").strip() or None
+
+
+def build_path(pack_root: Path, build_id: str) -> Path:
+    return pack_root / fmt.BUILDS_DIR / build_id
+
+
+def temp_path(pack_root: Path, build_id: str) -> Path:
+    return pack_root / fmt.BUILDS_DIR / f"{TEMP_PREFIX}{build_id}"
+
+
+def set_current(pack_root: Path, build_id: str) -> None:
+    """Point `current` at `build_id` atomically (write a temp file, rename it over)."""
+    if not valid_build_id(build_id):
+        raise ValueError(f"invalid build id {build_id!r}")
+    tmp = pack_root / f".{fmt.CURRENT_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(build_id + "\n", encoding="utf-8")
+    os.replace(tmp, pack_root / fmt.CURRENT_FILE)
+
+
+def build_ids(pack_root: Path) -> list[str]:
+    """The published builds' ids, oldest first (temp and hidden folders left out)."""
+    builds = pack_root / fmt.BUILDS_DIR
+    if not builds.is_dir():
+        return []
+    return sorted(p.name for p in builds.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def prune(pack_root: Path, keep: int) -> list[str]:
+    """Remove all but the `keep` newest builds; the current build always stays (a reader
+    may hold an older one open: readers on a pruned build see its files vanish, so keep
+    >= 2 when readers stay open across a rebuild). Returns the ids removed."""
+    current = current_id(pack_root)
+    ids = build_ids(pack_root)
+    removed = [old for old in ids[: max(len(ids) - keep, 0)] if old != current]
+    for old in removed:
+        shutil.rmtree(build_path(pack_root, old), ignore_errors=True)
+    return removed
+
+
+def remove_temp_dirs(pack_root: Path) -> list[str]:
+    """Remove the temp folders of builds that did not finish; only safe while holding the
+    pack's lock (no build of it is writing one)."""
+    builds = pack_root / fmt.BUILDS_DIR
+    removed = []
+    for tmp in builds.glob(f"{TEMP_PREFIX}*") if builds.is_dir() else ():
+        shutil.rmtree(tmp, ignore_errors=True)
+        removed.append(tmp.name)
+    return removed
+
+
+def append_history(pack_root: Path, build_id: str, status: str, detail: str = "") -> None:
+    """One JSON line per build run in `<pack>/history.jsonl` (an O_APPEND write: lines of
+    concurrent writers do not interleave)."""
+    line = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "build_id": build_id,
+            "status": status, "detail": detail}
+    pack_root.mkdir(parents=True, exist_ok=True)
+    with (pack_root / HISTORY_FILE).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def resolve_build_dir(path: str | os.PathLike[str]) -> Path:
+    """The build folder of a pack folder (through `current`) or of a build folder itself.
+    PackFormatError says what is wrong."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise fmt.PackFormatError(f"{p}: no such pack directory")
+    if not p.is_dir():
+        raise fmt.PackFormatError(
+            f"{p}: not a directory (pass the pack folder or a build folder)")
+    if (p / fmt.MANIFEST_FILE).is_file():
+        return p
+    pointer = p / fmt.CURRENT_FILE
+    if not pointer.is_file():
+        raise fmt.PackFormatError(
+            f"{p}: not a knowledge pack (neither {fmt.MANIFEST_FILE} nor a "
+            f"'{fmt.CURRENT_FILE}' file)")
+    build_id = pointer.read_text(encoding="utf-8").strip()
+    if not valid_build_id(build_id):
+        raise fmt.PackFormatError(f"{pointer}: invalid build id {build_id[:80]!r}")
+    build = build_path(p, build_id)
+    if not (build / fmt.MANIFEST_FILE).is_file():
+        raise fmt.PackFormatError(
+            f"{p}: '{fmt.CURRENT_FILE}' names build {build_id!r}, but {build} has no "
+            f"{fmt.MANIFEST_FILE}")
+    return build
