@@ -75,7 +75,7 @@ class SearchOptions:
       language: a programming language of the section's code fences ("python", "yaml").
       auto_filters: apply the filters the query analyzer suggests from the question (always
         reported in `analysis["suggested_filters"]`) where no explicit filter is set.
-    Several packs (PackSet / KnowledgePack.open_many; ignored by a single pack)
+    Several packs (PackSet; ignored by a single pack)
       pack_mode: "general" (one ranking over all packs, `max_results` in total) or
         "per_pack" (each pack keeps its top `per_pack_results`, for diverse results).
     Always on

@@ -99,15 +99,6 @@ class KnowledgePack:
             raise PackFormatError(f"{db_path}: cannot open the database: {exc}") from exc
         return cls(build_dir, manifest, db, requested or needed)
 
-    @classmethod
-    def open_many(cls, paths, *, embedding_models=None):
-        """Open several packs as one `packs.packset.PackSet` (parallel search, RRF fusion,
-        each pack with its own model); `embedding_models` maps a model id to a local
-        folder. See packs.packset."""
-        from packs.packset import PackSet
-
-        return PackSet.open(paths, embedding_models=embedding_models)
-
     def close(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None

@@ -1,4 +1,4 @@
-"""Several packs queried as one: `PackSet` (also `KnowledgePack.open_many`).
+"""Several packs queried as one: `PackSet`.
 
     with PackSet.open(["out/go-docs", "out/k8s-docs"]) as packs:
         result = packs.search("how do I drain a node?")          # SearchResult, labelled

@@ -16,7 +16,7 @@ from packs import format as fmt
 from packs.embedding import Embedder
 from packs.manifest import EmbeddingInfo, ExtractorInfo, Manifest
 from tasks import embed as embed_core
-from tasks.publish import write_build
+from tasks.publish import publish, write_build
 from tasks.split import code_fraction
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -114,16 +114,13 @@ def build_small_pack(root: Path, name: str, base: str, articles, embedder: Embed
                                         "section_id": pl.Utf8}),
         fmt.LINKS: pl.DataFrame(schema={"source_id": pl.Utf8, "target_id": pl.Utf8}),
     }
-    build_dir = root / name / fmt.BUILDS_DIR / "b0001"
-    build_dir.mkdir(parents=True)
     manifest = Manifest(
         name=name, build_id="b0001", built_at="2026-01-01T00:00:00Z",
         embedding=EmbeddingInfo(model=embedder.model_id, dim=embedder.dim,
                                 gate_threshold=gate_threshold),
         extractor=ExtractorInfo(kind="offline"), kuzu_version="0.11.3",
         query_module_version=fmt.QUERY_MODULE_VERSION)
-    write_build(build_dir, tables, manifest)
-    (root / name / fmt.CURRENT_FILE).write_text("b0001\n", encoding="utf-8")
+    publish(root / name, "b0001", lambda tmp: write_build(tmp, tables, manifest))
     return root / name
 
 
@@ -156,7 +153,7 @@ def two_packs(tmp_path_factory):
 def packset(two_packs, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("KPACK_EMBEDDING_MODEL", raising=False)
-    with KnowledgePack.open_many(
+    with PackSet.open(
             [two_packs["garden"], two_packs["kitchen"]],
             embedding_models={"minilm-copy": str(two_packs["model_dir"])}) as ps:
         yield ps
