@@ -36,6 +36,7 @@ setup-runtime:
 	rm -rf $(RUNTIME_VENV)
 	$(PY) -m venv $(RUNTIME_VENV)
 	$(RUNTIME_VENV)/bin/$(PIP_INSTALL) .
+	rm -rf build  # setuptools' in-tree build folder: a stale copy of the sources
 
 demo: setup
 	$(BIN)/kpack build sources/example --out out
