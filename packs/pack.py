@@ -172,13 +172,16 @@ class KnowledgePack:
 
     def vocabulary(self) -> gate.Vocabulary:
         """The sections' vocabulary for the confidence gate (loaded once): tables/terms.json
-        (format 3), else counted from the database's sections (older packs)."""
+        (format 3), else counted from the database's sections (older packs, and packs whose
+        terms.json predates the pair hashes)."""
         with self._lock:
             if self._vocabulary is None:
                 path = self.path / fmt.TABLES_DIR / fmt.TERMS_FILE
-                if path.is_file():
-                    raw = json.loads(path.read_text(encoding="utf-8"))
-                    self._vocabulary = gate.Vocabulary(raw["terms"], int(raw["sections"]))
+                raw = (json.loads(path.read_text(encoding="utf-8")) if path.is_file()
+                       else {})
+                if "pairs" in raw:
+                    self._vocabulary = gate.Vocabulary(raw["terms"], int(raw["sections"]),
+                                                       gate.decode_pairs(raw["pairs"]))
                 else:
                     self._vocabulary = gate.count_vocabulary(self.db.section_texts())
             return self._vocabulary

@@ -28,6 +28,7 @@ import polars as pl
 
 from packs import format as fmt
 from packs.filters import fence_languages
+from packs.retrieval.gate import encode_pairs, text_pairs
 
 log = logging.getLogger("kpack.store")
 
@@ -164,7 +165,7 @@ def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[s
 def write_terms(sections_path: Path, path: Path) -> Path:
     """tables/terms.json: the sections' vocabulary (packs.format.TERMS_FILE), counted with
     polars from the sections just written, with the same tokens and plural fold as
-    packs.retrieval.gate.terms."""
+    packs.retrieval.gate.terms, and the hashes of their adjacent content-word pairs."""
     t = pl.col("t")
     fold = (t.str.len_chars() > 3) & t.str.ends_with("s") & ~(
         t.str.ends_with("ss") | t.str.ends_with("us") | t.str.ends_with("is"))
@@ -178,9 +179,15 @@ def write_terms(sections_path: Path, path: Path) -> Path:
               .with_columns(pl.when(fold).then(t.str.slice(0, t.str.len_chars() - 1))
                             .otherwise(t).alias("t"))
               .unique(["i", "t"]).group_by("t").len().sort("t"))
+    # Adjacent content-word pairs, hashed (gate.text_pairs): pure Python, so the hashes are
+    # the query side's by construction (about 1 s per 5,000 sections).
+    hashes: set[int] = set()
+    for text in texts["text"]:
+        hashes |= text_pairs(text)
     path.write_text(json.dumps({"sections": texts.height,
                                 "terms": dict(zip(counts["t"].to_list(),
-                                                  counts["len"].to_list()))},
+                                                  counts["len"].to_list())),
+                                "pairs": encode_pairs(hashes)},
                                separators=(",", ":")), encoding="utf-8")
     return path
 

@@ -178,6 +178,8 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     out = capsys.readouterr().out
     assert "fitted on dev: weights" in out and "calibrated (this run)" in out
     assert "scifact absent gated" in out and "xquad in-domain gated" in out
+    assert "previous gate (gate-v2, six signals)" in out
+    assert "| scifact left out (dev + test)" in out and "| xquad left out" in out
     assert out.strip().splitlines()[-1].startswith("gate.CALIBRATED[model]")
 
     code = retrieval_defaults.main([*work_args, "--out", str(tmp_path / "defaults.md")])

@@ -12,7 +12,9 @@ from packs.manifest import EmbeddingInfo, ExtractorInfo, GateInfo, Manifest
 from packs.retrieval import gate
 
 VOCAB = gate.Vocabulary({"pod": 40, "restart": 5, "policy": 8, "container": 30, "kubelet": 2,
-                         "node": 50, "liveness": 3, "probe": 4}, 100)
+                         "node": 50, "liveness": 3, "probe": 4}, 100,
+                        sorted({gate.pair_hash("restart", "policy"),
+                                gate.pair_hash("liveness", "probe")}))
 TOP = ["Pods > Restart policy\nThe restart policy of a pod applies to its containers.",
        "Probes\nThe kubelet runs the liveness probe."]
 
@@ -43,17 +45,45 @@ def test_signals_by_hand():
     assert s["specific"] == 1.0  # "Nomad" is not in the top sections
     # pairs (restart, policy), (policy, nomad), (nomad, job), (job, work): one is in the text
     assert s["pairs"] == pytest.approx(1 / 4)
+    # both covered terms are in the first section alone
+    assert s["section_coverage"] == pytest.approx(s["coverage"])
+    # of the four pairs only (restart, policy) is one the pack uses, weighted by IDF
+    pair_w = [idf["restart"] + idf["policy"], idf["policy"] + idf["nomad"],
+              idf["nomad"] + idf["job"], idf["job"] + idf["work"]]
+    assert s["pack_pairs"] == pytest.approx(pair_w[0] / sum(pair_w))
+
+
+def test_section_coverage_is_the_best_single_section():
+    q = "restart policy liveness probe"
+    s = gate.signals(q, [0.6], TOP, VOCAB, 0.42)
+    idf = {t: VOCAB.idf(t) for t in ("restart", "policy", "liveness", "probe")}
+    assert s["coverage"] == pytest.approx(1.0)  # the two sections together cover everything
+    assert s["section_coverage"] == pytest.approx(
+        max(idf["restart"] + idf["policy"], idf["liveness"] + idf["probe"]) / sum(idf.values()))
+    assert s["pack_pairs"] < 1.0  # (policy, liveness) is not a pair of the pack
+
+
+def test_pair_hashes_round_trip_and_unknown_pairs_count_as_seen():
+    hashes = gate.text_pairs("The restart policy; the liveness probe of pods")
+    assert hashes == {gate.pair_hash("restart", "policy"), gate.pair_hash("policy", "liveness"),
+                      gate.pair_hash("liveness", "probe"), gate.pair_hash("probe", "pod")}
+    assert list(gate.decode_pairs(gate.encode_pairs(hashes | hashes))) == sorted(hashes)
+    v = gate.Vocabulary({"restart": 1}, 1, gate.decode_pairs(gate.encode_pairs(hashes)))
+    assert v.has_pair("liveness", "probe") and not v.has_pair("probe", "liveness")
+    assert gate.Vocabulary({}, 1).has_pair("any", "pair")  # pairs unknown: never a penalty
 
 
 def test_signals_without_candidates_or_terms():
     s = gate.signals("the of and", [], [], VOCAB, 0.42)
-    assert s == {"similarity": -0.42, "margin": 0.0, "coverage": 0.0, "unknown": 0.0,
-                 "specific": 0.0, "pairs": 1.0}
+    assert s == {"similarity": -0.42, "margin": 0.0, "coverage": 0.0, "section_coverage": 0.0,
+                 "unknown": 0.0, "specific": 0.0, "pairs": 1.0, "pack_pairs": 1.0}
 
 
 def test_vocabulary_counts_each_term_once_per_section(tmp_path):
     v = gate.count_vocabulary(["Pods and pods", "Pod restart", "node"])
     assert v.sections == 3 and v.df == {"pod": 2, "and": 1, "restart": 1, "node": 1}
+    assert list(v.pairs) == sorted({gate.pair_hash("pod", "pod"),
+                                    gate.pair_hash("pod", "restart")})
     # the build counts with polars; it must agree with the reader's pure-Python count
     import json
 
@@ -63,8 +93,12 @@ def test_vocabulary_counts_each_term_once_per_section(tmp_path):
     pl.DataFrame({"heading_path": ["", "", ""], "content": texts}).write_parquet(
         tmp_path / "sections.parquet")
     raw = json.loads(write_terms(tmp_path / "sections.parquet", tmp_path / "t.json").read_text())
-    assert raw == {"sections": 3,
-                   "terms": gate.count_vocabulary(f"\n{t}" for t in texts).df}
+    counted = gate.count_vocabulary(f"\n{t}" for t in texts)
+    assert raw["sections"] == 3 and raw["terms"] == counted.df
+    assert list(gate.decode_pairs(raw["pairs"])) == list(counted.pairs)
+    # "of" is a stop word and "classes" folds to "classe" (a plural fold, not a stemmer)
+    assert list(counted.pairs) == sorted(gate.pair_hash(a, b) for a, b in (
+        ("pod", "pod"), ("pod", "restart"), ("restart", "classe"), ("classe", "status")))
 
 
 PARAMS = GateInfo(version=gate.GATE_VERSION, bias=-1.0, cut=0.5,
@@ -104,3 +138,29 @@ def test_the_manifest_carries_its_models_gate(tmp_path):
     assert read_manifest(tmp_path).gate == m.gate
     custom = _manifest(gate.MINILM, gate=PARAMS)  # a manifest's own values win
     assert custom.gate == PARAMS
+
+
+def test_a_pack_reads_its_pair_hashes_and_counts_them_when_missing(tmp_path):
+    """The vocabulary a built pack serves equals the one counted from its sections, whether
+    tables/terms.json carries the pair hashes or predates them."""
+    import json
+
+    from packs import KnowledgePack
+    from packs import format as fmt
+    from packs.embedding import Embedder
+    from tests.test_packset import GARDEN, build_small_pack
+
+    folder = build_small_pack(tmp_path, "garden", "https://garden.test", GARDEN,
+                              Embedder("all-MiniLM-L6-v2"))
+    build = folder / fmt.BUILDS_DIR / "b0001"
+    with KnowledgePack.open(folder) as pack:
+        stored = pack.vocabulary()
+        counted = gate.count_vocabulary(pack.db.section_texts())
+    assert stored.df == counted.df and list(stored.pairs) == list(counted.pairs)
+    assert len(stored.pairs) > 20
+    terms_file = build / fmt.TABLES_DIR / fmt.TERMS_FILE
+    raw = json.loads(terms_file.read_text())
+    del raw["pairs"]  # a format-3 pack written before the pair hashes
+    terms_file.write_text(json.dumps(raw))
+    with KnowledgePack.open(folder) as pack:
+        assert list(pack.vocabulary().pairs) == list(counted.pairs)

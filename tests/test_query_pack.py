@@ -15,6 +15,7 @@ import pytest
 from packs import EmbeddingModelError, KnowledgePack, PackFormatError, QuestionError, __version__
 from packs.options import MAX_QUESTION_CHARS
 from packs.pipeline import ASK_FIELDS
+from packs.retrieval import gate
 from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -92,8 +93,9 @@ def test_search_result_shape_and_json(pack):
     d = json.loads(json.dumps(result.to_dict()))
     assert d["sections"][0]["stages"] == ["vector", "bm25"]  # graph rerank is opt-in
     assert d["gate"]["rule"] == "calibrated" and d["gate"]["passed"]
-    assert set(d["gate"]["signals"]) == {"similarity", "margin", "coverage", "unknown",
-                                         "specific", "pairs"}
+    assert set(d["gate"]["signals"]) == set(gate.SIGNALS) == {
+        "similarity", "margin", "coverage", "section_coverage", "unknown", "specific", "pairs",
+        "pack_pairs"}
     assert d["analysis"]["known_entities"] == ["RetryPolicy"]
     assert "QUERY_VECTOR_INDEX" in d["cypher_query"] and "$q" in d["cypher_query"]
     assert "RetryPolicy.max_attempts defaults to 5." in d["facts"]["facts"]

@@ -4,7 +4,8 @@ without its context (`query_type: "confidence_gated_fallback"`)?
 The best vector similarity alone cannot tell: questions about a neighbouring technology
 ("How do I write a Nomad job file?" asked of the Kubernetes docs) reach the similarities
 of in-domain questions. What they lack is the *words*: their distinctive terms are not in
-the pack, or not in the sections retrieval found. So the gate scores six signals
+the pack, or not in the sections retrieval found, or not in the combinations the pack uses.
+So the gate scores eight signals
 
     similarity  best vector similarity minus the model's base threshold
                 (manifest.embedding.gate_threshold), so one set of weights fits models
@@ -12,6 +13,9 @@ the pack, or not in the sections retrieval found. So the gate scores six signals
     margin      best similarity minus the mean of the top 10
     coverage    share of the question's terms, weighted by their IDF in the pack, found
                 in the top 3 fused sections (heading path + text)
+    section_coverage  the same share in the best single one of those 3 sections (a
+                question about a tool the docs name in passing is covered piecemeal: the
+                tool in one section, the rest of the question in others)
     unknown     IDF-weighted share of the question's terms the pack never uses
     specific    number (max 3) of the question's specific words — capitalised words
                 after the first, acronyms, code-like words — that do not occur as a
@@ -19,6 +23,9 @@ the pack, or not in the sections retrieval found. So the gate scores six signals
     pairs       share of the question's adjacent content-word pairs that are adjacent in
                 those top 3 too (a neighbouring tool's question combines the pack's words
                 in ways the pack does not)
+    pack_pairs  the same pairs, weighted by their terms' IDF, found adjacent anywhere in
+                the pack ("docker daemon" is there, "live restore" or "registry mirrors"
+                are not): tables/terms.json keeps a hash of every adjacent pair
 
 with a logistic model, p = sigmoid(bias + Σ weight · signal), and passes when p >= cut.
 The weights, bias and cut are calibrated per embedding model on dev questions by
@@ -32,8 +39,12 @@ An explicit `gate_threshold` option replaces all this by the plain rule "best si
 
 from __future__ import annotations
 
+import base64
 import math
 import re
+import zlib
+from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,8 +52,9 @@ from dataclasses import dataclass
 from packs.retrieval.quality import STOP_WORDS
 
 DEFAULT_THRESHOLD = 0.5
-GATE_VERSION = "gate-v2"
-SIGNALS = ("similarity", "margin", "coverage", "unknown", "specific", "pairs")
+GATE_VERSION = "gate-v3"
+SIGNALS = ("similarity", "margin", "coverage", "section_coverage", "unknown", "specific",
+           "pairs", "pack_pairs")
 TOP_SECTIONS = 3
 MAX_SPECIFIC = 3
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -115,15 +127,55 @@ def _bigrams(tokens: Sequence[str]) -> set[tuple[str, str]]:
     return set(zip(tokens, tokens[1:]))
 
 
+def pair_hash(first: str, second: str) -> int:
+    """A stable 32-bit hash (CRC-32) of an adjacent pair of terms, as stored in a pack."""
+    return zlib.crc32(f"{first} {second}".encode("utf-8"))
+
+
+def text_pairs(text: str) -> set[int]:
+    """The hashes of a text's adjacent content-word pairs (`words_in_order`)."""
+    words = words_in_order(text)
+    return {pair_hash(a, b) for a, b in zip(words, words[1:])}
+
+
+def encode_pairs(hashes: Iterable[int]) -> str:
+    """Pair hashes as stored in tables/terms.json: base64 of sorted little-endian uint32."""
+    arr = array("I", sorted(set(hashes)))
+    if arr.itemsize != 4:  # pragma: no cover - every platform we run on has 4-byte "I"
+        raise RuntimeError("array('I') is not 32-bit here")
+    if array("I", [1]).tobytes() != b"\x01\0\0\0":  # pragma: no cover - big-endian host
+        arr.byteswap()
+    return base64.b64encode(arr.tobytes()).decode("ascii")
+
+
+def decode_pairs(text: str) -> array:
+    """The sorted pair hashes of `encode_pairs`."""
+    arr = array("I")
+    arr.frombytes(base64.b64decode(text))
+    if array("I", [1]).tobytes() != b"\x01\0\0\0":  # pragma: no cover - big-endian host
+        arr.byteswap()
+    return arr
+
+
 @dataclass(frozen=True)
 class Vocabulary:
-    """Section frequency of every term of a pack (see `terms`) and the section count."""
+    """Section frequency of every term of a pack (see `terms`), the section count, and the
+    sorted hashes of every adjacent content-word pair of its sections (`text_pairs`;
+    None when unknown: the pack_pairs signal then counts every pair as seen)."""
 
     df: Mapping[str, int]
     sections: int
+    pairs: Sequence[int] | None = None
 
     def idf(self, term: str) -> float:
         return math.log((self.sections + 1) / (self.df.get(term, 0) + 0.5))
+
+    def has_pair(self, first: str, second: str) -> bool:
+        if self.pairs is None:
+            return True
+        h = pair_hash(first, second)
+        i = bisect_left(self.pairs, h)
+        return i < len(self.pairs) and self.pairs[i] == h
 
 
 # --- signals and decision -------------------------------------------------------------------
@@ -131,32 +183,42 @@ class Vocabulary:
 
 def signals(question: str, similarities: Sequence[float], top_texts: Sequence[str],
             vocab: Vocabulary, base_similarity: float) -> dict[str, float]:
-    """The six signals of the module docstring.
+    """The eight signals of the module docstring.
 
     `similarities`: the vector candidates' similarities, best first; `top_texts`: heading
     path + text of the best fused sections (the first TOP_SECTIONS are used)."""
     words = question_terms(question)
     top = list(top_texts[:TOP_SECTIONS])
-    seen: set[str] = set()
+    per_section = [set(terms(text)) for text in top]
+    seen: set[str] = set().union(*per_section)
     seen_pairs: set[tuple[str, str]] = set()
     for text in top:
-        seen.update(terms(text))
         seen_pairs |= _bigrams(words_in_order(text))
     phrases = _phrase(" ".join(top))
     idf = {t: vocab.idf(t) for t in words}
     total = sum(idf.values())
-    pairs = _bigrams(words_in_order(question))
+
+    def covered(found: set[str]) -> float:
+        return sum(v for t, v in idf.items() if t in found) / total if total else 0.0
+
+    ordered = words_in_order(question)
+    pairs = _bigrams(ordered)
+    pair_weight = {p: idf.get(p[0], 0.0) + idf.get(p[1], 0.0) for p in pairs}
+    pair_total = sum(pair_weight.values())
     best = similarities[0] if similarities else 0.0
     head = list(similarities[:10])
     return {
         "similarity": best - base_similarity,
         "margin": best - sum(head) / len(head) if head else 0.0,
-        "coverage": sum(v for t, v in idf.items() if t in seen) / total if total else 0.0,
+        "coverage": covered(seen),
+        "section_coverage": max((covered(found) for found in per_section), default=0.0),
         "unknown": (sum(v for t, v in idf.items() if not vocab.df.get(t)) / total
                     if total else 0.0),
         "specific": float(min(MAX_SPECIFIC, sum(_phrase(w) not in phrases
                                                 for w in specific_words(question)))),
         "pairs": sum(p in seen_pairs for p in pairs) / len(pairs) if pairs else 1.0,
+        "pack_pairs": (sum(w for p, w in pair_weight.items() if vocab.has_pair(*p)) / pair_total
+                       if pair_total else 1.0),
     }
 
 
@@ -168,13 +230,16 @@ def probability(values: Mapping[str, float], weights: Mapping[str, float], bias:
 
 def count_vocabulary(texts: Iterable[str]) -> Vocabulary:
     """The Vocabulary of section texts (heading path + content): each term of `terms`
-    counted once per section. Pure Python, for packs built without tables/terms.json."""
+    counted once per section, and every adjacent pair (`text_pairs`). Pure Python, for
+    packs built without tables/terms.json or with one from before pair hashes."""
     df: Counter[str] = Counter()
+    hashes: set[int] = set()
     n = 0
     for text in texts:
         df.update(set(terms(text)))
+        hashes |= text_pairs(text)
         n += 1
-    return Vocabulary(dict(df), n)
+    return Vocabulary(dict(df), n, array("I", sorted(hashes)))
 
 
 # --- calibration ------------------------------------------------------------------------------
@@ -184,9 +249,10 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 # BENCHMARKS.md for the test-split abstention rates.
 CALIBRATED: dict[str, dict[str, object]] = {
     MINILM: {"version": GATE_VERSION,
-             "weights": {"similarity": 10.887, "margin": 3.292, "coverage": 3.238,
-                         "unknown": -2.455, "specific": -0.89, "pairs": 2.898},
-             "bias": -2.263, "cut": 0.35,
+             "weights": {"similarity": 9.87, "margin": 4.552, "coverage": 1.467,
+                         "section_coverage": 2.313, "unknown": -1.614, "specific": -0.866,
+                         "pairs": 1.3, "pack_pairs": 2.458},
+             "bias": -2.892, "cut": 0.36,
              "calibration": "dev questions of the Kubernetes docs, the Rust book, SciFact "
                             "and XQuAD (benchmarks/gate_calibration.py, 2026-11-24)"},
 }
