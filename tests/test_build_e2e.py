@@ -231,8 +231,12 @@ def test_embeddings_are_normalised_with_the_manifest_dim(built) -> None:
 
 @pytest.mark.parametrize(("question", "page"), list(QUESTIONS.items()))
 def test_the_page_a_question_was_written_for_comes_first(built, question, page) -> None:
+    # Ranking, not the gate: the gate is calibrated on packs of 300+ sections and is
+    # tested in test_gate.py and test_query_pack.py; in this four-page pack it abstains
+    # on the watering question ("often" and "watered" are words the pack never uses).
     with KnowledgePack.open(built["out"] / "garden") as pack:
-        result = pack.search(question)
+        result = pack.search(question, gate_threshold=-1)
+    assert result.sections, f"gated: {result.gate}"
     assert result.sections[0].url.endswith("/" + page)
 
 
