@@ -39,6 +39,7 @@ from packs.format import PackFormatError
 from packs.options import MAX_QUESTION_CHARS, OptionsError
 from packs.pack import KnowledgePack
 from packs.pipeline import QuestionError
+from packs.retrieval import gate
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -133,10 +134,9 @@ def search_text(pack_name: str, result: Any, several: Sequence[str] = ()) -> str
     what = (f"packs {', '.join(repr(n) for n in several)}" if several
             else f"pack {pack_name!r}")
     if result.gated or not result.context:
-        best = "none" if result.best_similarity is None else f"{result.best_similarity:.2f}"
-        return (f"No section of {what} is relevant enough to this question "
-                f"(best similarity {best}, threshold {result.gate_threshold:.2f}). Answer "
-                "without this pack, or rephrase the question with the pack's terms.")
+        why = gate.reason(result) if result.gated else "no context was assembled"
+        return (f"No section of {what} is relevant enough to this question ({why}). "
+                "Answer without this pack, or rephrase the question with the pack's terms.")
     note = "; truncated to fit the budget" if result.truncated else ""
     header = (f"Context from {what} (build {result.build_id}, "
               f"~{result.context_tokens} tokens{note}). Cite sources as [n] with their URL.")
