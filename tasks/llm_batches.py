@@ -6,8 +6,9 @@ until the batch ends or a timeout passes, read the results.
 of the outcome, and the caller sends those requests as ordinary calls. Accounting (ledger,
 cost, budget) belongs to the caller (`tasks.llm.LLM.batch`).
 
-Failures: 401/402/403/404 on create raise `FatalError` (as for direct calls); any other
-error while creating or polling ends the batch attempt with a `reason`.
+Failures: 401/402/403 raise `FatalError` (as for direct calls); any other error while
+creating or polling (a 404: an endpoint without the Batches API) ends the batch attempt
+with a `reason`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def run_batch(client: anthropic.Anthropic, requests: dict[str, dict], *, model: 
 
     def fail(exc: Exception, what: str) -> BatchOutcome:
         kind, message, _ = classify(exc, model=model, base_url=base_url)
+        if getattr(exc, "status_code", None) == 404:
+            kind, message = "item", f"no Message Batches API at {base_url} (404)"
         if kind == "fatal":
             raise FatalError(message) from None
         out.reason = f"{what}: {message}"
