@@ -221,7 +221,9 @@ class Pipeline:
             raise  # already one line that names the pack and what stays current
         except Exception as exc:
             where = f"{name} shard {shard.label}" if shard else name
-            raise BuildError(f"{self.ctx.pack}: {where} failed: {exc}") from exc
+            # a terminal error already says what to fix: no chained traceback in the log
+            raise BuildError(f"{self.ctx.pack}: {where} failed: {exc}") from (
+                None if stages.is_terminal(exc) else exc)
 
     def _done(self, name: str, shard: shards.Shard | None, result: object) -> None:
         self.finished[name] = time.perf_counter()

@@ -69,5 +69,11 @@ def retry_condition(task, task_run, state) -> bool:
             state.result(raise_on_failure=True)
         except BaseException as raised:  # the task's own exception, re-raised by Prefect
             exc = raised
+    return not is_terminal(exc)
+
+
+def is_terminal(exc: BaseException | None) -> bool:
+    """A stage error that says what to fix in one line (a rejected key, an open circuit
+    breaker): not worth a retry, nor a traceback."""
     terminal = tuple(t for m in _MODULES.values() for t in getattr(m, "TERMINAL_ERRORS", ()))
-    return not isinstance(exc, terminal)
+    return isinstance(exc, terminal)
