@@ -20,8 +20,8 @@ does) and measures, build by build:
   g. a dead API (a port nobody listens on): how long until the build stops.
 
 For each: calls, calls per extracted section, repairs, failures, dropped items, the
-`kpack build --estimate` price before the build, the in-build estimate and the actual
-spend (ledger), and $ per 100 pages. Runs a-f use different aliases of claude-haiku-4-5
+`kpack build --estimate` price before the build (a and b), the estimate each extract
+shard makes before its first call, the actual spend (ledger), and $ per 100 pages. Runs a-f use different aliases of claude-haiku-4-5
 ("claude-haiku-4-5-a", ...: priced and cached as claude-haiku-4-5) so their extraction
 caches stay apart while the embeddings of the first build are reused.
 Skips with a message when the data folder is absent.
@@ -127,7 +127,7 @@ def measure(args: argparse.Namespace) -> str:
     rows: list[tuple[str, dict]] = []
     say = print
 
-    def build(label: str, fake, estimate_first: bool = True, **settings) -> dict:
+    def build(label: str, fake, estimate_first: bool = False, **settings) -> dict:
         os.environ["ANTHROPIC_BASE_URL"] = fake.base_url
         _write_toml(source, args.model, **settings)
         estimate = run_estimate(source, packs, work_dir=work) if estimate_first else None
@@ -148,11 +148,11 @@ def measure(args: argparse.Namespace) -> str:
         (source / "urls.txt").write_text("".join(f"{base}/{p}\n" for p in paths))
         lines.append(f"{len(paths)} pages served from {base}; loopback API {fake.base_url}")
         say(lines[-1])
-        build("a. one request per section", fake, extractor_model=f"{MODEL}-a",
-              batch_token_budget=0)
-        build("b. batching (budget 2000)", fake, extractor_model=f"{MODEL}-b")
-        build("c. b rebuilt, no change", fake, estimate_first=False,
+        build("a. one request per section", fake, estimate_first=True,
+              extractor_model=f"{MODEL}-a", batch_token_budget=0)
+        build("b. batching (budget 2000)", fake, estimate_first=True,
               extractor_model=f"{MODEL}-b")
+        build("c. b rebuilt, no change", fake, extractor_model=f"{MODEL}-b")
         edited = _edit_one_page(site, paths)
         summary = build(f"d. b rebuilt, one section of {edited} changed", fake,
                         extractor_model=f"{MODEL}-b")
