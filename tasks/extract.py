@@ -304,7 +304,11 @@ def extract_sections(
         for n, row in enumerate(rows, start=1):
             data = extract_offline(row.get("page_title") or "", row.get("heading_path") or "",
                                    row["content"] or "")
-            extractions.append((row["id"], parse_extraction(data)))
+            try:  # the heuristics find the odd name without a letter ("--"): left out
+                extraction = salvage(data).extraction
+            except ValueError:
+                extraction = Extraction()
+            extractions.append((row["id"], extraction))
             if progress:
                 progress(n, len(rows))
         stats = {"sections": len(rows), "calls": 0, "cache_hits": 0, "cache_misses": 0,

@@ -360,3 +360,13 @@ def test_build_like_run_with_faults(api_key, tmp_path):
                                  clock=fc.clock, sleep=fc.sleep)
         assert fake.stats.requests == requests and third.stats["calls"] == 0
         assert third.tables()["entities"].equals(again.tables()["entities"])
+
+
+def test_offline_names_without_a_letter_are_left_out(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    df = sections_frame([{"id": "s1", "content": "Run `--` then `*` with `kubectl` here."},
+                         {"id": "s2", "content": "`--` `|`", "heading_path": "--"}])
+    result = extract_sections(df, ExtractConfig())
+    assert result.extracted == ["s1", "s2"]
+    names = {e.name for _, ex in result.extractions for e in ex.entities}
+    assert "kubectl" in names and not names & {"--", "*", "|"}
