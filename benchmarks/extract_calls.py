@@ -198,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + text)
     if args.results:
         args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text("# Claude calls and cost — `python benchmarks/extract_calls.py"
-                                f"{' --limit ' + str(args.limit) if args.limit else ''}`\n\n"
+        command = " ".join(["python benchmarks/extract_calls.py", *(argv or sys.argv[1:])])
+        args.results.write_text(f"# Claude calls and cost — `{command}`\n\n"
                                 "```\n" + text + "```\n")
     return 0
 
