@@ -42,7 +42,7 @@ def remember(result, df, path):
 
 def test_a_strictly_schema_following_api_gives_entities_for_every_section():
     """Issue 15's failure: every boundary value the schema allows must validate."""
-    df = corpus(40, seed=5)
+    df = corpus(24, seed=5)
     for budget in (0, 2000):
         with FakeAnthropic(schema_mode="boundary") as fake:
             result = run(df, ExtractConfig(base_url=fake.base_url, batch_token_budget=budget))
@@ -50,9 +50,8 @@ def test_a_strictly_schema_following_api_gives_entities_for_every_section():
             assert result.stats["repairs"] == 0 and result.stats["dropped_items"] == 0
             assert all(ex.entities for _, ex in result.extractions)
             assert fake.stats.requests == result.stats["calls"]
-            assert result.stats["calls"] == (40 if budget == 0 else result.stats["calls"])
-            if budget:
-                assert result.stats["calls"] < 10
+            assert result.stats["calls"] == 24 if budget == 0 else \
+                result.stats["calls"] < 24 / 3
             # the answers really were boundary values: empty and maximal strings and lists
             entities = [e for _, ex in result.extractions for e in ex.entities]
             assert any(e.description == "" for e in entities)
@@ -181,7 +180,7 @@ def test_a_deterministic_failure_is_remembered_and_retried_a_bounded_number_of_t
         assert forced.stats["calls"] == 2 and forced.failures[0]["attempts"] == 3
 
         other_model = run(df, ExtractConfig(base_url=fake.base_url, batch_token_budget=0,
-                                            model="claude-opus-4-5"),
+                                            model="claude-haiku-4-5-20251001"),
                           llm.ResponseStore(known), memory)
         assert other_model.stats["cache_misses"] == 4  # a new model: new keys, new memory
 
