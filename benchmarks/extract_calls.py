@@ -127,13 +127,18 @@ def measure(args: argparse.Namespace) -> str:
     rows: list[tuple[str, dict]] = []
     say = print
 
-    def build(label: str, fake, estimate_first: bool = False, **settings) -> dict:
+    def build(label: str, fake, folder: str, estimate_first: bool = False,
+              **settings) -> dict:
+        # One output folder per extractor setting: each is its own pack, so the publish
+        # guard compares a rebuild with its own first build only. One work folder: the
+        # embeddings of the first build serve them all.
+        target = packs / folder
         os.environ["ANTHROPIC_BASE_URL"] = fake.base_url
         _write_toml(source, args.model, **settings)
-        estimate = run_estimate(source, packs, work_dir=work) if estimate_first else None
+        estimate = run_estimate(source, target, work_dir=work) if estimate_first else None
         requests, items = fake.stats.requests, fake.stats.batch_items
         t = time.perf_counter()
-        summary = run_build(source, packs, work_dir=work)
+        summary = run_build(source, target, work_dir=work)
         row = _row(summary, estimate)
         row["http"] = fake.stats.requests - requests + fake.stats.batch_items - items
         rows.append((label, row))
@@ -148,17 +153,17 @@ def measure(args: argparse.Namespace) -> str:
         (source / "urls.txt").write_text("".join(f"{base}/{p}\n" for p in paths))
         lines.append(f"{len(paths)} pages served from {base}; loopback API {fake.base_url}")
         say(lines[-1])
-        build("a. one request per section", fake, estimate_first=True,
+        build("a. one request per section", fake, "a", estimate_first=True,
               extractor_model=f"{MODEL}-a", batch_token_budget=0)
-        build("b. batching (budget 2000)", fake, estimate_first=True,
+        build("b. batching (budget 2000)", fake, "b", estimate_first=True,
               extractor_model=f"{MODEL}-b")
-        build("c. b rebuilt, no change", fake, extractor_model=f"{MODEL}-b")
+        build("c. b rebuilt, no change", fake, "b", extractor_model=f"{MODEL}-b")
         edited = _edit_one_page(site, paths)
-        summary = build(f"d. b rebuilt, one section of {edited} changed", fake,
+        summary = build(f"d. b rebuilt, one section of {edited} changed", fake, "b",
                         extractor_model=f"{MODEL}-b")
         lines.append(f"d changed: {summary.get('changes', {}).get('sections')}")
-        build("e. strict schema API, batching", strict, extractor_model=f"{MODEL}-e")
-        build("f. Message Batches API", fake, extractor_model=f"{MODEL}-f",
+        build("e. strict schema API, batching", strict, "e", extractor_model=f"{MODEL}-e")
+        build("f. Message Batches API", fake, "f", extractor_model=f"{MODEL}-f",
               extract_mode="batch")
 
         with socket.socket() as s:
@@ -167,7 +172,7 @@ def measure(args: argparse.Namespace) -> str:
             _write_toml(source, args.model, extractor_model=f"{MODEL}-g")
             t = time.perf_counter()
             try:
-                run_build(source, packs, work_dir=work)
+                run_build(source, packs / "g", work_dir=work)
                 dead = "the build did not fail"
             except BuildError as exc:
                 dead = str(exc)
