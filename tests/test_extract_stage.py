@@ -37,7 +37,7 @@ def _context(tmp_path: Path, toml: str = "", retry_failed: bool = False):
     (source / "urls.txt").write_text("https://example.org/a\n")
     (source / "pack.toml").write_text(f'embedding_model = "{OFFLINE_MODEL}"\n{toml}')
     return build_context(load_source(source), "b1", tmp_path / "out", tmp_path / "work",
-                         None, "claude", False, None, retry_failed)
+                         None, "claude", False, None, retry_failed=retry_failed)
 
 
 @pytest.fixture
