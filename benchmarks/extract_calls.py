@@ -111,6 +111,7 @@ def _table(rows: list[tuple[str, dict]]) -> str:
 
 def measure(args: argparse.Namespace) -> str:
     from benchmarks import common
+    from flows import server
     from flows.build import BuildError, run_build, run_estimate
     from tests.anthropic_fake import FakeAnthropic
 
@@ -146,7 +147,11 @@ def measure(args: argparse.Namespace) -> str:
         return summary
 
     os.environ["ANTHROPIC_API_KEY"] = "benchmark-key"
-    with common.serve_handler(partial(_Quiet, directory=str(site))) as base, \
+    # One Prefect server for every build of this process: a build that starts its own
+    # temporary server stops it at its end, while Prefect's in-process services keep
+    # the first server's address.
+    with server.api_for_build(log=say), \
+            common.serve_handler(partial(_Quiet, directory=str(site))) as base, \
             FakeAnthropic(api_key="benchmark-key", cache_min_tokens=CACHE_MIN_TOKENS) as fake, \
             FakeAnthropic(api_key="benchmark-key", cache_min_tokens=CACHE_MIN_TOKENS,
                           schema_mode="boundary") as strict:
