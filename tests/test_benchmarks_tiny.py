@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from benchmarks import corpora, extract_calls, gate_calibration, k8s_build, query_latency, retrieval_defaults
-from benchmarks import scifact, xquad, xquad_answers
+from benchmarks import corpora, gate_calibration, k8s_build, query_latency, retrieval_defaults
+from benchmarks import extract_calls, scifact, xquad, xquad_answers
 
 DOCS = [
     ("11", "Vitamin D supplementation and bone fractures in older adults",
