@@ -222,9 +222,16 @@ def _extract_section(summary: dict) -> list[str]:
     lines += [f"Extractor: {kind} {model}".rstrip(), ""]
     always = ("sections", "calls", "cache_hits")  # the rest only when not zero
     rows = [[label, _num(stats[key])] for key, label in (
-        ("sections", "sections"), ("calls", "API calls"), ("retries", "retries"),
-        ("cache_hits", "cache hits"), ("cache_misses", "cache misses"),
-        ("failed", "failed"), ("not_extracted", "not extracted (cost cap)"),
+        ("sections", "sections"), ("calls", "API calls"),
+        ("batched_calls", "calls carrying several sections"),
+        ("batched_sections", "sections sent in those"), ("retries", "retries"),
+        ("repairs", "repair rounds"), ("cache_hits", "cache hits"),
+        ("cache_misses", "cache misses"), ("failed", "failed"),
+        ("failed_deterministic", "failed: unusable answer or refused request"),
+        ("failed_transient", "failed: API errors (asked again next build)"),
+        ("failed_remembered", "failed earlier, not asked again"),
+        ("not_extracted", "not extracted (cost cap)"),
+        ("dropped_items", "invalid items dropped (this build's answers)"),
         ("input_tokens", "input tokens"), ("output_tokens", "output tokens"),
         ("cache_read_input_tokens", "cache-read input tokens"),
         ("cache_creation_input_tokens", "cache-write input tokens"),
@@ -233,14 +240,26 @@ def _extract_section(summary: dict) -> list[str]:
         cost = f"${float(stats['cost_usd']):.4f}"
         if stats.get("estimated"):
             cost += " (model not in the price table: priced at the top rate)"
+        if "estimate_usd" in stats:
+            cost += f" (estimated before the calls: ${float(stats['estimate_usd']):.4f})"
         rows.append(["cost", cost])
+    if stats.get("pages") and "usd_per_100_pages" in stats:
+        rows.append(["$ per 100 pages", f"${stats['usd_per_100_pages']:.4f} actual, "
+                     f"${stats.get('usd_per_100_pages_estimate', 0.0):.4f} estimated "
+                     f"({_num(stats['pages'])} pages)"])
     if rows:
         lines += _table(["", "value"], rows)
+    dropped = stats.get("dropped") or {}
+    if dropped:
+        lines += ["Invalid items dropped from otherwise usable answers, by reason:", ""]
+        lines += _table(["reason", "items"], [[r, _num(n)] for r, n in
+                                              sorted(dropped.items(), key=lambda kv: -kv[1])])
     if failures:
         total = max(len(failures), summary.get("extract_failures_total") or 0)
         lines += [f"**{total} sections failed extraction:**", ""]
-        lines += _table(["section", "reason"], [[f.get("section_id"), f.get("reason")]
-                                                for f in failures[:MAX_LISTED]])
+        lines += _table(["section", "status", "reason"], [
+            [f.get("section_id"), f.get("status", "failed"), f.get("reason")]
+            for f in failures[:MAX_LISTED]])
         lines += _more(failures, MAX_LISTED, total)
     return lines
 

@@ -16,7 +16,7 @@ import logging
 import os
 import resource
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from flows.settings import configure_prefect_env
@@ -105,12 +105,15 @@ def fetch_config(source: SourceConfig, allow_private_hosts: bool) -> fetch_core.
     )
 
 
-def extract_config(source: SourceConfig, kind: str | None,
-                   max_cost_usd: float | None) -> extract_core.ExtractConfig:
+def extract_config(source: SourceConfig, kind: str | None, max_cost_usd: float | None,
+                   retry_failed: bool = False) -> extract_core.ExtractConfig:
     cfg = source.config
     return extract_core.ExtractConfig(
         kind=kind or cfg.extractor, model=cfg.extractor_model,
         concurrency=cfg.extract_concurrency, max_cost_usd=max_cost_usd,
+        batch_token_budget=cfg.batch_token_budget, mode=cfg.extract_mode,
+        failure_retries=cfg.extract_failure_retries, retry_failed=retry_failed,
+        batch_timeout_s=cfg.batch_timeout_s,
     )
 
 
@@ -181,6 +184,7 @@ class Pipeline:
         future = stage_task.with_options(
             name=name, task_run_name=run_name, retries=module.RETRIES,
             retry_delay_seconds=getattr(module, "RETRY_DELAY_S", 1),
+            retry_condition_fn=stages.retry_condition,
             tags=[f"pack:{self.ctx.pack}", f"stage:{name}"], refresh_cache=refresh or None,
         ).submit(name, ctx or self.ctx, shard, inputs, wait_for=wait_for)
         self.meta[future] = (name, shard, inputs, ctx)
@@ -200,7 +204,7 @@ class Pipeline:
             name, shard, inputs, ctx = self.meta[future]
             result = self._result(future)
             if isinstance(result, Record) and future.state.name == "Cached":
-                if stages.needs_rerun(name, result):
+                if stages.needs_rerun(name, result, ctx or self.ctx):
                     fresh = self.submit(name, shard, inputs, ctx, refresh=True)
                     result = self._result(fresh)
                 else:
@@ -217,7 +221,9 @@ class Pipeline:
             raise  # already one line that names the pack and what stays current
         except Exception as exc:
             where = f"{name} shard {shard.label}" if shard else name
-            raise BuildError(f"{self.ctx.pack}: {where} failed: {exc}") from exc
+            # a terminal error already says what to fix: no chained traceback in the log
+            raise BuildError(f"{self.ctx.pack}: {where} failed: {exc}") from (
+                None if stages.is_terminal(exc) else exc)
 
     def _done(self, name: str, shard: shards.Shard | None, result: object) -> None:
         self.finished[name] = time.perf_counter()
@@ -303,11 +309,34 @@ def _budgets(cap: float | None, split: list[Record]) -> dict[int, float | None]:
     return {r.shard: cap * r.rows["sections"] / total for r in split}
 
 
-def _stats(pipe: Pipeline, shard_pages: int) -> dict:
-    extract = defaultdict(float)
-    for r in pipe.records["extract"]:
+def _extract_stats(records: list[Record], pages: int) -> dict:
+    """The extract shards' work and counts summed; drops merged by reason; $ per 100 pages
+    of the pack, estimated (before the calls) and actual."""
+    work: dict = defaultdict(float)
+    dropped: Counter = Counter()
+    for r in records:
         for k, v in r.work.items():
-            extract[k] += v
+            if isinstance(v, dict):
+                dropped.update(v)
+            elif isinstance(v, (int, float)):
+                work[k] += v
+    out = {k: (round(v, 6) if k.endswith("_usd") else int(v)) for k, v in work.items()}
+    for k in ("failed", "failed_deterministic", "failed_transient", "failed_remembered",
+              "not_extracted", "dropped_items"):
+        out[f"held_{k}" if k == "dropped_items" else k] = sum(
+            int(r.info.get(k, 0)) for r in records)
+    if dropped:
+        out["dropped"] = dict(dropped.most_common())
+    if pages and "cost_usd" in out:
+        out["pages"] = pages
+        out["usd_per_100_pages"] = round(100 * out["cost_usd"] / pages, 4)
+        out["usd_per_100_pages_estimate"] = round(100 * out.get("estimate_usd", 0.0) / pages, 4)
+    return out
+
+
+def _stats(pipe: Pipeline, shard_pages: int) -> dict:
+    pages = sum(r.rows.get("usable", 0) for r in pipe.records["fetch"])
+    extract = _extract_stats(pipe.records["extract"], pages)
     sections = sum(r.rows["sections"] for r in pipe.records["split"])
     computed = sum(r.work.get("computed", 0) for r in pipe.records["embed"])
     embed = {"computed": computed, "cached": sections - computed,
@@ -316,12 +345,8 @@ def _stats(pipe: Pipeline, shard_pages: int) -> dict:
     if pipe.records["keywords"]:
         kw = sum(r.work.get("computed", 0) for r in pipe.records["keywords"])
         embed["keyword_vectors"] = {"computed": kw, "cached": sections - kw}
-    extract_stats = {k: (round(v, 6) if k == "cost_usd" else int(v)) for k, v in extract.items()}
-    extract_stats.update(
-        sections=sections,
-        failed=sum(r.info.get("failed", 0) for r in pipe.records["extract"]),
-        not_extracted=sum(r.info.get("not_extracted", 0) for r in pipe.records["extract"]),
-        reused_shards=sum(bool(r.info.get("reused")) for r in pipe.records["extract"]))
+    extract_stats = {**extract, "sections": sections, "reused_shards": sum(
+        bool(r.info.get("reused")) for r in pipe.records["extract"])}
     return {"extract": extract_stats, "embed": embed,
             "shards": {"count": pipe.count, "non_empty": len(pipe.layout),
                        "shard_pages": shard_pages, "task_runs": pipe.task_runs}}
@@ -340,6 +365,7 @@ def build_pack(
     allow_private_hosts: bool = False,
     max_cost_usd: float | None = None,
     force: bool = False,
+    retry_failed: bool = False,
 ) -> dict:
     """Build the pack of `source_dir` into `out_dir/<name>/`; returns a summary dict.
 
@@ -362,7 +388,8 @@ def build_pack(
         if held.replaced and held.replaced.get("build_id"):
             mark_crashed(source.name, str(held.replaced["build_id"]), log)
         ctx = build_context(source, build_id, out_dir, work_dir, embedding_model, extractor,
-                            allow_private_hosts, max_cost_usd, force)
+                            allow_private_hosts, max_cost_usd, force,
+                            retry_failed)
         summary = _build(ctx, source, t_start)
     problems = shortfalls(summary)
     if problems:  # a different state in the Prefect UI than a clean build's Completed
@@ -505,7 +532,7 @@ def mark_crashed(pack: str, dead_build_id: str, log) -> int:
 def build_context(source: SourceConfig, build_id: str, out_dir: str | Path, work_dir: str | Path,
                   embedding_model: str | None, extractor: str | None,
                   allow_private_hosts: bool, max_cost_usd: float | None,
-                  force: bool = False) -> BuildContext:
+                  force: bool = False, retry_failed: bool = False) -> BuildContext:
     """The settings every stage of this build runs with (models resolved, kinds checked)."""
     model_name = resolve_embedding_model(source.config, embedding_model)
     embedder = describe_model(model_name)
@@ -515,7 +542,7 @@ def build_context(source: SourceConfig, build_id: str, out_dir: str | Path, work
         max_seq_length=embedder.max_seq_length, gate_threshold=embedder.spec.gate_threshold,
     )
     max_words, overlap_words = chunking(source, embedder)
-    xcfg = extract_config(source, extractor, max_cost_usd)
+    xcfg = extract_config(source, extractor, max_cost_usd, retry_failed)
     return BuildContext(
         pack=source.name, work=WorkDir(Path(work_dir).resolve(), source.name),
         build_id=build_id, fetch=fetch_config(source, allow_private_hosts),
@@ -546,17 +573,25 @@ def estimate_pack(
     split = pipe.wait(pipe.map("split", lambda s: {"fetch": by_shard[s.index]}).values())
     xcfg = extract_config(source, "claude", None)
     total: dict = defaultdict(int)
-    from tasks.stages.extract import known_responses
+    from tasks.extract_claude import remembered
+    from tasks.stages.extract import _settings, known_outputs
 
+    settings = _settings(dataclasses.replace(ctx, extract=xcfg))
     for shard, record in zip(layout, split):
-        known = set(known_responses(list(shard.previous_outputs("extract"))))
-        est = extract_core.estimate_cost(record.table("sections"), xcfg, known)
-        for k in ("sections", "cached", "to_call", "input_tokens", "output_tokens"):
+        known, memory = known_outputs(list(shard.previous_outputs("extract")))
+        est = extract_core.estimate_cost(
+            record.table("sections"), xcfg, set(known),
+            {k for k, f in memory.failures.items() if remembered(f, settings)})
+        for k in ("sections", "cached", "remembered", "to_call", "calls", "input_tokens",
+                  "output_tokens"):
             total[k] += est[k]
         total["cost_usd"] += est["cost_usd"]
-        meta = {k: est[k] for k in ("model", "price_known", "prices_as_of")}
-    return {"pack": source.name, "pages": sum(r.rows["usable"] for r in fetched),
-            **dict(total), "cost_usd": round(total["cost_usd"], 6), **meta}
+        meta = {k: est[k] for k in ("model", "mode", "price_known", "prices_as_of")}
+    pages = sum(r.rows["usable"] for r in fetched)
+    return {"pack": source.name, "pages": pages, **dict(total),
+            "cost_usd": round(total["cost_usd"], 6),
+            "usd_per_100_pages": round(100 * total["cost_usd"] / pages, 4) if pages else 0.0,
+            **meta}
 
 
 def _prefect_settings(work: Path):
@@ -601,6 +636,7 @@ def run_build(
     max_cost_usd: float | None = None,
     task_runner_setting: str | None = None,
     force: bool = False,
+    retry_failed: bool = False,
     log=None,
 ) -> dict:
     """Validate the source, then run the build flow with results stored in the work dir.
@@ -628,7 +664,7 @@ def run_build(
                 out_dir=str(out.resolve()), work_dir=str(work.resolve()),
                 embedding_model=embedding_model, extractor=extractor,
                 allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost_usd,
-                force=force,
+                force=force, retry_failed=retry_failed,
             )
     except Exception as exc:
         # Recorded, then re-raised: the pack's history shows failed runs next to good ones.

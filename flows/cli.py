@@ -70,6 +70,7 @@ def build(
     strict: Annotated[bool, typer.Option("--strict", help=f"Exit {EXIT_PARTIAL} when any source failed or the pack is partial (for schedulers).")] = False,
     estimate: Annotated[bool, typer.Option("--estimate", help="Fetch and split, then print the Claude tokens and USD a build would spend; publish nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the build summary as JSON.")] = False,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Ask Claude again for sections whose answers were unusable on earlier builds (remembered failures are otherwise retried on extract_failure_retries builds, then skipped).")] = False,
 ) -> None:
     """Build (or rebuild) the pack of SOURCE and publish it atomically into OUT/<name>/.
 
@@ -93,7 +94,7 @@ def build(
         summary = run_build(
             source, out, work_dir=work_dir, embedding_model=embedding_model,
             extractor=extractor, allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost,
-            task_runner_setting=task_runner, force=force,
+            task_runner_setting=task_runner, force=force, retry_failed=retry_failed,
             log=lambda line: typer.echo(line, err=True),
         )
     except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises

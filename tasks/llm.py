@@ -10,14 +10,21 @@
   repair round) or a request that errored is never cached, so the next build tries again
   instead of replaying garbage.
 - **validate / repair** (in `LLM.structured`, between cache and retry): the tool input is
-  parsed by the caller's validator; on failure the validation error goes back to the model
-  once as a `tool_result` with `is_error`, then the item is reported as invalid.
-- **retry** (`LLM._call`): transient errors (429, 408, 409, 5xx, 529 overloaded, connection
+  parsed by the caller's validator, which may keep part of an answer (item-level salvage)
+  and say how much of it survived (`quality`). Only an answer that is unusable, or lost most
+  of its items, goes back to the model once as a `tool_result` with `is_error`; the better
+  of the two answers is kept, and an item fails only when neither is usable.
+- **retry** (`LLM.call`): transient errors (429, 408, 409, 5xx, 529 overloaded, connection
   errors, timeouts) back off exponentially with jitter, honouring Retry-After. Terminal
   errors are never retried: 400/413/422 fail the one item; 401/402/403/404 raise `FatalError`
   and poison the `LLM` object so every later call fails at once (a bad key is reported once,
   not hammered N times). The SDK's own retries are off (`max_retries=0`) so that the clock and
   sleep are injectable and every attempt is visible in the ledger.
+- **circuit breaker** (`Breaker`, checked by the retry layer): when `threshold` attempts in
+  a row failed in transport (connection errors, timeouts, 5xx; not 429, which is the API
+  pacing us) or `threshold` answers in a row were unusable, the API is dead or its answers
+  are: `CircuitOpen` (a `FatalError`) stops the whole stage with one line, instead of five
+  tries with backoff for every remaining item.
 - **rate limit** (`RateLimiter`): at most `concurrency` requests in flight, and a shared
   cool-down: a Retry-After seen by one worker pauses all of them. The cost cap (`Budget`) sits
   here too: a call is only started when the spend so far, plus what in-flight calls are
@@ -47,6 +54,7 @@ from tasks.costs import cost_usd
 CACHE_SCHEMA = "llm-cache-v1"
 MAX_BACKOFF_S = 60.0
 MAX_RETRY_AFTER_S = 600.0
+REPAIR_BELOW = 0.5  # repair when less than half of an answer's items validated
 
 T = TypeVar("T")
 
@@ -59,8 +67,22 @@ class FatalError(LLMError):
     """The whole stage must stop: the key, the account or the model is wrong (401/402/403/404)."""
 
 
+class CircuitOpen(FatalError):
+    """Too many calls or answers in a row failed: the stage stops (see `Breaker`)."""
+
+
+DETERMINISTIC = "deterministic"  # the same request will fail the same way (400, bad output)
+TRANSIENT = "transient"  # worth asking again on a later build (429/5xx/timeouts exhausted)
+
+
 class ItemError(LLMError):
-    """This one request failed for good (bad request, retries exhausted, invalid output)."""
+    """This one request failed (bad request, retries exhausted, invalid output).
+
+    `kind` is DETERMINISTIC (asking again gives the same result) or TRANSIENT."""
+
+    def __init__(self, message: str, kind: str = DETERMINISTIC) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class BudgetExhausted(LLMError):
@@ -266,6 +288,44 @@ class Budget:
             self.spent += actual
 
 
+class Breaker:
+    """Counts failures in a row; `open` once `threshold` transport failures (attempts) or
+    `threshold` unusable answers follow each other with no success in between."""
+
+    def __init__(self, threshold: int, base_url: str = "") -> None:
+        self.threshold = threshold
+        self.base_url = base_url
+        self._lock = threading.Lock()
+        self._attempts = 0
+        self._answers = 0
+        self.error: CircuitOpen | None = None
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def attempt(self, ok: bool, message: str = "") -> None:
+        with self._lock:
+            self._attempts = 0 if ok else self._attempts + 1
+            if not ok and self.threshold and self._attempts >= self.threshold and \
+                    self.error is None:
+                self.error = CircuitOpen(
+                    f"stopped calling Claude: {self._attempts} calls in a row to "
+                    f"{self.base_url or 'the API'} failed (last: {message}). Check that the "
+                    "API is reachable (ANTHROPIC_BASE_URL, network), or build with "
+                    "--extractor offline")
+
+    def answer(self, ok: bool, message: str = "") -> None:
+        with self._lock:
+            self._answers = 0 if ok else self._answers + 1
+            if not ok and self.threshold and self._answers >= self.threshold and \
+                    self.error is None:
+                self.error = CircuitOpen(
+                    f"stopped calling Claude: the last {self._answers} answers were all "
+                    f"unusable (last: {message}). Check extractor_model in pack.toml, or "
+                    "build with --extractor offline")
+
+
 # --- error classification -----------------------------------------------------------------
 
 
@@ -319,8 +379,13 @@ def classify(exc: Exception, *, model: str, base_url: str) -> tuple[str, str, fl
     if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
         return ("transient", f"{type(exc).__name__}: {exc}", None)
     if isinstance(exc, anthropic.APIResponseValidationError):
-        return ("item", f"unparseable API response: {exc}", None)
+        return ("transient", f"unparseable API response: {exc}", None)
     raise exc
+
+
+def counts_against_breaker(exc: Exception) -> bool:
+    """A transport failure: not an answer from a healthy API (429 is one: it paces us)."""
+    return not (isinstance(exc, anthropic.APIStatusError) and exc.status_code == 429)
 
 
 # --- the layered client -------------------------------------------------------------------
@@ -348,7 +413,8 @@ class LLM:
     def __init__(self, provider: Callable[[dict], Completion], cache: ResponseStore, *,
                  model: str, prompt_version: str, concurrency: int, max_retries: int,
                  budget: Budget, clock: Callable[[], float], sleep: Callable[[float], None],
-                 rng: random.Random, run_id: str, base_url: str = "") -> None:
+                 rng: random.Random, run_id: str, base_url: str = "",
+                 breaker_threshold: int = 5) -> None:
         self.provider = provider
         self.cache = cache
         self.model = model
@@ -364,6 +430,7 @@ class LLM:
         self.counters = Counters()
         self._lock = threading.Lock()
         self.fatal: FatalError | None = None
+        self.breaker = Breaker(breaker_threshold, base_url)
 
     def cached(self, key: str, parse: Callable[[dict], T]) -> T | None:
         """The validated cached value for `key`, or None (a row that no longer validates, e.g.
@@ -378,51 +445,67 @@ class LLM:
 
     def structured(self, request: dict, *, tool_name: str, parse: Callable[[dict], T],
                    dump: Callable[[T], dict], estimate_usd: float, item_id: str = "",
-                   content_hash: str | None = None) -> Outcome:
+                   content_hash: str | None = None, key: str | None = None,
+                   quality: Callable[[T], float] | None = None,
+                   completion: Completion | None = None) -> Outcome:
         """The validated tool input for `request`, from the cache or the API.
 
-        Raises FatalError (stage must stop), ItemError (this item failed, with the reason),
-        BudgetExhausted (not started: the cost cap was reached).
+        `parse` raises ValueError for an unusable answer; `quality` (0..1, the share of
+        the answer that survived validation) below REPAIR_BELOW also asks for one repair.
+        The result is stored under `key` (default: the request's cache key). A
+        `completion` already paid for (a Message Batches answer) replaces the first call.
+        Raises FatalError (stage must stop), ItemError (this item failed, with the reason
+        and its kind), BudgetExhausted (not started: the cost cap was reached).
         """
-        key = cache_key(request, self.prompt_version)
+        key = key or cache_key(request, self.prompt_version)
         hit = self.cached(key, parse)
         if hit is not None:
             return Outcome(hit, cached=True)
         usage = Usage()
-        completion = self._call(request, key=key, item_id=item_id, purpose="extract",
-                                estimate_usd=estimate_usd, usage=usage)
-        try:
-            value = parse(_tool_input(completion, tool_name))
-        except ValueError as first_error:
+        if completion is None:
+            completion = self.call(request, key=key, item_id=item_id, purpose="extract",
+                                   estimate_usd=estimate_usd, usage=usage)
+        else:
+            usage.add(completion.usage)
+        first, first_error = _parsed(parse, completion, tool_name)
+        value = first
+        if first is None or (quality is not None and quality(first) < REPAIR_BELOW):
             with self._lock:
                 self.counters.repairs += 1
-            repair = _repair_request(request, completion, tool_name, first_error)
-            completion = self._call(repair, key=key, item_id=item_id, purpose="repair",
-                                    estimate_usd=estimate_usd, usage=usage)
-            try:
-                value = parse(_tool_input(completion, tool_name))
-            except ValueError as second_error:
-                raise ItemError(
-                    f"invalid output after one repair: {_short(second_error)}"
-                ) from second_error
+            why = first_error or ValueError("most items of the answer were invalid")
+            repair = _repair_request(request, completion, tool_name, why)
+            completion = self.call(repair, key=key, item_id=item_id, purpose="repair",
+                                   estimate_usd=estimate_usd, usage=usage)
+            second, second_error = _parsed(parse, completion, tool_name)
+            if second is not None and (first is None or quality is None
+                                       or quality(second) >= quality(first)):
+                value = second
+            if value is None:
+                message = f"invalid output after one repair: {_short(second_error)}"
+                self.breaker.answer(False, message)
+                raise ItemError(message, DETERMINISTIC) from second_error
+        self.breaker.answer(True)
         self.cache.put(key, prompt_version=self.prompt_version, model=self.model,
                        content_hash=content_hash, item_id=item_id, response=dump(value),
                        usage=usage)
         return Outcome(value, cached=False, usage=usage)
 
-    def _call(self, request: dict, *, key: str, item_id: str, purpose: str,
-              estimate_usd: float, usage: Usage) -> Completion:
-        """Retry layer around one logical call."""
+    def call(self, request: dict, *, key: str, item_id: str, purpose: str,
+             estimate_usd: float, usage: Usage) -> Completion:
+        """Retry layer around one logical call: the completion, or FatalError / CircuitOpen
+        (stop everything), ItemError (this request failed; `kind` says whether a later
+        build should ask again), BudgetExhausted (not started)."""
         if self.fatal is not None:
             raise FatalError(str(self.fatal))
+        self.breaker.check()
         self.budget.reserve(estimate_usd)
         actual = 0.0
         try:
             for attempt in range(self.max_retries + 1):
                 if self.fatal is not None:
                     raise FatalError(str(self.fatal))
-                row = {"run_id": self.run_id, "key": key, "item_id": item_id,
-                       "model": self.model, "purpose": purpose, "attempt": attempt}
+                self.breaker.check()
+                row = self._row(key, item_id, purpose, attempt)
                 started = self.clock()
                 try:
                     with self.limiter:
@@ -434,12 +517,16 @@ class LLM:
                                  duration_s=self.clock() - started)
                     if kind == "fatal":
                         self.fatal = FatalError(message)
-                        raise self.fatal from exc
+                        raise self.fatal from None  # one line: the SDK's stack adds nothing
                     if kind == "item":
-                        raise ItemError(message) from exc
+                        self.breaker.attempt(True)  # the API answered, if with a refusal
+                        raise ItemError(message, DETERMINISTIC) from exc
+                    if counts_against_breaker(exc):
+                        self.breaker.attempt(False, message)
+                        self.breaker.check()
                     if attempt == self.max_retries:
                         raise ItemError(
-                            f"gave up after {attempt + 1} attempts: {message}"
+                            f"gave up after {attempt + 1} attempts: {message}", TRANSIENT
                         ) from exc
                     with self._lock:
                         self.counters.retries += 1
@@ -450,6 +537,7 @@ class LLM:
                         wait = self._backoff(attempt)
                     self.sleep(wait)
                     continue
+                self.breaker.attempt(True)
                 cost = cost_usd(self.model, **asdict(completion.usage))
                 actual += cost
                 usage.add(completion.usage)
@@ -459,6 +547,54 @@ class LLM:
             raise AssertionError("unreachable: the loop returns or raises")
         finally:
             self.budget.settle(estimate_usd, actual)
+
+    def batch(self, items: dict[str, tuple[dict, float, str]], *, poll_s: float,
+              timeout_s: float):
+        """Send `items` (custom_id → (request, estimate_usd, item_id)) through the Message
+        Batches API (`tasks.llm_batches.run_batch`) at half price, with ledger rows (purpose
+        "batch"), counters and the cost cap. Items the cap does not admit are returned in
+        `skipped`; items that did not come back are in neither `completions` nor `errors`
+        (send them as ordinary calls). Raises FatalError / CircuitOpen like `call`."""
+        from tasks.llm_batches import BatchOutcome, run_batch
+
+        if self.fatal is not None:
+            raise FatalError(str(self.fatal))
+        self.breaker.check()
+        admitted: dict[str, tuple[dict, float, str]] = {}
+        skipped: list[str] = []
+        for cid, item in items.items():
+            try:
+                self.budget.reserve(item[1])
+                admitted[cid] = item
+            except BudgetExhausted:
+                skipped.append(cid)
+        outcome = BatchOutcome()
+        spent: dict[str, float] = {}
+        try:
+            if admitted:
+                started = self.clock()
+                outcome = run_batch(
+                    self.provider.client, {cid: it[0] for cid, it in admitted.items()},
+                    model=self.model, base_url=self.base_url, clock=self.clock,
+                    sleep=self.sleep, poll_s=poll_s, timeout_s=timeout_s)
+                took = self.clock() - started
+                for cid, completion in outcome.completions.items():
+                    spent[cid] = cost_usd(self.model, **asdict(completion.usage), batch=True)
+                    self._record(self._row(cid, admitted[cid][2], "batch", 0), status="ok",
+                                 http_status=200, usage=completion.usage, cost=spent[cid],
+                                 duration_s=took)
+                for cid, (_, message) in outcome.errors.items():
+                    self._record(self._row(cid, admitted[cid][2], "batch", 0),
+                                 status="batch_errored", error=message, duration_s=took)
+        finally:
+            for cid, item in admitted.items():
+                self.budget.settle(item[1], spent.get(cid, 0.0))
+        outcome.skipped = skipped
+        return outcome
+
+    def _row(self, key: str, item_id: str, purpose: str, attempt: int) -> dict:
+        return {"run_id": self.run_id, "key": key, "item_id": item_id, "model": self.model,
+                "purpose": purpose, "attempt": attempt}
 
     def _backoff(self, attempt: int) -> float:
         # "Equal jitter": half fixed, half random, so workers spread out but still wait.
@@ -498,7 +634,16 @@ def _short(exc: Exception, limit: int = 500) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _tool_input(completion: Completion, tool_name: str) -> dict:
+def _parsed(parse: Callable[[dict], T], completion: Completion,
+            tool_name: str) -> tuple[T | None, ValueError | None]:
+    try:
+        return parse(tool_input(completion, tool_name)), None
+    except ValueError as exc:
+        return None, exc
+
+
+def tool_input(completion: Completion, tool_name: str) -> dict:
+    """The input of the forced tool call; ValueError when there is none (or it is cut)."""
     for block in completion.content:
         if block.get("type") == "tool_use" and block.get("name") == tool_name:
             value = block.get("input")

@@ -46,6 +46,18 @@ class PackConfig(BaseModel):
     extractor: Literal["auto", "claude", "offline"] = "auto"
     extractor_model: str = DEFAULT_CLAUDE_MODEL
     extract_concurrency: int = Field(default=8, ge=1, le=64)
+    # "direct": Messages API calls; "batch": the Message Batches API (half the price,
+    # answers within minutes to hours: for scheduled rebuilds), falling back to direct
+    # calls for whatever has not come back after batch_timeout_s.
+    extract_mode: Literal["direct", "batch"] = "direct"
+    batch_timeout_s: float = Field(default=3600.0, gt=0, le=86_400)
+    # Section tokens one Claude request may carry: small sections share a request (each
+    # answer is still cached per section). 0: one request per section.
+    batch_token_budget: int = Field(default=2000, ge=0, le=100_000)
+    # Later builds that ask again for a section whose answer was unusable (or whose
+    # request was refused); after that it stays failed, listed with its reason, until the
+    # prompt or the model changes or `kpack build --retry-failed`.
+    extract_failure_retries: int = Field(default=1, ge=0, le=100)
     # Hosts the build may fetch from; empty means any public host.
     allowed_hosts: list[str] = Field(default_factory=list)
     allow_private_hosts: bool = False

@@ -31,6 +31,22 @@ so a test sees the failure without the SDK's back-off.
 
 `stats` counts requests by outcome, the maximum number in flight, and the token totals of
 the 200 responses (malformed ones included: the API bills those too).
+
+Added for extraction (issue 15), all off by default:
+- `schema_mode="boundary"`: a strictly schema-following server. The tool input is a
+  boundary value of the forced tool's `input_schema` (`tests.schema_boundary`: empty
+  strings, empty arrays, missing optional keys, extra keys, long strings, awkward
+  characters), seeded by the request, instead of an answer to the text;
+- batched extraction requests (a tool whose schema has `section_N` keys) are answered per
+  `<section id="section_N">` block by the default responder;
+- `cache_min_tokens`: a prefix shorter than this is not cached (as the real API does below
+  a model's minimum cacheable length);
+- the Message Batches API: POST /v1/messages/batches, GET /v1/messages/batches/{id},
+  GET .../{id}/results (JSON lines), POST .../{id}/cancel. Each item is answered like a
+  Messages call (faults included: an error becomes an "errored" result) when the batch is
+  created; it reports "in_progress" for `batch_polls` retrieves, or forever with
+  `batch_never_ends`; `batch_create_error` ("500", "404", ...) refuses the create.
+  `stats.batches` counts batches created, `stats.batch_items` their requests.
 """
 
 from __future__ import annotations
@@ -42,6 +58,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
@@ -65,18 +82,51 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN.findall(text))
 
 
+_BATCH_SECTION = re.compile(
+    r'<section id="(section_\d+)">\n<page_title>(.*?)</page_title>\n'
+    r"<heading_path>(.*?)</heading_path>\n<text>\n(.*?)\n</text>\n</section>", re.S)
+
+
+def forced_tool_schema(request: dict) -> dict:
+    """The input_schema of the tool the request forces ({} when none)."""
+    name = (request.get("tool_choice") or {}).get("name")
+    for tool in request.get("tools") or []:
+        if tool.get("name") == name:
+            return tool.get("input_schema") or {}
+    return {}
+
+
 def default_responder(request: dict) -> dict:
     """A valid extraction of the request's section, via the offline extractor, trimmed to
     the size a model answering the extraction prompt gives (a dozen entities, short
-    descriptions and evidence)."""
-    from tasks.offline_extract import extract_offline
-
+    descriptions and evidence). A batched request gets one such answer per section id."""
     text = _first_user_text(request)
+    keys = [k for k in forced_tool_schema(request).get("properties", {})
+            if k.startswith("section_")]
+    if keys:
+        found = {m.group(1): m.groups()[1:] for m in _BATCH_SECTION.finditer(text)}
+        return {k: _answer(*found[k]) for k in keys if k in found}
     section = _SECTION.search(text)
     title = _TITLE.search(text)
     heading = _HEADING.search(text)
-    out = extract_offline(title.group(1) if title else "", heading.group(1) if heading else "",
-                          section.group(1) if section else text)
+    return _answer(title.group(1) if title else "", heading.group(1) if heading else "",
+                   section.group(1) if section else text)
+
+
+def boundary_responder(request: dict) -> dict:
+    """A boundary value of the forced tool's schema (a strictly schema-following API),
+    seeded by the request so that equal requests get equal answers."""
+    from tests.schema_boundary import PROFILES, instance
+
+    digest = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+    rng = random.Random(digest)
+    return instance(forced_tool_schema(request), rng, PROFILES[int(digest[:8], 16) % 3])
+
+
+def _answer(title: str, heading: str, section: str) -> dict:
+    from tasks.offline_extract import extract_offline
+
+    out = extract_offline(title, heading, section)
     entities = [{**e, "description": e["description"][:160]} for e in out["entities"][:12]]
     names = {e["name"] for e in entities}
     relationships = [{**r, "relation": "RELATED_TO", "evidence": r["evidence"][:160]}
@@ -108,6 +158,8 @@ class FakeStats:
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     bodies: list[dict] = field(default_factory=list)
+    batches: int = 0
+    batch_items: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -147,14 +199,25 @@ class FakeAnthropic:
                  fault_rates: dict[str, float] | None = None, script: list[str] | None = None,
                  retry_after: str = "2", responder: Callable[[dict], dict] | None = None,
                  delay_s: float = 0.0, keep_bodies: bool = False,
-                 text_responder: Callable[[dict], str] | None = None) -> None:
+                 text_responder: Callable[[dict], str] | None = None,
+                 schema_mode: str = "answer", cache_min_tokens: int | None = None,
+                 batch_polls: int = 0, batch_never_ends: bool = False,
+                 batch_create_error: str | None = None) -> None:
         self.api_key = api_key
         self.seed = seed
         self._seen: dict[str, int] = {}
         self.fault_rates = dict(fault_rates or {})
         self.script = list(script or [])
         self.retry_after = retry_after
-        self.responder = responder or default_responder
+        if schema_mode not in ("answer", "boundary"):
+            raise ValueError(f"schema_mode {schema_mode!r}: use answer or boundary")
+        self.responder = responder or (boundary_responder if schema_mode == "boundary"
+                                       else default_responder)
+        self.cache_min_tokens = cache_min_tokens
+        self.batch_polls = batch_polls
+        self.batch_never_ends = batch_never_ends
+        self.batch_create_error = batch_create_error
+        self._batches: dict[str, dict] = {}
         self.delay_s = delay_s  # server-side latency, so concurrency becomes observable
         self.keep_bodies = keep_bodies
         self.text_responder = text_responder
@@ -184,13 +247,23 @@ class FakeAnthropic:
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                if self.path.startswith("/v1/messages/batches"):
+                    self._send(*fake.batches("POST", self.path, dict(self.headers.items()), raw))
+                    return
                 status, headers, body = fake.handle(self.path, dict(self.headers.items()), raw)
                 if status == 200 and _wants_stream(raw):
                     self._stream(body)
                     return
-                data = json.dumps(body).encode("utf-8")
+                self._send(status, headers, body)
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._send(*fake.batches("GET", self.path, dict(self.headers.items()), b""))
+
+            def _send(self, status: int, headers: dict, body: object) -> None:
+                data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", headers.pop("content-type", None)
+                                 or "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.send_header("request-id", "req_fake")
                 for name, value in headers.items():
@@ -300,7 +373,8 @@ class FakeAnthropic:
         rest_tokens = count_tokens(rest)
 
         cache_read = cache_creation = 0
-        if _has_cache_control(tools) or _has_cache_control(system):
+        big_enough = self.cache_min_tokens is None or prefix_tokens >= self.cache_min_tokens
+        if big_enough and (_has_cache_control(tools) or _has_cache_control(system)):
             digest = hashlib.sha256((request["model"] + prefix).encode()).hexdigest()
             with self._lock:
                 seen = digest in self._cached_prefixes
@@ -344,6 +418,98 @@ class FakeAnthropic:
                       "cache_read_input_tokens": cache_read,
                       "cache_creation_input_tokens": cache_creation},
         }
+
+
+    # --- the Message Batches API ---
+    def batches(self, method: str, path: str, headers: dict, raw: bytes
+                ) -> tuple[int, dict, object]:
+        """POST /v1/messages/batches, GET .../{id}, GET .../{id}/results, POST .../{id}/cancel."""
+        lower = {k.lower(): v for k, v in headers.items()}
+        key = lower.get("x-api-key") or lower.get("authorization", "").removeprefix("Bearer ")
+        if key != self.api_key:
+            return self._error("401")
+        parts = path.split("?", 1)[0].rstrip("/").split("/")[4:]  # after /v1/messages/batches
+        if method == "POST" and not parts:
+            if self.batch_create_error:
+                return self._error(self.batch_create_error) if self.batch_create_error in \
+                    ERRORS else (404, {}, {"type": "error", "error": {
+                        "type": "not_found_error", "message": "no batches here"}})
+            return 200, {}, self._create_batch(json.loads(raw))
+        batch = self._batches.get(parts[0]) if parts else None
+        if batch is None:
+            return 404, {}, {"type": "error", "error": {"type": "not_found_error",
+                                                        "message": path}}
+        if method == "POST" and parts[1:] == ["cancel"]:
+            with self._lock:
+                batch["canceled"] = True
+            return 200, {}, self._batch_object(batch)
+        if method == "GET" and parts[1:] == ["results"]:
+            if not self._ended(batch, poll=False):
+                return 404, {}, {"type": "error", "error": {"type": "not_found_error",
+                                                            "message": "not ended"}}
+            lines = batch["results"]
+            if batch.get("canceled") and self.batch_never_ends:
+                lines = [{"custom_id": r["custom_id"], "result": {"type": "canceled"}}
+                         for r in lines]
+            body = "".join(json.dumps(r) + "\n" for r in lines).encode("utf-8")
+            return 200, {"content-type": "application/binary"}, body
+        if method == "GET" and len(parts) == 1:
+            self._ended(batch, poll=True)
+            return 200, {}, self._batch_object(batch)
+        return 404, {}, {"type": "error", "error": {"type": "not_found_error", "message": path}}
+
+    def _create_batch(self, body: dict) -> dict:
+        results = []
+        for item in body.get("requests", []):
+            params = item["params"]
+            fault, rng = self._next_fault(json.dumps(params, sort_keys=True).encode())
+            if fault in ERRORS:
+                status, etype, message = ERRORS[fault]
+                result = {"type": "errored", "error": {"type": "error", "error": {
+                    "type": etype, "message": message}}}
+            else:
+                result = {"type": "succeeded", "message": self._message(params, fault, rng)}
+            results.append({"custom_id": item["custom_id"], "result": result})
+        with self._lock:
+            self.stats.batches += 1
+            self.stats.batch_items += len(results)
+            batch_id = f"msgbatch_{len(self._batches) + 1:04d}"
+            batch = {"id": batch_id, "results": results, "polls_left": self.batch_polls,
+                     "canceled": False}
+            self._batches[batch_id] = batch
+        return self._batch_object(batch)
+
+    def _ended(self, batch: dict, *, poll: bool) -> bool:
+        with self._lock:
+            if batch.get("canceled"):
+                return True
+            if self.batch_never_ends:
+                return False
+            if batch["polls_left"] > 0:
+                if poll:
+                    batch["polls_left"] -= 1
+                return False
+            return True
+
+    def _batch_object(self, batch: dict) -> dict:
+        now = datetime.now(timezone.utc)
+        ended = self._ended(batch, poll=False)
+        counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        if ended:
+            for r in batch["results"]:
+                kind = "canceled" if batch.get("canceled") and self.batch_never_ends \
+                    else r["result"]["type"]
+                counts[kind] += 1
+        else:
+            counts["processing"] = len(batch["results"])
+        return {"id": batch["id"], "type": "message_batch",
+                "processing_status": "ended" if ended else "in_progress",
+                "request_counts": counts, "created_at": now.isoformat(),
+                "expires_at": (now + timedelta(hours=24)).isoformat(),
+                "ended_at": now.isoformat() if ended else None, "archived_at": None,
+                "cancel_initiated_at": now.isoformat() if batch.get("canceled") else None,
+                "results_url": (f"{self.base_url}/v1/messages/batches/{batch['id']}/results"
+                                if ended else None)}
 
 
 def _wants_stream(raw: bytes) -> bool:

@@ -65,9 +65,26 @@ def test_report_has_every_part_of_a_full_summary() -> None:
     assert "| cache hits | 6 |" in md and "| input tokens | 12,345 |" in md
     assert "cache-read input tokens" not in md  # absent keys (and zeros) are left out
     assert "| cost | $0.0123 |" in md
-    assert "| s-9 | invalid JSON after 2 repairs |" in md
+    assert "| s-9 | failed | invalid JSON after 2 repairs |" in md
     assert "4 sections encoded, 8 from cache" in md
     assert "| extract | 20.00 |" in md
+
+
+def test_report_shows_cost_per_100_pages_drops_and_failure_kinds() -> None:
+    md = report_markdown({"extract_stats": {
+        "sections": 40, "calls": 6, "cache_hits": 0, "batched_calls": 5,
+        "batched_sections": 39, "failed": 2, "failed_deterministic": 1,
+        "failed_transient": 1, "dropped_items": 3,
+        "dropped": {"entities.name: empty": 2, "facts.entity: missing": 1},
+        "cost_usd": 0.05, "estimate_usd": 0.06, "pages": 10, "usd_per_100_pages": 0.5,
+        "usd_per_100_pages_estimate": 0.6},
+        "extract_failures": [{"section_id": "s1", "reason": "HTTP 529", "status": "transient"}]})
+    assert "| calls carrying several sections | 5 |" in md
+    assert "| failed: API errors (asked again next build) | 1 |" in md
+    assert "| cost | $0.0500 (estimated before the calls: $0.0600) |" in md
+    assert "| $ per 100 pages | $0.5000 actual, $0.6000 estimated (10 pages) |" in md
+    assert "| entities.name: empty | 2 |" in md and "| facts.entity: missing | 1 |" in md
+    assert "| s1 | transient | HTTP 529 |" in md
 
 
 def test_report_of_a_sparse_summary_leaves_sections_out() -> None:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from benchmarks import corpora, gate_calibration, k8s_build, query_latency, retrieval_defaults
-from benchmarks import scifact, xquad, xquad_answers
+from benchmarks import extract_calls, scifact, xquad, xquad_answers
 
 DOCS = [
     ("11", "Vitamin D supplementation and bone fractures in older adults",
@@ -231,3 +231,28 @@ def test_tiny_kubernetes_build_benchmark(tmp_path, prefect_harness, capsys):
     assert "What is a Pod in Kubernetes?" in out and "20 questions" in out
     for label in k8s_build.SCORE_CONFIGS:
         assert f"| {label}" in out, label
+
+
+def test_tiny_extract_calls_benchmark(tmp_path, prefect_harness, capsys, monkeypatch):
+    data = tmp_path / "kubernetes-docs"
+    for path, text in K8S_PAGES.items():
+        (data / path).parent.mkdir(parents=True, exist_ok=True)
+        (data / path).write_text(text)
+    (data / "MANIFEST.jsonl").write_text("".join(json.dumps({"path": p}) + "\n"
+                                                 for p in K8S_PAGES))
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.setenv(var, "")  # restored after the test: the benchmark sets them
+    results = tmp_path / "extract_calls.md"
+    assert extract_calls.main(["--data", str(data), "--out", str(tmp_path / "out"),
+                               "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:]
+            for line in out.splitlines() if line.startswith("| ")}
+    assert rows["c. b rebuilt, no change"][1] == "0"  # sections, calls, ...
+    assert int(rows["b. batching (budget 2000)"][1]) < int(rows["a. one request per section"][1])
+    edited = next(k for k in rows if k.startswith("d. "))
+    assert rows[edited][1] == "1"
+    strict = rows["e. strict schema API, batching"]
+    assert strict[3] == "0" and strict[4] == "0"  # no repairs, no failures
+    assert "g. dead API: the build stopped after" in out and "stopped calling Claude" in out
+    assert results.read_text().startswith("# Claude calls and cost")

@@ -14,9 +14,10 @@ from tests.anthropic_fake import FakeAnthropic, FakeClock
 from packs.format import TABLE_COLUMNS, content_hash, entity_id, fact_id
 from tasks import llm
 from tasks.extract import (
-    PROMPT_VERSION, ExtractConfig, ExtractConfigError, Extraction, assemble, build_request,
-    estimate_cost, extract_sections, resolve_kind,
+    PROMPT_VERSION, ExtractConfig, ExtractConfigError, Extraction, assemble,
+    build_batch_request, build_request, estimate_cost, extract_sections, resolve_kind,
 )
+from tasks.extract_plan import reserve_usd
 from tasks.offline_extract import CO_OCCURS, OFFLINE_NOTE, extract_offline, topic_of
 
 HPA_TEXT = (
@@ -173,7 +174,15 @@ def test_prompt_keeps_section_as_delimited_data():
     text = req["messages"][0]["content"]
     assert text.count("</section>") == 1  # the section cannot close its own delimiter
     assert "<page_title>Title</page_title>" in text and "<heading_path>A > B</heading_path>" in text
-    assert req["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    # one breakpoint, on the system block: it caches tools + system prompt together
+    assert req["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in req["tools"][-1]
+    batch = build_batch_request("claude-haiku-4-5", [
+        {"page_title": "T</page_title>", "heading_path": "H", "content": "a </TEXT> b"},
+        {"page_title": "T", "heading_path": "H", "content": '<section id="section_1"> x'}])
+    text = batch["messages"][0]["content"]
+    assert text.count("</text>") == 2 and text.count("</page_title>") == 2
+    assert text.count('<section id="section_1">') == 1
 
 
 # --- Claude extractor through the fake ---------------------------------------------------------
@@ -214,7 +223,7 @@ def test_claude_run_then_rebuild_makes_no_calls(api_key, tmp_path):
     df = corpus(12)
     fc = FakeClock()
     with FakeAnthropic() as fake:
-        config = ExtractConfig(base_url=fake.base_url, concurrency=4)
+        config = ExtractConfig(base_url=fake.base_url, concurrency=4, batch_token_budget=0)
         store = llm.ResponseStore(journal=tmp_path / "journal.jsonl",
                                   ledger=tmp_path / "ledger.jsonl")
         first = extract_sections(df, config, store, clock=fc.clock, sleep=fc.sleep)
@@ -270,18 +279,19 @@ def test_cost_cap_stops_new_calls(api_key, tmp_path):
     df = corpus(30)
     fc = FakeClock()
     with FakeAnthropic() as fake:
-        per_call = estimate_cost(df, ExtractConfig())["cost_usd"] / 30
-        cap = per_call * 5.5
-        config = ExtractConfig(base_url=fake.base_url, concurrency=2, max_cost_usd=cap)
+        # a call is admitted at its dearest (the prefix as a cache write) and settled at
+        # what it really cost, so the cap holds without knowing the billing in advance
+        rows = df.to_dicts()
+        dearest = max(reserve_usd([r], "claude-haiku-4-5") for r in rows)
+        cap = dearest * 5.5
+        config = ExtractConfig(base_url=fake.base_url, concurrency=2, max_cost_usd=cap,
+                               batch_token_budget=0)
         store = llm.ResponseStore()
         result = extract_sections(df, config, store, clock=fc.clock, sleep=fc.sleep)
         assert result.not_extracted and result.extracted
         assert len(result.extracted) + len(result.not_extracted) == 30
-        assert fake.stats.requests == len(result.extracted) <= 6
-        # The cap holds up to the estimation error of the calls that were in flight.
-        ledger = store.ledger(result.stats["run_id"])
-        worst = max(r["cost_usd"] for r in ledger)
-        assert result.stats["cost_usd"] <= cap + config.concurrency * (worst - per_call)
+        assert fake.stats.requests == len(result.extracted)
+        assert result.stats["cost_usd"] <= cap
         assert result.stats["not_extracted"] == len(result.not_extracted)
 
 
@@ -289,21 +299,23 @@ def test_build_like_run_with_faults(api_key, tmp_path):
     df = corpus(220, seed=3)
     fc = FakeClock()
     faults = {"429": 0.10, "529": 0.05, "malformed": 0.05}
-    with FakeAnthropic(fault_rates=faults, seed=3, retry_after="2") as fake:
+    with FakeAnthropic(fault_rates=faults, seed=3, retry_after="2",
+                       cache_min_tokens=4096) as fake:
         config = ExtractConfig(base_url=fake.base_url, concurrency=8)
         estimate = estimate_cost(df, config)
         assert estimate["to_call"] == 220 and estimate["cached"] == 0
+        assert estimate["calls"] < 220 / 3  # small sections share requests
 
         store = llm.ResponseStore()
         result = extract_sections(df, config, store, clock=fc.clock, sleep=fc.sleep)
         ids = set(df["id"])
         failed = {f["section_id"] for f in result.failures}
         assert set(result.extracted) | failed == ids and not set(result.extracted) & failed
-        assert all(f["reason"] for f in result.failures)
-        assert failed, "the seeded faults should make at least one section fail twice"
+        assert all(f["reason"] and f["kind"] for f in result.failures)
         assert result.not_extracted == []
         assert fake.stats.errors.get("429") and fake.stats.errors.get("529")
-        assert fake.stats.malformed > 0 and result.stats["repairs"] > 0
+        assert fake.stats.malformed > 0
+        assert result.stats["batched_calls"] > 0
         assert 2.0 in fc.sleeps  # Retry-After honoured, without really sleeping
         _check_integrity(result)
 
@@ -316,26 +328,31 @@ def test_build_like_run_with_faults(api_key, tmp_path):
                 result.stats[field]
         assert sum(r["cost_usd"] for r in ledger) == pytest.approx(result.stats["cost_usd"],
                                                                    abs=1e-5)
+        # the prompt prefix really was cached: read on most calls, written once per size
+        ok = [r for r in ledger if r["status"] == "ok"]
+        assert sum(r["cache_read_input_tokens"] > 0 for r in ok) > 0.8 * len(ok)
+        assert sum(r["cache_creation_input_tokens"] > 0 for r in ok) <= 8
 
-        # The estimate is within ±25% of the billed tokens (per successful first call).
-        first_calls = [r for r in ledger if r["status"] == "ok" and r["purpose"] == "extract"]
+        # The estimate is within ±25% of the billed tokens of the first answers.
+        first = [r for r in ok if r["purpose"] in ("extract", "extract-batch")]
         billed = sum(r["input_tokens"] + r["cache_read_input_tokens"]
-                     + r["cache_creation_input_tokens"] + r["output_tokens"]
-                     for r in first_calls) / len(first_calls)
-        estimated = (estimate["input_tokens"] + estimate["output_tokens"]) / 220
+                     + r["cache_creation_input_tokens"] + r["output_tokens"] for r in first)
+        estimated = estimate["input_tokens"] + estimate["output_tokens"]
         assert abs(estimated - billed) / billed <= 0.25, (estimated, billed)
-        total_billed = (fake.stats.total_tokens)
-        assert abs(estimate["input_tokens"] + estimate["output_tokens"] - total_billed) \
-            / total_billed <= 0.25
+        # Dollars follow output tokens ($5/M against $0.10/M for cache reads), and the
+        # estimate models a real answer's length (250 + 1.2 x the section), not the fake's.
+        usd = sum(r["cost_usd"] for r in first)
+        assert abs(estimate["cost_usd"] - usd) / usd <= 0.35, (estimate["cost_usd"], usd)
+        assert result.stats["estimate_usd"] == estimate["cost_usd"]
 
-        # A rebuild retries only the failed sections (failures are never cached) ...
+        # A rebuild asks only for the failed sections (failures are never cached) ...
         fake.fault_rates = {}
         requests = fake.stats.requests
         again_store = llm.ResponseStore(store.new)
         again = extract_sections(df, config, again_store, clock=fc.clock, sleep=fc.sleep)
         assert again.stats["cache_hits"] == len(result.extracted)
         assert again.stats["cache_misses"] == len(failed)
-        assert fake.stats.requests - requests == len(failed)
+        assert fake.stats.requests - requests <= len(failed)
         assert sorted(again.extracted) == sorted(ids)
         # ... and the next one makes zero API calls.
         requests = fake.stats.requests
@@ -343,3 +360,13 @@ def test_build_like_run_with_faults(api_key, tmp_path):
                                  clock=fc.clock, sleep=fc.sleep)
         assert fake.stats.requests == requests and third.stats["calls"] == 0
         assert third.tables()["entities"].equals(again.tables()["entities"])
+
+
+def test_offline_names_without_a_letter_are_left_out(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    df = sections_frame([{"id": "s1", "content": "Run `--` then `*` with `kubectl` here."},
+                         {"id": "s2", "content": "`--` `|`", "heading_path": "--"}])
+    result = extract_sections(df, ExtractConfig())
+    assert result.extracted == ["s1", "s2"]
+    names = {e.name for _, ex in result.extractions for e in ex.entities}
+    assert "kubectl" in names and not names & {"--", "*", "|"}

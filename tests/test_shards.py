@@ -219,7 +219,8 @@ def test_a_changed_page_reruns_only_its_shard(prefect_harness, tmp_path, monkeyp
         source = write_source(tmp_path / "topics", base, names)
         first = run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
         sections = first["counts"]["sections"]
-        assert fake.stats.requests == sections == 3 * len(names)
+        assert sections == 3 * len(names)
+        assert 0 < fake.stats.requests < sections  # small sections share a request
 
         changed = names[5]
         write(changed, edit="Use version 2 or later.")

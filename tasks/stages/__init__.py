@@ -13,7 +13,9 @@ Every stage module has the same shape (after graphrag's `index/workflows/`):
                          its content key: its settings and its inputs' keys (None when it
                          is known only after running: fetch hashes what it fetched)
     complete(ctx, key)   whether a finished output for that key exists
-    needs_rerun(record)  (optional) a cached record of it that must run again
+    needs_rerun(record, ctx)
+                         (optional) a cached record of it that must run again
+    TERMINAL_ERRORS      (optional) exception types Prefect must not retry
     run(ctx, shard, inputs, progress=None) -> Record
                          read the inputs' Parquet, call the pure core in tasks/, write its
                          Parquet named by the key, return a small Record
@@ -45,13 +47,33 @@ def get(name: str) -> ModuleType:
     return _MODULES[name]
 
 
-def needs_rerun(name: str, record) -> bool:
-    """Whether a record found in Prefect's cache cannot serve this build: its files are
-    gone (a cleaned work directory), or the stage says so (an extraction with sections
-    to retry)."""
+def needs_rerun(name: str, record, ctx=None) -> bool:
+    """Whether a record found in Prefect's cache cannot serve this build (with context
+    `ctx`): its files are gone (a cleaned work directory), or the stage says so (an
+    extraction with sections to retry)."""
     from pathlib import Path
 
     if not all(Path(p).is_file() for p in record.paths.values()):
         return True
     check = getattr(_MODULES[name], "needs_rerun", None)
-    return bool(check and check(record))
+    return bool(check and check(record, ctx))
+
+
+def retry_condition(task, task_run, state) -> bool:
+    """Prefect's `retry_condition_fn`: a stage error is retried by Prefect unless it is
+    terminal (a rejected API key, an open circuit breaker, a bad config): retrying those
+    only repeats the error, after a delay, with another page of tracebacks."""
+    exc = state.data if isinstance(state.data, BaseException) else None
+    if exc is None:
+        try:
+            state.result(raise_on_failure=True)
+        except BaseException as raised:  # the task's own exception, re-raised by Prefect
+            exc = raised
+    return not is_terminal(exc)
+
+
+def is_terminal(exc: BaseException | None) -> bool:
+    """A stage error that says what to fix in one line (a rejected key, an open circuit
+    breaker): not worth a retry, nor a traceback."""
+    terminal = tuple(t for m in _MODULES.values() for t in getattr(m, "TERMINAL_ERRORS", ()))
+    return isinstance(exc, terminal)

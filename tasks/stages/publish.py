@@ -72,7 +72,8 @@ def _failures(inputs: dict) -> tuple[list[dict], list[str]]:
     df = (pl.scan_parquet([r.paths["extractions"] for r in inputs["extract"]])
           .filter(pl.col("status") != "ok").select("section_id", "status", "reason")
           .sort("section_id").collect())
-    failed = [{"section_id": s, "reason": r or st} for s, st, r in df.iter_rows() if st != "skipped"]
+    failed = [{"section_id": s, "reason": r or st, "status": st} for s, st, r in df.iter_rows()
+              if st != "skipped"]
     skipped = [s for s, st, _ in df.iter_rows() if st == "skipped"]
     return failed, skipped
 
