@@ -19,14 +19,9 @@ from typing import Callable
 # Imported only by `LLM.batch`, once a client exists: the SDK is loaded by then.
 import anthropic
 
-from packs.llm.errors import classify
+from packs.llm.errors import classify, is_terminal_error_type
 from packs.llm.usage import Completion, completion_of
 from tasks.llm import DETERMINISTIC, TRANSIENT, FatalError
-
-# Batch item errors that asking again will not fix.
-_TERMINAL_TYPES = {"invalid_request_error", "request_too_large", "not_found_error",
-                   "permission_error", "authentication_error", "billing_error"}
-
 
 @dataclass
 class BatchOutcome:
@@ -87,7 +82,7 @@ def run_batch(client: anthropic.Anthropic, requests: dict[str, dict], *, model: 
                 out.completions[line.custom_id] = completion_of(result.message)
             elif result.type == "errored":
                 err = result.error.error
-                kind = DETERMINISTIC if err.type in _TERMINAL_TYPES else TRANSIENT
+                kind = DETERMINISTIC if is_terminal_error_type(err.type) else TRANSIENT
                 out.errors[line.custom_id] = (kind, f"batch item {err.type}: {err.message}")
     except (anthropic.APIError, anthropic.AnthropicError) as exc:
         if isinstance(exc, anthropic.APIError):

@@ -8,6 +8,8 @@
   unparseable responses: ask again, honouring Retry-After), "fatal" (401, 402, 403, 404:
   stop the stage) or "item" (any other 4xx: this one request fails), with a one-line message.
 - `counts_against_breaker`: a transport failure, as opposed to 429 (the API pacing us).
+- `is_terminal_error_type`: an error `type` of the API's error body (a Message Batches item
+  reports its failure that way) that asking again will not fix.
 
 The SDK is never imported just to look at an error: an SDK error can only exist once the
 SDK is loaded, so the checks read it from `sys.modules`.
@@ -79,6 +81,17 @@ def counts_against_breaker(exc: Exception) -> bool:
     sdk = _sdk()
     return not (sdk is not None and isinstance(exc, sdk.APIStatusError)
                 and exc.status_code == 429)
+
+
+# Error types of the API's error body that asking again will not fix.
+TERMINAL_ERROR_TYPES = frozenset({
+    "invalid_request_error", "request_too_large", "not_found_error", "permission_error",
+    "authentication_error", "billing_error"})
+
+
+def is_terminal_error_type(error_type: str) -> bool:
+    """True for an error body `type` that a retry cannot fix (bad request, auth, billing)."""
+    return error_type in TERMINAL_ERROR_TYPES
 
 
 def retry_after_s(headers: Any) -> float | None:
