@@ -31,6 +31,9 @@
   expected to cost, plus this call's estimate, stays within the cap.
 - **provider** (`AnthropicProvider`): one Messages API call through the `anthropic` SDK.
   Every attempt, successful or not, is written to the ledger with its token usage and $.
+
+The client, error classification, usage parsing and prices are the shared layer in
+`packs/llm/` (the query side uses it too); this module adds the build's layers on top.
 """
 
 from __future__ import annotations
