@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.k8s_build import _Quiet, prose_paths  # noqa: E402
 
 MODEL = "claude-haiku-4-5"
-CACHE_MIN_TOKENS = 4096  # Claude Haiku 4.5 (tasks.costs.MIN_CACHEABLE_TOKENS)
+CACHE_MIN_TOKENS = 4096  # Claude Haiku 4.5 (packs.llm.costs.MIN_CACHEABLE_TOKENS)
 COLUMNS = ("sections", "calls", "calls/section", "repairs", "failed", "dropped",
            "est $ (--estimate)", "est $ (build)", "actual $", "$/100p est", "$/100p actual",
            "extract s")

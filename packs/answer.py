@@ -14,18 +14,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from packs import citations as cite_mod
-from packs import claude
+from packs.llm import client as llm_client
+from packs.llm import errors as llm_errors
+from packs.llm.usage import add_query_usage, zero_query_usage
 from packs.options import SearchOptions
 from packs.result import SearchResult
 from packs.retrieval import fewshot, gate, synthesis
 
 ASK_FIELDS = ("answer", "sources", "citations", "entities", "facts", "cypher_query",
               "query_type", "token_usage")
-
-
-def _add_usage(total: dict[str, int], more: dict[str, int]) -> None:
-    for k in total:
-        total[k] += int(more.get(k, 0))
 
 
 def _pack_name(pack: Any) -> str | None:
@@ -57,7 +54,7 @@ def _finish(result: SearchResult, answer: str, quotes: synthesis.Quotes,
 
 
 def _answer_dict(result: SearchResult, answer: str, citations: list[dict], query_type: str,
-                 usage: dict[str, int]) -> dict[str, object]:
+                 usage: dict[str, Any]) -> dict[str, object]:
     gated = query_type == "confidence_gated_fallback"
     return {
         "answer": answer,
@@ -100,7 +97,7 @@ def _offline(result: SearchResult, note: str | None = None
     return answer, quotes, "retrieval_only"
 
 
-def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, int],
+def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, Any],
                   note: str | None = None) -> dict[str, object]:
     answer, quotes, qtype = _offline(result, note)
     answer, cits = _finish(result, answer, quotes, _pack_name(pack))
@@ -110,9 +107,10 @@ def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, int],
 def ask(pack: Any, result: SearchResult, opts: SearchOptions
         ) -> tuple[dict[str, object], bool]:
     """(answer dict, cacheable). Transient Claude failures and unusable replies degrade to
-    the extractive answer (not cacheable); terminal ones raise `claude.SynthesisError`."""
-    usage = dict(result.token_usage)
-    api = claude.client()
+    the extractive answer (not cacheable); terminal ones raise `packs.llm.errors.SynthesisError`."""
+    usage = zero_query_usage()
+    add_query_usage(usage, result.token_usage)  # search's own calls (multi-query)
+    api = llm_client.shared_client()
     if api is None:
         return _offline_dict(pack, result, usage), True
     qtype, system, user = _plan(result)
@@ -125,20 +123,18 @@ def ask(pack: Any, result: SearchResult, opts: SearchOptions
                                                        system, user)
     except Exception as exc:
         return _degrade(pack, result, usage, exc), False
-    _add_usage(usage, u)
+    add_query_usage(usage, u)
     answer, cits = _finish(result, text, quotes, _pack_name(pack))
     return _answer_dict(result, answer, cits, qtype, usage), True
 
 
-def _degrade(pack: Any, result: SearchResult, usage: dict[str, int],
+def _degrade(pack: Any, result: SearchResult, usage: dict[str, Any],
              exc: Exception) -> dict[str, object]:
-    import anthropic
-
-    if not isinstance(exc, (anthropic.APIError, synthesis.UnusableReply)):
+    if not (llm_errors.is_api_error(exc) or isinstance(exc, synthesis.UnusableReply)):
         raise exc
     usage["api_calls"] += 1
-    if claude.is_terminal(exc):
-        raise claude.SynthesisError(
+    if llm_errors.is_terminal(exc):
+        raise llm_errors.SynthesisError(
             f"Claude refused the request ({type(exc).__name__}): "
             f"{str(exc).splitlines()[0][:300]}. Check ANTHROPIC_API_KEY and the model name"
         ) from exc
@@ -153,8 +149,9 @@ def ask_stream(pack: Any, result: SearchResult, opts: SearchOptions
                ) -> Iterator[str | dict[str, object]]:
     """Yield answer text chunks, then the final answer dict (same fields as `ask`); the
     chunks join to the dict's `answer`."""
-    usage = dict(result.token_usage)
-    api = claude.client()
+    usage = zero_query_usage()
+    add_query_usage(usage, result.token_usage)  # search's own calls (multi-query)
+    api = llm_client.shared_client()
     if api is None:
         final = _offline_dict(pack, result, usage)
         yield str(final["answer"])
@@ -180,7 +177,7 @@ def ask_stream(pack: Any, result: SearchResult, opts: SearchOptions
         yield str(final["answer"])
         yield final
         return
-    _add_usage(usage, out.get("usage", {}))
+    add_query_usage(usage, out.get("usage", {}))
     text = out.get("answer", "".join(chunks))
     answer, cits = _finish(result, text, out.get("quotes", []), _pack_name(pack))
     if len(answer) > len(text):  # the line flagging unverified citations

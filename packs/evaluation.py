@@ -48,6 +48,8 @@ from urllib.parse import urlsplit
 
 from packs import format as fmt
 from packs.citations import precision as citation_precision
+from packs.llm import client as llm_client
+from packs.llm import errors as llm_errors
 from packs.options import SearchOptions
 from packs.urls import canonical_url
 
@@ -314,21 +316,17 @@ class Judgement:
 def judge_client(timeout: float = JUDGE_TIMEOUT_S):
     """An `anthropic.Anthropic` for the key in ANTHROPIC_API_KEY (None when unset);
     ANTHROPIC_BASE_URL is honoured. The SDK retries transient failures twice."""
-    key = os.environ.get("ANTHROPIC_API_KEY")
-    if not key:
+    key = llm_client.api_key()
+    if key is None:
         return None
-    import anthropic
-
-    return anthropic.Anthropic(api_key=key, base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
-                               timeout=timeout, max_retries=2)
+    return llm_client.new_client(key, base_url=llm_client.base_url(), timeout=timeout,
+                                 max_retries=2)
 
 
 def judge_answer(client, question: str, reference: str, answer: str,
                  model: str = DEFAULT_JUDGE_MODEL) -> Judgement:
     """Grade `answer` with RUBRIC. Transient API failures and unusable replies give a
     Judgement with `error` set (the caller counts them); auth / bad-request errors raise."""
-    import anthropic
-
     user = (f"<question>\n{question}\n</question>\n<reference>\n{reference}\n</reference>\n"
             f"<answer>\n{answer}\n</answer>")
     try:
@@ -338,10 +336,9 @@ def judge_answer(client, question: str, reference: str, answer: str,
             tools=[{"name": GRADE_TOOL, "description": "Record the grade.",
                     "input_schema": _GRADE_SCHEMA}],
             tool_choice={"type": "tool", "name": GRADE_TOOL})
-    except (anthropic.AuthenticationError, anthropic.PermissionDeniedError,
-            anthropic.BadRequestError, anthropic.NotFoundError):
-        raise
-    except anthropic.APIError as exc:
+    except Exception as exc:
+        if llm_errors.is_terminal(exc) or not llm_errors.is_api_error(exc):
+            raise
         return Judgement(None, "", f"{type(exc).__name__}: {str(exc)[:200]}")
     for block in msg.content:
         if getattr(block, "type", "") == "tool_use" and block.name == GRADE_TOOL:

@@ -223,16 +223,16 @@ class KnowledgePack:
         query_type and token_usage. Claude answers when ANTHROPIC_API_KEY is set; without it
         the answer is extractive (`query_type: "retrieval_only"`). With `stream=True`,
         returns an iterator of text chunks followed by that dict.
-        Raises packs.claude.SynthesisError when Claude rejects the request (auth, model).
+        Raises packs.llm.errors.SynthesisError when Claude rejects the request (auth, model).
         """
         opts = SearchOptions.build(options, **overrides)
         result = self.search(question, opts)
         if stream:
             return pipeline.ask_stream(self, result, opts)
-        from packs import claude
+        from packs.llm import client as llm_client
 
         key = ("ask", self.manifest.build_id, " ".join(question.split()), opts,
-               claude.api_key() is not None, os.environ.get(claude.BASE_URL_ENV))
+               llm_client.api_key() is not None, os.environ.get(llm_client.BASE_URL_ENV))
         if opts.use_cache:
             hit = self.cache.get(key)
             if hit is not None:

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from packs import pipeline
+from packs.llm.usage import add_query_usage, zero_query_usage
 from packs.options import SearchOptions
 from packs.pack import KnowledgePack
 from packs.result import Facts, RankedSection, SearchResult
@@ -140,10 +141,9 @@ class PackSet:
             ctx = context_stage.assemble(primary, related, facts, opts.token_budget,
                                          opts.answer_reserve)
         first = results[0]
-        usage = {"input_tokens": 0, "output_tokens": 0, "api_calls": 0}
+        usage = zero_query_usage()
         for res in results:
-            for k in usage:
-                usage[k] += int(res.token_usage.get(k, 0))
+            add_query_usage(usage, res.token_usage)
         return SearchResult(
             question=question, sections=primary, related=related, facts=facts,
             context=ctx.text, context_tokens=ctx.tokens, truncated=ctx.truncated, gated=gated,

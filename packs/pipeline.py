@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from packs import answer
 from packs import filters as filters_mod
 from packs.db import QueryLog, Row, fts_query_text
+from packs.llm.usage import add_query_usage, zero_query_usage
 from packs.options import MAX_QUESTION_CHARS, SearchOptions
 from packs.result import Facts, RankedSection, SearchResult
 from packs.retrieval import analysis as analysis_stage
@@ -65,15 +66,11 @@ def _ranked(row: Row, score: float, stages: list[str], **kw) -> RankedSection:
                          **kw)
 
 
-def _zero_usage() -> dict[str, int]:
-    return {"input_tokens": 0, "output_tokens": 0, "api_calls": 0}
-
-
 def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchResult:
     """Run every enabled retrieval stage; see the module docstring for the order."""
     question = clean_question(question)
     timer, qlog, warnings = _Timer(), QueryLog(), []
-    usage = _zero_usage()
+    usage = zero_query_usage()
     db = pack.db
 
     with timer("analysis"):
@@ -113,7 +110,7 @@ def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchR
     if opts.enabled("multi_query"):
         with timer("multi_query"):
             alts, u, warning = expansion.alternatives(question, opts.expansion_model)
-            _add_usage(usage, u)
+            add_query_usage(usage, u)
             if warning:
                 warnings.append(warning)
             lists = [vec_rows]
@@ -272,11 +269,6 @@ def _result(base: dict, primary, related, facts: Facts, opts: SearchOptions | No
     return SearchResult(sections=primary, related=related, facts=facts, context=ctx.text,
                         context_tokens=ctx.tokens, truncated=ctx.truncated, gated=gated,
                         cypher_query=qlog.text(), timings_ms=dict(timer.ms), **base)
-
-
-def _add_usage(total: dict[str, int], more: dict[str, int]) -> None:
-    for k in total:
-        total[k] += int(more.get(k, 0))
 
 
 def _expand(pack, primary: list[RankedSection], qvec, opts: SearchOptions,

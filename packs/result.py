@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -61,7 +62,7 @@ class SearchResult:
     warnings: list[str] = field(default_factory=list)
     build_id: str = ""
     # Claude calls made while searching (multi-query expansion).
-    token_usage: dict[str, int] = field(default_factory=dict)
+    token_usage: dict[str, Any] = field(default_factory=dict)  # see packs.llm.usage
     # The filters the candidates were narrowed by (explicit, or suggested with auto_filters).
     filters: dict[str, str] = field(default_factory=dict)
     # Several packs: per pack, its label, path, model, best similarity, gate and sections.

@@ -28,8 +28,9 @@ from typing import Callable, Literal
 import polars as pl
 
 from packs.format import ENTITIES, FACTS, MENTIONS, RELATIONSHIPS, TABLE_COLUMNS, fact_id
+from packs.llm.client import API_KEY_ENV, BASE_URL_ENV
+from packs.llm.costs import PRICES_AS_OF, price_for
 from tasks import extract_claude, extract_plan, llm
-from tasks.costs import PRICES_AS_OF, price_for
 from tasks.entities import RawEntity, resolve_entities
 from tasks.extract_prompt import (  # noqa: F401 (re-exported: the prompt's public names)
     BATCH_TOOL_NAME, MAX_OUTPUT_TOKENS, PROMPT_VERSION, SYSTEM_PROMPT, TOOL, TOOL_NAME,
@@ -40,9 +41,6 @@ from tasks.extract_schema import (  # noqa: F401 (re-exported)
     parse_extraction, salvage,
 )
 from tasks.offline_extract import OFFLINE_NOTE, extract_offline
-
-API_KEY_ENV = "ANTHROPIC_API_KEY"
-BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 
 
 # --- config + result ----------------------------------------------------------------------

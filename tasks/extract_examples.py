@@ -3,7 +3,7 @@
 They teach the output style (names as written, one-sentence descriptions, UPPER_SNAKE
 relations with evidence, standalone facts, empty lists for boilerplate) and they make the
 fixed prompt prefix long enough to be cached: Claude Haiku 4.5 and Opus 4.5 cache a prefix
-only from 4,096 tokens (see tasks.costs.MIN_CACHEABLE_TOKENS). A test checks that every
+only from 4,096 tokens (see packs.llm.costs.MIN_CACHEABLE_TOKENS). A test checks that every
 example validates against the tool schema models.
 """
 

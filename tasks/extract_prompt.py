@@ -3,7 +3,7 @@ for one section or a batch of sections. Pure.
 
 Prompt caching: the tools and the system prompt are the fixed prefix of every request
 (the API caches in the order tools → system → messages), with a cache breakpoint on the
-system block. A prefix shorter than the model's minimum (tasks.costs.MIN_CACHEABLE_TOKENS;
+system block. A prefix shorter than the model's minimum (packs.llm.costs.MIN_CACHEABLE_TOKENS;
 4,096 tokens for Claude Haiku 4.5) is silently not cached, so the worked examples in
 `tasks.extract_examples` bring the prefix past it (`prefix_tokens` estimates it; a test
 checks it). A batch request's tool lists one key per section, so each batch size is its

@@ -16,7 +16,6 @@ from urllib.parse import urljoin
 
 import charset_normalizer
 import lxml.html
-import trafilatura
 from lxml import etree
 
 from tasks.fetch_markdown import FENCE, INLINE_CODE, LINK, collect_link, markdown_document, resolve_link
@@ -187,6 +186,8 @@ def html_to_markdown(html: str | bytes, url: str) -> tuple[str | None, str, list
         tree = lxml.html.document_fromstring(html)
     except (etree.ParserError, ValueError):
         return None, "", []
+    import trafilatura  # here, not at module level: a no-change rebuild never parses HTML
+
     base = _base_href(tree, url)
     _wrap_bare_pre(tree)
     meta = trafilatura.extract_metadata(copy.deepcopy(tree), default_url=url)

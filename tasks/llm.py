@@ -31,11 +31,13 @@
   expected to cost, plus this call's estimate, stays within the cap.
 - **provider** (`AnthropicProvider`): one Messages API call through the `anthropic` SDK.
   Every attempt, successful or not, is written to the ledger with its token usage and $.
+
+The client, error classification, usage parsing and prices are the shared layer in
+`packs/llm/` (the query side uses it too); this module adds the build's layers on top.
 """
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import json
 import random
@@ -46,9 +48,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-import anthropic
-
-from tasks.costs import cost_usd
+from packs.llm import client as llm_client
+from packs.llm.costs import cost_usd
+from packs.llm.errors import classify, counts_against_breaker, is_api_error
+from packs.llm.errors import retry_after_s  # noqa: F401  (llm.retry_after_s for callers)
+from packs.llm.usage import Completion, Usage, completion_of
 
 # Bump when the cache row format changes; part of every cache key.
 CACHE_SCHEMA = "llm-cache-v1"
@@ -89,29 +93,6 @@ class BudgetExhausted(LLMError):
     """Starting this call could take spend past max_cost_usd; it was not started."""
 
 
-@dataclass
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-
-    def add(self, other: "Usage") -> None:
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cache_read_input_tokens += other.cache_read_input_tokens
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens
-
-
-@dataclass
-class Completion:
-    """What a provider returns: the assistant content blocks (as dicts) and usage."""
-
-    content: list[dict]
-    usage: Usage
-    stop_reason: str | None = None
-
-
 def cache_key(request: dict, version: str) -> str:
     """sha256 of the request (model, system, tools, messages, max_tokens) and a version."""
     blob = json.dumps(
@@ -128,22 +109,12 @@ class AnthropicProvider:
     """Calls the Messages API with the real SDK; SDK retries off (the retry layer owns them)."""
 
     def __init__(self, api_key: str, *, base_url: str | None, timeout_s: float) -> None:
-        self.client = anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
+        self.client = llm_client.new_client(api_key, base_url=base_url, timeout=timeout_s,
+                                            max_retries=0)
         self.base_url = str(self.client.base_url)
 
     def __call__(self, request: dict) -> Completion:
-        msg = self.client.messages.create(**request)
-        u = msg.usage
-        usage = Usage(
-            input_tokens=u.input_tokens or 0,
-            output_tokens=u.output_tokens or 0,
-            cache_read_input_tokens=u.cache_read_input_tokens or 0,
-            cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
-        )
-        content = [block.model_dump(mode="json", exclude_none=True) for block in msg.content]
-        return Completion(content=content, usage=usage, stop_reason=msg.stop_reason)
+        return completion_of(self.client.messages.create(**request))
 
 
 # --- cache + ledger -------------------------------------------------------------------
@@ -326,68 +297,6 @@ class Breaker:
                     "build with --extractor offline")
 
 
-# --- error classification -----------------------------------------------------------------
-
-
-def retry_after_s(headers: Any) -> float | None:
-    """Seconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if any."""
-    if headers is None:
-        return None
-    seconds = _float(headers.get("retry-after-ms"))
-    if seconds is not None:
-        return max(0.0, seconds / 1000)
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    seconds = _float(value)
-    if seconds is not None:
-        return max(0.0, seconds)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None  # unparseable: the caller falls back to exponential backoff
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-
-
-def _float(value: str | None) -> float | None:
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
-
-
-def classify(exc: Exception, *, model: str, base_url: str) -> tuple[str, str, float | None]:
-    """(kind, message, retry_after) with kind in {"transient", "item", "fatal"}."""
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        detail = exc.api_message or str(exc)
-        if status == 401:
-            return ("fatal", f"ANTHROPIC_API_KEY was rejected (401) by {base_url}: {detail}. "
-                    "Check the key, or unset ANTHROPIC_API_KEY to build with the offline "
-                    "extractor.", None)
-        if status == 402:
-            return ("fatal", f"the Anthropic account cannot be billed (402): {detail}", None)
-        if status == 403:
-            return ("fatal", f"ANTHROPIC_API_KEY is not allowed to use {model!r} (403): "
-                    f"{detail}", None)
-        if status == 404:
-            return ("fatal", f"model {model!r} or endpoint not found (404) at {base_url}: "
-                    f"{detail}. Check extractor_model in pack.toml.", None)
-        if status in (408, 409, 429) or status >= 500:
-            return ("transient", f"HTTP {status}: {detail}", retry_after_s(exc.response.headers))
-        return ("item", f"request rejected (HTTP {status}): {detail}", None)
-    if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
-        return ("transient", f"{type(exc).__name__}: {exc}", None)
-    if isinstance(exc, anthropic.APIResponseValidationError):
-        return ("transient", f"unparseable API response: {exc}", None)
-    raise exc
-
-
-def counts_against_breaker(exc: Exception) -> bool:
-    """A transport failure: not an answer from a healthy API (429 is one: it paces us)."""
-    return not (isinstance(exc, anthropic.APIStatusError) and exc.status_code == 429)
-
-
 # --- the layered client -------------------------------------------------------------------
 
 
@@ -510,7 +419,9 @@ class LLM:
                 try:
                     with self.limiter:
                         completion = self.provider(request)
-                except anthropic.APIError as exc:  # status and connection errors
+                except Exception as exc:
+                    if not is_api_error(exc):  # status and connection errors only
+                        raise
                     kind, message, wait = classify(exc, model=self.model, base_url=self.base_url)
                     self._record(row, status=_status_name(exc), error=message,
                                  http_status=getattr(exc, "status_code", None),

@@ -16,14 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+# Imported only by `LLM.batch`, once a client exists: the SDK is loaded by then.
 import anthropic
 
-from tasks.llm import DETERMINISTIC, TRANSIENT, Completion, FatalError, Usage, classify
-
-# Batch item errors that asking again will not fix.
-_TERMINAL_TYPES = {"invalid_request_error", "request_too_large", "not_found_error",
-                   "permission_error", "authentication_error", "billing_error"}
-
+from packs.llm.errors import classify, is_terminal_error_type
+from packs.llm.usage import Completion, completion_of
+from tasks.llm import DETERMINISTIC, TRANSIENT, FatalError
 
 @dataclass
 class BatchOutcome:
@@ -33,15 +31,6 @@ class BatchOutcome:
     http_requests: int = 0  # create + polls + results + cancel
     reason: str | None = None  # why some requests did not come back
     skipped: list[str] = field(default_factory=list)  # not sent: the cost cap (LLM.batch)
-
-
-def _completion(message) -> Completion:
-    u = message.usage
-    usage = Usage(input_tokens=u.input_tokens or 0, output_tokens=u.output_tokens or 0,
-                  cache_read_input_tokens=u.cache_read_input_tokens or 0,
-                  cache_creation_input_tokens=u.cache_creation_input_tokens or 0)
-    content = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
-    return Completion(content=content, usage=usage, stop_reason=message.stop_reason)
 
 
 def run_batch(client: anthropic.Anthropic, requests: dict[str, dict], *, model: str,
@@ -90,10 +79,10 @@ def run_batch(client: anthropic.Anthropic, requests: dict[str, dict], *, model: 
         for line in client.messages.batches.results(batch.id):
             result = line.result
             if result.type == "succeeded":
-                out.completions[line.custom_id] = _completion(result.message)
+                out.completions[line.custom_id] = completion_of(result.message)
             elif result.type == "errored":
                 err = result.error.error
-                kind = DETERMINISTIC if err.type in _TERMINAL_TYPES else TRANSIENT
+                kind = DETERMINISTIC if is_terminal_error_type(err.type) else TRANSIENT
                 out.errors[line.custom_id] = (kind, f"batch item {err.type}: {err.message}")
     except (anthropic.APIError, anthropic.AnthropicError) as exc:
         if isinstance(exc, anthropic.APIError):

@@ -14,7 +14,7 @@ import pytest
 from tests.anthropic_fake import count_tokens
 from tests.schema_boundary import instance, instances
 
-from tasks.costs import MIN_CACHEABLE_TOKENS, min_cacheable_tokens
+from packs.llm.costs import MIN_CACHEABLE_TOKENS, min_cacheable_tokens
 from tasks.extract import TOOL, assemble
 from tasks.extract_examples import EXAMPLES
 from tasks.extract_prompt import SYSTEM_PROMPT, batch_tool, prefix_tokens

@@ -12,7 +12,7 @@ import pytest
 from tests.anthropic_fake import FakeAnthropic, FakeClock
 
 from tasks import llm
-from tasks.costs import PRICES, cost_usd, price_for
+from packs.llm.costs import PRICES, cost_usd, price_for
 from tasks.extract import TOOL_NAME, build_request, dump_extraction, parse_extraction
 
 SECTION = ("The Horizontal Pod Autoscaler (HPA) scales a `Deployment` based on CPU use. "

@@ -15,7 +15,8 @@ from answer_fake import ALTERNATIVES, GATED_TEXT, cited_answer, excerpts, text_r
 from packs import KnowledgePack
 from packs import format as fmt
 from packs.citations import CITATION_FIELDS, markers
-from packs.claude import SynthesisError
+from packs.llm.costs import cost_usd
+from packs.llm.errors import SynthesisError
 from packs.pipeline import ASK_FIELDS
 from packs.retrieval import synthesis
 from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
@@ -147,6 +148,28 @@ def test_auth_failure_is_raised(fake, pack):
     fake.script.append("401")
     with pytest.raises(SynthesisError, match="AuthenticationError"):
         pack.ask(QUESTION, use_cache=False)
+
+
+def test_answer_carries_the_tokens_and_dollars_of_its_claude_calls(fake, pack):
+    usage = pack.ask(QUESTION, use_cache=False)["token_usage"]
+    st = fake.stats
+    assert usage["input_tokens"] == st.input_tokens > 0
+    assert usage["output_tokens"] == st.output_tokens > 0
+    sonnet = cost_usd("claude-sonnet-4-6", input_tokens=st.input_tokens,
+                      output_tokens=st.output_tokens)
+    assert usage["cost_usd"] == pytest.approx(sonnet) and sonnet > 0
+
+    # Expansion (Haiku) + synthesis (Sonnet): the sum of both calls, each at its own price.
+    before_in, before_out = st.input_tokens, st.output_tokens
+    usage = pack.ask(QUESTION, multi_query=True, use_cache=False)["token_usage"]
+    tin, tout = st.input_tokens - before_in, st.output_tokens - before_out
+    assert (usage["api_calls"], usage["input_tokens"], usage["output_tokens"]) == (2, tin, tout)
+    assert (cost_usd("claude-haiku-4-5", input_tokens=tin, output_tokens=tout)
+            < usage["cost_usd"]
+            < cost_usd("claude-sonnet-4-6", input_tokens=tin, output_tokens=tout))
+
+    streamed = list(pack.ask(QUESTION, stream=True, use_cache=False))[-1]["token_usage"]
+    assert streamed["api_calls"] == 1 and streamed["cost_usd"] > 0
 
 
 def test_gated_question_goes_to_claude_without_context(fake, pack):

@@ -169,7 +169,8 @@ def test_ask_offline_is_extractive_and_labelled(pack):
         "heading_path": "Configuring retries > Retry policy",
         "score": answer["sources"][0]["score"]}
     assert "RetryPolicy" in answer["entities"]
-    assert answer["token_usage"] == {"input_tokens": 0, "output_tokens": 0, "api_calls": 0}
+    assert answer["token_usage"] == {"input_tokens": 0, "output_tokens": 0, "api_calls": 0,
+                                     "cost_usd": 0.0}
     json.dumps(answer)
 
 

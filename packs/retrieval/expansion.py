@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+from typing import Any
 
-from packs import claude
+from packs.llm import client as llm_client
+from packs.llm import errors as llm_errors
+from packs.llm.usage import query_usage, zero_query_usage
 
 log = logging.getLogger("kpack.query")
 
@@ -52,26 +55,26 @@ def parse_alternatives(text: str, original: str) -> list[str]:
     return out
 
 
-def alternatives(question: str, model: str) -> tuple[list[str], dict[str, int], str | None]:
-    """(alternatives, usage {input_tokens, output_tokens, api_calls}, warning or None)."""
-    usage = {"input_tokens": 0, "output_tokens": 0, "api_calls": 0}
-    api = claude.client()
+def alternatives(question: str, model: str) -> tuple[list[str], dict[str, Any], str | None]:
+    """(alternatives, usage {input_tokens, output_tokens, api_calls, cost_usd}, warning or
+    None)."""
+    usage = zero_query_usage()
+    api = llm_client.shared_client()
     if api is None:
         return [], usage, "multi_query needs ANTHROPIC_API_KEY; used the original query alone"
     prompt = PROMPT.format(n=N_ALTERNATIVES, question=question[:QUESTION_CHARS])
-    import anthropic
-
     try:
         usage["api_calls"] = 1
         msg = api.messages.create(model=model, max_tokens=300,
                                   messages=[{"role": "user", "content": prompt}])
-    except anthropic.APIError as exc:  # every API failure → the original query alone
+    except Exception as exc:  # every API failure → the original query alone
+        if not llm_errors.is_api_error(exc):
+            raise
         log.warning("multi-query expansion failed (%s); using the original query alone",
                     type(exc).__name__)
         return [], usage, f"multi_query failed: {type(exc).__name__}"
-    usage["input_tokens"] = int(getattr(msg.usage, "input_tokens", 0) or 0)
-    usage["output_tokens"] = int(getattr(msg.usage, "output_tokens", 0) or 0)
-    alts = parse_alternatives(claude.text_of(msg), question)
+    usage = query_usage(msg, model)
+    alts = parse_alternatives(llm_client.text_of(msg), question)
     return alts, usage, None if alts else "multi_query reply had no usable alternatives"
 
 

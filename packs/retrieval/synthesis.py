@@ -20,7 +20,8 @@ import re
 import secrets
 from collections.abc import Iterator, Sequence
 
-from packs import claude
+from packs.llm.client import text_of
+from packs.llm.usage import query_usage
 from packs.result import RankedSection
 from packs.retrieval import extractive
 
@@ -152,12 +153,6 @@ def extractive_answer(question: str, cited: Sequence[RankedSection], max_sentenc
 # --- Claude ----------------------------------------------------------------------------------
 
 
-def _usage(message) -> dict[str, int]:
-    u = getattr(message, "usage", None)
-    return {"input_tokens": int(getattr(u, "input_tokens", 0) or 0),
-            "output_tokens": int(getattr(u, "output_tokens", 0) or 0), "api_calls": 1}
-
-
 def parse_reply(message) -> tuple[str, Quotes]:
     """(answer, quotes) of a reply to the forced answer tool. A reply with text instead of
     the tool keeps its text and has no quotes (every citation of it is then unverified).
@@ -169,7 +164,7 @@ def parse_reply(message) -> tuple[str, Quotes]:
             if not isinstance(answer, str) or not answer.strip():
                 break
             return answer, _quotes(data.get("citations"))
-    text = claude.text_of(message)
+    text = text_of(message)
     if text.strip():
         return text, []
     raise UnusableReply(f"Claude's reply had no answer (stop_reason "
@@ -200,14 +195,14 @@ def complete_cited(api, model: str, max_tokens: int, system: str, user: str
     msg = api.messages.create(model=model, max_tokens=max_tokens, system=system,
                               messages=[{"role": "user", "content": user}], **_tool_args())
     answer, quotes = parse_reply(msg)
-    return answer, quotes, _usage(msg)
+    return answer, quotes, query_usage(msg, model)
 
 
 def complete(api, model: str, max_tokens: int, system: str, user: str) -> tuple[str, dict]:
     """(text, usage) of a plain reply (the gated answer: no context, nothing to cite)."""
     msg = api.messages.create(model=model, max_tokens=max_tokens, system=system,
                               messages=[{"role": "user", "content": user}])
-    return claude.text_of(msg), _usage(msg)
+    return text_of(msg), query_usage(msg, model)
 
 
 def _partial_answer(buf: str) -> str | None:
@@ -244,7 +239,7 @@ def stream_cited(api, model: str, max_tokens: int, system: str, user: str,
     answer, quotes = parse_reply(final)
     if answer.startswith(sent) and len(answer) > len(sent):
         yield answer[len(sent):]
-    out.update(answer=answer, quotes=quotes, usage=_usage(final))
+    out.update(answer=answer, quotes=quotes, usage=query_usage(final, model))
 
 
 def stream(api, model: str, max_tokens: int, system: str, user: str,
@@ -253,4 +248,4 @@ def stream(api, model: str, max_tokens: int, system: str, user: str,
     with api.messages.stream(model=model, max_tokens=max_tokens, system=system,
                              messages=[{"role": "user", "content": user}]) as s:
         yield from s.text_stream
-        usage_out.update(_usage(s.get_final_message()))
+        usage_out.update(query_usage(s.get_final_message(), model))

@@ -1,4 +1,5 @@
-"""One dated price table for the Claude models the extractor may call, and $ from token usage.
+"""One dated price table for the Claude models the build and the query side call, and $ from
+token usage.
 
 PRICES_AS_OF is the date this table was written (from Anthropic's published list prices, not
 re-checked online: the build machine has no internet). Prices change: when they do, edit the
@@ -52,6 +53,7 @@ class Price:
 
 PRICES: dict[str, Price] = {
     "claude-haiku-4-5": Price(1.0, 5.0),
+    "claude-sonnet-4-6": Price(3.0, 15.0),  # the default synthesis model (packs/options.py)
     "claude-sonnet-4-5": Price(3.0, 15.0),
     "claude-sonnet-4": Price(3.0, 15.0),
     "claude-opus-4-5": Price(5.0, 25.0),
