@@ -19,39 +19,42 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from flows.settings import configure_prefect_env
-
-configure_prefect_env()  # before Prefect is imported; the user's environment wins
-
-from prefect import flow, get_run_logger, tags, task  # noqa: E402
-from prefect.futures import PrefectFuture, as_completed  # noqa: E402
-from prefect.states import Completed  # noqa: E402
-from prefect.settings import (  # noqa: E402
+from prefect import flow, get_run_logger, tags, task
+from prefect.futures import PrefectFuture, as_completed
+from prefect.settings import (
     PREFECT_LOCAL_STORAGE_PATH,
     PREFECT_RESULTS_PERSIST_BY_DEFAULT,
     temporary_settings,
 )
+from prefect.states import Completed
 
-from flows.artifacts import publish_report, stage_progress  # noqa: E402
-from flows import server  # noqa: E402
-from flows.preflight import preflight  # noqa: E402
-from flows.runners import task_runner  # noqa: E402
-from packs.embedding import ModelInfo  # noqa: E402
-from packs.embedding import describe as describe_model  # noqa: E402
-from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION  # noqa: E402
-from packs.manifest import EmbeddingInfo  # noqa: E402
-from tasks import extract as extract_core  # noqa: E402
-from tasks import faults, shards  # noqa: E402
-from tasks import lock as pack_lock  # noqa: E402
-from tasks.guard import GuardError  # noqa: E402
-from tasks.lock import PackLockedError  # noqa: E402
-from tasks import fetch as fetch_core  # noqa: E402
-from tasks import split as split_core  # noqa: E402
-from tasks import stages  # noqa: E402
-from tasks.stages import isolated  # noqa: E402
-from packs.layout import append_history  # noqa: E402
-from tasks.publish import new_build_id  # noqa: E402
-from tasks.stages.common import (  # noqa: E402
+from flows import server
+from flows.artifacts import publish_report, stage_progress
+from flows.preflight import preflight
+from flows.runners import task_runner
+from flows.settings import results_dir
+from packs.embedding import ModelInfo
+from packs.embedding import describe as describe_model
+from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION
+from packs.layout import append_history
+from packs.manifest import EmbeddingInfo
+from tasks import extract as extract_core
+from tasks import faults, shards, stages
+from tasks import fetch as fetch_core
+from tasks import lock as pack_lock
+from tasks import split as split_core
+from tasks.guard import GuardError
+from tasks.lock import PackLockedError
+from tasks.publish import new_build_id
+from tasks.sources import (
+    CONFIG_FILE,
+    SourceConfig,
+    SourceError,
+    load_source,
+    resolve_embedding_model,
+)
+from tasks.stages import isolated
+from tasks.stages.common import (
     BuildContext,
     Record,
     WorkDir,
@@ -60,14 +63,7 @@ from tasks.stages.common import (  # noqa: E402
     stage_key,
     write_state,
 )
-from tasks.stages.publish import unchanged_build  # noqa: E402
-from tasks.sources import (  # noqa: E402
-    CONFIG_FILE,
-    SourceConfig,
-    SourceError,
-    load_source,
-    resolve_embedding_model,
-)
+from tasks.stages.publish import unchanged_build
 
 
 # The reduce steps whose memory grows with the pack; on an in-process task runner they run
@@ -596,7 +592,7 @@ def estimate_pack(
 
 def _prefect_settings(work: Path):
     return temporary_settings(updates={
-        PREFECT_LOCAL_STORAGE_PATH: str((work / "prefect-results").resolve()),
+        PREFECT_LOCAL_STORAGE_PATH: str(results_dir(work)),
         PREFECT_RESULTS_PERSIST_BY_DEFAULT: True,
     })
 

@@ -383,6 +383,11 @@ _register_serve(app)  # kpack serve
 
 
 def main() -> None:
+    """The `kpack` entry point: the project's Prefect settings first (flows.settings), then
+    the command."""
+    from flows.settings import configure_prefect_env
+
+    configure_prefect_env()
     app(prog_name="kpack")
 
 
