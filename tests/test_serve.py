@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from deployments.serve import build_deployments, discover_sources, run_environment
+from flows.schedule import build_deployments, discover_sources, run_environment
 from flows.cli.serve import register
 from tasks.sources import SourceError
 

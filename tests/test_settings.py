@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 _PROBE = """
 import os, sys
-import flows.build, flows.cli, deployments.serve  # noqa: F401
+import flows.build, flows.cli, flows.schedule  # noqa: F401
 leaked = [k for k in {keys!r} if k in os.environ]
 print("LEAKED", leaked)
 from flows import settings

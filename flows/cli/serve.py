@@ -43,7 +43,7 @@ def serve(
     if needs := build_missing_message("kpack serve"):  # a runtime-only install
         _fail(MissingExtraError(needs))
     try:
-        from deployments.serve import serve as serve_all
+        from flows.schedule import serve as serve_all
 
         serve_all(sources, out, work_dir,
                   every=timedelta(seconds=every) if every else None, limit=limit,

@@ -7,6 +7,9 @@ folders as parameters (no build id: each run makes its own, so its flow run is n
 `<pack>-<build id>` like a `kpack build`); `serve` hands them to `prefect.serve`, which
 registers them with the Prefect API in $PREFECT_API_URL and runs each flow run in a
 subprocess of this one when it falls due. See deployments/README.md.
+
+It lives in flows/ (it composes the build flow into deployments), so the CLI reaches it
+without flows/ importing anything outside packs/, tasks/ and flows/.
 """
 
 from __future__ import annotations
