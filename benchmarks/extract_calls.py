@@ -112,7 +112,8 @@ def _table(rows: list[tuple[str, dict]]) -> str:
 def measure(args: argparse.Namespace) -> str:
     from benchmarks import common
     from flows import server
-    from flows.build import BuildError, run_build, run_estimate
+    from flows.build import BuildError, run_build
+    from flows.estimate import run_estimate
     from tests.anthropic_fake import FakeAnthropic
 
     out = args.out or Path(tempfile.mkdtemp(prefix="kpack-extract-calls-"))

@@ -12,6 +12,7 @@ there (analytics off); everything `kpack` starts gets its settings from here.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -40,6 +41,28 @@ def results_dir(work_dir: Path) -> Path:
     return (Path(work_dir) / "prefect-results").resolve()
 
 
+def result_settings(work_dir: Path):
+    """A context manager (Prefect's temporary_settings) persisting task results under
+    `results_dir(work_dir)`, for a build or estimate run in this process."""
+    from prefect.settings import (
+        PREFECT_LOCAL_STORAGE_PATH,
+        PREFECT_RESULTS_PERSIST_BY_DEFAULT,
+        temporary_settings,
+    )
+
+    return temporary_settings(updates={
+        PREFECT_LOCAL_STORAGE_PATH: str(results_dir(work_dir)),
+        PREFECT_RESULTS_PERSIST_BY_DEFAULT: True,
+    })
+
+
+def quiet_libraries() -> None:
+    """HTTP and HTML-extraction libraries log at WARNING and above only (they are chatty
+    at INFO for every page)."""
+    for name in ("httpx", "httpcore", "trafilatura", "htmldate", "courlan", "urllib3"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def run_environment(work_dir: Path) -> dict[str, str]:
     """The result settings of a build as environment variables (for flow runs started in
     subprocesses; `run_build` sets the same values in-process): task results persisted
@@ -66,8 +89,6 @@ class _OneLineErrors:
 def console_errors_one_line() -> None:
     """Keep tracebacks out of the terminal (unless KPACK_DEBUG is set): the CLI prints
     one line with the reason last. Call it after Prefect has configured logging."""
-    import logging
-
     if os.environ.get("KPACK_DEBUG"):
         return
     for handler in logging.getLogger().handlers:

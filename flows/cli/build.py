@@ -92,7 +92,7 @@ def _print_build(summary: dict, as_json: bool) -> None:
 def _estimate(source, out, work_dir, embedding_model, extractor, allow_private_hosts,
               as_json) -> None:
     try:
-        from flows.build import run_estimate
+        from flows.estimate import run_estimate
 
         est = run_estimate(source, out, work_dir=work_dir, embedding_model=embedding_model,
                            extractor=extractor, allow_private_hosts=allow_private_hosts)
