@@ -17,7 +17,7 @@ export HF_HUB_OFFLINE = 1
 export PREFECT_SERVER_ANALYTICS_ENABLED = false
 export DO_NOT_TRACK = 1
 
-.PHONY: demo test setup setup-dev setup-runtime lock
+.PHONY: demo test lint setup setup-dev setup-runtime lock
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -42,7 +42,11 @@ demo: setup
 	$(BIN)/kpack build sources/example --out out
 	$(BIN)/kpack query out/example "$(QUESTION)"
 
-test: setup-dev setup-runtime
+# The import contracts of pyproject.toml ([tool.importlinter]).
+lint: setup-dev
+	$(BIN)/lint-imports
+
+test: setup-dev setup-runtime lint
 	KPACK_RUNTIME_PYTHON=$(abspath $(RUNTIME_VENV))/bin/python $(BIN)/python -m pytest -q
 
 # Re-resolve every dependency from pyproject.toml in a fresh venv and pin the result.
