@@ -10,9 +10,9 @@ Code fences follow CommonMark (https://spec.commonmark.org/0.31.2/#fenced-code-b
   but spaces after it, so a "```" line inside a "````" or "~~~" block is code;
 - an unclosed fence runs to the end of the text.
 One departure, because this parser does not track containers: a fence may be indented any
-amount. CommonMark measures indentation from the enclosing list item, and real docs nest
-fences in list items ("1. Step\n\n    ```shell"); counting from the margin would read those
-as prose.
+amount and sit behind blockquote markers ("> ```rust"). CommonMark measures indentation
+from the enclosing list item or quote, and real docs nest fences in both ("1. Step\n\n
+    ```shell"); counting from the margin would read those as prose.
 
 Headings are ATX headings (CommonMark): up to 3 spaces, 1–6 `#`, then a space or the end
 of the line; a closing run of `#` goes only when a space precedes it ("## C#" is "C#").
@@ -29,8 +29,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-# Group 1: indentation, 2: the fence run, 3: the info string (untrimmed).
-FENCE_LINE = re.compile(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
+# Group 1: indentation and any blockquote markers, 2: the fence run, 3: the info string
+# (untrimmed).
+FENCE_LINE = re.compile(r"^((?:[ \t]*>)*[ \t]*)(`{3,}|~{3,})(.*)$")
 # The language word of an info string: the first word, an optional Pandoc "{." before it.
 _INFO_PREFIX = r"[ \t]*\{?[ \t]*\.?"
 _LANGUAGE_WORD = r"[A-Za-z0-9_+#.-]+"

@@ -45,6 +45,12 @@ def test_fences_nested_in_list_items_are_fences():
     assert kinds(text) == ["text", "text", "open", "code", "close"]
 
 
+def test_fences_in_blockquotes_are_fences():
+    # was: the offline extractor and key phrases skipped them, split and filters did not
+    assert kinds("> ```rust,ignore\n> let x = 1;\n> ```\nafter") == ["open", "code", "close", "text"]
+    assert md.opening_fence("> ```rust,ignore").language == "rust"
+
+
 def test_replace_fences_keeps_offsets_or_substitutes():
     text = "a\n```\nx\n```\nb"
     assert md.replace_fences(text) == "a\n" + " " * 9 + "\nb"
