@@ -11,8 +11,8 @@ Code fences follow CommonMark (https://spec.commonmark.org/0.31.2/#fenced-code-b
 - an unclosed fence runs to the end of the text.
 One departure, because this parser does not track containers: a fence may be indented any
 amount and sit behind blockquote markers ("> ```rust"). CommonMark measures indentation
-from the enclosing list item or quote, and real docs nest fences in both ("1. Step\n\n
-    ```shell"); counting from the margin would read those as prose.
+from the enclosing list item or quote, and real docs nest fences in both (a "```shell"
+indented 4 spaces under "1. Step"); counting from the margin would read those as prose.
 
 Headings are ATX headings (CommonMark): up to 3 spaces, 1–6 `#`, then a space or the end
 of the line; a closing run of `#` goes only when a space precedes it ("## C#" is "C#").
@@ -31,7 +31,8 @@ from typing import Literal
 
 # Group 1: indentation and any blockquote markers, 2: the fence run, 3: the info string
 # (untrimmed).
-FENCE_LINE = re.compile(r"^((?:[ \t]*>)*[ \t]*)(`{3,}|~{3,})(.*)$")
+_FENCE_MARGIN = r"(?:[ \t]*>)*[ \t]*"
+FENCE_LINE = re.compile(rf"^({_FENCE_MARGIN})(`{{3,}}|~{{3,}})(.*)$")
 # The language word of an info string: the first word, an optional Pandoc "{." before it.
 _INFO_PREFIX = r"[ \t]*\{?[ \t]*\.?"
 _LANGUAGE_WORD = r"[A-Za-z0-9_+#.-]+"
@@ -138,7 +139,8 @@ def fence_opener_pattern(words: str) -> str:
     language word is one of `words` (an alternation, already escaped). It works on stored
     text with no parser at hand (a database's regexp_matches), so it cannot tell an opener
     from a fence-like line inside a code block."""
-    return rf"^[ \t]*(?:`{{3,}}|~{{3,}}){_INFO_PREFIX}(?:{words})(?:[^A-Za-z0-9_+#.-]|$)"
+    return (rf"^{_FENCE_MARGIN}(?:`{{3,}}|~{{3,}}){_INFO_PREFIX}(?:{words})"
+            r"(?:[^A-Za-z0-9_+#.-]|$)")
 
 
 @dataclass(frozen=True)

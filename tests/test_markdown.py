@@ -76,6 +76,7 @@ def test_one_fence_pattern_for_the_database():
     pattern = re.compile(md.fence_opener_pattern("py|python"), re.M)
     assert pattern.search("x\n  ```python\n") and pattern.search("~~~ {.py}\n")
     assert not pattern.search("```pyyaml\n")
+    assert pattern.search("> ```python\n")
 
 
 # --- behaviours that changed (each was a disagreement between the old parsers) ------------
