@@ -140,7 +140,7 @@ def extract_offline(page_title: str, heading_path: str, content: str) -> dict:
         plain = _plain(sentence)
         found: list[str] = []
 
-        def note(name: str | None) -> None:
+        def note(name: str | None, found: list[str] = found) -> None:
             if name and name not in found:
                 found.append(name)
 
