@@ -4,6 +4,7 @@ when there is only one machine (goal: dask:2 wall time <= 1.10 x threads).
 
     python benchmarks/k8s_runners.py [--data ../shared/data/kubernetes-docs] [--out DIR]
                                      [--runners threads dask:2] [--rounds 1] [--limit N]
+                                     [--results FILE]
 
 Every build starts from an empty work directory in a fresh process (imports, the
 ephemeral Prefect server and, for Dask, the cluster and its model loads all count), with
@@ -16,6 +17,7 @@ Skips with a message when the data folder is absent.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -56,6 +58,16 @@ def same_tables(a: Path, b: Path) -> str:
     return "identical"
 
 
+def stage_line(summary: dict) -> str:
+    """Sections, each stage's seconds (first submit to last finish) and the encode seconds
+    summed over the embed shards, from a build's summary: the inputs of docs/scale-out.md."""
+    stages = ", ".join(f"{k} {v:.1f}" for k, v in (summary.get("durations") or {}).items())
+    embed = summary.get("embed_stats") or {}
+    sections = (summary.get("counts") or {}).get("sections", "?")
+    return (f"{sections} sections; stage seconds: {stages}; encode s summed over shards: "
+            f"{embed.get('seconds', '?')}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/kubernetes-docs")
@@ -63,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runners", nargs="+", default=["threads", "dask:2"])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--results", type=Path, default=RESULTS, help="the file results are "
+                    "appended to (default benchmarks/results/k8s_runners.md)")
     args = ap.parse_args(argv)
     if not (args.data / "MANIFEST.jsonl").is_file():
         print(f"skipped: no Kubernetes docs at {args.data} (pass --data DIR)")
@@ -74,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         order += args.runners if r % 2 == 0 else list(reversed(args.runners))
     times: dict[str, list[float]] = {r: [] for r in args.runners}
     builds: dict[str, Path] = {}
+    details: list[str] = []
     with common.serve_handler(partial(_Quiet, directory=str(args.data))) as base:
         source = args.out / "sources" / "k8s-docs"
         source.mkdir(parents=True, exist_ok=True)
@@ -87,12 +102,18 @@ def main(argv: list[str] | None = None) -> int:
             for folder in (out, work):
                 shutil.rmtree(folder, ignore_errors=True)
             print(f"build {i + 1}/{len(order)}: {len(paths)} pages on {runner}", flush=True)
+            load_before = os.getloadavg()[0]
             result = _run_child(["--child", str(source), str(out), str(work), runner],
                                 args.out / f"build-{tag}.log")
             times[runner].append(result["seconds"])
             builds[runner] = Path(result["summary"]["build_dir"])
             print(f"  {result['seconds']:.1f} s wall, {result['summary']['task_runs']} task "
                   f"runs, peak RSS {result['peak_rss_mb']:.0f} MB", flush=True)
+            # the machine may be shared: the 1-minute load average says how much it was
+            load = f"load average {load_before:.1f} at start, {os.getloadavg()[0]:.1f} at end"
+            details.append(f"- build {i + 1} ({runner}): {stage_line(result['summary'])}; "
+                           f"{load}")
+            print(f"  {stage_line(result['summary'])}", flush=True)
     base_runner, other = args.runners[0], args.runners[-1]
     ratio = statistics.mean(times[other]) / statistics.mean(times[base_runner])
     same = same_tables(builds[base_runner], builds[other])
@@ -102,12 +123,13 @@ def main(argv: list[str] | None = None) -> int:
                      f"{', '.join(f'{t:.1f}' for t in times[runner])} | "
                      f"{statistics.mean(times[runner]):.1f} |")
     text = ("\n".join(lines) + f"\n\n{other} / {base_runner} wall-time ratio: {ratio:.3f} "
-            f"(goal <= 1.10); tables: {same}\n")
+            f"(goal <= 1.10); tables: {same}\n\nper build (stage seconds overlap: extract "
+            "and embed run side by side):\n\n" + "\n".join(details) + "\n")
     print(text)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a", encoding="utf-8") as fh:
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    with args.results.open("a", encoding="utf-8") as fh:
         fh.write(f"\n## {common.machine_line()}\n\n`python benchmarks/k8s_runners.py "
-                 f"--rounds {args.rounds}` ({len(paths)} pages)\n\n{text}")
+                 f"--rounds {args.rounds} --data {args.data}` ({len(paths)} pages)\n\n{text}")
     return 0
 
 

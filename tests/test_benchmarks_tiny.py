@@ -9,7 +9,7 @@ import json
 import pytest
 
 from benchmarks import corpora, gate_calibration, k8s_build, query_latency, retrieval_defaults
-from benchmarks import extract_calls, scifact, xquad, xquad_answers
+from benchmarks import extract_calls, k8s_runners, scifact, xquad, xquad_answers
 
 DOCS = [
     ("11", "Vitamin D supplementation and bone fractures in older adults",
@@ -131,8 +131,9 @@ def test_benchmarks_skip_without_data(tmp_path, capsys):
                    query_latency):
         assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
         assert capsys.readouterr().out.startswith("skipped:")
-    assert k8s_build.main(["--data", str(tmp_path / "none")]) == 0
-    assert capsys.readouterr().out.startswith("skipped:")
+    for module in (k8s_build, k8s_runners):
+        assert module.main(["--data", str(tmp_path / "none")]) == 0
+        assert capsys.readouterr().out.startswith("skipped:")
 
 
 def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
@@ -215,13 +216,18 @@ K8S_PAGES = {  # path: Markdown, in the docs' layout (front matter, headings, co
 }
 
 
-def test_tiny_kubernetes_build_benchmark(tmp_path, prefect_harness, capsys):
-    data = tmp_path / "kubernetes-docs"
+def _write_k8s(root):
+    data = root / "kubernetes-docs"
     for path, text in K8S_PAGES.items():
         (data / path).parent.mkdir(parents=True, exist_ok=True)
         (data / path).write_text(text)
     (data / "MANIFEST.jsonl").write_text("".join(
         json.dumps({"path": p}) + "\n" for p in [*K8S_PAGES, "reference/not-prose.md"]))
+    return data
+
+
+def test_tiny_kubernetes_build_benchmark(tmp_path, prefect_harness, capsys):
+    data = _write_k8s(tmp_path)
     assert k8s_build.main(["--data", str(data), "--out", str(tmp_path / "out"),
                            "--baseline", "--rebuild"]) == 0
     out = capsys.readouterr().out
@@ -256,3 +262,18 @@ def test_tiny_extract_calls_benchmark(tmp_path, prefect_harness, capsys, monkeyp
     assert strict[3] == "0" and strict[4] == "0"  # no repairs, no failures
     assert "g. dead API: the build stopped after" in out and "stopped calling Claude" in out
     assert results.read_text().startswith("# Claude calls and cost")
+
+
+def test_tiny_runners_benchmark(tmp_path, capsys):
+    """Two runners side by side, each build in its own process; the packs compared."""
+    data = _write_k8s(tmp_path)
+    results = tmp_path / "k8s_runners.md"
+    assert k8s_runners.main(["--data", str(data), "--out", str(tmp_path / "out"),
+                             "--runners", "threads", "threads:2", "--results",
+                             str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "build 1/2: 3 pages on threads" in out and "build 2/2: 3 pages on threads:2" in out
+    assert "threads:2 / threads wall-time ratio:" in out and "tables: identical" in out
+    assert "sections; stage seconds: fetch" in out and "encode s summed over shards" in out
+    text = results.read_text()
+    assert "wall-time ratio" in text and "load average" in text
