@@ -94,8 +94,10 @@ class Pipeline:
     """Submits stage tasks for one build and follows them: names, tags, retries, the
     per-stage progress artifacts, and the first failure as one clear error."""
 
-    def __init__(self, ctx: BuildContext, layout: list[shards.Shard]) -> None:
+    def __init__(self, ctx: BuildContext, layout: list[shards.Shard],
+                 clock=time.perf_counter) -> None:
         self.ctx = ctx
+        self.clock = clock
         self.layout = layout
         self.count = layout[0].count if layout else 1
         self.meta: dict[PrefectFuture, tuple] = {}  # future → (name, shard, inputs, ctx)
@@ -104,6 +106,10 @@ class Pipeline:
         self.progress: dict = {}
         self.started: dict[str, float] = {}
         self.finished: dict[str, float] = {}
+        # when each future finished, stamped by its done-callback: the flow may look at a
+        # future long after it finished (links is waited for after embed), and a stage's
+        # duration must end when its last task did, not when the flow got round to it
+        self.done_at: dict[PrefectFuture, float] = {}
         self.peak_rss_mb: dict[str, float] = {}  # the driver's peak when a stage last finished
         self.task_runs = 0
 
@@ -119,7 +125,8 @@ class Pipeline:
             tags=[f"pack:{self.ctx.pack}", f"stage:{name}"], refresh_cache=refresh or None,
         ).submit(name, ctx or self.ctx, shard, inputs, wait_for=wait_for)
         self.meta[future] = (name, shard, inputs, ctx)
-        self.started.setdefault(name, time.perf_counter())
+        self.started.setdefault(name, self.clock())
+        future.add_done_callback(self._stamp)
         self.task_runs += 1
         return future
 
@@ -134,14 +141,15 @@ class Pipeline:
         for future in as_completed([f for f in futures if f not in self.results]):
             name, shard, inputs, ctx = self.meta[future]
             result = self._result(future)
+            ran = future
             if isinstance(result, Record) and future.state.name == "Cached":
                 if stages.needs_rerun(name, result, ctx or self.ctx):
-                    fresh = self.submit(name, shard, inputs, ctx, refresh=True)
-                    result = self._result(fresh)
+                    ran = self.submit(name, shard, inputs, ctx, refresh=True)
+                    result = self._result(ran)
                 else:
                     result = result.reused()
             self.results[future] = result
-            self._done(name, shard, result)
+            self._done(name, shard, result, ran)
         return [self.results[f] for f in futures]
 
     def _result(self, future: PrefectFuture):
@@ -156,8 +164,14 @@ class Pipeline:
             raise BuildError(f"{self.ctx.pack}: {where} failed: {exc}") from (
                 None if stages.is_terminal(exc) else exc)
 
-    def _done(self, name: str, shard: shards.Shard | None, result: object) -> None:
-        self.finished[name] = time.perf_counter()
+    def _stamp(self, future: PrefectFuture) -> None:
+        self.done_at[future] = self.clock()
+
+    def _done(self, name: str, shard: shards.Shard | None, result: object,
+              future: PrefectFuture | None = None) -> None:
+        # a waiter can see the future done a moment before its callbacks have run
+        at = self.done_at.get(future, self.clock())
+        self.finished[name] = max(self.finished.get(name, at), at)
         self.peak_rss_mb[name] = round(
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         if isinstance(result, Record):

@@ -46,6 +46,28 @@ def test_shard_count_is_a_capped_power_of_two() -> None:
         shards.shard_count(10, 0)
 
 
+def test_a_stage_ends_when_its_last_task_finished_not_when_the_flow_looked() -> None:
+    """links finishes in a second but is waited for after embed: its duration in the
+    manifest must be its own (it read as long as the embedding before)."""
+    from flows.build import Pipeline
+
+    now = [0.0]
+    pipe = Pipeline(None, [], clock=lambda: now[0])
+
+    class Future:  # the part of a Prefect future the pipeline uses here: identity
+        pass
+
+    links, resolve = Future(), Future()
+    pipe.started.update(links=0.0, resolve=500.0)
+    now[0] = 1.5
+    pipe._stamp(links)  # its done-callback
+    now[0] = 500.0
+    pipe._done("links", None, None, links)  # the flow gets round to it
+    now[0] = 503.0
+    pipe._done("resolve", None, None, resolve)  # seen done before its callback ran
+    assert pipe.durations() == {"links": 1.5, "resolve": 3.0}
+
+
 def test_a_page_keeps_its_shard_and_a_doubling_splits_each_shard_in_two() -> None:
     urls = [f"https://docs.example.org/p/{i}" for i in range(300)]
     for url in urls:
