@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -58,6 +59,15 @@ def same_tables(a: Path, b: Path) -> str:
     return "identical"
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process's finished children and their waited-for
+    descendants (a build's process, its Dask workers, its Prefect server). On a shared
+    machine the wall time depends on how many runnable threads a runner competes with;
+    the CPU time it spent does much less."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def stage_line(summary: dict) -> str:
     """Sections, each stage's seconds (first submit to last finish) and the encode seconds
     summed over the embed shards, from a build's summary: the inputs of docs/scale-out.md."""
@@ -87,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.rounds):
         order += args.runners if r % 2 == 0 else list(reversed(args.runners))
     times: dict[str, list[float]] = {r: [] for r in args.runners}
+    cpu: dict[str, list[float]] = {r: [] for r in args.runners}
     builds: dict[str, Path] = {}
     details: list[str] = []
     with common.serve_handler(partial(_Quiet, directory=str(args.data))) as base:
@@ -103,12 +114,15 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(folder, ignore_errors=True)
             print(f"build {i + 1}/{len(order)}: {len(paths)} pages on {runner}", flush=True)
             load_before = os.getloadavg()[0]
+            used = cpu_seconds()
             result = _run_child(["--child", str(source), str(out), str(work), runner],
                                 args.out / f"build-{tag}.log")
             times[runner].append(result["seconds"])
+            cpu[runner].append(cpu_seconds() - used)
             builds[runner] = Path(result["summary"]["build_dir"])
-            print(f"  {result['seconds']:.1f} s wall, {result['summary']['task_runs']} task "
-                  f"runs, peak RSS {result['peak_rss_mb']:.0f} MB", flush=True)
+            print(f"  {result['seconds']:.1f} s wall, {cpu[runner][-1]:.1f} CPU s, "
+                  f"{result['summary']['task_runs']} task runs, peak RSS "
+                  f"{result['peak_rss_mb']:.0f} MB", flush=True)
             # the machine may be shared: the 1-minute load average says how much it was
             load = f"load average {load_before:.1f} at start, {os.getloadavg()[0]:.1f} at end"
             details.append(f"- build {i + 1} ({runner}): {stage_line(result['summary'])}; "
@@ -117,13 +131,17 @@ def main(argv: list[str] | None = None) -> int:
     base_runner, other = args.runners[0], args.runners[-1]
     ratio = statistics.mean(times[other]) / statistics.mean(times[base_runner])
     same = same_tables(builds[base_runner], builds[other])
-    lines = ["| runner | builds | wall s (each) | mean wall s |", "|---|---:|---|---:|"]
+    cpu_ratio = statistics.mean(cpu[other]) / statistics.mean(cpu[base_runner])
+    lines = ["| runner | builds | wall s (each) | mean wall s | CPU s (each) | mean CPU s |",
+             "|---|---:|---|---:|---|---:|"]
     for runner in args.runners:
         lines.append(f"| {runner} | {len(times[runner])} | "
                      f"{', '.join(f'{t:.1f}' for t in times[runner])} | "
-                     f"{statistics.mean(times[runner]):.1f} |")
+                     f"{statistics.mean(times[runner]):.1f} | "
+                     f"{', '.join(f'{t:.1f}' for t in cpu[runner])} | "
+                     f"{statistics.mean(cpu[runner]):.1f} |")
     text = ("\n".join(lines) + f"\n\n{other} / {base_runner} wall-time ratio: {ratio:.3f} "
-            f"(goal <= 1.10); tables: {same}\n\nper build (stage seconds overlap: extract "
+            f"(goal <= 1.10); CPU-time ratio: {cpu_ratio:.3f}; tables: {same}\n\nper build (stage seconds overlap: extract "
             "and embed run side by side):\n\n" + "\n".join(details) + "\n")
     print(text)
     args.results.parent.mkdir(parents=True, exist_ok=True)

@@ -274,6 +274,7 @@ def test_tiny_runners_benchmark(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "build 1/2: 3 pages on threads" in out and "build 2/2: 3 pages on threads:2" in out
     assert "threads:2 / threads wall-time ratio:" in out and "tables: identical" in out
+    assert "CPU-time ratio:" in out
     assert "sections; stage seconds: fetch" in out and "encode s summed over shards" in out
     text = results.read_text()
     assert "wall-time ratio" in text and "load average" in text
