@@ -4,6 +4,7 @@ when there is only one machine (goal: dask:2 wall time <= 1.10 x threads).
 
     python benchmarks/k8s_runners.py [--data ../shared/data/kubernetes-docs] [--out DIR]
                                      [--runners threads dask:2] [--rounds 1] [--limit N]
+                                     [--shard-pages N]
                                      [--results FILE]
 
 Every build starts from an empty work directory in a fresh process (imports, the
@@ -85,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runners", nargs="+", default=["threads", "dask:2"])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--shard-pages", type=int, default=None,
+                    help="pack.toml shard_pages (default: the product's)")
     ap.add_argument("--results", type=Path, default=RESULTS, help="the file results are "
                     "appended to (default benchmarks/results/k8s_runners.md)")
     args = ap.parse_args(argv)
@@ -106,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         (source / "urls.txt").write_text("\n".join(f"{base}/{p}" for p in paths) + "\n")
         (source / "pack.toml").write_text(
             'allow_private_hosts = true\nextractor = "offline"\n'
-            f'embedding_model = "{common.MODEL}"\n')
+            f'embedding_model = "{common.MODEL}"\n'
+            + (f"shard_pages = {args.shard_pages}\n" if args.shard_pages else ""))
         for i, runner in enumerate(order):
             tag = f"{runner.replace(':', '-')}-{i}"
             out, work = args.out / f"out-{tag}", args.out / f"work-{tag}"
@@ -147,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     args.results.parent.mkdir(parents=True, exist_ok=True)
     with args.results.open("a", encoding="utf-8") as fh:
         fh.write(f"\n## {common.machine_line()}\n\n`python benchmarks/k8s_runners.py "
-                 f"--rounds {args.rounds} --data {args.data}` ({len(paths)} pages)\n\n{text}")
+                 f"--rounds {args.rounds} --data {args.data}"
+                 + (f" --shard-pages {args.shard_pages}" if args.shard_pages else "")
+                 + f"` ({len(paths)} pages)\n\n{text}")
     return 0
 
 
