@@ -145,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
                      f"{', '.join(f'{t:.1f}' for t in cpu[runner])} | "
                      f"{statistics.mean(cpu[runner]):.1f} |")
     text = ("\n".join(lines) + f"\n\n{other} / {base_runner} wall-time ratio: {ratio:.3f} "
-            f"(goal <= 1.10); CPU-time ratio: {cpu_ratio:.3f}; tables: {same}\n\nper build (stage seconds overlap: extract "
-            "and embed run side by side):\n\n" + "\n".join(details) + "\n")
+            f"(goal <= 1.10); CPU-time ratio: {cpu_ratio:.3f}; tables: {same}\n\n"
+            "per build (stage seconds overlap: extract and embed run side by side):\n\n"
+            + "\n".join(details) + "\n")
     print(text)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     with args.results.open("a", encoding="utf-8") as fh:
