@@ -20,7 +20,7 @@ EXIT_BAD_INPUT = 2
 
 def _fail(exc: BaseException) -> None:
     from packs.embedding import EmbeddingModelError
-    from packs.evaluation import EvalLeakError, QuestionsFileError
+    from packs.eval_questions import EvalLeakError, QuestionsFileError
     from packs.format import PackFormatError
     from packs.options import OptionsError
 
@@ -52,7 +52,10 @@ def eval_(
     Refuses to run when a question is in the pack's few-shot pool."""
     try:
         from packs import KnowledgePack
-        from packs.evaluation import DEFAULT_KS, evaluate, judge_client, load_questions
+        from packs.eval_judge import judge_client
+        from packs.eval_metrics import DEFAULT_KS
+        from packs.eval_questions import load_questions
+        from packs.evaluation import evaluate
         from packs.options import SearchOptions
 
         qs = load_questions(questions)

@@ -14,26 +14,27 @@ from typer.testing import CliRunner
 
 from flows.cli_eval import register
 from packs import KnowledgePack
-from packs.evaluation import (
-    RUBRIC,
-    EvalLeakError,
-    QuestionsFileError,
+from packs.eval_judge import RUBRIC, judge_answer
+from packs.eval_metrics import (
     Source,
-    canonical_url,
-    check_no_leak,
     credit,
     distinct_sources,
-    evaluate,
-    judge_answer,
-    load_questions,
-    matches,
     ndcg_at,
-    parse_gold,
     reciprocal_rank,
     recall_at,
     score_ranking,
 )
+from packs.eval_questions import (
+    EvalLeakError,
+    QuestionsFileError,
+    check_no_leak,
+    load_questions,
+    matches,
+    parse_gold,
+)
+from packs.evaluation import evaluate
 from packs.result import RankedSection
+from packs.urls import canonical_url
 from answer_fake import cited_answer
 from query_fixtures import FEWSHOT, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 from tests.anthropic_fake import FakeAnthropic
