@@ -8,10 +8,12 @@ cost_usd}, packs/llm/usage.py), so an evaluation reports what its grading spent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from packs.llm import client as llm_client
 from packs.llm import errors as llm_errors
+from packs.llm.usage import query_usage, zero_query_usage
 
 
 RUBRIC_VERSION = "judge-v1"
@@ -40,6 +42,8 @@ class Judgement:
     score: float | None  # 0, 0.5 or 1 (the rubric's 0-2 halved); None when grading failed
     reason: str
     error: str | None = None
+    # The grading call's tokens and $ (zeros when the call failed before a reply).
+    usage: dict[str, Any] = field(default_factory=zero_query_usage)
 
 
 def judge_client(timeout: float = JUDGE_TIMEOUT_S):
@@ -55,7 +59,8 @@ def judge_client(timeout: float = JUDGE_TIMEOUT_S):
 def judge_answer(client, question: str, reference: str, answer: str,
                  model: str = DEFAULT_JUDGE_MODEL) -> Judgement:
     """Grade `answer` with RUBRIC. Transient API failures and unusable replies give a
-    Judgement with `error` set (the caller counts them); auth / bad-request errors raise."""
+    Judgement with `error` set (the caller counts them); auth / bad-request errors raise.
+    A reply, usable or not, is paid for: its tokens and $ are the Judgement's `usage`."""
     user = (f"<question>\n{question}\n</question>\n<reference>\n{reference}\n</reference>\n"
             f"<answer>\n{answer}\n</answer>")
     try:
@@ -69,9 +74,10 @@ def judge_answer(client, question: str, reference: str, answer: str,
         if llm_errors.is_terminal(exc) or not llm_errors.is_api_error(exc):
             raise
         return Judgement(None, "", f"{type(exc).__name__}: {str(exc)[:200]}")
+    usage = query_usage(msg, model)
     for block in msg.content:
         if getattr(block, "type", "") == "tool_use" and block.name == GRADE_TOOL:
             score, reason = block.input.get("score"), block.input.get("reason", "")
             if score in (0, 1, 2):
-                return Judgement(score / 2, str(reason)[:500])
-    return Judgement(None, "", "the reply had no valid record_grade call")
+                return Judgement(score / 2, str(reason)[:500], usage=usage)
+    return Judgement(None, "", "the reply had no valid record_grade call", usage=usage)

@@ -9,6 +9,10 @@ packs/eval_metrics.py; grading with Claude in packs/eval_judge.py.
 Citation precision: every answer asked (`answers=True` asks every question; a judge asks
 those with a reference answer) has its citations counted; precision = verified citations /
 all citations over the run (packs/citations.py), and per question as `citation_precision`.
+
+Cost: what the run spent on Claude is reported like the query side's `token_usage`
+({input_tokens, output_tokens, api_calls, cost_usd}): `answer_usage` sums the answers asked,
+`judge_usage` the grading calls.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from packs.citations import precision as citation_precision
 from packs.eval_judge import DEFAULT_JUDGE_MODEL, Judgement, judge_answer
 from packs.eval_metrics import DEFAULT_KS, NDCG_K, distinct_sources, mean_metrics, score_ranking
 from packs.eval_questions import Question, check_no_leak
+from packs.llm.usage import add_query_usage, zero_query_usage
 from packs.options import SearchOptions
 
 if TYPE_CHECKING:
@@ -63,6 +68,8 @@ class EvalReport:
     citations: int = 0  # citations in those answers
     citations_verified: int = 0
     citation_precision: float | None = None  # verified / citations; None without any
+    answer_usage: dict[str, object] = field(default_factory=zero_query_usage)  # ask() calls
+    judge_usage: dict[str, object] = field(default_factory=zero_query_usage)  # grading calls
     seconds: float = 0.0
     per_question: list[QuestionResult] = field(default_factory=list)
 
@@ -87,7 +94,8 @@ def evaluate(pack: "KnowledgePack", questions: Sequence[Question],
     """Search every question, score the ranking; with a `judge` client (judge_client())
     also `ask()` the questions that have a reference answer and grade the answers; with
     `answers`, `ask()` every question. The citations of every answer asked are counted
-    (citation precision).
+    (citation precision), and the Claude tokens and $ of the answers and of the grading
+    are summed (`answer_usage`, `judge_usage`).
 
     Raises EvalLeakError before any search when a question is in the few-shot pool.
     """
@@ -99,6 +107,7 @@ def evaluate(pack: "KnowledgePack", questions: Sequence[Question],
     t0 = time.perf_counter()
     rows: list[QuestionResult] = []
     answered = n_cits = n_verified = 0
+    answer_usage, judge_usage = zero_query_usage(), zero_query_usage()
     for n, q in enumerate(questions, start=1):
         result = pack.search(q.question, opts)
         ranked = distinct_sources(result.sections, q.section_level)[:depth]
@@ -108,6 +117,7 @@ def evaluate(pack: "KnowledgePack", questions: Sequence[Question],
         if answers or graded:
             answer = pack.ask(q.question, ask_opts)
             answered += 1
+            add_query_usage(answer_usage, answer.get("token_usage") or {})
             verified, total = citation_precision(answer.get("citations", []))
             n_cits, n_verified = n_cits + total, n_verified + verified
             if total:
@@ -115,6 +125,7 @@ def evaluate(pack: "KnowledgePack", questions: Sequence[Question],
             if graded:
                 judgement = judge_answer(judge, q.question, str(q.answer),
                                          str(answer["answer"]), judge_model)
+                add_query_usage(judge_usage, judgement.usage)
                 if judgement.score is not None:
                     metrics["answer_score"] = judgement.score
         rows.append(QuestionResult(
@@ -135,4 +146,5 @@ def evaluate(pack: "KnowledgePack", questions: Sequence[Question],
         judge_model=judge_model if judge is not None else None,
         answered=answered, citations=n_cits, citations_verified=n_verified,
         citation_precision=n_verified / n_cits if n_cits else None,
+        answer_usage=answer_usage, judge_usage=judge_usage,
         seconds=round(time.perf_counter() - t0, 2), per_question=rows)
