@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from flows.settings import configure_prefect_env
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 DEFAULT_WORK = ROOT / "out" / "bench"
@@ -32,8 +34,11 @@ MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # Bump when the page layout changes, so cached packs are rebuilt.
 LAYOUT_VERSION = "pages-v1"
 
+# The benchmarks' entry settings, before any of them imports Prefect: each script imports
+# this module first.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+configure_prefect_env()
 
 
 @dataclass(frozen=True)

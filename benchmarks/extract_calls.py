@@ -112,7 +112,8 @@ def _table(rows: list[tuple[str, dict]]) -> str:
 def measure(args: argparse.Namespace) -> str:
     from benchmarks import common
     from flows import server
-    from flows.build import BuildError, run_build, run_estimate
+    from flows.build import BuildError, run_build
+    from flows.estimate import run_estimate
     from tests.anthropic_fake import FakeAnthropic
 
     out = args.out or Path(tempfile.mkdtemp(prefix="kpack-extract-calls-"))
@@ -193,6 +194,9 @@ def measure(args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from flows.settings import configure_prefect_env
+
+    configure_prefect_env()  # the entry point's settings, before Prefect is imported
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/kubernetes-docs")
     ap.add_argument("--out", type=Path, default=None)

@@ -143,7 +143,7 @@ def loco_lines(rows: list[dict], names: list[str], max_false: float) -> list[str
             w, b = fit(train, signal_names)
             c = choose_cut(train, w, b, max_false)
             got = rates([r for r in rows if r["corpus"] == held],
-                        lambda r: gate.probability(r["signals"], w, b) >= c)
+                        lambda r, w=w, b=b, c=c: gate.probability(r["signals"], w, b) >= c)
             m[f"{label}: in gated"] = got[(held, "in")][0]
             m[f"{label}: absent gated"] = got.get((held, "absent"), (None, 0))[0]
         table.append((f"{held} left out (dev + test)", m))

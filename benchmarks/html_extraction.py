@@ -62,7 +62,7 @@ import lxml.html  # noqa: E402
 import trafilatura  # noqa: E402
 
 from tasks import fetch_parse  # noqa: E402
-from tasks.fetch_markdown import FENCE  # noqa: E402
+from packs.markdown import line_kinds  # noqa: E402
 
 DOC_PAGES = (
     "google-sre-book-1",
@@ -131,7 +131,8 @@ _UNDERSCORE_EMPHASIS = re.compile(r"(?<!\w)_+|_+(?!\w)")
 
 def markdown_text(markdown: str) -> str:
     """Markdown with its syntax removed, for scoring (see the module docstring)."""
-    lines = [line for line in markdown.splitlines() if not FENCE.match(line)]
+    lines = [line for line, kind, _ in line_kinds(markdown.splitlines())
+             if kind not in ("open", "close")]
     text = _MD_LINK.sub(lambda m: m.group(1), "\n".join(lines))
     text = _ORDERED.sub(r"\1", text)
     return _UNDERSCORE_EMPHASIS.sub("", text)
@@ -192,13 +193,12 @@ def markdown_blocks(markdown: str) -> tuple[list[str], list[str]]:
     headings: list[str] = []
     fences: list[str] = []
     block: list[str] | None = None
-    for line in markdown.splitlines():
-        if FENCE.match(line):
-            if block is None:
-                block = []
-            else:
-                fences.append("\n".join(block))
-                block = None
+    for line, kind, _ in line_kinds(markdown.splitlines()):
+        if kind == "open":
+            block = []
+        elif kind == "close" and block is not None:
+            fences.append("\n".join(block))
+            block = None
         elif block is not None:
             block.append(line)
         elif m := re.match(r"#{1,6} (.*)", line):

@@ -98,6 +98,9 @@ def score_questions(pack_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from flows.settings import configure_prefect_env
+
+    configure_prefect_env()  # the entry point's settings, before Prefect is imported
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/kubernetes-docs")
     ap.add_argument("--out", type=Path, default=None)

@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
     lines.append("\n## Cold start and warm search (ms)\n")
     lines.append("| install | runs | spawn → first result (median) | min | max | inside the "
-                 "process | warm search (median of %d) |" % (COLD_RUNS * WARM_RUNS))
+                 f"process | warm search (median of {COLD_RUNS * WARM_RUNS}) |")
     lines.append("|---|---|---|---|---|---|---|")
     for label, python, extra in (("runtime", runtime, {}), ("full [dev]", full, {})):
         runs = []

@@ -100,8 +100,7 @@ def raw_encode(build_dir: str) -> None:
 
 
 def _run_child(args: list[str], log: Path) -> dict:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "DO_NOT_TRACK": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}  # Prefect settings: benchmarks.common
     with log.open("w") as fh:
         proc = subprocess.run([sys.executable, __file__, *args], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=fh, text=True, check=False)

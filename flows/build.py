@@ -13,61 +13,39 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import resource
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
-from flows.settings import configure_prefect_env
+from prefect import flow, get_run_logger, tags, task
+from prefect.futures import PrefectFuture, as_completed
+from prefect.states import Completed
 
-configure_prefect_env()  # before Prefect is imported; the user's environment wins
-
-from prefect import flow, get_run_logger, tags, task  # noqa: E402
-from prefect.futures import PrefectFuture, as_completed  # noqa: E402
-from prefect.states import Completed  # noqa: E402
-from prefect.settings import (  # noqa: E402
-    PREFECT_LOCAL_STORAGE_PATH,
-    PREFECT_RESULTS_PERSIST_BY_DEFAULT,
-    temporary_settings,
+from flows import server
+from flows.artifacts import publish_report, stage_progress
+from flows.plan import (
+    build_context,
+    fetch_window,
+    inputs_fingerprint,
+    plan_shards,
+    shard_budgets,
+    variant,
 )
-
-from flows.artifacts import publish_report, stage_progress  # noqa: E402
-from flows import server  # noqa: E402
-from flows.preflight import preflight  # noqa: E402
-from flows.runners import task_runner  # noqa: E402
-from packs.embedding import ModelInfo  # noqa: E402
-from packs.embedding import describe as describe_model  # noqa: E402
-from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION  # noqa: E402
-from packs.manifest import EmbeddingInfo  # noqa: E402
-from tasks import extract as extract_core  # noqa: E402
-from tasks import faults, shards  # noqa: E402
-from tasks import lock as pack_lock  # noqa: E402
-from tasks.guard import GuardError  # noqa: E402
-from tasks.lock import PackLockedError  # noqa: E402
-from tasks import fetch as fetch_core  # noqa: E402
-from tasks import split as split_core  # noqa: E402
-from tasks import stages  # noqa: E402
-from tasks.stages import isolated  # noqa: E402
-from packs.layout import append_history  # noqa: E402
-from tasks.publish import new_build_id  # noqa: E402
-from tasks.stages.common import (  # noqa: E402
-    BuildContext,
-    Record,
-    WorkDir,
-    previous_outputs,
-    read_state,
-    stage_key,
-    write_state,
-)
-from tasks.stages.publish import unchanged_build  # noqa: E402
-from tasks.sources import (  # noqa: E402
-    CONFIG_FILE,
-    SourceConfig,
-    SourceError,
-    load_source,
-    resolve_embedding_model,
-)
+from flows.preflight import preflight
+from flows.runners import task_runner
+from flows.settings import quiet_libraries, result_settings
+from flows.summary import build_stats, fetch_reasons, shortfalls
+from packs.layout import append_history
+from tasks import faults, shards, stages
+from tasks import lock as pack_lock
+from tasks.guard import GuardError
+from tasks.lock import PackLockedError
+from tasks.publish import new_build_id
+from tasks.sources import SourceConfig, load_source, resolve_embedding_model
+from tasks.stages import isolated
+from tasks.stages.common import BuildContext, Record, write_state
+from tasks.stages.publish import unchanged_build
 
 
 # The reduce steps whose memory grows with the pack; on an in-process task runner they run
@@ -78,53 +56,6 @@ ISOLATE_MIN_PAGES = 2000
 
 class BuildError(RuntimeError):
     """The build cannot produce a pack (e.g. no page could be fetched)."""
-
-
-def chunking(source: SourceConfig, embedder: ModelInfo) -> tuple[int, int]:
-    """(words per chunk, overlap words) from pack.toml, or fitted to the model's window.
-    A chunk_words the model cannot read whole is refused: its tail would never be embedded."""
-    fits = split_core.words_for_window(embedder.max_seq_length)
-    words = source.config.chunk_words or fits
-    if words > fits:
-        raise SourceError(
-            f"{source.folder / CONFIG_FILE}: chunk_words = {words} is more than "
-            f"{embedder.model_id} reads ({embedder.max_seq_length} tokens ≈ {fits} words); "
-            f"use at most {fits} or leave it unset")
-    return words, int(words * source.config.chunk_overlap)
-
-
-def fetch_config(source: SourceConfig, allow_private_hosts: bool) -> fetch_core.FetchConfig:
-    cfg = source.config
-    return fetch_core.FetchConfig(
-        timeout_s=cfg.fetch_timeout_s,
-        max_bytes=cfg.max_page_bytes,
-        concurrency=cfg.fetch_concurrency,
-        per_host_concurrency=cfg.per_host_concurrency,
-        allowed_hosts=tuple(cfg.allowed_hosts),
-        allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts,
-    )
-
-
-def extract_config(source: SourceConfig, kind: str | None, max_cost_usd: float | None,
-                   retry_failed: bool = False) -> extract_core.ExtractConfig:
-    cfg = source.config
-    return extract_core.ExtractConfig(
-        kind=kind or cfg.extractor, model=cfg.extractor_model,
-        concurrency=cfg.extract_concurrency, max_cost_usd=max_cost_usd,
-        batch_token_budget=cfg.batch_token_budget, mode=cfg.extract_mode,
-        failure_retries=cfg.extract_failure_retries, retry_failed=retry_failed,
-        batch_timeout_s=cfg.batch_timeout_s,
-    )
-
-
-def fetch_window(config: fetch_core.FetchConfig, shard_count: int) -> tuple[int, fetch_core.FetchConfig]:
-    """(fetch shards run at once, the fetch config of each): the pack's global and
-    per-host limits hold for the whole build, divided among the shards in flight."""
-    window = 1 if config.per_host_delay_s > 0 else max(1, min(shard_count,
-                                                              config.per_host_concurrency))
-    return window, dataclasses.replace(
-        config, concurrency=max(1, config.concurrency // window),
-        per_host_concurrency=max(1, config.per_host_concurrency // window))
 
 
 def _run_name() -> str:
@@ -261,97 +192,6 @@ class Pipeline:
                 for name, start in self.started.items()}
 
 
-def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int) -> list[shards.Shard]:
-    """Assign URLs to shards, write each non-empty shard's URL list into the work dir,
-    and attach each shard's lineage (the last build's outputs for its pages)."""
-    count = shards.shard_count(len(urls), shard_pages)
-    groups = shards.assign(urls, count)
-    plan_dir = ctx.work.stage("plan") / stage_key("plan", count, urls)
-    plan_dir.mkdir(parents=True, exist_ok=True)
-    state = read_state(ctx.work)
-    before = int(state.get("count") or 0)
-    layout = []
-    for index, group in enumerate(groups):
-        if not group:
-            continue
-        path = plan_dir / f"{index}.txt"
-        if not path.is_file():
-            path.write_text("".join(u + "\n" for u in group), encoding="utf-8")
-        parents = shards.lineage(index, count, before)
-        previous = tuple(
-            (name, previous_outputs(state, name, variant(ctx, name), parents))
-            for name in ("fetch", "extract", "embed", "keywords"))
-        layout.append(shards.Shard(index, count, str(path), previous))
-    return layout
-
-
-def variant(ctx: BuildContext, name: str) -> str:
-    """What a stage's per-section outputs depend on besides the pages: reused only under
-    the same variant. Extraction responses are keyed by their request (model and prompt
-    included), so any earlier extraction may serve."""
-    return "any" if name == "extract" else stage_key(stages.get(name).settings(ctx))
-
-
-def inputs_fingerprint(ctx: BuildContext, fetched: list[Record]) -> str:
-    """Everything a published build is made from: the pages and every stage's settings."""
-    settings = [(name, stages.get(name).settings(ctx)) for name in stages.PIPELINE
-                if name != "keywords" or ctx.keyword_vectors]
-    return stage_key("inputs", sorted(r.ref for r in fetched), settings, ctx.description,
-                     FORMAT_VERSION, QUERY_MODULE_VERSION)
-
-
-def _budgets(cap: float | None, split: list[Record]) -> dict[int, float | None]:
-    """The cost cap shared among the extract shards in proportion to their sections
-    (each shard stops starting calls at its share, so the build never passes the cap)."""
-    if cap is None:
-        return {r.shard: None for r in split}
-    total = sum(r.rows["sections"] for r in split) or 1
-    return {r.shard: cap * r.rows["sections"] / total for r in split}
-
-
-def _extract_stats(records: list[Record], pages: int) -> dict:
-    """The extract shards' work and counts summed; drops merged by reason; $ per 100 pages
-    of the pack, estimated (before the calls) and actual."""
-    work: dict = defaultdict(float)
-    dropped: Counter = Counter()
-    for r in records:
-        for k, v in r.work.items():
-            if isinstance(v, dict):
-                dropped.update(v)
-            elif isinstance(v, (int, float)):
-                work[k] += v
-    out = {k: (round(v, 6) if k.endswith("_usd") else int(v)) for k, v in work.items()}
-    for k in ("failed", "failed_deterministic", "failed_transient", "failed_remembered",
-              "not_extracted", "dropped_items"):
-        out[f"held_{k}" if k == "dropped_items" else k] = sum(
-            int(r.info.get(k, 0)) for r in records)
-    if dropped:
-        out["dropped"] = dict(dropped.most_common())
-    if pages and "cost_usd" in out:
-        out["pages"] = pages
-        out["usd_per_100_pages"] = round(100 * out["cost_usd"] / pages, 4)
-        out["usd_per_100_pages_estimate"] = round(100 * out.get("estimate_usd", 0.0) / pages, 4)
-    return out
-
-
-def _stats(pipe: Pipeline, shard_pages: int) -> dict:
-    pages = sum(r.rows.get("usable", 0) for r in pipe.records["fetch"])
-    extract = _extract_stats(pipe.records["extract"], pages)
-    sections = sum(r.rows["sections"] for r in pipe.records["split"])
-    computed = sum(r.work.get("computed", 0) for r in pipe.records["embed"])
-    embed = {"computed": computed, "cached": sections - computed,
-             "seconds": round(sum(r.work.get("encode_seconds", 0.0)
-                                  for r in pipe.records["embed"]), 3)}
-    if pipe.records["keywords"]:
-        kw = sum(r.work.get("computed", 0) for r in pipe.records["keywords"])
-        embed["keyword_vectors"] = {"computed": kw, "cached": sections - kw}
-    extract_stats = {**extract, "sections": sections, "reused_shards": sum(
-        bool(r.info.get("reused")) for r in pipe.records["extract"])}
-    return {"extract": extract_stats, "embed": embed,
-            "shards": {"count": pipe.count, "non_empty": len(pipe.layout),
-                       "shard_pages": shard_pages, "task_runs": pipe.task_runs}}
-
-
 @flow(name="build-pack", flow_run_name=_run_name, log_prints=False,
       task_runner=task_runner())  # $KPACK_TASK_RUNNER or threads; run_build can override
 def build_pack(
@@ -397,16 +237,6 @@ def build_pack(
     return summary
 
 
-def shortfalls(summary: dict) -> list[str]:
-    """What a published build lacks: failed sources, a partial pack (empty when clean)."""
-    out = []
-    if summary.get("failed_sources_total"):
-        out.append(f"{summary['failed_sources_total']} sources not included")
-    if summary.get("partial"):
-        out.append("the pack is partial (see manifest partial_reasons)")
-    return out
-
-
 def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
     """The body of build_pack, with the pack's lock held."""
     log = get_run_logger()
@@ -422,7 +252,7 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
     usable = sum(r.rows["usable"] for r in fetched)
     if usable == 0:
         raise BuildError(f"{source.name}: none of the {len(source.urls)} URLs could be "
-                         f"fetched ({_reasons(fetched)}); nothing was published")
+                         f"fetched ({fetch_reasons(fetched)}); nothing was published")
     fingerprint = inputs_fingerprint(ctx, fetched)
     out = Path(out_dir)
     unchanged = unchanged_build(out, source.name, fingerprint)
@@ -440,7 +270,7 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
     links_f = pipe.submit("links", None, {"fetch": fetched})
     budgets: dict[int, float | None] = {s.index: None for s in layout}
     if ctx.extract.max_cost_usd is not None:
-        budgets = _budgets(ctx.extract.max_cost_usd, pipe.wait(split_f.values()))
+        budgets = shard_budgets(ctx.extract.max_cost_usd, pipe.wait(split_f.values()))
     extract_f = pipe.map("extract", lambda s: {"split": split_f[s.index],
                                                 "budget_usd": budgets[s.index]})
     embed_f = pipe.map("embed", lambda s: {"split": split_f[s.index]})
@@ -463,7 +293,7 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
     publish_f = pipe.submit("publish", None, {
         "fetch": fetched, "split": split, "embed": embedded, "keywords": keywords,
         "extract": extracted, "links": links, "resolve": resolved, "fingerprint": fingerprint,
-        "durations": durations, "stats": _stats(pipe, source.config.shard_pages)},
+        "durations": durations, "stats": build_stats(pipe, source.config.shard_pages)},
         wait_for=[links_f, *embed_f.values()])
     [summary] = pipe.wait([publish_f])
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
@@ -480,15 +310,6 @@ def fetch_all(pipe: Pipeline) -> list[Record]:
     window, per_shard = fetch_window(pipe.ctx.fetch, len(pipe.layout))
     return pipe.run_windowed("fetch", lambda s: {}, window,
                              dataclasses.replace(pipe.ctx, fetch=per_shard))
-
-
-def _reasons(fetched: list[Record]) -> str:
-    reasons: dict[str, int] = defaultdict(int)
-    for r in fetched:
-        for reason, n in r.info.get("reasons", {}).items():
-            reasons[reason] += n
-    top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
-    return "; ".join(f"{n} × {reason}" for reason, n in top) or "no reason recorded"
 
 
 def _in_process_runner() -> bool:
@@ -529,102 +350,6 @@ def mark_crashed(pack: str, dead_build_id: str, log) -> int:
     return len(runs)
 
 
-def build_context(source: SourceConfig, build_id: str, out_dir: str | Path, work_dir: str | Path,
-                  embedding_model: str | None, extractor: str | None,
-                  allow_private_hosts: bool, max_cost_usd: float | None,
-                  force: bool = False, retry_failed: bool = False) -> BuildContext:
-    """The settings every stage of this build runs with (models resolved, kinds checked)."""
-    model_name = resolve_embedding_model(source.config, embedding_model)
-    embedder = describe_model(model_name)
-    embedding = EmbeddingInfo(
-        model=embedder.model_id, dim=embedder.dim, normalized=True,
-        query_prefix=embedder.spec.query_prefix, document_prefix=embedder.spec.document_prefix,
-        max_seq_length=embedder.max_seq_length, gate_threshold=embedder.spec.gate_threshold,
-    )
-    max_words, overlap_words = chunking(source, embedder)
-    xcfg = extract_config(source, extractor, max_cost_usd, retry_failed)
-    return BuildContext(
-        pack=source.name, work=WorkDir(Path(work_dir).resolve(), source.name),
-        build_id=build_id, fetch=fetch_config(source, allow_private_hosts),
-        max_words=max_words, overlap_words=overlap_words, extract=xcfg,
-        extract_kind=extract_core.resolve_kind(xcfg), model=model_name, embedding=embedding,
-        keyword_vectors=source.config.keyword_vectors, out_dir=str(Path(out_dir).resolve()),
-        source_folder=str(source.folder), description=source.config.description,
-        keep_builds=source.config.keep_builds, faults=os.environ.get(faults.ENV, ""),
-        force=force, guard_max_failed_share=source.config.guard_max_failed_share,
-        guard_max_loss_share=source.config.guard_max_loss_share,
-        query_encoder=source.config.query_encoder,
-    )
-
-
-@flow(name="estimate-pack", flow_run_name="{name}-estimate", log_prints=False)
-def estimate_pack(
-    name: str, source_dir: str, work_dir: str, embedding_model: str | None = None,
-    extractor: str | None = None, allow_private_hosts: bool = False,
-) -> dict:
-    """Fetch and split like a build, then price the extraction without calling Claude."""
-    source = load_source(source_dir)
-    ctx = build_context(source, new_build_id(), Path(work_dir) / "estimate-out", work_dir,
-                        embedding_model, extractor or "offline", allow_private_hosts, None)
-    layout = plan_shards(ctx, [u.url for u in source.urls], source.config.shard_pages)
-    pipe = Pipeline(ctx, layout)
-    fetched = fetch_all(pipe)
-    by_shard = {r.shard: r for r in fetched}
-    split = pipe.wait(pipe.map("split", lambda s: {"fetch": by_shard[s.index]}).values())
-    xcfg = extract_config(source, "claude", None)
-    total: dict = defaultdict(int)
-    from tasks.extract_claude import remembered
-    from tasks.stages.extract import _settings, known_outputs
-
-    settings = _settings(dataclasses.replace(ctx, extract=xcfg))
-    for shard, record in zip(layout, split):
-        known, memory = known_outputs(list(shard.previous_outputs("extract")))
-        est = extract_core.estimate_cost(
-            record.table("sections"), xcfg, set(known),
-            {k for k, f in memory.failures.items() if remembered(f, settings)})
-        for k in ("sections", "cached", "remembered", "to_call", "calls", "input_tokens",
-                  "output_tokens"):
-            total[k] += est[k]
-        total["cost_usd"] += est["cost_usd"]
-        meta = {k: est[k] for k in ("model", "mode", "price_known", "prices_as_of")}
-    pages = sum(r.rows["usable"] for r in fetched)
-    return {"pack": source.name, "pages": pages, **dict(total),
-            "cost_usd": round(total["cost_usd"], 6),
-            "usd_per_100_pages": round(100 * total["cost_usd"] / pages, 4) if pages else 0.0,
-            **meta}
-
-
-def _prefect_settings(work: Path):
-    return temporary_settings(updates={
-        PREFECT_LOCAL_STORAGE_PATH: str((work / "prefect-results").resolve()),
-        PREFECT_RESULTS_PERSIST_BY_DEFAULT: True,
-    })
-
-
-def quiet_libraries() -> None:
-    for name in ("httpx", "httpcore", "trafilatura", "htmldate", "courlan", "urllib3"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def run_estimate(source_dir: str | Path, out_dir: str | Path, *, work_dir=None,
-                 embedding_model: str | None = None, extractor: str | None = None,
-                 allow_private_hosts: bool = False) -> dict:
-    """`kpack build --estimate`: tokens and USD of extracting the source's sections.
-
-    Sections the last build already extracted count zero. Nothing is published.
-    """
-    source = load_source(source_dir)
-    work = Path(work_dir) if work_dir else Path(out_dir) / ".work"
-    work.mkdir(parents=True, exist_ok=True)
-    quiet_libraries()
-    with _prefect_settings(work):
-        return estimate_pack(
-            name=source.name, source_dir=str(source.folder), work_dir=str(work.resolve()),
-            embedding_model=embedding_model, extractor=extractor,
-            allow_private_hosts=allow_private_hosts,
-        )
-
-
 def run_build(
     source_dir: str | Path,
     out_dir: str | Path,
@@ -655,7 +380,7 @@ def run_build(
     quiet_libraries()
     build_id = new_build_id()
     try:
-        with _prefect_settings(work), server.api_for_build(log=log), \
+        with result_settings(work), server.api_for_build(log=log), \
                 tags(f"pack:{source.name}"):
             flow_fn = (build_pack.with_options(task_runner=task_runner(task_runner_setting))
                        if task_runner_setting else build_pack)

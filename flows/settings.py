@@ -1,13 +1,20 @@
-"""Prefect settings the project needs, applied before Prefect is imported.
+"""Prefect settings the project needs, applied once by each entry point.
 
-Project-wide defaults also live in `prefect.toml` at the repository root (read by Prefect
-when run from there); this module makes the same choices hold wherever `kpack` runs.
-A value the user has set in the environment always wins.
+Prefect reads its settings when it is first imported, so an entry point calls
+`configure_prefect_env()` before anything imports Prefect: `kpack` (`flows.cli.main`),
+`flows.schedule.serve` (whose flow-run subprocesses inherit the environment), the
+benchmarks' `benchmarks.common.setup()` and the tests' conftest. Importing a module never
+changes a setting. A value the user has set in the environment always wins.
+
+`prefect.toml` at the repository root only covers `prefect` commands run by hand from
+there (analytics off); everything `kpack` starts gets its settings from here.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from pathlib import Path
 
 DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -23,8 +30,45 @@ DEFAULTS = {
 
 
 def configure_prefect_env() -> None:
+    """Set each of DEFAULTS in os.environ unless the user set it; idempotent. Call it from
+    an entry point before Prefect is imported (later calls reach only subprocesses)."""
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
+
+
+def results_dir(work_dir: Path) -> Path:
+    """Where a build's Prefect task results are persisted: the work dir's prefect-results/."""
+    return (Path(work_dir) / "prefect-results").resolve()
+
+
+def result_settings(work_dir: Path):
+    """A context manager (Prefect's temporary_settings) persisting task results under
+    `results_dir(work_dir)`, for a build or estimate run in this process."""
+    from prefect.settings import (
+        PREFECT_LOCAL_STORAGE_PATH,
+        PREFECT_RESULTS_PERSIST_BY_DEFAULT,
+        temporary_settings,
+    )
+
+    return temporary_settings(updates={
+        PREFECT_LOCAL_STORAGE_PATH: str(results_dir(work_dir)),
+        PREFECT_RESULTS_PERSIST_BY_DEFAULT: True,
+    })
+
+
+def quiet_libraries() -> None:
+    """HTTP and HTML-extraction libraries log at WARNING and above only (they are chatty
+    at INFO for every page)."""
+    for name in ("httpx", "httpcore", "trafilatura", "htmldate", "courlan", "urllib3"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def run_environment(work_dir: Path) -> dict[str, str]:
+    """The result settings of a build as environment variables (for flow runs started in
+    subprocesses; `run_build` sets the same values in-process): task results persisted
+    under `results_dir(work_dir)`."""
+    return {"PREFECT_LOCAL_STORAGE_PATH": str(results_dir(work_dir)),
+            "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "true"}
 
 
 class _OneLineErrors:
@@ -45,8 +89,6 @@ class _OneLineErrors:
 def console_errors_one_line() -> None:
     """Keep tracebacks out of the terminal (unless KPACK_DEBUG is set): the CLI prints
     one line with the reason last. Call it after Prefect has configured logging."""
-    import logging
-
     if os.environ.get("KPACK_DEBUG"):
         return
     for handler in logging.getLogger().handlers:

@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from packs import markdown
+
 CONTENT_KINDS = ("code", "prose")
 
 LANGUAGE_ALIASES: dict[str, str] = {
@@ -56,7 +58,6 @@ _QUESTION_NAMES: dict[str, str] = {
     "toml": "toml", "html": "html", "xml": "xml", "php": "php", "swift": "swift",
     "scala": "scala",
 }
-_FENCE_OPEN = re.compile(r"^ {0,3}(?:`{3,}|~{3,})[ \t]*\{?[ \t]*\.?([A-Za-z0-9_+#.-]+)", re.M)
 _QUESTION_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#]*")
 
 
@@ -70,12 +71,12 @@ def fence_languages(text: str) -> list[str]:
     """Languages named on the opening lines of the text's code fences, in order, deduplicated.
 
     Only the first word of the info string counts (```` ```yaml title="pod.yaml" ```` →
-    yaml). A fence without an info string names no language. Closing fences never match
-    (they carry no word after the backticks).
+    yaml). A fence without an info string names no language. The fences are read by
+    `packs.markdown`, so a fence-like line inside a code block names nothing.
     """
     found: dict[str, None] = {}
-    for m in _FENCE_OPEN.finditer(text or ""):
-        lang = normalise_language(m.group(1))
+    for word in markdown.fence_languages(text or ""):
+        lang = normalise_language(word)
         if lang and not lang[0].isdigit():
             found.setdefault(lang, None)
     return list(found)
@@ -87,7 +88,7 @@ def fence_regex(language: str) -> str:
     lang = normalise_language(language)
     names = sorted({lang, *(a for a, c in LANGUAGE_ALIASES.items() if c == lang)})
     alt = "|".join(re.escape(n) for n in names)
-    return rf"(?im)^ {{0,3}}(?:`{{3,}}|~{{3,}})[ \t]*\{{?[ \t]*\.?(?:{alt})(?:[^A-Za-z0-9_+#.-]|$)"
+    return "(?im)" + markdown.fence_opener_pattern(alt)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from packs.embedding import Embedder
+from packs.markdown import replace_fences
 
 
 def embedding_text(heading_path: str, content: str) -> str:
@@ -100,7 +101,6 @@ KEYWORD_VERSION = "kw-v2"  # bump when the keyword text recipe changes
 MAX_KEY_PHRASES = 8
 MAX_KEYWORD_ENTITIES = 16
 
-_FENCED = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 _PHRASE_SPLIT = re.compile(r"[.,;:!?()\[\]{}\"'`|<>=*#/\\]+|\s-\s|\n")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*")
 
@@ -111,7 +111,7 @@ def key_phrases(text: str, k: int = MAX_KEY_PHRASES) -> list[str]:
     is skipped. Deterministic; ties keep first-occurrence order."""
     from packs.retrieval.quality import STOP_WORDS
 
-    prose = _FENCED.sub(" ", text or "")
+    prose = replace_fences(text or "", " ")
     candidates: list[tuple[str, ...]] = []
     for chunk in _PHRASE_SPLIT.split(prose):
         run: list[str] = []

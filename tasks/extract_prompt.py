@@ -31,7 +31,7 @@ CHARS_PER_TOKEN = 4.0
 TOOL_USE_OVERHEAD_TOKENS = 350
 
 _TAGS = ("section", "page_title", "heading_path", "text")
-_TAG_RE = re.compile(r"<(/?\s*(?:%s)\b[^>]*)>" % "|".join(_TAGS), re.I)
+_TAG_RE = re.compile(r"<(/?\s*(?:" + "|".join(_TAGS) + r")\b[^>]*)>", re.I)
 
 
 def _example_block(n: int, ex: dict) -> str:

@@ -1,6 +1,7 @@
 """Markdown handling for the fetch stage (pure): front matter, Hugo shortcodes, links.
 
-Also the link and fence helpers that `tasks.fetch_parse` uses on trafilatura's Markdown.
+Also the link helpers that `tasks.fetch_parse` uses on trafilatura's Markdown. Fences and
+headings are read by `packs.markdown`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import frontmatter
 import yaml
 
-FENCE = re.compile(r"^\s*(```|~~~)")  # a code fence line (open or close)
+from packs.markdown import heading, line_kinds
+
 # [text](href "title"); not an image (!) and not an escaped \[ that trafilatura writes for a
 # literal bracket. Group 1 text, 2 href, 3 optional title.
 LINK = re.compile(r"(?<![\\!])\[((?:\\.|[^\]\\])*)\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\))?)>?(\s+\"[^\"]*\")?\s*\)")
@@ -50,7 +52,6 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _A_HREF = re.compile(r"""<a\s[^>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 _REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$", re.M)
 _AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
-_ATX_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
 
 
 def strip_shortcodes(text: str) -> str:
@@ -135,15 +136,11 @@ def _outside_fences(text: str, fn: Callable[[str], str]) -> str:
     """Apply `fn` to each run of lines outside ``` / ~~~ fences; fenced code is kept."""
     out: list[str] = []
     run: list[str] = []
-    in_fence = False
-    for line in text.split("\n"):
-        if FENCE.match(line):
-            if not in_fence and run:
+    for line, kind, _ in line_kinds(text.split("\n")):
+        if kind != "text":
+            if run:
                 out.append(fn("\n".join(run)))
                 run = []
-            out.append(line)
-            in_fence = not in_fence
-        elif in_fence:
             out.append(line)
         else:
             run.append(line)
@@ -153,10 +150,7 @@ def _outside_fences(text: str, fn: Callable[[str], str]) -> str:
 
 
 def _first_h1(body: str) -> str | None:
-    in_fence = False
-    for line in body.splitlines():
-        if FENCE.match(line):
-            in_fence = not in_fence
-        elif not in_fence and (m := _ATX_H1.match(line)):
-            return strip_shortcodes(m.group(1)).strip() or None
+    for line, kind, _ in line_kinds(body.splitlines()):
+        if kind == "text" and (h := heading(line)) and h.level == 1 and h.text:
+            return strip_shortcodes(h.text).strip() or None
     return None

@@ -18,7 +18,8 @@ import charset_normalizer
 import lxml.html
 from lxml import etree
 
-from tasks.fetch_markdown import FENCE, INLINE_CODE, LINK, collect_link, markdown_document, resolve_link
+from packs.markdown import Fence, line_kinds
+from tasks.fetch_markdown import INLINE_CODE, LINK, collect_link, markdown_document, resolve_link
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown"})
@@ -238,17 +239,17 @@ def tidy_markdown(markdown: str, base: str, *, page_url: str) -> tuple[str, list
     permalink anchors; fences get blank lines around them; link targets become absolute."""
     out: list[str] = []
     links: list[str] = []
-    in_fence = False
+    open_fence: Fence | None = None
     after_fence = False
-    for line in markdown.splitlines():
-        if FENCE.match(line):
-            if not in_fence and out and out[-1].strip():
+    for line, kind, fence in line_kinds(markdown.splitlines()):
+        if kind in ("open", "close"):
+            if kind == "open" and out and out[-1].strip():
                 out.append("")
             out.append(line.strip())
-            in_fence = not in_fence
-            after_fence = not in_fence
+            open_fence = fence if kind == "open" else None
+            after_fence = kind == "close"
             continue
-        if in_fence:
+        if kind == "code":
             out.append(line)
             continue
         line = line.rstrip()
@@ -263,8 +264,8 @@ def tidy_markdown(markdown: str, base: str, *, page_url: str) -> tuple[str, list
         else:
             line = _absolutise_links(line, base, page_url, links)
         out.append(line)
-    if in_fence:
-        out.append("```")
+    if open_fence is not None:
+        out.append(open_fence.run)
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
     return text, links
 

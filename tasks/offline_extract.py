@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import re
 
-OFFLINE_VERSION = "offline-v1"  # bump when the heuristics change
+from packs.markdown import list_marker, replace_fences
+
+OFFLINE_VERSION = "offline-v2"  # bump when the heuristics change; v2: ~~~ fences skipped too
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are code identifiers, "
     "defined terms and headings found by pattern; relationships are same-sentence "
@@ -46,7 +48,6 @@ GENERIC_HEADINGS = frozenset({
     "cleaning up", "cleanup", "feedback", "further reading", "related", "resources",
 })
 
-_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _HEADING_SPLIT = re.compile(r"\s+[>›»/]\s+")
 _NUMBERING = re.compile(r"^\s*(?:#+\s*)?(?:\d+(?:\.\d+)*\.?|[IVX]+\.)?\s*")
 _TITLE_SUFFIX = re.compile(r"\s+[|–—-]\s+[^|–—-]+$")
@@ -65,7 +66,6 @@ _BARE_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,5}s?\b")
 _TITLE_PHRASE = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,3}\b")
 _LEADING_STOP = re.compile(r"^(?:The|A|An|This|These|That|Those|In|On|For|To|If|When|Use|With)\s+")
 _IDENT_LIKE = re.compile(r"^[A-Za-z_][\w.:/-]*(?:\(\))?$")
-_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _MD_NOISE = re.compile(r"\*\*|__|\[([^\]]*)\]\([^)]*\)")
 
 
@@ -94,7 +94,8 @@ def _looks_like_code(name: str) -> bool:
 def _sentences(prose: str) -> list[str]:
     out = []
     for line in prose.splitlines():
-        line = _LIST_MARK.sub("", line).strip()
+        marker = list_marker(line)
+        line = line[marker.end():].strip() if marker else line.strip()
         if line and not line.startswith("#") and not line.startswith("|"):
             out.extend(s.strip() for s in _SENT_SPLIT.split(line) if s.strip())
     return out
@@ -108,7 +109,7 @@ def extract_offline(page_title: str, heading_path: str, content: str) -> dict:
     """One section's entities/relationships/facts in the Claude tool-output shape:
     {"entities": [{name, type, description, aliases}], "relationships": [{source, relation,
     target, evidence}], "facts": [{text, entity}]}. Deterministic; never raises on odd text."""
-    prose = _FENCE.sub("\n", content or "")
+    prose = replace_fences(content or "", "\n")
     sentences = _sentences(prose)
     entities: dict[str, dict] = {}  # lower-cased name -> entity
     per_sentence: list[tuple[str, list[str]]] = []
@@ -139,7 +140,7 @@ def extract_offline(page_title: str, heading_path: str, content: str) -> dict:
         plain = _plain(sentence)
         found: list[str] = []
 
-        def note(name: str | None) -> None:
+        def note(name: str | None, found: list[str] = found) -> None:
             if name and name not in found:
                 found.append(name)
 

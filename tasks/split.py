@@ -2,7 +2,8 @@
 
 Rules (the pure core, `split_markdown`):
 - `##`, `###` and `####` start sections; `#` is the page title; `#####`+ stay in the text.
-- Fence-aware: a `#` inside a ``` or ~~~ block is code, not a heading.
+- Fence-aware: a `#` inside a ``` or ~~~ block is code, not a heading (fences and
+  headings are read by `packs.markdown`, CommonMark's rules).
 - Text before the first section heading is the intro section, titled with the page title.
 - Every heading yields a section, even one with no body, so the pack mirrors the page.
 - A section's heading path starts at the page title: "Pods > Pod lifecycle > Restart policy",
@@ -23,13 +24,13 @@ from dataclasses import dataclass
 import polars as pl
 
 from packs import format as fmt
+from packs.markdown import heading, iter_lines_with_fences
 from tasks.links import canonical_url
 
-SPLITTER_VERSION = "split-v3"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v4"  # v2: long lines cut at sentence ends; v3: leading heading as title
+# v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 HEADING_SEP = " > "
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _WORD = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 
@@ -58,23 +59,6 @@ def _clean_heading(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("`", "")).strip()
 
 
-def iter_lines_with_fences(text: str):
-    """Yield (line, in_code) pairs; fence lines themselves count as code."""
-    fence: str | None = None
-    for line in text.splitlines():
-        m = _FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(1)
-            yield line, True
-        elif fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence[0] * len(fence)) and set(stripped) <= {fence[0]}:
-                fence = None
-            yield line, True
-        else:
-            yield line, False
-
-
 def sections_from_markdown(text: str, page_title: str) -> list[RawSection]:
     """Cut Markdown into raw sections by ##–#### headings (see module docstring)."""
     title = page_title.strip() or "Untitled"
@@ -91,18 +75,20 @@ def sections_from_markdown(text: str, page_title: str) -> list[RawSection]:
             out.append(RawSection(current_title, current_path, current_level, text_body))
 
     for line, in_code in iter_lines_with_fences(text):
-        m = None if in_code else _HEADING.match(line)
-        if m and len(m.group(1)) == 1:
+        h = None if in_code else heading(line)
+        if h and not h.text:
+            h = None  # an empty heading ("##") stays in the text
+        if h and h.level == 1:
             if not body and not seen_heading:
                 continue  # the page's own title line
-            body.append(_clean_heading(m.group(2)))
+            body.append(_clean_heading(h.text))
             continue
-        if m and 2 <= len(m.group(1)) <= 4:
+        if h and 2 <= h.level <= 4:
             flush()
-            level = len(m.group(1))
-            heading = _clean_heading(m.group(2)) or "(untitled)"
-            stack = [(lv, h) for lv, h in stack if lv < level] + [(level, heading)]
-            current_title, current_level = heading, level
+            level = h.level
+            name = _clean_heading(h.text) or "(untitled)"
+            stack = [(lv, n) for lv, n in stack if lv < level] + [(level, name)]
+            current_title, current_level = name, level
             current_path = (title, *(h for _, h in stack))
             body = []
             seen_heading = True
@@ -261,9 +247,9 @@ def leading_heading(text: str) -> tuple[str, str] | None:
     for i, (line, in_code) in enumerate(iter_lines_with_fences(text)):
         if not line.strip():
             continue
-        m = None if in_code else _HEADING.match(line)
-        if m and len(m.group(1)) <= 4 and _clean_heading(m.group(2)):
-            return _clean_heading(m.group(2)), "\n".join(lines[i + 1:])
+        h = None if in_code else heading(line)
+        if h and h.level <= 4 and _clean_heading(h.text):
+            return _clean_heading(h.text), "\n".join(lines[i + 1:])
         return None
     return None
 

@@ -9,12 +9,14 @@ import tempfile
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
-os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
-os.environ["DO_NOT_TRACK"] = "1"
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="kpack-prefect-home-"))
 # Tests decide for themselves whether Claude is reachable.
 for _var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "KPACK_EMBEDDING_MODEL"):
     os.environ.pop(_var, None)
+
+from flows.settings import configure_prefect_env  # noqa: E402
+
+configure_prefect_env()  # what every entry point applies (analytics off, ...)
 
 import pytest  # noqa: E402
 

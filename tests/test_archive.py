@@ -17,7 +17,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from flows.cli_distribute import register
+from flows.cli.admin import register
 from loopback_site import LoopbackSite
 from packs import KnowledgePack
 from packs.archive import ArchiveError, pack_archive, sha256_file

@@ -7,13 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from flows.artifacts import (
+from flows.artifacts import ProgressArtifact, artifact_key, chain, publish_report
+from flows.report import (
     MAX_TABLE_ROWS,
-    ProgressArtifact,
-    artifact_key,
     capped_rows,
-    chain,
-    publish_report,
     report_markdown,
     sources_rows,
     with_manifest,

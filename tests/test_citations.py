@@ -88,7 +88,7 @@ resources:
     memory: 1Gi
 ```
 
-First line with a hard break  
+First line with a hard break\x20\x20
 second line.
 
 #### Heading inside a section

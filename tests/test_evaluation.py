@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from flows.cli_eval import register
+from flows.cli.evaluate import register
 from packs import KnowledgePack
 from packs.eval_judge import RUBRIC, judge_answer
 from packs.eval_metrics import (

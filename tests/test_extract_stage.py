@@ -29,7 +29,7 @@ def _respond(request):
 
 
 def _context(tmp_path: Path, toml: str = "", retry_failed: bool = False):
-    from flows.build import build_context
+    from flows.plan import build_context
     from tasks.sources import load_source
 
     source = tmp_path / "src"

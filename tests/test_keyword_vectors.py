@@ -118,7 +118,7 @@ def test_format_1_packs_are_still_readable(built, tmp_path):
 
 
 def test_keywords_stage_reuses_vectors_of_unchanged_texts(built, tmp_path):
-    from flows.build import build_context
+    from flows.plan import build_context
     from tasks.shards import Shard
     from tasks.sources import load_source
     from tasks.stages import keywords

@@ -238,7 +238,7 @@ def test_cli_mcp_fails_cleanly_on_a_bad_pack(tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from flows.cli_distribute import register
+    from flows.cli.admin import register
 
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     register(app)

@@ -175,7 +175,9 @@ def test_each_pack_is_searched_with_its_own_model(packset, two_packs):
 
 def test_a_pack_whose_model_cannot_load_fails_on_first_query(two_packs):
     # Without the folder mapping the copy's id is not loadable offline.
-    with PackSet.open([two_packs["kitchen"]]) as ps, pytest.raises(Exception):
+    from packs.embedding import EmbeddingModelError
+
+    with PackSet.open([two_packs["kitchen"]]) as ps, pytest.raises(EmbeddingModelError):
         ps.search("kneading bread")
 
 

@@ -241,7 +241,7 @@ def test_the_build_leaves_its_artifacts(prefect_server, first_build):
 SERVE_SCRIPT = """
 import sys
 from datetime import timedelta
-from deployments.serve import serve
+from flows.schedule import serve
 serve(sys.argv[1], sys.argv[2], every=timedelta(seconds=float(sys.argv[3])))
 """
 

@@ -9,8 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from deployments.serve import build_deployments, discover_sources, run_environment
-from flows.cli_serve import register
+from flows.schedule import build_deployments, discover_sources, run_environment
+from flows.cli.serve import register
 from tasks.sources import SourceError
 
 

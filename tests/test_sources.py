@@ -92,7 +92,7 @@ def test_pack_toml_is_typed_and_validated(tmp_path: Path) -> None:
 
 
 def test_chunking_follows_pack_toml_within_the_model_window(tmp_path: Path) -> None:
-    from flows.build import chunking
+    from flows.plan import chunking
     from packs.embedding import Embedder
 
     embedder = Embedder("sentence-transformers/all-MiniLM-L6-v2")  # 256 tokens ≈ 140 words

@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from packs.markdown import heading, list_marker, opening_fence
 from packs.retrieval.quality import STOP_WORDS
 
 SECTION_PRIOR = 0.3  # added for the top section, divided by rank below it
@@ -39,9 +40,6 @@ NUMBER_BONUS = 0.15
 SHORT_WORDS = 4  # units with fewer words score half
 MAX_CODE_LINES = 5  # longer code blocks are never chosen whole
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
-_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])(\s+|$)")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _QUOTE_MARK = re.compile(r"^\s*>\s?", re.M)
@@ -143,7 +141,7 @@ def segment(text: str) -> list[Unit]:
         if para:
             a, b = para[0][0], para[-1][1]
             if para_kind == "item":
-                marker = _ITEM.match(text[a:para[0][1]])
+                marker = list_marker(text[a:para[0][1]])
                 a += marker.end() if marker else 0
             if text[a:b].endswith("\\"):  # a hard line break, not part of the text
                 b -= 1
@@ -154,12 +152,11 @@ def segment(text: str) -> list[Unit]:
     while i < len(lines):
         a, b = lines[i]
         line = text[a:b]
-        fence = _FENCE.match(line)
+        fence = opening_fence(line)
         if fence:
             flush()
-            mark = fence.group(1)
             j = i + 1
-            while j < len(lines) and not text[lines[j][0]:lines[j][1]].strip().startswith(mark):
+            while j < len(lines) and not fence.closed_by(text[lines[j][0]:lines[j][1]]):
                 j += 1
             body = lines[i + 1:j]
             if body:
@@ -171,7 +168,7 @@ def segment(text: str) -> list[Unit]:
         if not line.strip():
             flush()
             header = None
-        elif _HEADING.match(line):
+        elif heading(line):
             flush()
             ha, hb = _trim(text, a, b)
             units.append(Unit(ha, hb, "heading", line.strip("# \t")))
@@ -188,7 +185,7 @@ def segment(text: str) -> list[Unit]:
                                   for h, c in zip(header or [""] * len(cells), cells) if c)
                 ra, rb = _trim(text, a, b)
                 units.append(Unit(ra, rb, "row", shown))
-        elif _ITEM.match(line):
+        elif list_marker(line):
             flush()
             para_kind = "item"
             para = [(a, b)]

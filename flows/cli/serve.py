@@ -1,36 +1,26 @@
 """`kpack serve`: rebuild every source's pack on its schedule, through Prefect.
 
-`register(app)` adds the command to the main `kpack` app (flows/cli.py). Exit codes as
+`register(app)` adds the command to the main `kpack` app (flows/cli/__init__.py). Exit codes as
 there: 0 stopped cleanly, 1 the server or a run failed to start, 2 bad input (no
 sources, an invalid urls.txt or pack.toml, a bad --task-runner). KPACK_DEBUG=1 re-raises.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
+from flows.cli.common import EXIT_FAILED, fail
 
-
-def _fail(exc: BaseException) -> None:
+def _fail(exc: BaseException) -> NoReturn:
     from flows.runners import TaskRunnerSettingError
     from tasks.sources import SourceError
 
-    if os.environ.get("KPACK_DEBUG"):
-        raise exc
-    typer.echo(f"error: {exc}", err=True)
-    bad_input = (SourceError, TaskRunnerSettingError, FileNotFoundError)
-    from flows.server import ServerError
-
-    if isinstance(exc, ServerError):
-        raise typer.Exit(EXIT_FAILED)
-    raise typer.Exit(EXIT_BAD_INPUT if isinstance(exc, bad_input) else EXIT_FAILED)
+    # A ServerError (flows.server, a RuntimeError) is a failure, never bad input.
+    fail(exc, (SourceError, TaskRunnerSettingError, FileNotFoundError))
 
 
 def serve(
@@ -53,7 +43,7 @@ def serve(
     if needs := build_missing_message("kpack serve"):  # a runtime-only install
         _fail(MissingExtraError(needs))
     try:
-        from deployments.serve import serve as serve_all
+        from flows.schedule import serve as serve_all
 
         serve_all(sources, out, work_dir,
                   every=timedelta(seconds=every) if every else None, limit=limit,

@@ -1,40 +1,33 @@
-"""`kpack mcp | pack | install | list`: serve packs to agents, and ship them as archives.
+"""`kpack diff | inspect | verify | mcp | pack | install | list`: look into packs, serve
+them to agents, and ship them as archives.
 
-`register(app)` adds the four commands to the main `kpack` app (flows/cli.py). Same
-conventions as there: thin commands, `--json` for machines, exit codes 0 success, 1 the
-work failed (network, a server that crashed), 2 bad input (unreadable pack, refused or
-mismatched archive, missing file). KPACK_DEBUG=1 re-raises instead of printing one line.
+Thin commands, `--json` for machines; exit codes as in flows/cli/common.py. Bad input
+for diff, inspect and verify is what it is for build and query; for the others it is an
+unreadable pack, a refused or mismatched archive, a missing file or a bad value.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
+from flows.cli.common import core_input_errors, fail, print_json
+
 MAX_SIZE_ENV = "KPACK_MAX_INSTALL_SIZE"
 
 
-def _fail(exc: BaseException) -> None:
+def _distribute_input_errors() -> tuple[type[BaseException], ...]:
     from packs.archive import ArchiveError
     from packs.embedding import EmbeddingModelError
     from packs.format import PackFormatError
 
-    if os.environ.get("KPACK_DEBUG"):
-        raise exc
-    bad_input = (ArchiveError, PackFormatError, EmbeddingModelError, FileNotFoundError,
-                 ValueError)
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(EXIT_BAD_INPUT if isinstance(exc, bad_input) else EXIT_FAILED)
+    return (ArchiveError, PackFormatError, EmbeddingModelError, FileNotFoundError, ValueError)
 
 
-def _print_json(data: object) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+def _fail(exc: BaseException) -> NoReturn:
+    fail(exc, _distribute_input_errors())
 
 
 def _human(n: int) -> str:
@@ -44,6 +37,80 @@ def _human(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"
+
+
+def diff(
+    old: Annotated[Path, typer.Argument(help="Old pack or build folder.")],
+    new: Annotated[Path, typer.Argument(help="New pack or build folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
+) -> None:
+    """Pages added/changed/removed, sections and entities between two builds."""
+    try:
+        from packs.diff import diff_builds, summary_line
+        from packs.layout import resolve_build_dir
+
+        result = diff_builds(resolve_build_dir(old), resolve_build_dir(new))
+    except Exception as exc:  # the CLI edge
+        fail(exc, core_input_errors())
+    if as_json:
+        print_json(result)
+        return
+    typer.echo(summary_line(result))
+    for key, mark in (("pages_added", "+"), ("pages_changed", "~"), ("pages_removed", "-")):
+        for url in result[key]:
+            typer.echo(f"  {mark} {url}")
+
+
+def inspect(
+    pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest as JSON.")] = False,
+) -> None:
+    """Show a pack's manifest: build, counts, model, extractor, sources."""
+    try:
+        from packs.layout import resolve_build_dir
+        from packs.manifest import read_manifest
+
+        manifest = read_manifest(resolve_build_dir(pack))
+    except Exception as exc:  # the CLI edge
+        fail(exc, core_input_errors())
+    if as_json:
+        print_json(manifest.model_dump())
+        return
+    m = manifest
+    typer.echo(f"{m.name}: build {m.build_id} at {m.built_at}{' (PARTIAL)' if m.partial else ''}")
+    if m.description:
+        typer.echo(f"  {m.description}")
+    typer.echo("  counts: " + ", ".join(f"{k} {v}" for k, v in m.counts.model_dump().items()))
+    typer.echo(f"  embedding: {m.embedding.model} (dim {m.embedding.dim})")
+    typer.echo(f"  extractor: {m.extractor.kind} {m.extractor.model or ''} {m.extractor.note}".rstrip())
+    ok = sum(s.status in ("ok", "not_modified") for s in m.sources)
+    typer.echo(f"  sources: {ok}/{len(m.sources)} fetched")
+    for s in m.sources:
+        if s.status not in ("ok", "not_modified"):
+            typer.echo(f"    {s.status}: {s.url}: {s.error}")
+    typer.echo("  durations: " + ", ".join(f"{k} {v:.1f}s" for k, v in m.durations.items()))
+
+
+def verify(
+    pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
+) -> None:
+    """Check every file of a pack's build against the checksums in its manifest (opening a
+    pack checks sizes and the database only). Exit 2 names the first damaged file."""
+    try:
+        from packs.integrity import verify as verify_files
+        from packs.manifest import read_manifest
+        from packs.layout import resolve_build_dir
+
+        build = resolve_build_dir(pack)
+        sums = read_manifest(build).checksums
+        checked = verify_files(build, sums)
+    except Exception as exc:  # the CLI edge
+        fail(exc, core_input_errors())
+    if not checked:
+        typer.echo(f"{build}: this build has no checksums (built before they were recorded); "
+                   "nothing to verify")
+        return
+    typer.echo(f"ok: {build}: {len(checked)} files match their checksums")
 
 
 def mcp(
@@ -65,6 +132,7 @@ def mcp(
     except Exception as exc:  # the CLI edge
         _fail(exc)
 
+
 def pack(
     pack_dir: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Archive path (NAME.tar.gz) or a folder; default ./<name>-<build>.tar.gz.")] = None,
@@ -78,7 +146,7 @@ def pack(
     except Exception as exc:  # the CLI edge
         _fail(exc)
     if as_json:
-        _print_json({**rec.__dict__, "path": str(rec.path),
+        print_json({**rec.__dict__, "path": str(rec.path),
                      "checksum_path": str(rec.checksum_path)})
         return
     typer.echo(f"wrote {rec.path} ({_human(rec.size_bytes)}, {rec.files} files): "
@@ -106,7 +174,7 @@ def install(
     except Exception as exc:  # the CLI edge
         _fail(exc)
     if as_json:
-        _print_json({**rec.__dict__, "path": str(rec.path)})
+        print_json({**rec.__dict__, "path": str(rec.path)})
         return
     replaced = f" (was build {rec.previous_build})" if rec.previous_build else ""
     typer.echo(f"installed {rec.name} build {rec.build_id} into {rec.path}{replaced}; "
@@ -125,7 +193,7 @@ def list_(
     except Exception as exc:  # the CLI edge
         _fail(exc)
     if as_json:
-        _print_json([e.to_dict() for e in entries])
+        print_json([e.to_dict() for e in entries])
         return
     if not entries:
         typer.echo(f"no packs in {folder}")
@@ -142,8 +210,8 @@ def list_(
 
 
 def register(app: typer.Typer) -> None:
-    """Add mcp, pack, install and list to `app`."""
-    app.command(name="mcp")(mcp)
-    app.command(name="pack")(pack)
-    app.command(name="install")(install)
-    app.command(name="list")(list_)
+    """Add diff, inspect, verify, mcp, pack, install and list to `app`."""
+    for name, command in (("diff", diff), ("inspect", inspect), ("verify", verify),
+                          ("mcp", mcp), ("pack", pack), ("install", install),
+                          ("list", list_)):
+        app.command(name=name)(command)

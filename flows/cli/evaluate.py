@@ -1,35 +1,27 @@
 """`kpack eval`: retrieval metrics (and graded answers) of a pack on a questions file.
 
-`register(app)` adds the command to the main `kpack` app (flows/cli.py). Exit codes: 0 success, 1 the evaluation failed
+`register(app)` adds the command to the main `kpack` app (flows/cli/__init__.py). Exit codes: 0 success, 1 the evaluation failed
 (e.g. Claude refused the grading requests), 2 bad input (unreadable pack or questions
 file, eval questions in the pack's few-shot pool). KPACK_DEBUG=1 re-raises.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
+from flows.cli.common import fail, print_json
 
-
-def _fail(exc: BaseException) -> None:
+def _fail(exc: BaseException) -> NoReturn:
     from packs.embedding import EmbeddingModelError
     from packs.eval_questions import EvalLeakError, QuestionsFileError
     from packs.format import PackFormatError
     from packs.options import OptionsError
 
-    if os.environ.get("KPACK_DEBUG"):
-        raise exc
-    bad_input = (PackFormatError, EmbeddingModelError, QuestionsFileError, EvalLeakError,
-                 OptionsError, FileNotFoundError)
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(EXIT_BAD_INPUT if isinstance(exc, bad_input) else EXIT_FAILED)
+    fail(exc, (PackFormatError, EmbeddingModelError, QuestionsFileError, EvalLeakError,
+               OptionsError, FileNotFoundError))
 
 
 def eval_(
@@ -67,7 +59,7 @@ def eval_(
     except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
         _fail(exc)
     if as_json:
-        typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str))
+        print_json(report.to_dict())
         return
     typer.echo(format_report(report, per_question))
 

@@ -7,6 +7,9 @@ folders as parameters (no build id: each run makes its own, so its flow run is n
 `<pack>-<build id>` like a `kpack build`); `serve` hands them to `prefect.serve`, which
 registers them with the Prefect API in $PREFECT_API_URL and runs each flow run in a
 subprocess of this one when it falls due. See deployments/README.md.
+
+It lives in flows/ (it composes the build flow into deployments), so the CLI reaches it
+without flows/ importing anything outside packs/, tasks/ and flows/.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flows.settings import configure_prefect_env, run_environment
 from tasks.sources import URLS_FILE, SourceConfig, SourceError, load_source
 
 if TYPE_CHECKING:
@@ -89,13 +93,6 @@ def build_deployments(sources_dir: Path | str, out_dir: Path | str,
     return deployments
 
 
-def run_environment(work_dir: Path) -> dict[str, str]:
-    """Settings the flow-run subprocesses need, as `run_build` sets them in-process:
-    task results persisted under the work dir's prefect-results/ folder."""
-    return {"PREFECT_LOCAL_STORAGE_PATH": str((work_dir / "prefect-results").resolve()),
-            "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "true"}
-
-
 def serve(sources_dir: Path | str, out_dir: Path | str, work_dir: Path | str | None = None,
           *, every: timedelta | None = None, limit: int | None = DEFAULT_CONCURRENCY,
           task_runner: str | None = None) -> None:
@@ -105,8 +102,10 @@ def serve(sources_dir: Path | str, out_dir: Path | str, work_dir: Path | str | N
     server that lives only as long as this process. `limit` caps concurrent builds.
     `task_runner` (see flows.runners) is passed to the runs as $KPACK_TASK_RUNNER.
     Blocks; returns on Ctrl-C / SIGTERM, pausing the schedules. Raises SourceError for
-    bad sources before anything is registered.
+    bad sources before anything is registered. An entry point: it applies the project's
+    Prefect settings (flows.settings), which its flow-run subprocesses inherit.
     """
+    configure_prefect_env()
     from prefect import serve as prefect_serve
 
     from flows.runners import TASK_RUNNER_ENV, parse_task_runner

@@ -1,0 +1,115 @@
+"""`kpack build`: build (or rebuild) one source's pack and publish it; `--estimate` prints
+what the Claude extraction would cost instead. Exit codes: see flows/cli/common.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
+import typer
+
+from flows.cli.common import EXIT_PARTIAL, core_input_errors, fail, print_json
+
+
+def _fail(exc: BaseException) -> NoReturn:
+    fail(exc, core_input_errors())
+
+
+def build(
+    source: Annotated[Path, typer.Argument(help="Source folder holding urls.txt (and pack.toml).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder the pack is published into, as OUT/<name>/.")] = Path("out"),
+    work_dir: Annotated[Optional[Path], typer.Option(help="Intermediates and caches (default OUT/.work).")] = None,
+    embedding_model: Annotated[Optional[str], typer.Option(help="Model id or local folder; overrides pack.toml and $KPACK_EMBEDDING_MODEL.")] = None,
+    extractor: Annotated[Optional[str], typer.Option(help="auto | claude | offline (default from pack.toml: auto).")] = None,
+    allow_private_hosts: Annotated[bool, typer.Option("--allow-private-hosts", help="Allow fetching from loopback/private addresses.")] = False,
+    max_cost: Annotated[Optional[float], typer.Option(help="Stop starting Claude calls once this many USD are spent.")] = None,
+    task_runner: Annotated[Optional[str], typer.Option(help="threads | threads:N | dask | dask:N | tcp://host:port of a Dask scheduler (default $KPACK_TASK_RUNNER or threads).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Publish even when the publish guard finds the build clearly worse than the current one.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help=f"Exit {EXIT_PARTIAL} when any source failed or the pack is partial (for schedulers).")] = False,
+    estimate: Annotated[bool, typer.Option("--estimate", help="Fetch and split, then print the Claude tokens and USD a build would spend; publish nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the build summary as JSON.")] = False,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Ask Claude again for sections whose answers were unusable on earlier builds (remembered failures are otherwise retried on extract_failure_retries builds, then skipped).")] = False,
+) -> None:
+    """Build (or rebuild) the pack of SOURCE and publish it atomically into OUT/<name>/.
+
+    Before anything is fetched, a preflight checks the config, the embedding model, the
+    hosts, the API key and the output folder (exit 2 with every problem in one line).
+    A build the publish guard finds clearly worse than the current one publishes nothing
+    and exits 1 (--force overrides); a second build of a pack that is being built is
+    refused. With --strict, failed sources or a partial pack exit 3."""
+    from packs.extras import MissingExtraError, build_missing_message
+
+    if needs := build_missing_message():  # a runtime-only install: say what to add
+        _fail(MissingExtraError(needs))
+    if estimate:
+        _estimate(source, out, work_dir, embedding_model, extractor, allow_private_hosts, as_json)
+        return
+    try:
+        from flows.build import run_build, shortfalls
+        from flows.settings import console_errors_one_line
+
+        console_errors_one_line()
+        summary = run_build(
+            source, out, work_dir=work_dir, embedding_model=embedding_model,
+            extractor=extractor, allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost,
+            task_runner_setting=task_runner, force=force, retry_failed=retry_failed,
+            log=lambda line: typer.echo(line, err=True),
+        )
+    except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
+        _fail(exc)
+    _print_build(summary, as_json)
+    if strict and shortfalls(summary):
+        typer.echo(f"strict: {'; '.join(shortfalls(summary))}", err=True)
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+def _print_build(summary: dict, as_json: bool) -> None:
+    if as_json:
+        print_json(summary)
+        return
+    c = summary["counts"]
+    if summary.get("status") == "no changes":
+        typer.echo(f"no changes: {summary['pack']} stays at build {summary['build_id']} "
+                   f"({summary['seconds']} s)")
+        return
+    typer.echo(
+        f"built {summary['pack']} (build {summary['build_id']}) in {summary['seconds']} s: "
+        f"{c['articles']} articles, {c['sections']} sections, {c['entities']} entities, "
+        f"{c['facts']} facts, {c['links']} links"
+    )
+    if summary.get("changes"):
+        from packs.diff import summary_line
+
+        typer.echo(f"changes: {summary_line(summary['changes'])}")
+    extractor = summary["extractor"]
+    typer.echo(f"extractor: {extractor.get('note') or extractor['kind']}")
+    for failed in summary["failed_sources"]:
+        typer.echo(f"  not included: {failed['url']}: {failed['status']}: {failed['error']}")
+    if summary["partial"]:
+        typer.echo("  the pack is PARTIAL: see manifest.json partial_reasons")
+
+
+def _estimate(source, out, work_dir, embedding_model, extractor, allow_private_hosts,
+              as_json) -> None:
+    try:
+        from flows.estimate import run_estimate
+
+        est = run_estimate(source, out, work_dir=work_dir, embedding_model=embedding_model,
+                           extractor=extractor, allow_private_hosts=allow_private_hosts)
+    except Exception as exc:  # the CLI edge
+        _fail(exc)
+    if as_json:
+        print_json(est)
+        return
+    typer.echo(
+        f"estimate for {est['pack']} with {est['model']}: {est['to_call']} of {est['sections']} "
+        f"sections to extract ({est['cached']} cached); ~{est['input_tokens']:,} input + "
+        f"~{est['output_tokens']:,} output tokens ≈ ${est['cost_usd']:.2f} "
+        f"(prices as of {est['prices_as_of']})"
+    )
+
+
+
+def register(app: typer.Typer) -> None:
+    """Add `build` to `app`."""
+    app.command(name="build")(build)

@@ -1,0 +1,157 @@
+"""`kpack query | search`: answer a question from one pack or several, or rank their
+sections for it. Exit codes: see flows/cli/common.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
+import typer
+
+from flows.cli.common import OptionError, core_input_errors, fail, print_json
+
+
+def _fail(exc: BaseException) -> NoReturn:
+    fail(exc, core_input_errors())
+
+
+def _search_options(max_results: int, no_enhancements: bool,
+                    option: list[str] | None) -> dict[str, object]:
+    """CLI flags → keyword overrides of packs.options.SearchOptions (validated there)."""
+    opts: dict[str, object] = {"max_results": max_results}
+    if no_enhancements:
+        opts["use_enhancements"] = False
+    for item in option or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise OptionError(f"--option {item!r}: write NAME=VALUE, e.g. -o hybrid=false")
+        try:
+            opts[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            opts[name.strip()] = value  # a bare string such as bfs
+    return opts
+
+
+def _open(pack: Path, embedding_model: str | None):
+    from packs import KnowledgePack
+
+    return KnowledgePack.open(pack, embedding_model=embedding_model)
+
+
+def _target(args: list[str], packs: list[Path] | None, models: list[str] | None):
+    """(pack or PackSet, question) from `PACK QUESTION` or `--pack A --pack B QUESTION`.
+
+    With several packs, --embedding-model takes MODEL_ID=FOLDER pairs (a local folder for
+    a pack built with MODEL_ID); with one pack, a plain model name or folder as before.
+    """
+    if packs:
+        if len(args) != 1:
+            raise OptionError("with --pack, give only the question (quote it), e.g. "
+                              "kpack query --pack A --pack B \"how do I ...?\"")
+        mapping = {}
+        for item in models or []:
+            model_id, sep, folder = item.partition("=")
+            if not sep:
+                raise OptionError(f"--embedding-model {item!r}: with --pack write "
+                                  "MODEL_ID=FOLDER")
+            mapping[model_id] = folder
+        from packs import PackSet
+
+        return PackSet.open(packs, embedding_models=mapping), args[0]
+    if len(args) != 2:
+        raise OptionError("give PACK and QUESTION (or --pack PACK ... QUESTION)")
+    if models and len(models) > 1:
+        raise OptionError("one --embedding-model for one pack")
+    return _open(Path(args[0]), models[0] if models else None), args[1]
+
+
+ARGS_HELP = "PACK QUESTION, or just QUESTION with --pack (several packs at once)."
+PACKS_HELP = "A pack folder to search; repeat for several packs (results fused by RRF, each labelled with its pack)."
+PER_PACK_HELP = "With several packs: keep the top N of each pack (pack_mode=per_pack) instead of one total cap."
+MODEL_HELP = "Local copy of the pack's model; with --pack, MODEL_ID=FOLDER (repeatable)."
+
+
+def _multi_options(opts: dict[str, object], per_pack: int | None) -> dict[str, object]:
+    if per_pack is not None:
+        opts.update(pack_mode="per_pack", per_pack_results=per_pack)
+    return opts
+
+
+def query(
+    args: Annotated[list[str], typer.Argument(metavar="[PACK] QUESTION", help=ARGS_HELP)],
+    pack: Annotated[Optional[list[Path]], typer.Option("--pack", "-p", help=PACKS_HELP)] = None,
+    max_results: Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")] = 10,
+    per_pack: Annotated[Optional[int], typer.Option("--per-pack", help=PER_PACK_HELP)] = None,
+    no_enhancements: Annotated[bool, typer.Option("--no-enhancements", help="Plain vector search (the gate and quality filter stay on).")] = False,
+    option: Annotated[Optional[list[str]], typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o hybrid=false -o url_prefix=/docs/tasks/.")] = None,
+    embedding_model: Annotated[Optional[list[str]], typer.Option(help=MODEL_HELP)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer dict as JSON.")] = False,
+) -> None:
+    """Answer QUESTION from PACK, or from every --pack (Claude when ANTHROPIC_API_KEY is set,
+    else extractive)."""
+    try:
+        opts = _multi_options(_search_options(max_results, no_enhancements, option), per_pack)
+        target, question = _target(args, pack, embedding_model)
+        with target as kp:
+            result = kp.ask(question, **opts)
+    except Exception as exc:  # the CLI edge
+        _fail(exc)
+    if as_json:
+        print_json(result)
+        return
+    typer.echo(result["answer"])
+    typer.echo("")
+    typer.echo(f"[{result['query_type']}]")
+    # Chunks of one section share its heading: list each heading once, with all its [n].
+    grouped: dict[tuple, list[int]] = {}
+    for src in result["sources"]:
+        key = (src.get("pack"), src.get("heading_path") or src.get("title"), src["url"])
+        grouped.setdefault(key, []).append(src["n"])
+    for (pack_label, heading, url), ns in grouped.items():
+        where = f"[{pack_label}] " if pack_label else ""
+        typer.echo(f"  [{', '.join(map(str, ns))}] {where}{heading} — {url}")
+
+
+def search(
+    args: Annotated[list[str], typer.Argument(metavar="[PACK] QUESTION", help=ARGS_HELP)],
+    pack: Annotated[Optional[list[Path]], typer.Option("--pack", "-p", help=PACKS_HELP)] = None,
+    max_results: Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")] = 10,
+    per_pack: Annotated[Optional[int], typer.Option("--per-pack", help=PER_PACK_HELP)] = None,
+    no_enhancements: Annotated[bool, typer.Option("--no-enhancements", help="Plain vector search (the gate and quality filter stay on).")] = False,
+    option: Annotated[Optional[list[str]], typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o content_kind=code.")] = None,
+    context: Annotated[bool, typer.Option("--context", help="Also print the assembled context (what an agent gets).")] = False,
+    embedding_model: Annotated[Optional[list[str]], typer.Option(help=MODEL_HELP)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the search result as JSON.")] = False,
+) -> None:
+    """Rank the sections of PACK (or of every --pack) for QUESTION and print them (no answer
+    synthesis)."""
+    try:
+        opts = _multi_options(_search_options(max_results, no_enhancements, option), per_pack)
+        target, question = _target(args, pack, embedding_model)
+        with target as kp:
+            result = kp.search(question, **opts)
+    except Exception as exc:  # the CLI edge
+        _fail(exc)
+    data = result.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    if data["gated"]:
+        from packs.retrieval.gate import reason
+
+        typer.echo(f"the pack holds nothing relevant enough ({reason(result)})")
+    if data["filters"]:
+        typer.echo(f"filters: {data['filters']}")
+    for i, sec in enumerate(data["sections"], start=1):
+        where = f"[{sec['pack']}] " if sec.get("pack") else ""
+        typer.echo(f"{i:2d}. {sec['score']:.3f}  {where}{sec['heading_path']}  {sec['url']}")
+    if context:
+        typer.echo(f"\n--- context ({data['context_tokens']} tokens"
+                   f"{', truncated' if data['truncated'] else ''}) ---\n{data['context']}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `query` and `search` to `app`."""
+    app.command(name="query")(query)
+    app.command(name="search")(search)

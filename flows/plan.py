@@ -1,0 +1,154 @@
+"""What a build runs with, worked out before any stage runs: the stages' settings from the
+source's pack.toml and the command line (`build_context`), the shard plan, the fetch
+window, the cost cap per extract shard, and the fingerprint of a build's inputs.
+
+Pure apart from `plan_shards`, which writes the shards' URL lists into the work dir.
+Raises SourceError for settings the model cannot honour (see `chunking`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from packs.embedding import ModelInfo
+from packs.embedding import describe as describe_model
+from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION
+from packs.manifest import EmbeddingInfo
+from tasks import extract as extract_core
+from tasks import faults, shards, stages
+from tasks import fetch as fetch_core
+from tasks import split as split_core
+from tasks.sources import CONFIG_FILE, SourceConfig, SourceError, resolve_embedding_model
+from tasks.stages.common import (
+    BuildContext,
+    Record,
+    WorkDir,
+    previous_outputs,
+    read_state,
+    stage_key,
+)
+
+
+def chunking(source: SourceConfig, embedder: ModelInfo) -> tuple[int, int]:
+    """(words per chunk, overlap words) from pack.toml, or fitted to the model's window.
+    A chunk_words the model cannot read whole is refused: its tail would never be embedded."""
+    fits = split_core.words_for_window(embedder.max_seq_length)
+    words = source.config.chunk_words or fits
+    if words > fits:
+        raise SourceError(
+            f"{source.folder / CONFIG_FILE}: chunk_words = {words} is more than "
+            f"{embedder.model_id} reads ({embedder.max_seq_length} tokens ≈ {fits} words); "
+            f"use at most {fits} or leave it unset")
+    return words, int(words * source.config.chunk_overlap)
+
+
+def fetch_config(source: SourceConfig, allow_private_hosts: bool) -> fetch_core.FetchConfig:
+    cfg = source.config
+    return fetch_core.FetchConfig(
+        timeout_s=cfg.fetch_timeout_s,
+        max_bytes=cfg.max_page_bytes,
+        concurrency=cfg.fetch_concurrency,
+        per_host_concurrency=cfg.per_host_concurrency,
+        allowed_hosts=tuple(cfg.allowed_hosts),
+        allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts,
+    )
+
+
+def extract_config(source: SourceConfig, kind: str | None, max_cost_usd: float | None,
+                   retry_failed: bool = False) -> extract_core.ExtractConfig:
+    cfg = source.config
+    return extract_core.ExtractConfig(
+        kind=kind or cfg.extractor, model=cfg.extractor_model,
+        concurrency=cfg.extract_concurrency, max_cost_usd=max_cost_usd,
+        batch_token_budget=cfg.batch_token_budget, mode=cfg.extract_mode,
+        failure_retries=cfg.extract_failure_retries, retry_failed=retry_failed,
+        batch_timeout_s=cfg.batch_timeout_s,
+    )
+
+
+def fetch_window(config: fetch_core.FetchConfig, shard_count: int) -> tuple[int, fetch_core.FetchConfig]:
+    """(fetch shards run at once, the fetch config of each): the pack's global and
+    per-host limits hold for the whole build, divided among the shards in flight."""
+    window = 1 if config.per_host_delay_s > 0 else max(1, min(shard_count,
+                                                              config.per_host_concurrency))
+    return window, dataclasses.replace(
+        config, concurrency=max(1, config.concurrency // window),
+        per_host_concurrency=max(1, config.per_host_concurrency // window))
+
+
+def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int) -> list[shards.Shard]:
+    """Assign URLs to shards, write each non-empty shard's URL list into the work dir,
+    and attach each shard's lineage (the last build's outputs for its pages)."""
+    count = shards.shard_count(len(urls), shard_pages)
+    groups = shards.assign(urls, count)
+    plan_dir = ctx.work.stage("plan") / stage_key("plan", count, urls)
+    plan_dir.mkdir(parents=True, exist_ok=True)
+    state = read_state(ctx.work)
+    before = int(state.get("count") or 0)
+    layout = []
+    for index, group in enumerate(groups):
+        if not group:
+            continue
+        path = plan_dir / f"{index}.txt"
+        if not path.is_file():
+            path.write_text("".join(u + "\n" for u in group), encoding="utf-8")
+        parents = shards.lineage(index, count, before)
+        previous = tuple(
+            (name, previous_outputs(state, name, variant(ctx, name), parents))
+            for name in ("fetch", "extract", "embed", "keywords"))
+        layout.append(shards.Shard(index, count, str(path), previous))
+    return layout
+
+
+def variant(ctx: BuildContext, name: str) -> str:
+    """What a stage's per-section outputs depend on besides the pages: reused only under
+    the same variant. Extraction responses are keyed by their request (model and prompt
+    included), so any earlier extraction may serve."""
+    return "any" if name == "extract" else stage_key(stages.get(name).settings(ctx))
+
+
+def inputs_fingerprint(ctx: BuildContext, fetched: list[Record]) -> str:
+    """Everything a published build is made from: the pages and every stage's settings."""
+    settings = [(name, stages.get(name).settings(ctx)) for name in stages.PIPELINE
+                if name != "keywords" or ctx.keyword_vectors]
+    return stage_key("inputs", sorted(r.ref for r in fetched), settings, ctx.description,
+                     FORMAT_VERSION, QUERY_MODULE_VERSION)
+
+
+def shard_budgets(cap: float | None, split: list[Record]) -> dict[int, float | None]:
+    """The cost cap shared among the extract shards in proportion to their sections
+    (each shard stops starting calls at its share, so the build never passes the cap)."""
+    if cap is None:
+        return {r.shard: None for r in split}
+    total = sum(r.rows["sections"] for r in split) or 1
+    return {r.shard: cap * r.rows["sections"] / total for r in split}
+
+
+def build_context(source: SourceConfig, build_id: str, out_dir: str | Path, work_dir: str | Path,
+                  embedding_model: str | None, extractor: str | None,
+                  allow_private_hosts: bool, max_cost_usd: float | None,
+                  force: bool = False, retry_failed: bool = False) -> BuildContext:
+    """The settings every stage of this build runs with (models resolved, kinds checked)."""
+    model_name = resolve_embedding_model(source.config, embedding_model)
+    embedder = describe_model(model_name)
+    embedding = EmbeddingInfo(
+        model=embedder.model_id, dim=embedder.dim, normalized=True,
+        query_prefix=embedder.spec.query_prefix, document_prefix=embedder.spec.document_prefix,
+        max_seq_length=embedder.max_seq_length, gate_threshold=embedder.spec.gate_threshold,
+    )
+    max_words, overlap_words = chunking(source, embedder)
+    xcfg = extract_config(source, extractor, max_cost_usd, retry_failed)
+    return BuildContext(
+        pack=source.name, work=WorkDir(Path(work_dir).resolve(), source.name),
+        build_id=build_id, fetch=fetch_config(source, allow_private_hosts),
+        max_words=max_words, overlap_words=overlap_words, extract=xcfg,
+        extract_kind=extract_core.resolve_kind(xcfg), model=model_name, embedding=embedding,
+        keyword_vectors=source.config.keyword_vectors, out_dir=str(Path(out_dir).resolve()),
+        source_folder=str(source.folder), description=source.config.description,
+        keep_builds=source.config.keep_builds, faults=os.environ.get(faults.ENV, ""),
+        force=force, guard_max_failed_share=source.config.guard_max_failed_share,
+        guard_max_loss_share=source.config.guard_max_loss_share,
+        query_encoder=source.config.query_encoder,
+    )

@@ -1,0 +1,126 @@
+"""packs.markdown: the one reader of fences, headings and list items, and the behaviours
+that changed when the five fence parsers were folded into it."""
+
+import re
+
+from packs import filters
+from packs import markdown as md
+from packs.citations import markers
+from packs.retrieval.extractive import segment
+from tasks.embed import key_phrases
+from tasks.fetch_markdown import markdown_document
+from tasks.offline_extract import extract_offline
+from tasks.split import code_fraction, split_markdown
+
+
+def kinds(text: str) -> list[str]:
+    return [kind for _, kind, _ in md.line_kinds(text.splitlines())]
+
+
+def test_fence_closes_only_with_same_char_and_at_least_its_length():
+    text = "````md\n```\n~~~\n```` x\n`````\nafter"
+    assert kinds(text) == ["open", "code", "code", "code", "close", "text"]
+
+
+def test_unclosed_fence_runs_to_the_end():
+    assert kinds("a\n~~~\ncode\n# not a heading") == ["text", "open", "code", "code"]
+    assert md.fence_spans("a\n```\nb") == [(2, 7)]
+
+
+def test_backticks_in_the_info_string_make_a_code_span_not_a_fence():
+    assert md.opening_fence("```ls```") is None
+    assert kinds("```ls```\n## Heading") == ["text", "text"]
+    assert md.opening_fence("~~~ a`b").info == "a`b"  # tildes allow them
+
+
+def test_info_string_language_is_its_first_word():
+    assert md.opening_fence("```yaml title=a.yaml").language == "yaml"
+    assert md.opening_fence("``` {.python}").language == "python"
+    assert md.opening_fence("~~~").language == ""
+    assert md.fence_languages("```py\n```sh\n```\n~~~ rust\n~~~") == ["py", "rust"]
+
+
+def test_fences_nested_in_list_items_are_fences():
+    text = "1. Step\n\n    ```shell\n    # a comment\n    ```\n"
+    assert kinds(text) == ["text", "text", "open", "code", "close"]
+
+
+def test_fences_in_blockquotes_are_fences():
+    # was: the offline extractor and key phrases skipped them, split and filters did not
+    assert kinds("> ```rust,ignore\n> let x = 1;\n> ```\nafter") == ["open", "code", "close", "text"]
+    assert md.opening_fence("> ```rust,ignore").language == "rust"
+
+
+def test_replace_fences_keeps_offsets_or_substitutes():
+    text = "a\n```\nx\n```\nb"
+    assert md.replace_fences(text) == "a\n" + " " * 9 + "\nb"
+    assert md.replace_fences(text, "|") == "a\n|\nb"
+
+
+def test_headings_follow_commonmark():
+    assert md.heading("## C#") == md.Heading(2, "C#")
+    assert md.heading("### Pods ###") == md.Heading(3, "Pods")
+    assert md.heading("##") == md.Heading(2, "")
+    assert md.heading("#5 bolts") is None and md.heading("####### x") is None
+    assert md.heading("    # indented code") is None
+
+
+def test_list_markers():
+    assert md.list_marker("  - item").end() == 4
+    assert md.list_marker("10) ten").end() == 4
+    assert md.list_marker("-not a list") is None
+    assert md.list_marker("1234567890. too long") is None
+
+
+def test_one_fence_pattern_for_the_database():
+    pattern = re.compile(md.fence_opener_pattern("py|python"), re.M)
+    assert pattern.search("x\n  ```python\n") and pattern.search("~~~ {.py}\n")
+    assert not pattern.search("```pyyaml\n")
+    assert pattern.search("> ```python\n")
+
+
+# --- behaviours that changed (each was a disagreement between the old parsers) ------------
+
+def test_offline_extractor_skips_tilde_fences():
+    # was: only ``` fences were skipped, so identifiers in ~~~ code became entities
+    content = "Use the scheduler.\n\n~~~python\nmy_secret_helper = build_thing()\n~~~\n"
+    names = {e["name"] for e in extract_offline("Page", "Page > Section", content)["entities"]}
+    assert "my_secret_helper" not in names
+
+
+def test_split_sees_indented_fences_and_keeps_a_hash_in_headings():
+    # was: a fence indented 4+ spaces (inside a list item) was prose, "## C#" was "C", and
+    # a "```ls```" line opened a fence that ran to the end
+    text = "Intro.\n\n1. Run:\n\n    ```shell\n    ## not a heading\n    ```\n\n## C#\n\nText."
+    chunks = split_markdown(text, "Page")
+    assert [c.title for c in chunks] == ["Page", "C#"]
+    assert code_fraction("1. Run:\n\n    ```shell\n    kubectl get pods -A\n    ```") > 0.5
+    assert code_fraction("```ls```\nprose words here") == 0.0
+
+
+def test_fence_languages_ignore_fence_lines_inside_code():
+    # was: a "```yaml" line shown inside a ~~~ block counted as a yaml fence
+    assert filters.fence_languages("~~~markdown\n```yaml\na: 1\n```\n~~~") == ["markdown"]
+
+
+def test_extractive_units_close_a_fence_only_with_a_closing_line():
+    # was: any line starting with the fence run closed it ("```python" inside ```)
+    text = "```\n```python is not a close\nx = 1\n```\nA sentence here."
+    kinds_ = [u.kind for u in segment(text)]
+    assert kinds_.count("code") == 1 and kinds_[-1] == "sentence"
+
+
+def test_key_phrases_and_citations_skip_the_same_fences():
+    # was: key phrases closed a ```` block at the ``` line inside it
+    text = "Pods run containers.\n````\n```\nsecret phrase words\n````\n"
+    assert not any("secret" in p for p in key_phrases(text))
+    assert markers("Answer [1].\n````\n```\n[2]\n````\n") == [1]
+
+
+def test_fetch_keeps_fenced_markdown_as_is():
+    # HTML comments go outside fences only; a `# ` line inside a ~~~ fence is no title
+    title, text, _ = markdown_document(
+        "~~~\n# Not a title\n<!-- kept -->\n~~~\n\n# Real title\n<!-- gone -->\n",
+        "https://x.test/a")
+    assert title == "Real title"
+    assert "<!-- kept -->" in text and "gone" not in text
