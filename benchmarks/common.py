@@ -236,7 +236,8 @@ def score_url_run(rankings: Sequence[Sequence[str]], golds: Sequence[Sequence[st
                   ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
     """Mean metrics of rankings of URLs (or URL#heading) against gold sources, with the
     same matching and metric code `kpack eval` uses."""
-    from packs.evaluation import Source, mean_metrics, parse_gold, score_ranking
+    from packs.eval_metrics import Source, mean_metrics, score_ranking
+    from packs.eval_questions import parse_gold
 
     rows = []
     for ranking, gold in zip(rankings, golds):

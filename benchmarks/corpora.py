@@ -69,7 +69,7 @@ def doc_pages(data: Path, name: str) -> list[common.Page]:
 
 
 def _question(row: dict, gold: list[str]):
-    from packs.evaluation import Question, parse_gold
+    from packs.eval_questions import Question, parse_gold
 
     return Question(id=row["id"], question=row["question"],
                     gold=tuple(parse_gold(g) for g in gold), kind=row.get("kind"))

@@ -78,7 +78,7 @@ def score_questions(pack_dir: Path) -> None:
     from benchmarks import common
     from benchmarks.keyword_vectors import QUESTIONS as TWENTY
     from packs import KnowledgePack
-    from packs.evaluation import Question, parse_gold
+    from packs.eval_questions import Question, parse_gold
     from packs.options import SearchOptions
 
     with KnowledgePack.open(pack_dir) as pack:

@@ -122,7 +122,7 @@ def scifact(data: Path, work: Path, limit: int) -> None:
 
 def kubernetes(data: Path, work: Path) -> None:
     from packs import KnowledgePack
-    from packs.evaluation import Question, parse_gold
+    from packs.eval_questions import Question, parse_gold
 
     root = data / "kubernetes-docs"
     rows = [json.loads(line) for line in (root / "MANIFEST.jsonl").open(encoding="utf-8")]

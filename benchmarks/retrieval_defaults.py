@@ -66,7 +66,7 @@ def both_in_top5(report) -> float:
 
 def title_questions(pack):
     """One question per page whose title is unique in the pack: the title itself."""
-    from packs.evaluation import Question, parse_gold
+    from packs.eval_questions import Question, parse_gold
 
     rows = pack.db._run("MATCH (a:Article) RETURN a.url, a.title", {}, None)
     counts: dict[str, int] = {}

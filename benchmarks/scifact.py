@@ -92,7 +92,7 @@ def pages(corpus) -> list[common.Page]:
 
 
 def questions(queries, qrels, base_url: str):
-    from packs.evaluation import Question, parse_gold
+    from packs.eval_questions import Question, parse_gold
 
     return [Question(id=qid, question=queries[qid],
                      gold=tuple(parse_gold({"source": f"{base_url}/doc/{doc}", "grade": g})

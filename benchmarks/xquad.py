@@ -55,7 +55,7 @@ def pages(articles: list[dict]) -> list[common.Page]:
 
 def questions(articles: list[dict], base_url: str, dev_articles: int = DEV_ARTICLES):
     """{"dev": [...], "test": [...]} Questions with `<page>#Paragraph i` as gold."""
-    from packs.evaluation import Question, parse_gold
+    from packs.eval_questions import Question, parse_gold
 
     split: dict[str, list] = {"dev": [], "test": []}
     for n, a in enumerate(articles):

@@ -6,7 +6,7 @@
     <pack>/history.jsonl        one line per build run: published, no changes, refused, failed
     <pack>/.build.lock          held by the build that writes the pack (tasks/lock.py)
 
-Publishing (tasks/publish.py), installing an archive (packs/archive.py) and opening a pack
+Publishing (tasks/publish.py), installing an archive (packs/install.py) and opening a pack
 (packs/pack.py) all go through here, so they agree on what `current` may name, how it is
 replaced (a temp file and a rename: readers never see a half-written pointer) and which
 builds a prune keeps (`prune`: one rule for both).

@@ -11,7 +11,7 @@ Two extractors produce the same per-section shape (`Extraction`, tasks.extract_s
 `assemble` (pure) then resolves entities across the whole pack (`tasks.entities`) and builds
 the four tables with the column names of `packs.format.TABLE_COLUMNS`.
 
-Shell: `extract_sections` (calls the API through a `llm.ResponseStore` the caller fills
+Shell: `extract_sections` (calls the API through a `llm_store.ResponseStore` the caller fills
 with earlier answers) and `estimate_cost` (no calls). Everything else here is pure.
 """
 
@@ -30,7 +30,7 @@ import polars as pl
 from packs.format import ENTITIES, FACTS, MENTIONS, RELATIONSHIPS, TABLE_COLUMNS, fact_id
 from packs.llm.client import API_KEY_ENV, BASE_URL_ENV
 from packs.llm.costs import PRICES_AS_OF, price_for
-from tasks import extract_claude, extract_plan, llm
+from tasks import extract_claude, extract_plan, llm, llm_errors, llm_guards, llm_store
 from tasks.entities import RawEntity, resolve_entities
 from tasks.extract_prompt import (  # noqa: F401 (re-exported: the prompt's public names)
     BATCH_TOOL_NAME, MAX_OUTPUT_TOKENS, PROMPT_VERSION, SYSTEM_PROMPT, TOOL, TOOL_NAME,
@@ -227,7 +227,7 @@ def section_request(row: dict, model: str) -> dict:
 def request_key(row: dict, model: str) -> str:
     """The cache key of a section's request: equal sections share it, and a response
     stored under it is reused by any later build."""
-    return llm.cache_key(section_request(row, model), PROMPT_VERSION)
+    return llm_store.cache_key(section_request(row, model), PROMPT_VERSION)
 
 
 def _distinct(rows: list[dict], model: str) -> tuple[dict[str, dict], dict[str, list[dict]]]:
@@ -271,7 +271,7 @@ def estimate_cost(sections: pl.DataFrame, config: ExtractConfig,
 def extract_sections(
     sections: pl.DataFrame,
     config: ExtractConfig,
-    store: llm.ResponseStore | None = None,
+    store: llm_store.ResponseStore | None = None,
     *,
     kind: str | None = None,
     memory: extract_claude.Memory | None = None,
@@ -290,8 +290,8 @@ def extract_sections(
 
     Per-section problems do not raise: failed sections are in `failures` with the reason
     and its kind, sections skipped by the cost cap in `not_extracted`. Raises
-    ExtractConfigError for an unusable config, llm.FatalError when the API rejects the
-    key/account/model, and llm.CircuitOpen when calls or answers keep failing (the stage
+    ExtractConfigError for an unusable config, llm_errors.FatalError when the API rejects the
+    key/account/model, and llm_errors.CircuitOpen when calls or answers keep failing (the stage
     stops; no further calls are made).
     """
     started = time.perf_counter()
@@ -315,7 +315,7 @@ def extract_sections(
                  "cost_usd": 0.0, "estimated": False}
         return _result(ExtractResult(sorted(extractions, key=lambda p: p[0])), stats,
                        extractor_info(kind, config), started)
-    return _extract_claude(rows, config, store or llm.ResponseStore(),
+    return _extract_claude(rows, config, store or llm_store.ResponseStore(),
                            memory or extract_claude.Memory(), clock=clock, sleep=sleep,
                            progress=progress, rng=rng or random.Random(), started=started)
 
@@ -327,7 +327,7 @@ def _result(result: ExtractResult, stats: dict, info: dict, started: float) -> E
     return result
 
 
-def _extract_claude(rows: list[dict], config: ExtractConfig, store: llm.ResponseStore,
+def _extract_claude(rows: list[dict], config: ExtractConfig, store: llm_store.ResponseStore,
                     memory: extract_claude.Memory, *, clock, sleep, progress,
                     rng: random.Random, started: float) -> ExtractResult:
     api_key = os.environ[API_KEY_ENV].strip()
@@ -336,7 +336,7 @@ def _extract_claude(rows: list[dict], config: ExtractConfig, store: llm.Response
     run_id = uuid.uuid4().hex
     client = llm.LLM(provider, store, model=config.model, prompt_version=PROMPT_VERSION,
                      concurrency=config.concurrency, max_retries=config.max_retries,
-                     budget=llm.Budget(config.max_cost_usd), clock=clock, sleep=sleep,
+                     budget=llm_guards.Budget(config.max_cost_usd), clock=clock, sleep=sleep,
                      rng=rng, run_id=run_id, base_url=provider.base_url,
                      breaker_threshold=config.breaker_threshold)
     first, groups = _distinct(rows, config.model)
@@ -389,8 +389,8 @@ def _extract_claude(rows: list[dict], config: ExtractConfig, store: llm.Response
         "batched_sections": run.counters["batched_sections"],
         "batch_split": run.counters["batch_split"],
         "cache_hits": hits, "cache_misses": total - hits, "failed": len(failures),
-        "failed_deterministic": by_kind[llm.DETERMINISTIC],
-        "failed_transient": by_kind[llm.TRANSIENT],
+        "failed_deterministic": by_kind[llm_errors.DETERMINISTIC],
+        "failed_transient": by_kind[llm_errors.TRANSIENT],
         "failed_remembered": sum(bool(f["remembered"]) for f in failures),
         "not_extracted": len(not_extracted),
         "dropped_items": sum(run_dropped.values()), "dropped": dict(run_dropped),

@@ -25,7 +25,8 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tasks import llm
+from packs.llm.usage import Completion, Usage
+from tasks import llm, llm_errors, llm_store
 from tasks.extract_plan import plan_units, reserve_usd
 from tasks.extract_prompt import (
     BATCH_TOOL_NAME, PROMPT_VERSION, TOOL_NAME, build_batch_request, build_request,
@@ -96,7 +97,7 @@ class _Extraction:
         self.run.failures[key] = {"reason": reason, "kind": kind, "attempts": attempts,
                                   "remembered": False}
 
-    def single(self, key: str, completion: llm.Completion | None = None) -> None:
+    def single(self, key: str, completion: Completion | None = None) -> None:
         row = self.rows[key]
         try:
             out = self.client.structured(
@@ -106,9 +107,9 @@ class _Extraction:
                 estimate_usd=reserve_usd([row], self.s.model), item_id=row["id"],
                 content_hash=row.get("content_hash"), completion=completion)
             self.run.results[key] = out.value
-        except llm.BudgetExhausted:
+        except llm_errors.BudgetExhausted:
             self.run.skipped.add(key)
-        except llm.ItemError as exc:
+        except llm_errors.ItemError as exc:
             self.fail(key, str(exc), exc.kind)
 
     def unit(self, keys: list[str]) -> None:
@@ -118,17 +119,17 @@ class _Extraction:
             return
         rows = [self.rows[k] for k in keys]
         request = build_batch_request(self.s.model, rows)
-        usage = llm.Usage()
+        usage = Usage()
         try:
             completion = self.client.call(
-                request, key=llm.cache_key(request, PROMPT_VERSION),
+                request, key=llm_store.cache_key(request, PROMPT_VERSION),
                 item_id=",".join(r["id"] for r in rows), purpose="extract-batch",
                 estimate_usd=reserve_usd(rows, self.s.model), usage=usage)
-        except llm.BudgetExhausted:
+        except llm_errors.BudgetExhausted:
             self.run.skipped.update(keys)
             return
-        except llm.ItemError as exc:
-            if exc.kind == llm.TRANSIENT:
+        except llm_errors.ItemError as exc:
+            if exc.kind == llm_errors.TRANSIENT:
                 for k in keys:
                     self.fail(k, str(exc), exc.kind)
                 return
@@ -138,7 +139,7 @@ class _Extraction:
             return
         self.batch_answer(keys, completion)
 
-    def batch_answer(self, keys: list[str], completion: llm.Completion) -> None:
+    def batch_answer(self, keys: list[str], completion: Completion) -> None:
         self.count("batched_calls")
         self.count("batched_sections", len(keys))
         try:
@@ -146,7 +147,7 @@ class _Extraction:
         except ValueError:
             data = {}
         u = completion.usage
-        share = llm.Usage(*(v // len(keys) for v in (
+        share = Usage(*(v // len(keys) for v in (
             u.input_tokens, u.output_tokens, u.cache_read_input_tokens,
             u.cache_creation_input_tokens)))
         redo = []
@@ -197,7 +198,7 @@ class _Extraction:
                 cid = keys[0]  # a request key: 64 hex digits, a valid custom_id
             else:
                 request = build_batch_request(self.s.model, rows)
-                cid = llm.cache_key(request, PROMPT_VERSION)
+                cid = llm_store.cache_key(request, PROMPT_VERSION)
             items[cid] = (request, reserve_usd(rows, self.s.model, batch_api=True),
                           ",".join(r["id"] for r in rows))
             by_id[cid] = keys
@@ -212,9 +213,9 @@ class _Extraction:
                 else:
                     self.batch_answer(keys, completion)
                 self.tick(keys)
-            elif cid in outcome.errors and outcome.errors[cid][0] == llm.DETERMINISTIC:
+            elif cid in outcome.errors and outcome.errors[cid][0] == llm_errors.DETERMINISTIC:
                 if len(keys) == 1:
-                    self.fail(keys[0], outcome.errors[cid][1], llm.DETERMINISTIC)
+                    self.fail(keys[0], outcome.errors[cid][1], llm_errors.DETERMINISTIC)
                     self.tick(keys)
                 else:
                     direct.extend([k] for k in keys)
@@ -245,7 +246,7 @@ def run(client: llm.LLM, s: Settings, rows: dict[str, dict], memory: Memory,
         elif remembered(memory.failures.get(key), s):
             before = memory.failures[key]
             ex.run.failures[key] = {"reason": before.get("reason") or "failed earlier",
-                                    "kind": llm.DETERMINISTIC,
+                                    "kind": llm_errors.DETERMINISTIC,
                                     "attempts": int(before.get("attempts") or 1),
                                     "remembered": True}
             tick([key])

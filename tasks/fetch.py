@@ -4,8 +4,10 @@
 `tasks.fetch_policy` (address guard, allowed hosts, GitHub rewrites, retry timing) and
 `tasks.fetch_parse` (content typing, charsets, HTML/Markdown → Markdown).
 
-The network engine is `tasks.fetch_http` (guards, robots, retries, redirects, size and
-time caps); the public types are in `tasks.fetch_model`.
+The network engine is `tasks.fetch_http` (the per-URL walk: redirects, size and time
+caps), on `tasks.fetch_guard` (allowed hosts, addresses, robots.txt) and
+`tasks.fetch_client` (GET, retries, per-host limits); the public types are in
+`tasks.fetch_model`.
 
 Failures never raise: each becomes a Page with status "failed", "unsupported" or
 "disallowed" and a human reason. Only programming errors propagate.

@@ -1,7 +1,7 @@
 """The fetch stage's public types: `FetchConfig` (how to fetch) and `Page` (one result).
 
-Kept apart from `tasks.fetch` so the network engine (`tasks.fetch_http`) can build Pages
-without importing the module that drives it.
+Kept apart from `tasks.fetch` so the network engine (`tasks.fetch_http` and the modules
+it uses) can build Pages without importing the module that drives it.
 """
 
 from __future__ import annotations

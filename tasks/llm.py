@@ -33,73 +33,33 @@
   Every attempt, successful or not, is written to the ledger with its token usage and $.
 
 The client, error classification, usage parsing and prices are the shared layer in
-`packs/llm/` (the query side uses it too); this module adds the build's layers on top.
+`packs/llm/` (the query side uses it too); this module adds the build's layers on top. The
+layers it composes live next to it, one job each: the cache and ledger in
+`tasks.llm_store`, the rate limiter, cost cap and circuit breaker in `tasks.llm_guards`,
+the error classes in `tasks.llm_errors`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from packs.llm import client as llm_client
 from packs.llm.costs import cost_usd
 from packs.llm.errors import classify, counts_against_breaker, is_api_error
-from packs.llm.errors import retry_after_s  # noqa: F401  (llm.retry_after_s for callers)
 from packs.llm.usage import Completion, Usage, completion_of
+from tasks.llm_errors import DETERMINISTIC, TRANSIENT, BudgetExhausted, FatalError, ItemError
+from tasks.llm_guards import Breaker, Budget, RateLimiter
+from tasks.llm_store import ResponseStore, cache_key, now_iso
 
-# Bump when the cache row format changes; part of every cache key.
-CACHE_SCHEMA = "llm-cache-v1"
 MAX_BACKOFF_S = 60.0
 MAX_RETRY_AFTER_S = 600.0
 REPAIR_BELOW = 0.5  # repair when less than half of an answer's items validated
 
 T = TypeVar("T")
-
-
-class LLMError(RuntimeError):
-    """Base class for errors from the LLM layer."""
-
-
-class FatalError(LLMError):
-    """The whole stage must stop: the key, the account or the model is wrong (401/402/403/404)."""
-
-
-class CircuitOpen(FatalError):
-    """Too many calls or answers in a row failed: the stage stops (see `Breaker`)."""
-
-
-DETERMINISTIC = "deterministic"  # the same request will fail the same way (400, bad output)
-TRANSIENT = "transient"  # worth asking again on a later build (429/5xx/timeouts exhausted)
-
-
-class ItemError(LLMError):
-    """This one request failed (bad request, retries exhausted, invalid output).
-
-    `kind` is DETERMINISTIC (asking again gives the same result) or TRANSIENT."""
-
-    def __init__(self, message: str, kind: str = DETERMINISTIC) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-class BudgetExhausted(LLMError):
-    """Starting this call could take spend past max_cost_usd; it was not started."""
-
-
-def cache_key(request: dict, version: str) -> str:
-    """sha256 of the request (model, system, tools, messages, max_tokens) and a version."""
-    blob = json.dumps(
-        {"schema": CACHE_SCHEMA, "version": version, "request": request},
-        sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-    )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 # --- provider -------------------------------------------------------------------------
@@ -115,186 +75,6 @@ class AnthropicProvider:
 
     def __call__(self, request: dict) -> Completion:
         return completion_of(self.client.messages.create(**request))
-
-
-# --- cache + ledger -------------------------------------------------------------------
-
-LEDGER_COLUMNS = (
-    "run_id", "ts", "key", "item_id", "model", "purpose", "attempt", "status", "http_status",
-    "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
-    "cost_usd", "duration_s", "error",
-)
-
-
-class ResponseStore:
-    """Validated responses and the per-call ledger of one run, with no shared database.
-
-    Lookups come from `known` (validated responses of earlier runs by cache key: the
-    extract stage reads them from its shard's earlier outputs) and from what this run
-    stored. New responses are appended to `journal` (JSON lines, this run's own file) as
-    they arrive, so a killed run keeps what it paid for; every API attempt is appended to
-    `ledger`. Each file has one writer, so many workers on a shared filesystem never
-    write the same file. Thread-safe within a process.
-    """
-
-    def __init__(self, known: dict[str, dict] | None = None, *, journal: Path | None = None,
-                 ledger: Path | None = None) -> None:
-        self._known = dict(known or {})
-        self.new: dict[str, dict] = {}
-        self.usage: dict[str, Usage] = {}
-        self._rows: list[dict] = []
-        self._lock = threading.Lock()
-        self._journal = journal
-        self._ledger = ledger
-        for path in (journal, ledger):
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-
-    def close(self) -> None:
-        """Nothing to release: every write is appended and closed at once."""
-
-    def get(self, key: str) -> dict | None:
-        with self._lock:
-            return self.new.get(key) or self._known.get(key)
-
-    def put(self, key: str, *, prompt_version: str, model: str, content_hash: str | None,
-            item_id: str | None, response: dict, usage: Usage) -> None:
-        line = {"key": key, "prompt_version": prompt_version, "model": model,
-                "content_hash": content_hash, "item_id": item_id, "response": response,
-                "usage": asdict(usage), "created_at": _now()}
-        with self._lock:
-            self.new[key] = response
-            self.usage[key] = usage
-            if self._journal is not None:
-                _append_jsonl(self._journal, line)
-
-    def record(self, row: dict) -> None:
-        row = {c: row.get(c) for c in LEDGER_COLUMNS}
-        with self._lock:
-            self._rows.append(row)
-            if self._ledger is not None:
-                _append_jsonl(self._ledger, row)
-
-    def ledger(self, run_id: str | None = None) -> list[dict]:
-        """The ledger rows recorded through this store (of one run, if given)."""
-        with self._lock:
-            return [r for r in self._rows if run_id is None or r["run_id"] == run_id]
-
-
-def read_journal(path: Path) -> dict[str, dict]:
-    """cache key → response from a journal a killed run left (a torn last line is skipped)."""
-    found: dict[str, dict] = {}
-    if not path.is_file():
-        return found
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # the line a kill cut short
-        if isinstance(entry, dict) and "key" in entry and "response" in entry:
-            found[entry["key"]] = entry["response"]
-    return found
-
-
-def _append_jsonl(path: Path, row: dict) -> None:
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-# --- rate limit + budget ----------------------------------------------------------------
-
-
-class RateLimiter:
-    """Bounded concurrency plus a shared cool-down set by Retry-After."""
-
-    def __init__(self, concurrency: int, *, clock: Callable[[], float],
-                 sleep: Callable[[float], None]) -> None:
-        self._slots = threading.BoundedSemaphore(concurrency)
-        self._lock = threading.Lock()
-        self._not_before = float("-inf")
-        self._clock = clock
-        self._sleep = sleep
-
-    def pause_all(self, seconds: float) -> None:
-        with self._lock:
-            self._not_before = max(self._not_before, self._clock() + seconds)
-
-    def __enter__(self) -> "RateLimiter":
-        with self._lock:
-            wait = self._not_before - self._clock()
-        if wait > 0:
-            self._sleep(wait)
-        self._slots.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._slots.release()
-
-
-class Budget:
-    """A USD cap over actual spend plus reservations for calls in flight."""
-
-    def __init__(self, cap_usd: float | None) -> None:
-        self.cap = cap_usd
-        self.spent = 0.0
-        self._reserved = 0.0
-        self._lock = threading.Lock()
-
-    def reserve(self, estimate: float) -> None:
-        with self._lock:
-            if self.cap is not None and self.spent + self._reserved + estimate > self.cap:
-                raise BudgetExhausted(
-                    f"max_cost_usd={self.cap} reached (spent ${self.spent:.4f}, "
-                    f"${self._reserved:.4f} in flight, next call ~${estimate:.4f})"
-                )
-            self._reserved += estimate
-
-    def settle(self, estimate: float, actual: float) -> None:
-        with self._lock:
-            self._reserved -= estimate
-            self.spent += actual
-
-
-class Breaker:
-    """Counts failures in a row; `open` once `threshold` transport failures (attempts) or
-    `threshold` unusable answers follow each other with no success in between."""
-
-    def __init__(self, threshold: int, base_url: str = "") -> None:
-        self.threshold = threshold
-        self.base_url = base_url
-        self._lock = threading.Lock()
-        self._attempts = 0
-        self._answers = 0
-        self.error: CircuitOpen | None = None
-
-    def check(self) -> None:
-        if self.error is not None:
-            raise self.error
-
-    def attempt(self, ok: bool, message: str = "") -> None:
-        with self._lock:
-            self._attempts = 0 if ok else self._attempts + 1
-            if not ok and self.threshold and self._attempts >= self.threshold and \
-                    self.error is None:
-                self.error = CircuitOpen(
-                    f"stopped calling Claude: {self._attempts} calls in a row to "
-                    f"{self.base_url or 'the API'} failed (last: {message}). Check that the "
-                    "API is reachable (ANTHROPIC_BASE_URL, network), or build with "
-                    "--extractor offline")
-
-    def answer(self, ok: bool, message: str = "") -> None:
-        with self._lock:
-            self._answers = 0 if ok else self._answers + 1
-            if not ok and self.threshold and self._answers >= self.threshold and \
-                    self.error is None:
-                self.error = CircuitOpen(
-                    f"stopped calling Claude: the last {self._answers} answers were all "
-                    f"unusable (last: {message}). Check extractor_model in pack.toml, or "
-                    "build with --extractor offline")
 
 
 # --- the layered client -------------------------------------------------------------------
@@ -517,7 +297,7 @@ class LLM:
                 usage: Usage | None = None, cost: float = 0.0, error: str | None = None,
                 duration_s: float | None = None) -> None:
         usage = usage or Usage()
-        row = {**row, **asdict(usage), "ts": _now(), "status": status,
+        row = {**row, **asdict(usage), "ts": now_iso(), "status": status,
                "http_status": http_status, "cost_usd": cost, "error": error,
                "duration_s": duration_s}
         with self._lock:

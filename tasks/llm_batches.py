@@ -21,7 +21,7 @@ import anthropic
 
 from packs.llm.errors import classify, is_terminal_error_type
 from packs.llm.usage import Completion, completion_of
-from tasks.llm import DETERMINISTIC, TRANSIENT, FatalError
+from tasks.llm_errors import DETERMINISTIC, TRANSIENT, FatalError
 
 @dataclass
 class BatchOutcome:

@@ -20,9 +20,8 @@ from typer.testing import CliRunner
 from flows.cli.admin import register
 from loopback_site import LoopbackSite
 from packs import KnowledgePack
-from packs.archive import (
-    ArchiveError, DownloadError, install, list_packs, pack_archive, parse_size, sha256_file,
-)
+from packs.archive import ArchiveError, pack_archive, sha256_file
+from packs.install import DownloadError, install, list_packs, parse_size
 from query_fixtures import embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 
 QUESTION = "Where do jobs go after they exhaust their retries?"
@@ -349,7 +348,7 @@ def test_parse_size():
 
 
 def test_import_packs_stays_thin():
-    code = ("import sys, packs, packs.archive, packs.mcp_server; "
+    code = ("import sys, packs, packs.archive, packs.install, packs.mcp_server; "
             "bad = [m for m in ('mcp', 'prefect', 'httpx', 'typer') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1],

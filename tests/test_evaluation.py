@@ -14,26 +14,27 @@ from typer.testing import CliRunner
 
 from flows.cli.evaluate import register
 from packs import KnowledgePack
-from packs.evaluation import (
-    RUBRIC,
-    EvalLeakError,
-    QuestionsFileError,
+from packs.eval_judge import RUBRIC, judge_answer
+from packs.eval_metrics import (
     Source,
-    canonical_url,
-    check_no_leak,
     credit,
     distinct_sources,
-    evaluate,
-    judge_answer,
-    load_questions,
-    matches,
     ndcg_at,
-    parse_gold,
     reciprocal_rank,
     recall_at,
     score_ranking,
 )
+from packs.eval_questions import (
+    EvalLeakError,
+    QuestionsFileError,
+    check_no_leak,
+    load_questions,
+    matches,
+    parse_gold,
+)
+from packs.evaluation import evaluate
 from packs.result import RankedSection
+from packs.urls import canonical_url
 from answer_fake import cited_answer
 from query_fixtures import FEWSHOT, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 from tests.anthropic_fake import FakeAnthropic
@@ -256,6 +257,50 @@ def test_judge_answer_through_the_real_sdk(monkeypatch):
         client = anthropic.Anthropic(api_key="test-key", base_url=fake.base_url, max_retries=0)
         with pytest.raises(anthropic.AuthenticationError):
             judge_answer(client, "q?", "ref", "a")
+
+
+def test_judge_answer_records_what_the_grading_cost():
+    import anthropic
+
+    sonnet = 3.0, 15.0  # $/Mtok in, out: claude-sonnet-4-6's list price
+    with FakeAnthropic(responder=_grader(2)) as fake:
+        client = anthropic.Anthropic(api_key="test-key", base_url=fake.base_url, max_retries=0)
+        j = judge_answer(client, "q?", "ref", "answer", "claude-sonnet-4-6")
+        served = fake.stats.input_tokens, fake.stats.output_tokens
+    assert served[0] > 0 and served[1] > 0
+    assert (j.usage["input_tokens"], j.usage["output_tokens"], j.usage["api_calls"]) == (
+        *served, 1)
+    expected = (served[0] * sonnet[0] + served[1] * sonnet[1]) / 1e6
+    assert j.usage["cost_usd"] == pytest.approx(expected, abs=1e-8)
+    with FakeAnthropic(responder=_grader(7)) as fake:  # unusable, but the reply is paid for
+        client = anthropic.Anthropic(api_key="test-key", base_url=fake.base_url, max_retries=0)
+        j = judge_answer(client, "q?", "ref", "a")
+        assert j.score is None and j.usage["api_calls"] == 1
+        assert j.usage["output_tokens"] == fake.stats.output_tokens > 0
+    with FakeAnthropic(script=["529"]) as fake:  # no reply: nothing spent
+        client = anthropic.Anthropic(api_key="test-key", base_url=fake.base_url, max_retries=0)
+        j = judge_answer(client, "q?", "ref", "a")
+        assert j.error and j.usage == {"input_tokens": 0, "output_tokens": 0,
+                                       "api_calls": 0, "cost_usd": 0.0}
+
+
+def test_cli_reports_the_claude_cost_of_answers_and_grading(pack_dir, tmp_path, monkeypatch):
+    with FakeAnthropic(responder=_grader(1)) as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        res = CliRunner().invoke(_app(), ["eval", str(pack_dir), "-q",
+                                          str(_write(tmp_path, QUESTIONS)), "--json"])
+        assert res.exit_code == 0, res.output
+        served = fake.stats.input_tokens, fake.stats.output_tokens
+    data = json.loads(res.output)
+    answers, judge = data["answer_usage"], data["judge_usage"]
+    # one question has a reference answer: one synthesis call, one grading call
+    assert answers["api_calls"] == 1 and judge["api_calls"] == 1
+    assert judge["cost_usd"] > 0 and answers["cost_usd"] > 0
+    assert judge == data["per_question"][2]["judgement"]["usage"]
+    # every token the API served is accounted for, once
+    assert (answers["input_tokens"] + judge["input_tokens"],
+            answers["output_tokens"] + judge["output_tokens"]) == served
 
 
 def test_cli_grades_answers_when_a_key_is_set(pack_dir, tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import pytest
 from tests.anthropic_fake import FakeAnthropic, FakeClock
 
 from packs.format import TABLE_COLUMNS, content_hash, entity_id, fact_id
-from tasks import llm
+from tasks import llm_errors, llm_store
 from tasks.extract import (
     PROMPT_VERSION, ExtractConfig, ExtractConfigError, Extraction, assemble,
     build_batch_request, build_request, estimate_cost, extract_sections, resolve_kind,
@@ -224,7 +224,7 @@ def test_claude_run_then_rebuild_makes_no_calls(api_key, tmp_path):
     fc = FakeClock()
     with FakeAnthropic() as fake:
         config = ExtractConfig(base_url=fake.base_url, concurrency=4, batch_token_budget=0)
-        store = llm.ResponseStore(journal=tmp_path / "journal.jsonl",
+        store = llm_store.ResponseStore(journal=tmp_path / "journal.jsonl",
                                   ledger=tmp_path / "ledger.jsonl")
         first = extract_sections(df, config, store, clock=fc.clock, sleep=fc.sleep)
         assert first.extractor == {"kind": "claude", "model": "claude-haiku-4-5",
@@ -239,9 +239,9 @@ def test_claude_run_then_rebuild_makes_no_calls(api_key, tmp_path):
 
         # a later run that holds the responses (the build reads them from the shard's
         # output; a killed run from its journal) calls nothing
-        known = llm.read_journal(tmp_path / "journal.jsonl")
+        known = llm_store.read_journal(tmp_path / "journal.jsonl")
         assert known == store.new and len(known) == 12
-        second = extract_sections(df, config, llm.ResponseStore(known), clock=fc.clock,
+        second = extract_sections(df, config, llm_store.ResponseStore(known), clock=fc.clock,
                                   sleep=fc.sleep)
         assert fake.stats.requests == requests  # zero API calls
         assert second.stats["calls"] == 0 and second.stats["cache_hits"] == 12
@@ -268,7 +268,7 @@ def test_auth_failure_stops_the_stage_with_one_clear_error(monkeypatch, tmp_path
     df = corpus(40)
     fc = FakeClock()
     with FakeAnthropic(api_key="right-key") as fake:
-        with pytest.raises(llm.FatalError, match=r"ANTHROPIC_API_KEY was rejected \(401\)"):
+        with pytest.raises(llm_errors.FatalError, match=r"ANTHROPIC_API_KEY was rejected \(401\)"):
             extract_sections(df, ExtractConfig(base_url=fake.base_url, concurrency=4),
                              clock=fc.clock, sleep=fc.sleep)
         assert fake.stats.requests <= 4  # at most the calls already in flight
@@ -286,7 +286,7 @@ def test_cost_cap_stops_new_calls(api_key, tmp_path):
         cap = dearest * 5.5
         config = ExtractConfig(base_url=fake.base_url, concurrency=2, max_cost_usd=cap,
                                batch_token_budget=0)
-        store = llm.ResponseStore()
+        store = llm_store.ResponseStore()
         result = extract_sections(df, config, store, clock=fc.clock, sleep=fc.sleep)
         assert result.not_extracted and result.extracted
         assert len(result.extracted) + len(result.not_extracted) == 30
@@ -306,7 +306,7 @@ def test_build_like_run_with_faults(api_key, tmp_path):
         assert estimate["to_call"] == 220 and estimate["cached"] == 0
         assert estimate["calls"] < 220 / 3  # small sections share requests
 
-        store = llm.ResponseStore()
+        store = llm_store.ResponseStore()
         result = extract_sections(df, config, store, clock=fc.clock, sleep=fc.sleep)
         ids = set(df["id"])
         failed = {f["section_id"] for f in result.failures}
@@ -348,7 +348,7 @@ def test_build_like_run_with_faults(api_key, tmp_path):
         # A rebuild asks only for the failed sections (failures are never cached) ...
         fake.fault_rates = {}
         requests = fake.stats.requests
-        again_store = llm.ResponseStore(store.new)
+        again_store = llm_store.ResponseStore(store.new)
         again = extract_sections(df, config, again_store, clock=fc.clock, sleep=fc.sleep)
         assert again.stats["cache_hits"] == len(result.extracted)
         assert again.stats["cache_misses"] == len(failed)
@@ -356,7 +356,7 @@ def test_build_like_run_with_faults(api_key, tmp_path):
         assert sorted(again.extracted) == sorted(ids)
         # ... and the next one makes zero API calls.
         requests = fake.stats.requests
-        third = extract_sections(df, config, llm.ResponseStore(again_store.new | store.new),
+        third = extract_sections(df, config, llm_store.ResponseStore(again_store.new | store.new),
                                  clock=fc.clock, sleep=fc.sleep)
         assert fake.stats.requests == requests and third.stats["calls"] == 0
         assert third.tables()["entities"].equals(again.tables()["entities"])

@@ -13,7 +13,7 @@ import pytest
 from tests.anthropic_fake import FakeAnthropic, FakeClock, default_responder
 from tests.test_extract import _check_integrity, corpus
 
-from tasks import llm
+from tasks import llm_errors, llm_store
 from packs.llm.costs import cost_usd
 from tasks.extract import ExtractConfig, extract_sections, request_key
 from tasks.extract_prompt import BATCH_TOOL_NAME, TOOL_NAME
@@ -30,7 +30,7 @@ def api_key(monkeypatch):
 
 def run(df, config, store=None, memory=None, fc=None):
     fc = fc or FakeClock()
-    return extract_sections(df, config, store or llm.ResponseStore(), memory=memory,
+    return extract_sections(df, config, store or llm_store.ResponseStore(), memory=memory,
                             clock=fc.clock, sleep=fc.sleep)
 
 
@@ -65,7 +65,7 @@ def test_batched_answers_are_cached_per_section(tmp_path):
     df = corpus(20, seed=2)
     with FakeAnthropic(keep_bodies=True) as fake:
         config = ExtractConfig(base_url=fake.base_url)
-        store = llm.ResponseStore()
+        store = llm_store.ResponseStore()
         first = run(df, config, store)
         assert sorted(first.extracted) == sorted(df["id"])
         calls = fake.stats.requests
@@ -74,13 +74,13 @@ def test_batched_answers_are_cached_per_section(tmp_path):
         # stored under each section's own key: the same key a single request would have
         assert set(store.new) == {request_key(r, config.model) for r in df.to_dicts()}
 
-        again = run(df, config, llm.ResponseStore(store.new))
+        again = run(df, config, llm_store.ResponseStore(store.new))
         assert fake.stats.requests == calls and again.stats["cache_hits"] == 20
 
         edited = df.with_columns(pl.when(pl.col("id") == "sec0007")
                                  .then(pl.col("content") + " Changed.")
                                  .otherwise(pl.col("content")).alias("content"))
-        third = run(edited, config, llm.ResponseStore(store.new))
+        third = run(edited, config, llm_store.ResponseStore(store.new))
         assert fake.stats.requests == calls + 1 and third.stats["cache_misses"] == 1
         assert fake.stats.bodies[-1]["tool_choice"]["name"] == TOOL_NAME  # alone
 
@@ -164,24 +164,24 @@ def test_a_deterministic_failure_is_remembered_and_retried_a_bounded_number_of_t
         assert len(known) == 3 and len(memory.failures) == 1
 
         calls = fake.stats.requests
-        second = run(df, config, llm.ResponseStore(known), memory)  # retry 1 of 1
+        second = run(df, config, llm_store.ResponseStore(known), memory)  # retry 1 of 1
         assert fake.stats.requests - calls == 2 and second.failures[0]["attempts"] == 2
         known, memory = remember(second, df, tmp_path / "two.parquet")
 
         calls = fake.stats.requests
-        third = run(df, config, llm.ResponseStore(known), memory)  # used up: no call
+        third = run(df, config, llm_store.ResponseStore(known), memory)  # used up: no call
         assert fake.stats.requests == calls and third.stats["calls"] == 0
         assert third.failures[0]["remembered"] and third.failures[0]["reason"] == \
             failure["reason"]
         assert third.stats["failed_remembered"] == 1 and third.stats["estimate_usd"] == 0
 
         forced = run(df, ExtractConfig(base_url=fake.base_url, batch_token_budget=0,
-                                       retry_failed=True), llm.ResponseStore(known), memory)
+                                       retry_failed=True), llm_store.ResponseStore(known), memory)
         assert forced.stats["calls"] == 2 and forced.failures[0]["attempts"] == 3
 
         other_model = run(df, ExtractConfig(base_url=fake.base_url, batch_token_budget=0,
                                             model="claude-haiku-4-5-20251001"),
-                          llm.ResponseStore(known), memory)
+                          llm_store.ResponseStore(known), memory)
         assert other_model.stats["cache_misses"] == 4  # a new model: new keys, new memory
 
 
@@ -193,7 +193,7 @@ def test_transient_failures_are_asked_again_on_every_build(tmp_path):
         first = run(df, config)
         assert [f["kind"] for f in first.failures] == ["transient", "transient"]
         known, memory = remember(first, df, tmp_path / "one.parquet")
-        second = run(df, config, llm.ResponseStore(known), memory)
+        second = run(df, config, llm_store.ResponseStore(known), memory)
         assert second.failures == [] and sorted(second.extracted) == sorted(df["id"])
 
 
@@ -205,8 +205,8 @@ def test_a_dead_api_stops_the_stage_after_a_few_calls():
     fc = FakeClock()
     config = ExtractConfig(base_url=f"http://127.0.0.1:{port}", concurrency=4,
                            batch_token_budget=0)
-    store = llm.ResponseStore()
-    with pytest.raises(llm.CircuitOpen, match=r"5 calls in a row .* failed .*reachable") as info:
+    store = llm_store.ResponseStore()
+    with pytest.raises(llm_errors.CircuitOpen, match=r"5 calls in a row .* failed .*reachable") as info:
         run(df, config, store, fc=fc)
     assert "\n" not in str(info.value)
     attempts = len(store.ledger())
@@ -217,7 +217,7 @@ def test_a_dead_api_stops_the_stage_after_a_few_calls():
 def test_answers_that_keep_failing_stop_the_stage():
     df = corpus(30, seed=1)
     with FakeAnthropic(responder=lambda request: {"entities": "unusable"}) as fake:
-        with pytest.raises(llm.CircuitOpen, match="last 5 answers were all unusable"):
+        with pytest.raises(llm_errors.CircuitOpen, match="last 5 answers were all unusable"):
             run(df, ExtractConfig(base_url=fake.base_url, batch_token_budget=0,
                                   concurrency=2))
         assert fake.stats.requests <= 2 * (5 + 2)
@@ -239,7 +239,7 @@ def test_batch_mode_uses_the_message_batches_api_at_half_price():
     fc = FakeClock()
     with FakeAnthropic(batch_polls=2, cache_min_tokens=4096) as fake:
         config = ExtractConfig(base_url=fake.base_url, mode="batch", batch_poll_s=30)
-        store = llm.ResponseStore()
+        store = llm_store.ResponseStore()
         result = run(df, config, store, fc=fc)
         assert sorted(result.extracted) == sorted(df["id"]) and result.failures == []
         assert fake.stats.batches == 1 and fake.stats.requests == 0  # no direct call
@@ -298,6 +298,6 @@ def test_batch_items_that_error_are_retried_directly_or_failed():
 def test_a_rejected_key_stops_batch_mode_too(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong")
     with FakeAnthropic(api_key="right") as fake:
-        with pytest.raises(llm.FatalError, match="401"):
+        with pytest.raises(llm_errors.FatalError, match="401"):
             run(corpus(3), ExtractConfig(base_url=fake.base_url, mode="batch"))
         assert fake.stats.batches == 0 and fake.stats.requests == 0

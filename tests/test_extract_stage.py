@@ -14,7 +14,7 @@ from tests.anthropic_fake import FakeAnthropic, default_responder
 from tests.conftest import OFFLINE_MODEL
 from tests.test_extract import corpus
 
-from tasks import llm, stages
+from tasks import llm_errors, stages
 from tasks.shards import Shard
 from tasks.stages import extract as stage
 from tasks.stages.common import Record
@@ -86,8 +86,8 @@ def test_the_stage_remembers_a_failure_and_stops_asking(tmp_path, split, monkeyp
 def test_retry_condition_refuses_terminal_errors():
     from prefect.states import Failed
 
-    assert not stages.retry_condition(None, None, Failed(data=llm.FatalError("401")))
-    assert not stages.retry_condition(None, None, Failed(data=llm.CircuitOpen("dead")))
+    assert not stages.retry_condition(None, None, Failed(data=llm_errors.FatalError("401")))
+    assert not stages.retry_condition(None, None, Failed(data=llm_errors.CircuitOpen("dead")))
     assert stages.retry_condition(None, None, Failed(data=OSError("disk")))
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from packs import KnowledgePack
 from packs import format as fmt
-from packs.archive import ArchiveError, install, pack_archive, sha256_file
+from packs.archive import ArchiveError, pack_archive, sha256_file
+from packs.install import install
 from packs.integrity import PackCorruptError, check_on_open, verify
 from packs.manifest import read_manifest
 from packs.layout import resolve_build_dir

@@ -11,7 +11,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from tests.anthropic_fake import FakeAnthropic, FakeClock
 
-from tasks import llm
+from packs.llm.errors import retry_after_s
+from tasks import llm, llm_errors, llm_guards, llm_store
 from packs.llm.costs import PRICES, cost_usd, price_for
 from tasks.extract import TOOL_NAME, build_request, dump_extraction, parse_extraction
 
@@ -22,9 +23,9 @@ SECTION = ("The Horizontal Pod Autoscaler (HPA) scales a `Deployment` based on C
 def make_llm(base_url: str, tmp_path, fc: FakeClock, *, concurrency=4, max_retries=4,
              cap=None, key="test-key"):
     provider = llm.AnthropicProvider(key, base_url=base_url, timeout_s=5)
-    cache = llm.ResponseStore(ledger=tmp_path / "ledger.jsonl")
+    cache = llm_store.ResponseStore(ledger=tmp_path / "ledger.jsonl")
     return llm.LLM(provider, cache, model="claude-haiku-4-5", prompt_version="test-v1",
-                   concurrency=concurrency, max_retries=max_retries, budget=llm.Budget(cap),
+                   concurrency=concurrency, max_retries=max_retries, budget=llm_guards.Budget(cap),
                    clock=fc.clock, sleep=fc.sleep, rng=random.Random(0), run_id="run-1",
                    base_url=base_url)
 
@@ -86,7 +87,7 @@ def test_malformed_output_is_repaired_with_the_validation_error(tmp_path, fc):
 def test_output_still_invalid_after_repair_fails_and_is_never_cached(tmp_path, fc):
     with FakeAnthropic(script=["malformed", "no_tool", "ok"]) as fake:
         client = make_llm(fake.base_url, tmp_path, fc)
-        with pytest.raises(llm.ItemError, match="invalid output after one repair"):
+        with pytest.raises(llm_errors.ItemError, match="invalid output after one repair"):
             call(client)
         assert fake.stats.requests == 2
         out = call(client)  # not cached: the next call asks again
@@ -118,7 +119,7 @@ def test_529_and_500_back_off_with_jitter(tmp_path, fc):
 def test_retries_exhausted_fails_the_item_and_caches_nothing(tmp_path, fc):
     with FakeAnthropic(script=["529"] * 3 + ["ok"]) as fake:
         client = make_llm(fake.base_url, tmp_path, fc, max_retries=2)
-        with pytest.raises(llm.ItemError, match="gave up after 3 attempts: HTTP 529"):
+        with pytest.raises(llm_errors.ItemError, match="gave up after 3 attempts: HTTP 529"):
             call(client)
         assert fake.stats.requests == 3 and len(fc.sleeps) == 2
         assert not call(client).cached
@@ -127,9 +128,9 @@ def test_retries_exhausted_fails_the_item_and_caches_nothing(tmp_path, fc):
 def test_401_fails_fast_and_poisons_later_calls(tmp_path, fc):
     with FakeAnthropic(api_key="the-real-key") as fake:
         client = make_llm(fake.base_url, tmp_path, fc, key="wrong-key")
-        with pytest.raises(llm.FatalError, match=r"ANTHROPIC_API_KEY was rejected \(401\)"):
+        with pytest.raises(llm_errors.FatalError, match=r"ANTHROPIC_API_KEY was rejected \(401\)"):
             call(client)
-        with pytest.raises(llm.FatalError):
+        with pytest.raises(llm_errors.FatalError):
             call(client, "another section")
         assert fake.stats.requests == 1 and fc.sleeps == []
 
@@ -137,7 +138,7 @@ def test_401_fails_fast_and_poisons_later_calls(tmp_path, fc):
 def test_400_fails_the_item_without_retrying(tmp_path, fc):
     with FakeAnthropic(script=["400"]) as fake:
         client = make_llm(fake.base_url, tmp_path, fc)
-        with pytest.raises(llm.ItemError, match="HTTP 400"):
+        with pytest.raises(llm_errors.ItemError, match="HTTP 400"):
             call(client)
         assert fake.stats.requests == 1 and fc.sleeps == []
 
@@ -147,7 +148,7 @@ def test_connection_errors_are_retried(tmp_path, fc):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     client = make_llm(f"http://127.0.0.1:{port}", tmp_path, fc, max_retries=2)
-    with pytest.raises(llm.ItemError, match="gave up after 3 attempts: APIConnectionError"):
+    with pytest.raises(llm_errors.ItemError, match="gave up after 3 attempts: APIConnectionError"):
         call(client)
     assert len(fc.sleeps) == 2
     assert [r["status"] for r in client.cache.ledger()] == ["connection_error"] * 3
@@ -156,24 +157,24 @@ def test_connection_errors_are_retried(tmp_path, fc):
 def test_budget_refuses_calls_that_could_pass_the_cap(tmp_path, fc):
     with FakeAnthropic() as fake:
         client = make_llm(fake.base_url, tmp_path, fc, cap=0.0005)
-        with pytest.raises(llm.BudgetExhausted, match="max_cost_usd"):
+        with pytest.raises(llm_errors.BudgetExhausted, match="max_cost_usd"):
             call(client, estimate=0.001)
         assert fake.stats.requests == 0
 
 
 def test_budget_accounting():
-    budget = llm.Budget(1.0)
+    budget = llm_guards.Budget(1.0)
     budget.reserve(0.6)
-    with pytest.raises(llm.BudgetExhausted):
+    with pytest.raises(llm_errors.BudgetExhausted):
         budget.reserve(0.5)  # 0.6 in flight + 0.5 > 1.0
     budget.settle(0.6, 0.2)
     budget.reserve(0.5)
     assert budget.spent == pytest.approx(0.2)
-    llm.Budget(None).reserve(1e9)  # no cap
+    llm_guards.Budget(None).reserve(1e9)  # no cap
 
 
 def test_rate_limiter_pauses_every_worker(fc):
-    limiter = llm.RateLimiter(2, clock=fc.clock, sleep=fc.sleep)
+    limiter = llm_guards.RateLimiter(2, clock=fc.clock, sleep=fc.sleep)
     limiter.pause_all(5.0)
     with limiter:
         pass
@@ -184,20 +185,20 @@ def test_rate_limiter_pauses_every_worker(fc):
 
 
 def test_retry_after_header_forms():
-    assert llm.retry_after_s({"retry-after": "3"}) == 3.0
-    assert llm.retry_after_s({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
-    assert llm.retry_after_s({}) is None
+    assert retry_after_s({"retry-after": "3"}) == 3.0
+    assert retry_after_s({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    assert retry_after_s({}) is None
     when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
-    assert 25 <= llm.retry_after_s({"retry-after": when}) <= 31
+    assert 25 <= retry_after_s({"retry-after": when}) <= 31
 
 
 def test_cache_key_ignores_nothing_but_secrets():
     a = build_request("claude-haiku-4-5", "T", "H", "text")
-    assert llm.cache_key(a, "v1") == llm.cache_key(dict(a), "v1")
-    assert llm.cache_key(a, "v1") != llm.cache_key(a, "v2")
-    assert llm.cache_key(a, "v1") != llm.cache_key(build_request("claude-haiku-4-5", "T", "H2",
+    assert llm_store.cache_key(a, "v1") == llm_store.cache_key(dict(a), "v1")
+    assert llm_store.cache_key(a, "v1") != llm_store.cache_key(a, "v2")
+    assert llm_store.cache_key(a, "v1") != llm_store.cache_key(build_request("claude-haiku-4-5", "T", "H2",
                                                                 "text"), "v1")
-    assert llm.cache_key(a, "v1") != llm.cache_key(build_request("claude-sonnet-4-5", "T", "H",
+    assert llm_store.cache_key(a, "v1") != llm_store.cache_key(build_request("claude-sonnet-4-5", "T", "H",
                                                                 "text"), "v1")
 
 

@@ -167,7 +167,7 @@ def install(
     Refused: a missing or mismatched checksum, absolute paths, '..', links, devices, anything outside <name>/current and <name>/builds/<id>/, archives over --max-size, and pack formats this version cannot read. A refused install leaves INTO as it was.
     """
     try:
-        from packs.archive import install as install_archive, parse_size
+        from packs.install import install as install_archive, parse_size
 
         rec = install_archive(source, into, sha256=sha256, max_bytes=parse_size(max_size),
                               timeout_s=timeout)
@@ -187,7 +187,7 @@ def list_(
 ) -> None:
     """List the packs in FOLDER: name, build time, counts, embedding model and size on disk."""
     try:
-        from packs.archive import list_packs
+        from packs.install import list_packs
 
         entries = list_packs(folder)
     except Exception as exc:  # the CLI edge

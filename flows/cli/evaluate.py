@@ -16,7 +16,7 @@ from flows.cli.common import fail, print_json
 
 def _fail(exc: BaseException) -> NoReturn:
     from packs.embedding import EmbeddingModelError
-    from packs.evaluation import EvalLeakError, QuestionsFileError
+    from packs.eval_questions import EvalLeakError, QuestionsFileError
     from packs.format import PackFormatError
     from packs.options import OptionsError
 
@@ -44,7 +44,10 @@ def eval_(
     Refuses to run when a question is in the pack's few-shot pool."""
     try:
         from packs import KnowledgePack
-        from packs.evaluation import DEFAULT_KS, evaluate, judge_client, load_questions
+        from packs.eval_judge import judge_client
+        from packs.eval_metrics import DEFAULT_KS
+        from packs.eval_questions import load_questions
+        from packs.evaluation import evaluate
         from packs.options import SearchOptions
 
         qs = load_questions(questions)

@@ -35,7 +35,7 @@ from pathlib import Path
 import polars as pl
 
 from tasks import extract as extract_core
-from tasks import llm
+from tasks import llm_errors, llm_store
 from tasks.extract_claude import Memory, Settings, remembered
 from tasks.offline_extract import OFFLINE_VERSION
 from tasks.shards import Shard
@@ -58,7 +58,7 @@ RETRY_DELAY_S = 10
 SECTION_COLUMNS = ["id", "page_title", "heading_path", "content", "content_hash"]
 SCHEMA = {"section_id": pl.Utf8, "request_key": pl.Utf8, "status": pl.Utf8,
           "reason": pl.Utf8, "data": pl.Utf8, "attempts": pl.Int64, "dropped": pl.Utf8}
-TERMINAL_ERRORS = (llm.FatalError, extract_core.ExtractConfigError)  # never retried
+TERMINAL_ERRORS = (llm_errors.FatalError, extract_core.ExtractConfigError)  # never retried
 WORK_KEYS = ("calls", "retries", "repairs", "batched_calls", "batched_sections", "batch_split",
              "cache_hits", "cache_misses", "input_tokens", "output_tokens",
              "cache_read_input_tokens", "cache_creation_input_tokens", "cost_usd",
@@ -164,7 +164,7 @@ def output_rows(sections: pl.DataFrame, result: extract_core.ExtractResult) -> p
         if sid in data:
             status = "ok"
         elif f is not None:
-            status = "failed" if f["kind"] == llm.DETERMINISTIC else "transient"
+            status = "failed" if f["kind"] == llm_errors.DETERMINISTIC else "transient"
         else:
             status = "skipped" if sid in skipped else "missing"
         reason = f["reason"] if f else ("cost cap reached" if sid in skipped else None)
@@ -207,12 +207,12 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         sections = inputs["split"].table("sections", SECTION_COLUMNS)
         journal = out.with_name(out.stem + ".journal.jsonl")
         known, memory = known_outputs([*shard.previous_outputs(NAME), out])
-        known.update(llm.read_journal(journal))
+        known.update(llm_store.read_journal(journal))
         budget = inputs.get("budget_usd")
         config = ctx.extract if budget is None else dataclasses.replace(
             ctx.extract, max_cost_usd=max(0.0, budget))
         ledger = ctx.work.stage("ledger") / f"{ctx.build_id}-extract-{shard.index}.jsonl"
-        store = llm.ResponseStore(known, journal=journal, ledger=ledger)
+        store = llm_store.ResponseStore(known, journal=journal, ledger=ledger)
         result = extract_core.extract_sections(
             sections, config, store, kind=ctx.extract_kind, memory=memory,
             progress=progress or LogProgress(f"extract {shard.label}", log))

@@ -1,0 +1,197 @@
+"""The fetch stage's polite HTTP client: one GET at a time, per-host limits, retries.
+
+`PoliteClient.get` is a GET with retries on transient failures (429, 5xx, network errors;
+jittered backoff, Retry-After honoured); `get_once` is one attempt, holding one of the
+host's connection slots and keeping the per-host delay between request starts. Bodies are
+streamed and capped. Whether a URL may be requested at all is `tasks.fetch_guard`.
+
+Per-URL problems are raised as `Outcome` (terminal: status + reason) or `Transient`
+(retried); the crawler (`tasks.fetch_http`) turns them into a Page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from urllib.parse import urlsplit
+
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+
+from tasks.fetch_model import FetchConfig, Sleep
+from tasks.fetch_parse import is_text_type, media_type
+from tasks.fetch_policy import (
+    REDIRECT_STATUS,
+    RETRYABLE_STATUS,
+    format_size,
+    parse_retry_after,
+    retry_delay,
+)
+
+ACCEPT = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
+log = logging.getLogger("kpack.fetch")
+
+
+class Outcome(Exception):
+    """A per-URL result that is not a page of content: status + reason. Terminal."""
+
+    def __init__(
+        self, status: str, reason: str, http_status: int | None = None, content_type: str | None = None
+    ) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.http_status = http_status
+        self.content_type = content_type
+
+
+class Transient(Outcome):
+    """A failure worth retrying (network error, 429, 5xx); may carry Retry-After seconds."""
+
+    def __init__(self, reason: str, http_status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__("failed", reason, http_status)
+        self.retry_after = retry_after
+
+
+@dataclass
+class Hop:
+    """One HTTP response: status, headers we keep, and the body for a 2xx."""
+
+    status: int
+    headers: httpx.Headers
+    body: bytes = b""
+
+
+def new_async_client(config: FetchConfig, transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
+    """The httpx client of one fetch: no automatic redirects (each hop is checked), the
+    configured timeouts, user agent and connection limits."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(config.timeout_s),
+        follow_redirects=False,
+        headers={"User-Agent": config.user_agent, "Accept": ACCEPT},
+        limits=httpx.Limits(max_connections=2 * config.concurrency, max_keepalive_connections=config.concurrency),
+        transport=transport,
+    )
+
+
+class PoliteClient:
+    """GETs through one httpx client, with per-host concurrency and spacing, and retries."""
+
+    def __init__(self, config: FetchConfig, client: httpx.AsyncClient, sleep: Sleep) -> None:
+        self.config = config
+        self.client = client
+        self.sleep = sleep
+        self.host_slots: dict[str, asyncio.Semaphore] = {}
+        self.host_next: dict[str, float] = {}
+
+    async def get(self, url: str, headers: dict[str, str]) -> Hop:
+        """GET with retries on transient failures (jittered backoff, Retry-After honoured).
+        Raises Outcome once the retries are spent or the failure is terminal."""
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.config.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception_type(Transient),
+            sleep=self.sleep,
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        try:
+            return await retrying(self.get_once, url, headers, max_bytes=self.config.max_bytes, typed=True)
+        except Transient as exc:
+            attempts = self.config.max_retries + 1
+            reason = f"{exc.reason} (after {attempts} attempts)" if attempts > 1 else exc.reason
+            raise Outcome("failed", reason, exc.http_status) from None
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        retry_after = exc.retry_after if isinstance(exc, Transient) else None
+        return retry_delay(state.attempt_number, retry_after, random.random(), cap=self.config.max_retry_after_s)
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.info("retrying in %.1f s after attempt %d: %s", wait, state.attempt_number, exc)
+
+    async def get_once(self, url: str, headers: dict[str, str], *, max_bytes: int, typed: bool) -> Hop:
+        """One GET. Redirects and 304 come back as hops; 429/5xx and network errors raise
+        Transient; other 4xx, oversize bodies and (when `typed`) unsupported types raise
+        Outcome."""
+        async with self._host_slot((urlsplit(url).hostname or "").lower()):
+            try:
+                async with self.client.stream("GET", url, headers=headers) as response:
+                    return await _read_response(response, max_bytes, typed)
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                if _is_certificate_error(exc):
+                    raise Outcome("failed", f"TLS certificate rejected: {exc}") from None
+                raise Transient(_describe(exc, self.config.timeout_s)) from None
+            except httpx.HTTPError as exc:  # unsupported protocol, bad encoding, proxy
+                raise Outcome("failed", _describe(exc, self.config.timeout_s)) from None
+
+    @asynccontextmanager
+    async def _host_slot(self, host: str) -> AsyncIterator[None]:
+        """Hold one of the host's connections; with a per-host delay, reserve the next
+        start time under the semaphore so concurrent requests space out."""
+        slot = self.host_slots.get(host)
+        if slot is None:
+            slot = self.host_slots[host] = asyncio.Semaphore(self.config.per_host_concurrency)
+        async with slot:
+            delay = self.config.per_host_delay_s
+            if delay > 0:
+                now = asyncio.get_running_loop().time()
+                start = max(now, self.host_next.get(host, now))
+                self.host_next[host] = start + delay
+                if start > now:
+                    await self.sleep(start - now)
+            yield
+
+
+async def _read_response(response: httpx.Response, max_bytes: int, typed: bool) -> Hop:
+    status = response.status_code
+    if status in REDIRECT_STATUS or status == 304:
+        return Hop(status, response.headers)
+    reason = f"HTTP {status} {response.reason_phrase}".rstrip()
+    if status in RETRYABLE_STATUS:
+        retry_after = parse_retry_after(response.headers.get("retry-after"), datetime.now(timezone.utc))
+        raise Transient(reason, status, retry_after)
+    if not 200 <= status < 300:  # other 4xx, and 3xx that are not redirects (300, 305)
+        raise Outcome("failed", reason, status)
+    mtype = media_type(response.headers.get("content-type"))
+    if typed and not is_text_type(mtype):
+        raise Outcome("unsupported", f"unsupported content type {mtype}", status, mtype)
+    too_big = f"larger than {format_size(max_bytes)} cap"
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise Outcome("failed", too_big, status)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise Outcome("failed", too_big, status)
+        chunks.append(chunk)
+    return Hop(status, response.headers, b"".join(chunks))
+
+
+def _is_certificate_error(exc: httpx.HTTPError) -> bool:
+    return isinstance(exc, httpx.ConnectError) and "CERTIFICATE_VERIFY_FAILED" in str(exc)
+
+
+def _describe(exc: httpx.HTTPError, timeout_s: float) -> str:
+    kinds = {
+        httpx.ConnectTimeout: f"connect timed out after {timeout_s:g} s",
+        httpx.ReadTimeout: f"read timed out after {timeout_s:g} s",
+        httpx.WriteTimeout: f"write timed out after {timeout_s:g} s",
+        httpx.PoolTimeout: "no free connection (pool timeout)",
+    }
+    for kind, text in kinds.items():
+        if isinstance(exc, kind):
+            return text
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.ConnectError):
+        return f"could not connect: {detail}"
+    return f"{type(exc).__name__}: {detail}"
