@@ -42,9 +42,10 @@ demo: setup
 	$(BIN)/kpack build sources/example --out out
 	$(BIN)/kpack query out/example "$(QUESTION)"
 
-# The import contracts of pyproject.toml ([tool.importlinter]).
+# The import contracts ([tool.importlinter]) and ruff ([tool.ruff]) of pyproject.toml.
 lint: setup-dev
 	$(BIN)/lint-imports
+	$(BIN)/ruff check .
 
 test: setup-dev setup-runtime lint
 	KPACK_RUNTIME_PYTHON=$(abspath $(RUNTIME_VENV))/bin/python $(BIN)/python -m pytest -q

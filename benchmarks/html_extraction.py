@@ -61,8 +61,8 @@ sys.path.insert(0, str(ROOT))
 import lxml.html  # noqa: E402
 import trafilatura  # noqa: E402
 
-from tasks import fetch_parse  # noqa: E402
 from packs.markdown import line_kinds  # noqa: E402
+from tasks import fetch_parse  # noqa: E402
 
 DOC_PAGES = (
     "google-sre-book-1",

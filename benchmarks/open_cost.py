@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from packs import KnowledgePack, integrity
     from packs import format as fmt
-    from packs.manifest import read_manifest
     from packs.layout import resolve_build_dir
+    from packs.manifest import read_manifest
 
     print(common.machine_line(), flush=True)
     with tempfile.TemporaryDirectory(prefix="kpack-open-") as tmp:

@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: no Kubernetes pack at {args.k8s_pack} (run benchmarks/k8s_build.py "
               "--out out/bench/k8s first)")
         return 0
-    lines = [f"# int8 vs fp32 query encoder — `python benchmarks/query_encoder.py`\n",
+    lines = ["# int8 vs fp32 query encoder — `python benchmarks/query_encoder.py`\n",
              common.machine_line()]
     print(lines[-1], flush=True)
     k8s(args.k8s_pack, lines)

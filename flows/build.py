@@ -47,7 +47,6 @@ from tasks.stages import isolated
 from tasks.stages.common import BuildContext, Record, write_state
 from tasks.stages.publish import unchanged_build
 
-
 # The reduce steps whose memory grows with the pack; on an in-process task runner they run
 # in a child process for packs of this many pages or more (tasks/stages/isolated.py).
 ISOLATED_STAGES = ("resolve", "publish")

@@ -68,7 +68,8 @@ def extract_config(source: SourceConfig, kind: str | None, max_cost_usd: float |
     )
 
 
-def fetch_window(config: fetch_core.FetchConfig, shard_count: int) -> tuple[int, fetch_core.FetchConfig]:
+def fetch_window(config: fetch_core.FetchConfig,
+                 shard_count: int) -> tuple[int, fetch_core.FetchConfig]:
     """(fetch shards run at once, the fetch config of each): the pack's global and
     per-host limits hold for the whole build, divided among the shards in flight."""
     window = 1 if config.per_host_delay_s > 0 else max(1, min(shard_count,

@@ -183,7 +183,8 @@ def report_markdown(summary: dict) -> str:
     durations = summary.get("durations") or {}
     if durations:
         lines += ["## Durations", ""]
-        lines += _table(["stage", "seconds"], [[k, f"{float(v):.2f}"] for k, v in durations.items()])
+        lines += _table(["stage", "seconds"],
+                        [[k, f"{float(v):.2f}"] for k, v in durations.items()])
     if summary.get("build_dir"):
         lines += [f"Published at `{summary['build_dir']}`", ""]
     return "\n".join(lines).rstrip() + "\n"

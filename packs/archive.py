@@ -139,7 +139,8 @@ def pack_archive(pack_dir: str | os.PathLike[str], out: str | os.PathLike[str] |
     files = 0
     try:
         with open(tmp, "wb") as raw, \
-                gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz, \
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
+                              compresslevel=6) as gz, \
                 tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for dirname in (name, f"{name}/{fmt.BUILDS_DIR}"):
                 tar.addfile(_tarinfo(dirname, is_dir=True, mtime=mtime))

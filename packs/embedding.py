@@ -173,7 +173,7 @@ def describe(name_or_path: str) -> ModelInfo:
     return ModelInfo(embedder.spec, embedder.dim, embedder.max_seq_length)
 
 
-def _load_torch(load_from: str) -> "SentenceTransformer":
+def _load_torch(load_from: str) -> SentenceTransformer:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:  # the query runtime: no torch, no sentence-transformers
@@ -224,7 +224,7 @@ class Embedder:
     """
 
     @classmethod
-    def from_encoder(cls, spec: ModelSpec, encoder: object, load_from: str) -> "Embedder":
+    def from_encoder(cls, spec: ModelSpec, encoder: object, load_from: str) -> Embedder:
         """An Embedder around an already loaded OnnxEncoder (a pack's shipped encoder,
         packs/encoder.py), with the prefixes of `spec`."""
         self = cls.__new__(cls)

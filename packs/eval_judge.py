@@ -15,7 +15,6 @@ from packs.llm import client as llm_client
 from packs.llm import errors as llm_errors
 from packs.llm.usage import query_usage, zero_query_usage
 
-
 RUBRIC_VERSION = "judge-v1"
 DEFAULT_JUDGE_MODEL = "claude-sonnet-4-6"
 JUDGE_TIMEOUT_S = 60.0

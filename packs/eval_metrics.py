@@ -39,7 +39,7 @@ class Source:
     heading_path: str
 
 
-def distinct_sources(sections: Sequence["RankedSection"], section_level: bool) -> list[Source]:
+def distinct_sources(sections: Sequence[RankedSection], section_level: bool) -> list[Source]:
     """Sections in rank order, collapsed to pages or to sections (chunks folded)."""
     out: dict[tuple[str, str], Source] = {}
     for s in sections:

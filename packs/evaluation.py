@@ -86,7 +86,7 @@ def eval_options(options: SearchOptions | None, depth: int) -> SearchOptions:
                                max_articles=max(base.max_articles, want), use_cache=False)
 
 
-def evaluate(pack: "KnowledgePack", questions: Sequence[Question],
+def evaluate(pack: KnowledgePack, questions: Sequence[Question],
              options: SearchOptions | None = None, ks: Sequence[int] = DEFAULT_KS, *,
              binary: bool = False, judge: object | None = None,
              judge_model: str = DEFAULT_JUDGE_MODEL, answers: bool = False,

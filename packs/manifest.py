@@ -130,7 +130,7 @@ class Manifest(BaseModel):
     gate: GateInfo | None = None
 
     @model_validator(mode="after")
-    def _gate_of_the_model(self) -> "Manifest":
+    def _gate_of_the_model(self) -> Manifest:
         if self.gate is None:
             from packs.retrieval.gate import params_for
 

@@ -276,7 +276,8 @@ def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNIN
     @server.tool(description=("Answer a question from a pack. Returns answer (citing [n]), "
                               "sources, citations (one per [n]: pack, url, section_id, "
                               "heading_path, quote, start, end, verified), entities, facts, "
-                              "cypher_query, query_type and token_usage (tokens, calls and $ of Claude). "
+                              "cypher_query, query_type and token_usage (tokens, calls "
+                              "and $ of Claude). "
                               "`pack` may be left "
                               "out when the server serves one pack."))
     def ask(question: Question, pack: OptionalPackName = None) -> dict[str, Any]:

@@ -95,7 +95,8 @@ def _layout(folder: Path) -> tuple[str, int] | None:
     if sum(bool(v) for k, v in pooling.items() if k.startswith("pooling_mode_")) != 1:
         return None
     st_config = folder / "sentence_bert_config.json"
-    max_len = json.loads(st_config.read_text()).get("max_seq_length", 512) if st_config.is_file() else 512
+    max_len = (json.loads(st_config.read_text()).get("max_seq_length", 512)
+               if st_config.is_file() else 512)
     return mode, int(max_len)
 
 
@@ -180,7 +181,7 @@ class OnnxEncoder:
         self.dim = int(self.session.get_outputs()[0].shape[-1])
 
     @classmethod
-    def load(cls, folder: Path) -> "OnnxEncoder | None":
+    def load(cls, folder: Path) -> OnnxEncoder | None:
         """An encoder for `folder`, exporting it on first use; None if it doesn't fit, or
         if the export is not possible here (no torch/onnx, or the exporter failed: the
         caller then falls back to sentence-transformers, logged)."""
@@ -205,7 +206,7 @@ class OnnxEncoder:
 
     @classmethod
     def from_files(cls, model_path: Path, tokenizer_folder: Path, pooling: str,
-                   max_len: int) -> "OnnxEncoder":
+                   max_len: int) -> OnnxEncoder:
         """An encoder from an exported model and a folder holding tokenizer.json (a pack's
         shipped encoder). Raises ImportError without onnxruntime/tokenizers."""
         return cls(model_path, tokenizer_folder, pooling, max_len)

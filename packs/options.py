@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 import typing
 from dataclasses import dataclass
 from typing import Literal
@@ -169,7 +170,7 @@ class SearchOptions:
                 raise OptionsError(f"{name} must be >= 0, got {getattr(self, name)}")
 
     @classmethod
-    def build(cls, base: "SearchOptions | None" = None, **overrides: object) -> "SearchOptions":
+    def build(cls, base: SearchOptions | None = None, **overrides: object) -> SearchOptions:
         """`base` (or the defaults) with `overrides` applied; unknown names → OptionsError."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(overrides) - known)
@@ -215,7 +216,7 @@ def _kinds(hint: object) -> set[type]:
     origin = typing.get_origin(hint)
     if origin is Literal:
         return {type(a) for a in typing.get_args(hint)}
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType")):
+    if origin in (typing.Union, types.UnionType):
         return set().union(*(_kinds(a) for a in typing.get_args(hint)))
     return {hint} if isinstance(hint, type) else set()
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,18 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from packs import filters, integrity
-from packs.layout import resolve_build_dir
+from packs import filters, integrity, pipeline
 from packs import format as fmt
-from packs import pipeline
 from packs.db import PackDB
 from packs.embedding import (
     BACKEND_ENV,
     Embedder,
     EmbeddingModelError,
     canonical_model_id,
-    resolve_model,
 )
+from packs.layout import resolve_build_dir
 from packs.manifest import Manifest, read_manifest
 from packs.options import SearchOptions
 from packs.result import SearchResult
@@ -66,7 +63,7 @@ class KnowledgePack:
     # --- opening ------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | os.PathLike[str], *,
-             embedding_model: str | None = None) -> "KnowledgePack":
+             embedding_model: str | None = None) -> KnowledgePack:
         """Open a pack read-only.
 
         `embedding_model` (or env KPACK_EMBEDDING_MODEL) may name the manifest's model or
@@ -107,7 +104,7 @@ class KnowledgePack:
         self.db.close()
         self.cache.clear()
 
-    def __enter__(self) -> "KnowledgePack":
+    def __enter__(self) -> KnowledgePack:
         return self
 
     def __exit__(self, *exc: object) -> None:

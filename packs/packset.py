@@ -58,7 +58,7 @@ class PackSet:
 
     @classmethod
     def open(cls, paths: Sequence[str | os.PathLike[str]], *,
-             embedding_models: Mapping[str, str] | None = None) -> "PackSet":
+             embedding_models: Mapping[str, str] | None = None) -> PackSet:
         """Open every pack read-only (see KnowledgePack.open).
 
         `embedding_models` maps a model id a pack was built with to where to load it from
@@ -85,7 +85,7 @@ class PackSet:
         for p in self.packs:
             p.close()
 
-    def __enter__(self) -> "PackSet":
+    def __enter__(self) -> PackSet:
         return self
 
     def __exit__(self, *exc: object) -> None:

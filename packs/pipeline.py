@@ -66,7 +66,7 @@ def _ranked(row: Row, score: float, stages: list[str], **kw) -> RankedSection:
                          **kw)
 
 
-def search(pack: "KnowledgePack", question: str, opts: SearchOptions) -> SearchResult:
+def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchResult:
     """Run every enabled retrieval stage; see the module docstring for the order."""
     question = clean_question(question)
     timer, qlog, warnings = _Timer(), QueryLog(), []

@@ -11,8 +11,9 @@ published build.
 
 precision: "fp32" (default) or "none" (pack.toml opt-out for teams that share one model
 across packs: the manifest says so and the query side loads the model by name). An int8
-query encoder was measured and is not offered (see PRECISIONS). A model that does not fit the ONNX recipe (extra modules such as Dense layers)
-gets no encoder; the manifest says why and the query side needs sentence-transformers.
+query encoder was measured and is not offered (see PRECISIONS). A model that does not fit
+the ONNX recipe (extra modules such as Dense layers) gets no encoder; the manifest says why
+and the query side needs sentence-transformers.
 """
 
 from __future__ import annotations

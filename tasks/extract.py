@@ -22,8 +22,9 @@ import random
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import polars as pl
 
@@ -33,15 +34,27 @@ from packs.llm.costs import PRICES_AS_OF, price_for
 from tasks import extract_claude, extract_plan, llm, llm_errors, llm_guards, llm_store
 from tasks.entities import RawEntity, resolve_entities
 from tasks.extract_prompt import (  # noqa: F401 (re-exported: the prompt's public names)
-    BATCH_TOOL_NAME, MAX_OUTPUT_TOKENS, PROMPT_VERSION, SYSTEM_PROMPT, TOOL, TOOL_NAME,
-    build_batch_request, build_request, user_message,
+    BATCH_TOOL_NAME,
+    MAX_OUTPUT_TOKENS,
+    PROMPT_VERSION,
+    SYSTEM_PROMPT,
+    TOOL,
+    TOOL_NAME,
+    build_batch_request,
+    build_request,
+    user_message,
 )
 from tasks.extract_schema import (  # noqa: F401 (re-exported)
-    ENTITY_TYPES, EntityOut, Extraction, FactOut, RelationshipOut, dump_extraction,
-    parse_extraction, salvage,
+    ENTITY_TYPES,
+    EntityOut,
+    Extraction,
+    FactOut,
+    RelationshipOut,
+    dump_extraction,
+    parse_extraction,
+    salvage,
 )
 from tasks.offline_extract import OFFLINE_NOTE, extract_offline
-
 
 # --- config + result ----------------------------------------------------------------------
 

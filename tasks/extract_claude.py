@@ -21,15 +21,19 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable
 
 from packs.llm.usage import Completion, Usage
 from tasks import llm, llm_errors, llm_store
 from tasks.extract_plan import plan_units, reserve_usd
 from tasks.extract_prompt import (
-    BATCH_TOOL_NAME, PROMPT_VERSION, TOOL_NAME, build_batch_request, build_request,
+    BATCH_TOOL_NAME,
+    PROMPT_VERSION,
+    TOOL_NAME,
+    build_batch_request,
+    build_request,
 )
 from tasks.extract_schema import Salvaged, dump_extraction, salvage, section_key
 

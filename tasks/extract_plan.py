@@ -20,8 +20,13 @@ from dataclasses import dataclass
 
 from packs.llm.costs import cost_usd, min_cacheable_tokens
 from tasks.extract_prompt import (
-    BATCH_MAX_OUTPUT_TOKENS, CHARS_PER_TOKEN, MAX_OUTPUT_TOKENS, TOOL_USE_OVERHEAD_TOKENS,
-    batch_message, prefix_tokens, user_message,
+    BATCH_MAX_OUTPUT_TOKENS,
+    CHARS_PER_TOKEN,
+    MAX_OUTPUT_TOKENS,
+    TOOL_USE_OVERHEAD_TOKENS,
+    batch_message,
+    prefix_tokens,
+    user_message,
 )
 
 MAX_BATCH_SECTIONS = 8

@@ -17,7 +17,12 @@ import re
 
 from tasks.extract_examples import EXAMPLES
 from tasks.extract_schema import (
-    ENTITY_TYPES, EXTRACTION_SCHEMA, MAX_ENTITIES, MAX_FACTS, MAX_RELATIONSHIPS, batch_schema,
+    ENTITY_TYPES,
+    EXTRACTION_SCHEMA,
+    MAX_ENTITIES,
+    MAX_FACTS,
+    MAX_RELATIONSHIPS,
+    batch_schema,
     section_key,
 )
 

@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 
 from tasks.fetch_http import fetch_all
-from tasks.fetch_model import USER_AGENT, VERSION, FetchConfig, Page, Sleep
 from tasks.fetch_markdown import markdown_document
+from tasks.fetch_model import USER_AGENT, VERSION, FetchConfig, Page, Sleep
 from tasks.fetch_parse import html_to_markdown
 
 __all__ = [

@@ -17,7 +17,7 @@ import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import httpx
@@ -41,7 +41,11 @@ class Outcome(Exception):
     """A per-URL result that is not a page of content: status + reason. Terminal."""
 
     def __init__(
-        self, status: str, reason: str, http_status: int | None = None, content_type: str | None = None
+        self,
+        status: str,
+        reason: str,
+        http_status: int | None = None,
+        content_type: str | None = None,
     ) -> None:
         super().__init__(reason)
         self.status = status
@@ -53,7 +57,9 @@ class Outcome(Exception):
 class Transient(Outcome):
     """A failure worth retrying (network error, 429, 5xx); may carry Retry-After seconds."""
 
-    def __init__(self, reason: str, http_status: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self, reason: str, http_status: int | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__("failed", reason, http_status)
         self.retry_after = retry_after
 
@@ -67,14 +73,18 @@ class Hop:
     body: bytes = b""
 
 
-def new_async_client(config: FetchConfig, transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
+def new_async_client(
+    config: FetchConfig, transport: httpx.AsyncBaseTransport | None
+) -> httpx.AsyncClient:
     """The httpx client of one fetch: no automatic redirects (each hop is checked), the
     configured timeouts, user agent and connection limits."""
     return httpx.AsyncClient(
         timeout=httpx.Timeout(config.timeout_s),
         follow_redirects=False,
         headers={"User-Agent": config.user_agent, "Accept": ACCEPT},
-        limits=httpx.Limits(max_connections=2 * config.concurrency, max_keepalive_connections=config.concurrency),
+        limits=httpx.Limits(
+            max_connections=2 * config.concurrency, max_keepalive_connections=config.concurrency
+        ),
         transport=transport,
     )
 
@@ -101,7 +111,9 @@ class PoliteClient:
             reraise=True,
         )
         try:
-            return await retrying(self.get_once, url, headers, max_bytes=self.config.max_bytes, typed=True)
+            return await retrying(
+                self.get_once, url, headers, max_bytes=self.config.max_bytes, typed=True
+            )
         except Transient as exc:
             attempts = self.config.max_retries + 1
             reason = f"{exc.reason} (after {attempts} attempts)" if attempts > 1 else exc.reason
@@ -110,14 +122,18 @@ class PoliteClient:
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         retry_after = exc.retry_after if isinstance(exc, Transient) else None
-        return retry_delay(state.attempt_number, retry_after, random.random(), cap=self.config.max_retry_after_s)
+        return retry_delay(
+            state.attempt_number, retry_after, random.random(), cap=self.config.max_retry_after_s
+        )
 
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         wait = state.next_action.sleep if state.next_action else 0.0
         log.info("retrying in %.1f s after attempt %d: %s", wait, state.attempt_number, exc)
 
-    async def get_once(self, url: str, headers: dict[str, str], *, max_bytes: int, typed: bool) -> Hop:
+    async def get_once(
+        self, url: str, headers: dict[str, str], *, max_bytes: int, typed: bool
+    ) -> Hop:
         """One GET. Redirects and 304 come back as hops; 429/5xx and network errors raise
         Transient; other 4xx, oversize bodies and (when `typed`) unsupported types raise
         Outcome."""
@@ -156,7 +172,7 @@ async def _read_response(response: httpx.Response, max_bytes: int, typed: bool) 
         return Hop(status, response.headers)
     reason = f"HTTP {status} {response.reason_phrase}".rstrip()
     if status in RETRYABLE_STATUS:
-        retry_after = parse_retry_after(response.headers.get("retry-after"), datetime.now(timezone.utc))
+        retry_after = parse_retry_after(response.headers.get("retry-after"), datetime.now(UTC))
         raise Transient(reason, status, retry_after)
     if not 200 <= status < 300:  # other 4xx, and 3xx that are not redirects (300, 305)
         raise Outcome("failed", reason, status)

@@ -51,14 +51,16 @@ class UrlGuard:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
 
-
     async def check(self, url: str, *, robots: bool = True, robots_for: str | None = None) -> None:
         """Raise an Outcome unless `url` may be requested: scheme, allowed host, resolved
         addresses, robots.txt (of `robots_for` when given, else of `url`)."""
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https"):
-            raise Outcome("failed", f"refused {scheme or 'scheme-less'} URL {redact(url)}: only http(s) is fetched")
+            raise Outcome(
+                "failed",
+                f"refused {scheme or 'scheme-less'} URL {redact(url)}: only http(s) is fetched",
+            )
         host = (parts.hostname or "").rstrip(".")
         if not host:
             raise Outcome("failed", f"URL {redact(url)} has no host")
@@ -73,12 +75,17 @@ class UrlGuard:
         except ValueError:
             raise Outcome("failed", f"URL {redact(url)} has an invalid port") from None
         addresses = await self._resolve(host, port)
-        if reason := check_addresses(host, addresses, allow_private=self.config.allow_private_hosts):
+        if reason := check_addresses(
+            host, addresses, allow_private=self.config.allow_private_hosts
+        ):
             raise Outcome("failed", reason)
         robots_url = robots_for or url
         if robots and self.config.respect_robots and not await self._robots_allow(robots_url):
             origin = "{0.scheme}://{0.netloc}".format(urlsplit(robots_url))
-            raise Outcome("disallowed", f"disallowed by {origin}/robots.txt for user agent {self.config.user_agent!r}")
+            raise Outcome(
+                "disallowed",
+                f"disallowed by {origin}/robots.txt for user agent {self.config.user_agent!r}",
+            )
 
     async def _resolve(self, host: str, port: int) -> list[str]:
         if (literal := ip_literal(host)) is not None:
@@ -122,7 +129,9 @@ class UrlGuard:
         except Outcome as outcome:
             if outcome.http_status is not None and 400 <= outcome.http_status < 500:
                 return None
-            log.warning("robots.txt for %s unavailable (%s); allowing all", redact(origin), outcome.reason)
+            log.warning(
+                "robots.txt for %s unavailable (%s); allowing all", redact(origin), outcome.reason
+            )
             return None
         except TimeoutError:
             log.warning("robots.txt for %s timed out; allowing all", redact(origin))

@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 from urllib.request import url2pathname
@@ -77,7 +77,7 @@ class _Trace:
     """What is known about a URL so far, so a failure mid-way still reports it."""
 
     url: str
-    fetched_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    fetched_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     final_url: str | None = None
     http_status: int | None = None
     content_type: str | None = None
@@ -102,7 +102,13 @@ class Crawler:
     """State shared by one fetch_pages call: the polite client (per-host schedules), the
     guard (robots and DNS caches) and the overall concurrency limit."""
 
-    def __init__(self, config: FetchConfig, client: httpx.AsyncClient, sleep: Sleep, previous: dict[str, dict]) -> None:
+    def __init__(
+        self,
+        config: FetchConfig,
+        client: httpx.AsyncClient,
+        sleep: Sleep,
+        previous: dict[str, dict],
+    ) -> None:
         self.config = config
         self.previous = previous
         self.http = PoliteClient(config, client, sleep)
@@ -131,7 +137,10 @@ class Crawler:
         if scheme == "file":
             return await self._local(url, trace)
         if scheme not in ("http", "https"):
-            raise Outcome("failed", f"unsupported URL scheme {scheme!r}: only http(s) and file:// URLs are fetched")
+            raise Outcome(
+                "failed",
+                f"unsupported URL scheme {scheme!r}: only http(s) and file:// URLs are fetched",
+            )
         target = self._rewrite(url, trace)
         # A GitHub page rewritten to its raw file is judged by the robots.txt of the page
         # the user listed: the raw host's robots.txt disallows crawlers wholesale, yet a
@@ -164,7 +173,9 @@ class Crawler:
         trace.final_url = rewrite.url
         return rewrite.url
 
-    async def _finish(self, hop: Hop, target: str, trace: _Trace, prev: dict, conditional: bool) -> Page:
+    async def _finish(
+        self, hop: Hop, target: str, trace: _Trace, prev: dict, conditional: bool
+    ) -> Page:
         etag = hop.headers.get("etag")
         last_modified = hop.headers.get("last-modified")
         if hop.status == 304:
@@ -194,7 +205,9 @@ class Crawler:
     async def _local(self, url: str, trace: _Trace) -> Page:
         parts = urlsplit(url)
         if parts.netloc not in ("", "localhost"):
-            raise Outcome("failed", f"file URL with a remote host {parts.netloc!r} is not supported")
+            raise Outcome(
+                "failed", f"file URL with a remote host {parts.netloc!r} is not supported"
+            )
         path = Path(url2pathname(parts.path))
         body = await asyncio.to_thread(_read_capped, path, self.config.max_bytes)
         parsed = await asyncio.to_thread(parse_document, body, None, url, path.name)

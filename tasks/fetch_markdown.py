@@ -18,7 +18,9 @@ from packs.markdown import heading, line_kinds
 
 # [text](href "title"); not an image (!) and not an escaped \[ that trafilatura writes for a
 # literal bracket. Group 1 text, 2 href, 3 optional title.
-LINK = re.compile(r"(?<![\\!])\[((?:\\.|[^\]\\])*)\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\))?)>?(\s+\"[^\"]*\")?\s*\)")
+LINK = re.compile(
+    r"(?<![\\!])\[((?:\\.|[^\]\\])*)\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\))?)>?(\s+\"[^\"]*\")?\s*\)"
+)
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")  # `code` spans: links inside are not links
 
 
@@ -77,9 +79,9 @@ def split_front_matter(text: str) -> tuple[dict[str, object], str]:
         if not m:
             return {}, text
         try:
-            return tomllib.loads(m.group(1)), text[m.end():]
+            return tomllib.loads(m.group(1)), text[m.end() :]
         except tomllib.TOMLDecodeError:
-            return {}, text[m.end():]
+            return {}, text[m.end() :]
     if text.startswith("---"):
         m = re.match(r"---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", text, re.S)
         if not m:
@@ -88,7 +90,7 @@ def split_front_matter(text: str) -> tuple[dict[str, object], str]:
             meta, _ = frontmatter.parse(text, handler=frontmatter.YAMLHandler())
         except yaml.YAMLError:
             meta = {}
-        return (meta if isinstance(meta, dict) else {}), text[m.end():]
+        return (meta if isinstance(meta, dict) else {}), text[m.end() :]
     return {}, text
 
 

@@ -41,14 +41,26 @@ class FetchConfig:
     github_raw_base: str = DEFAULT_GITHUB_RAW_BASE  # tests point this at a loopback server
 
     def __post_init__(self) -> None:
-        for name in ("timeout_s", "total_timeout_s", "max_bytes", "concurrency", "per_host_concurrency"):
+        for name in (
+            "timeout_s",
+            "total_timeout_s",
+            "max_bytes",
+            "concurrency",
+            "per_host_concurrency",
+        ):
             if getattr(self, name) <= 0:
-                raise ValueError(f"FetchConfig.{name} must be positive, got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"FetchConfig.{name} must be positive, got {getattr(self, name)!r}"
+                )
         for name in ("per_host_delay_s", "max_redirects", "max_retries", "max_retry_after_s"):
             if getattr(self, name) < 0:
-                raise ValueError(f"FetchConfig.{name} must be zero or more, got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"FetchConfig.{name} must be zero or more, got {getattr(self, name)!r}"
+                )
         if isinstance(self.allowed_hosts, str):
-            raise ValueError("FetchConfig.allowed_hosts must be a tuple of host names, not a string")
+            raise ValueError(
+                "FetchConfig.allowed_hosts must be a tuple of host names, not a string"
+            )
 
     @classmethod
     def from_pack(cls, pack: PackConfig, **overrides: object) -> FetchConfig:
@@ -83,4 +95,3 @@ class Page:
     text: str | None
     links: list[str]
     fetched_at: str  # ISO UTC
-

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
@@ -101,7 +101,9 @@ def host_allowed(host: str, allowed_hosts: tuple[str, ...]) -> bool:
     return False
 
 
-def effective_allowed_hosts(allowed_hosts: tuple[str, ...], github_raw_base: str) -> tuple[str, ...]:
+def effective_allowed_hosts(
+    allowed_hosts: tuple[str, ...], github_raw_base: str
+) -> tuple[str, ...]:
     """The allow-list with the GitHub raw host added when github.com is allowed, so that
     allowing github.com lets its blob/README rewrites through."""
     if not allowed_hosts or not any(host_allowed(h, allowed_hosts) for h in GITHUB_HOSTS):
@@ -161,7 +163,7 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return max(0.0, (when - now).total_seconds())
 
 
@@ -172,9 +174,7 @@ def backoff_delay(attempt: int, rand: float, *, base: float = 1.0, cap: float = 
     return ceiling * (0.5 + rand / 2)
 
 
-def retry_delay(
-    attempt: int, retry_after: float | None, rand: float, *, cap: float
-) -> float:
+def retry_delay(attempt: int, retry_after: float | None, rand: float, *, cap: float) -> float:
     """The wait before retry `attempt`: the server's Retry-After when it gave one (up to
     `cap`), otherwise jittered exponential backoff (up to `cap`)."""
     if retry_after is not None:

@@ -5,8 +5,8 @@ host lower-cased, default port, fragment, trailing slash and index/extension suf
 dropped). Documentation sites often link to a page's published path while the pack
 fetched its source file (`/docs/concepts/pods/` vs `.../concepts/pods.md`), so a link to
 the same host that matches nothing exactly falls back to a unique match on the last path
-segments (at least two). Self-links are dropped. Centrality is degree (in + out) over the edges, precomputed
-here so queries only look it up.
+segments (at least two). Self-links are dropped. Centrality is degree (in + out) over the
+edges, precomputed here so queries only look it up.
 """
 
 from __future__ import annotations

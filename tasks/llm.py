@@ -44,8 +44,9 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from packs.llm import client as llm_client
 from packs.llm.costs import cost_usd

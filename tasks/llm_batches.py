@@ -13,8 +13,8 @@ with a `reason`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 # Imported only by `LLM.batch`, once a client exists: the SDK is loaded by then.
 import anthropic
@@ -22,6 +22,7 @@ import anthropic
 from packs.llm.errors import classify, is_terminal_error_type
 from packs.llm.usage import Completion, completion_of
 from tasks.llm_errors import DETERMINISTIC, TRANSIENT, FatalError
+
 
 @dataclass
 class BatchOutcome:

@@ -16,7 +16,7 @@ All three are thread-safe; the clock and sleep are injected so tests never sleep
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from tasks.llm_errors import BudgetExhausted, CircuitOpen
 
@@ -36,7 +36,7 @@ class RateLimiter:
         with self._lock:
             self._not_before = max(self._not_before, self._clock() + seconds)
 
-    def __enter__(self) -> "RateLimiter":
+    def __enter__(self) -> RateLimiter:
         with self._lock:
             wait = self._not_before - self._clock()
         if wait > 0:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import threading
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from packs.llm.usage import Usage
@@ -117,4 +117,4 @@ def _append_jsonl(path: Path, row: dict) -> None:
 
 def now_iso() -> str:
     """The current UTC time as an ISO 8601 string (ms), for journal and ledger rows."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")

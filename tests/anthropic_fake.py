@@ -57,10 +57,10 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 TOOL_USE_OVERHEAD = 346
 _TOKEN = re.compile(r"\w+|[^\w\s]+")
@@ -234,7 +234,7 @@ class FakeAnthropic:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "FakeAnthropic":
+    def start(self) -> FakeAnthropic:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -294,7 +294,7 @@ class FakeAnthropic:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeAnthropic":
+    def __enter__(self) -> FakeAnthropic:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -492,7 +492,7 @@ class FakeAnthropic:
             return True
 
     def _batch_object(self, batch: dict) -> dict:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         ended = self._ended(batch, poll=False)
         counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
         if ended:

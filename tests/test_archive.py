@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 import typer
+from loopback_site import LoopbackSite
+from query_fixtures import embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 from typer.testing import CliRunner
 
 from flows.cli.admin import register
-from loopback_site import LoopbackSite
 from packs import KnowledgePack
 from packs.archive import ArchiveError, pack_archive, sha256_file
 from packs.install import DownloadError, install, list_packs, parse_size
-from query_fixtures import embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 
 QUESTION = "Where do jobs go after they exhaust their retries?"
 

@@ -8,8 +8,18 @@ import json
 
 import pytest
 
-from benchmarks import corpora, gate_calibration, k8s_build, query_latency, retrieval_defaults
-from benchmarks import extract_calls, k8s_runners, scifact, xquad, xquad_answers
+from benchmarks import (
+    corpora,
+    extract_calls,
+    gate_calibration,
+    k8s_build,
+    k8s_runners,
+    query_latency,
+    retrieval_defaults,
+    scifact,
+    xquad,
+    xquad_answers,
+)
 
 DOCS = [
     ("11", "Vitamin D supplementation and bone fractures in older adults",

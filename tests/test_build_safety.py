@@ -21,7 +21,7 @@ from packs import format as fmt
 from tasks import lock
 from tasks.guard import GuardError
 from tests.anthropic_fake import FakeAnthropic
-from tests.small_site import PAGES, serve_site, write_source
+from tests.small_site import serve_site, write_source
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,16 +8,23 @@ from dataclasses import dataclass
 
 import polars as pl
 import pytest
+from query_fixtures import embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 
 from packs import KnowledgePack
 from packs import format as fmt
-from packs.citations import (CITATION_FIELDS, cite, excerpt_citations, locate, markers,
-                             precision, unverified_note)
+from packs.citations import (
+    CITATION_FIELDS,
+    cite,
+    excerpt_citations,
+    locate,
+    markers,
+    precision,
+    unverified_note,
+)
 from packs.result import Facts, RankedSection
 from packs.retrieval.context import assemble
 from packs.retrieval.extractive import segment, select
 from packs.retrieval.synthesis import extractive_answer
-from query_fixtures import embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 
 
 @dataclass

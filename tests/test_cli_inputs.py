@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
 from typer.testing import CliRunner
 
 from flows.cli import app
-from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
 
 
 @pytest.mark.parametrize(("args", "message"), [

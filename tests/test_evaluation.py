@@ -10,6 +10,8 @@ import re
 
 import pytest
 import typer
+from answer_fake import cited_answer
+from query_fixtures import FEWSHOT, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 from typer.testing import CliRunner
 
 from flows.cli.evaluate import register
@@ -20,8 +22,8 @@ from packs.eval_metrics import (
     credit,
     distinct_sources,
     ndcg_at,
-    reciprocal_rank,
     recall_at,
+    reciprocal_rank,
     score_ranking,
 )
 from packs.eval_questions import (
@@ -35,8 +37,6 @@ from packs.eval_questions import (
 from packs.evaluation import evaluate
 from packs.result import RankedSection
 from packs.urls import canonical_url
-from answer_fake import cited_answer
-from query_fixtures import FEWSHOT, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 from tests.anthropic_fake import FakeAnthropic
 
 # --- metrics -------------------------------------------------------------------------

@@ -9,16 +9,24 @@ import time
 
 import polars as pl
 import pytest
-from tests.anthropic_fake import FakeAnthropic, FakeClock
 
 from packs.format import TABLE_COLUMNS, content_hash, entity_id, fact_id
 from tasks import llm_errors, llm_store
 from tasks.extract import (
-    PROMPT_VERSION, ExtractConfig, ExtractConfigError, Extraction, assemble,
-    build_batch_request, build_request, estimate_cost, extract_sections, resolve_kind,
+    PROMPT_VERSION,
+    ExtractConfig,
+    ExtractConfigError,
+    Extraction,
+    assemble,
+    build_batch_request,
+    build_request,
+    estimate_cost,
+    extract_sections,
+    resolve_kind,
 )
 from tasks.extract_plan import reserve_usd
 from tasks.offline_extract import CO_OCCURS, OFFLINE_NOTE, extract_offline, topic_of
+from tests.anthropic_fake import FakeAnthropic, FakeClock
 
 HPA_TEXT = (
     "The Horizontal Pod Autoscaler (HPA) automatically scales a `Deployment` to match "

@@ -10,14 +10,14 @@ import socket
 
 import polars as pl
 import pytest
-from tests.anthropic_fake import FakeAnthropic, FakeClock, default_responder
-from tests.test_extract import _check_integrity, corpus
 
-from tasks import llm_errors, llm_store
 from packs.llm.costs import cost_usd
+from tasks import llm_errors, llm_store
 from tasks.extract import ExtractConfig, extract_sections, request_key
 from tasks.extract_prompt import BATCH_TOOL_NAME, TOOL_NAME
 from tasks.stages.extract import known_outputs, output_rows
+from tests.anthropic_fake import FakeAnthropic, FakeClock, default_responder
+from tests.test_extract import _check_integrity, corpus
 
 BROKEN = "BROKEN-SECTION"
 

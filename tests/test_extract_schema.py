@@ -11,16 +11,21 @@ import random
 
 import jsonschema
 import pytest
-from tests.anthropic_fake import count_tokens
-from tests.schema_boundary import instance, instances
 
 from packs.llm.costs import MIN_CACHEABLE_TOKENS, min_cacheable_tokens
 from tasks.extract import TOOL, assemble
 from tasks.extract_examples import EXAMPLES
 from tasks.extract_prompt import SYSTEM_PROMPT, batch_tool, prefix_tokens
 from tasks.extract_schema import (
-    EXTRACTION_SCHEMA, MAX_NAME_CHARS, Extraction, batch_schema, extraction_schema, salvage,
+    EXTRACTION_SCHEMA,
+    MAX_NAME_CHARS,
+    Extraction,
+    batch_schema,
+    extraction_schema,
+    salvage,
 )
+from tests.anthropic_fake import count_tokens
+from tests.schema_boundary import instance, instances
 
 BOUNDARY_STRINGS = ["", " ", "\t", "a", "Z", "7", "_", "-", "日本", "😀", "\x1c", "\ufeff",
                     "\u00a0x\u00a0", "  padded  ", "</section>", "line\nbreak", "a()", "()",

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from tests.anthropic_fake import FakeAnthropic, default_responder
-from tests.conftest import OFFLINE_MODEL
-from tests.test_extract import corpus
 
 from tasks import llm_errors, stages
 from tasks.shards import Shard
 from tasks.stages import extract as stage
 from tasks.stages.common import Record
+from tests.anthropic_fake import FakeAnthropic, default_responder
+from tests.conftest import OFFLINE_MODEL
+from tests.test_extract import corpus
 
 BROKEN = "BROKEN-SECTION"
 
@@ -93,7 +93,7 @@ def test_retry_condition_refuses_terminal_errors():
 
 def _flow_runs(pack: str) -> list:
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName, FlowRunFilterId
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterName
 
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(

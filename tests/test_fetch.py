@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import httpx
 import pytest
 
-from tasks.fetch import USER_AGENT, FetchConfig, Page, fetch_pages, html_to_markdown, markdown_document
+from tasks.fetch import (
+    USER_AGENT,
+    FetchConfig,
+    Page,
+    fetch_pages,
+    html_to_markdown,
+    markdown_document,
+)
 from tasks.fetch_markdown import split_front_matter, strip_shortcodes
 from tasks.fetch_parse import choose_charset, classify, parse_document, sniff_binary
 from tasks.fetch_policy import (
@@ -279,7 +286,7 @@ def test_host_allowed() -> None:
 
 
 def test_parse_retry_after() -> None:
-    now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2024, 1, 1, tzinfo=UTC)
     assert parse_retry_after("120", now) == 120.0
     assert parse_retry_after(format_datetime(now + timedelta(seconds=90), usegmt=True), now) == 90.0
     assert parse_retry_after(format_datetime(now - timedelta(seconds=90), usegmt=True), now) == 0.0

@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from test_packset import GARDEN, build_small_pack
 
-from packs import KnowledgePack, OptionsError
-from packs import filters
+from packs import KnowledgePack, OptionsError, filters
 from packs.db import PackDB
 from packs.embedding import Embedder
-from test_packset import GARDEN, build_small_pack
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 BASE = "https://garden.test"

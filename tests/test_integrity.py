@@ -11,15 +11,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
 
 from packs import KnowledgePack
 from packs import format as fmt
 from packs.archive import ArchiveError, pack_archive, sha256_file
 from packs.install import install
 from packs.integrity import PackCorruptError, check_on_open, verify
-from packs.manifest import read_manifest
 from packs.layout import resolve_build_dir
-from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
+from packs.manifest import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 

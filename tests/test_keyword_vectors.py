@@ -10,12 +10,12 @@ import shutil
 import numpy as np
 import polars as pl
 import pytest
+from test_packset import GARDEN, build_small_pack
 
 from packs import KnowledgePack
 from packs import format as fmt
 from packs.embedding import Embedder
 from tasks import embed as embed_core
-from test_packset import GARDEN, build_small_pack
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

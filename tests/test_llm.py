@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import random
 import socket
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 
 import pytest
-from tests.anthropic_fake import FakeAnthropic, FakeClock
 
+from packs.llm.costs import PRICES, cost_usd, price_for
 from packs.llm.errors import retry_after_s
 from tasks import llm, llm_errors, llm_guards, llm_store
-from packs.llm.costs import PRICES, cost_usd, price_for
 from tasks.extract import TOOL_NAME, build_request, dump_extraction, parse_extraction
+from tests.anthropic_fake import FakeAnthropic, FakeClock
 
 SECTION = ("The Horizontal Pod Autoscaler (HPA) scales a `Deployment` based on CPU use. "
            "It reads `spec.replicas` through the autoscaling.v2 API.")
@@ -188,7 +188,7 @@ def test_retry_after_header_forms():
     assert retry_after_s({"retry-after": "3"}) == 3.0
     assert retry_after_s({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
     assert retry_after_s({}) is None
-    when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     assert 25 <= retry_after_s({"retry-after": when}) <= 31
 
 

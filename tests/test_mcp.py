@@ -10,13 +10,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 
 from packs import PackFormatError
 from packs.format import FORMAT_VERSION
 from packs.mcp_server import build_server, close_packs, open_packs
 from packs.options import MAX_QUESTION_CHARS
 from packs.pipeline import ASK_FIELDS
-from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Where do jobs go after they exhaust their retries?"
@@ -178,8 +178,8 @@ def test_several_packs_need_a_pack_name_or_search_packs(served):
 
 
 def test_ask_tool_carries_claude_citations_with_a_flagged_quote(served, monkeypatch):
-    from anthropic_fake import FakeAnthropic
     from answer_fake import cited_answer
+    from anthropic_fake import FakeAnthropic
     from mcp import Client
 
     async def call():

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from packs import KnowledgePack, PackSet
+from packs import PackSet
 from packs import format as fmt
 from packs.embedding import Embedder
 from packs.manifest import EmbeddingInfo, ExtractorInfo, Manifest

@@ -9,9 +9,10 @@ import re
 
 import polars as pl
 import pytest
-
-from anthropic_fake import FakeAnthropic
 from answer_fake import ALTERNATIVES, GATED_TEXT, cited_answer, excerpts, text_reply
+from anthropic_fake import FakeAnthropic
+from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
+
 from packs import KnowledgePack
 from packs import format as fmt
 from packs.citations import CITATION_FIELDS, markers
@@ -19,7 +20,6 @@ from packs.llm.costs import cost_usd
 from packs.llm.errors import SynthesisError
 from packs.pipeline import ASK_FIELDS
 from packs.retrieval import synthesis
-from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 
 QUESTION = "How many times is a failed job retried?"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from query_fixtures import build_pack, embedder  # noqa: F401 (fixture)
 
 from packs import KnowledgePack
 from packs import format as fmt
@@ -18,7 +19,6 @@ from packs.embedding import EmbeddingModelError
 from packs.encoder import sha256_file
 from packs.extras import BUILD_INSTALL, MCP_INSTALL, build_missing_message
 from packs.manifest import read_manifest
-from query_fixtures import build_pack, embedder  # noqa: F401 (fixture)
 from tasks.encoder import OPT_OUT_REASON, write_encoder
 from tests.conftest import OFFLINE_MODEL
 

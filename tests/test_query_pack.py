@@ -11,12 +11,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 
 from packs import EmbeddingModelError, KnowledgePack, PackFormatError, QuestionError, __version__
 from packs.options import MAX_QUESTION_CHARS
 from packs.pipeline import ASK_FIELDS
 from packs.retrieval import gate
-from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -84,7 +84,7 @@ def test_search_ranks_the_right_section_first(pack, question, slug, heading, fus
     top = result.sections[0]
     assert (top.url, top.heading_path.split(" > ")[-1]) == (url_of(slug), heading)
     assert top.citation == 1 and "vector" in top.stages
-    assert f"[1]" in result.context and top.url in result.context
+    assert "[1]" in result.context and top.url in result.context
     assert result.context_tokens > 0 and not result.gated
 
 

@@ -7,10 +7,10 @@ import logging
 import os
 
 import pytest
+from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
 
 from packs import KnowledgePack
 from packs.retrieval import rerank
-from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -8,10 +8,10 @@ import os
 
 import polars as pl
 import pytest
+from query_fixtures import FACTS, build_pack, embedder, pack_dir  # noqa: F401 (fixtures)
 
 from packs import KnowledgePack
 from packs import format as fmt
-from query_fixtures import FACTS, build_pack, embedder, pack_dir  # noqa: F401 (fixtures)
 from tasks.store import section_graphs, write_tables
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -9,8 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from flows.schedule import build_deployments, discover_sources, run_environment
 from flows.cli.serve import register
+from flows.schedule import build_deployments, discover_sources, run_environment
 from tasks.sources import SourceError
 
 

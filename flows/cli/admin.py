@@ -9,7 +9,7 @@ unreadable pack, a refused or mismatched archive, a missing file or a bad value.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -98,8 +98,8 @@ def verify(
     pack checks sizes and the database only). Exit 2 names the first damaged file."""
     try:
         from packs.integrity import verify as verify_files
-        from packs.manifest import read_manifest
         from packs.layout import resolve_build_dir
+        from packs.manifest import read_manifest
 
         build = resolve_build_dir(pack)
         sums = read_manifest(build).checksums
@@ -117,7 +117,7 @@ def mcp(
     packs: Annotated[list[Path], typer.Argument(help="Pack folders to serve (one or more).")],
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")] = False,
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port for --http (the endpoint is /mcp).")] = 8765,
-    embedding_model: Annotated[Optional[str], typer.Option(help="Local copy of the packs' model.")] = None,
+    embedding_model: Annotated[str | None, typer.Option(help="Local copy of the packs' model.")] = None,
 ) -> None:
     """Run an MCP server over PACKS with tools list_packs, pack_info, search and ask.
 
@@ -135,7 +135,7 @@ def mcp(
 
 def pack(
     pack_dir: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Archive path (NAME.tar.gz) or a folder; default ./<name>-<build>.tar.gz.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Archive path (NAME.tar.gz) or a folder; default ./<name>-<build>.tar.gz.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Archive PACK_DIR's current build as a .tar.gz, with its sha256 in NAME.tar.gz.sha256."""
@@ -156,7 +156,7 @@ def pack(
 
 def install(
     source: Annotated[str, typer.Argument(help="Archive path or http(s) URL.")],
-    sha256: Annotated[Optional[str], typer.Option(help="Expected sha256 (hex); default: the .sha256 file next to the archive.")] = None,
+    sha256: Annotated[str | None, typer.Option(help="Expected sha256 (hex); default: the .sha256 file next to the archive.")] = None,
     into: Annotated[Path, typer.Option(help="Folder the pack is installed into, as INTO/<name>/.")] = Path("out"),
     max_size: Annotated[str, typer.Option(envvar=MAX_SIZE_ENV, help="Refuse archives that expand (or download) past this size, e.g. 500M, 4G.")] = "4G",
     timeout: Annotated[float, typer.Option(help="Network timeout per connect/read, seconds (the whole download gets 10x).")] = 60.0,
@@ -167,7 +167,8 @@ def install(
     Refused: a missing or mismatched checksum, absolute paths, '..', links, devices, anything outside <name>/current and <name>/builds/<id>/, archives over --max-size, and pack formats this version cannot read. A refused install leaves INTO as it was.
     """
     try:
-        from packs.install import install as install_archive, parse_size
+        from packs.install import install as install_archive
+        from packs.install import parse_size
 
         rec = install_archive(source, into, sha256=sha256, max_bytes=parse_size(max_size),
                               timeout_s=timeout)

@@ -4,7 +4,7 @@ what the Claude extraction would cost instead. Exit codes: see flows/cli/common.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -18,12 +18,12 @@ def _fail(exc: BaseException) -> NoReturn:
 def build(
     source: Annotated[Path, typer.Argument(help="Source folder holding urls.txt (and pack.toml).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder the pack is published into, as OUT/<name>/.")] = Path("out"),
-    work_dir: Annotated[Optional[Path], typer.Option(help="Intermediates and caches (default OUT/.work).")] = None,
-    embedding_model: Annotated[Optional[str], typer.Option(help="Model id or local folder; overrides pack.toml and $KPACK_EMBEDDING_MODEL.")] = None,
-    extractor: Annotated[Optional[str], typer.Option(help="auto | claude | offline (default from pack.toml: auto).")] = None,
+    work_dir: Annotated[Path | None, typer.Option(help="Intermediates and caches (default OUT/.work).")] = None,
+    embedding_model: Annotated[str | None, typer.Option(help="Model id or local folder; overrides pack.toml and $KPACK_EMBEDDING_MODEL.")] = None,
+    extractor: Annotated[str | None, typer.Option(help="auto | claude | offline (default from pack.toml: auto).")] = None,
     allow_private_hosts: Annotated[bool, typer.Option("--allow-private-hosts", help="Allow fetching from loopback/private addresses.")] = False,
-    max_cost: Annotated[Optional[float], typer.Option(help="Stop starting Claude calls once this many USD are spent.")] = None,
-    task_runner: Annotated[Optional[str], typer.Option(help="threads | threads:N | dask | dask:N | tcp://host:port of a Dask scheduler (default $KPACK_TASK_RUNNER or threads).")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="Stop starting Claude calls once this many USD are spent.")] = None,
+    task_runner: Annotated[str | None, typer.Option(help="threads | threads:N | dask | dask:N | tcp://host:port of a Dask scheduler (default $KPACK_TASK_RUNNER or threads).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Publish even when the publish guard finds the build clearly worse than the current one.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help=f"Exit {EXIT_PARTIAL} when any source failed or the pack is partial (for schedulers).")] = False,
     estimate: Annotated[bool, typer.Option("--estimate", help="Fetch and split, then print the Claude tokens and USD a build would spend; publish nothing.")] = False,

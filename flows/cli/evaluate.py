@@ -8,11 +8,12 @@ file, eval questions in the pack's few-shot pool). KPACK_DEBUG=1 re-raises.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, NoReturn
 
 import typer
 
 from flows.cli.common import fail, print_json
+
 
 def _fail(exc: BaseException) -> NoReturn:
     from packs.embedding import EmbeddingModelError
@@ -27,14 +28,14 @@ def _fail(exc: BaseException) -> NoReturn:
 def eval_(
     pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
     questions: Annotated[Path, typer.Option("--questions", "-q", help="JSONL of {id, question, gold_sources[], answer?, kind?}; a gold source is URL (page) or URL#heading (section).")],
-    k: Annotated[Optional[list[int]], typer.Option("--k", help="Cut-offs for recall@k (repeat the option; default 1, 5, 10). MRR and nDCG@10 are always reported.")] = None,
+    k: Annotated[list[int] | None, typer.Option("--k", help="Cut-offs for recall@k (repeat the option; default 1, 5, 10). MRR and nDCG@10 are always reported.")] = None,
     binary: Annotated[bool, typer.Option("--binary", help="Binary gains for nDCG (every gold counts 1) instead of the gold grades.")] = False,
     no_gate: Annotated[bool, typer.Option("--no-gate", help="Score rankings with the confidence gate off (gated questions otherwise score 0).")] = False,
     judge: Annotated[bool, typer.Option(help="With ANTHROPIC_API_KEY set, ask() the questions that have a reference answer and let Claude grade the answers.")] = True,
     judge_model: Annotated[str, typer.Option(help="Claude model that grades answers.")] = "claude-sonnet-4-6",
     answers: Annotated[bool, typer.Option("--answers", help="Also ask() every question and report citation precision: the share of the answers' citations whose quote was found in the cited section (Claude with ANTHROPIC_API_KEY, else the extractive answer).")] = False,
     per_question: Annotated[bool, typer.Option("--per-question", help="Print one line per question.")] = False,
-    embedding_model: Annotated[Optional[str], typer.Option(help="Local copy of the pack's model.")] = None,
+    embedding_model: Annotated[str | None, typer.Option(help="Local copy of the pack's model.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full report (overall, per kind, per question) as JSON.")] = False,
 ) -> None:
     """Score PACK's retrieval on the QUESTIONS file: recall@k, MRR and nDCG@10 per question

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -80,12 +80,12 @@ def _multi_options(opts: dict[str, object], per_pack: int | None) -> dict[str, o
 
 def query(
     args: Annotated[list[str], typer.Argument(metavar="[PACK] QUESTION", help=ARGS_HELP)],
-    pack: Annotated[Optional[list[Path]], typer.Option("--pack", "-p", help=PACKS_HELP)] = None,
+    pack: Annotated[list[Path] | None, typer.Option("--pack", "-p", help=PACKS_HELP)] = None,
     max_results: Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")] = 10,
-    per_pack: Annotated[Optional[int], typer.Option("--per-pack", help=PER_PACK_HELP)] = None,
+    per_pack: Annotated[int | None, typer.Option("--per-pack", help=PER_PACK_HELP)] = None,
     no_enhancements: Annotated[bool, typer.Option("--no-enhancements", help="Plain vector search (the gate and quality filter stay on).")] = False,
-    option: Annotated[Optional[list[str]], typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o hybrid=false -o url_prefix=/docs/tasks/.")] = None,
-    embedding_model: Annotated[Optional[list[str]], typer.Option(help=MODEL_HELP)] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o hybrid=false -o url_prefix=/docs/tasks/.")] = None,
+    embedding_model: Annotated[list[str] | None, typer.Option(help=MODEL_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer dict as JSON.")] = False,
 ) -> None:
     """Answer QUESTION from PACK, or from every --pack (Claude when ANTHROPIC_API_KEY is set,
@@ -115,13 +115,13 @@ def query(
 
 def search(
     args: Annotated[list[str], typer.Argument(metavar="[PACK] QUESTION", help=ARGS_HELP)],
-    pack: Annotated[Optional[list[Path]], typer.Option("--pack", "-p", help=PACKS_HELP)] = None,
+    pack: Annotated[list[Path] | None, typer.Option("--pack", "-p", help=PACKS_HELP)] = None,
     max_results: Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")] = 10,
-    per_pack: Annotated[Optional[int], typer.Option("--per-pack", help=PER_PACK_HELP)] = None,
+    per_pack: Annotated[int | None, typer.Option("--per-pack", help=PER_PACK_HELP)] = None,
     no_enhancements: Annotated[bool, typer.Option("--no-enhancements", help="Plain vector search (the gate and quality filter stay on).")] = False,
-    option: Annotated[Optional[list[str]], typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o content_kind=code.")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o content_kind=code.")] = None,
     context: Annotated[bool, typer.Option("--context", help="Also print the assembled context (what an agent gets).")] = False,
-    embedding_model: Annotated[Optional[list[str]], typer.Option(help=MODEL_HELP)] = None,
+    embedding_model: Annotated[list[str] | None, typer.Option(help=MODEL_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the search result as JSON.")] = False,
 ) -> None:
     """Rank the sections of PACK (or of every --pack) for QUESTION and print them (no answer

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, NoReturn
 
 import typer
 
 from flows.cli.common import EXIT_FAILED, fail
+
 
 def _fail(exc: BaseException) -> NoReturn:
     from flows.runners import TaskRunnerSettingError
@@ -26,10 +27,10 @@ def _fail(exc: BaseException) -> NoReturn:
 def serve(
     sources: Annotated[Path, typer.Argument(help="Folder with one sub-folder per pack (urls.txt, pack.toml).")] = Path("sources"),
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder the packs are published into, as OUT/<name>/.")] = Path("out"),
-    work_dir: Annotated[Optional[Path], typer.Option(help="Intermediates and caches (default OUT/.work).")] = None,
-    every: Annotated[Optional[float], typer.Option(help="Rebuild every N seconds instead of each pack.toml schedule (demos).")] = None,
+    work_dir: Annotated[Path | None, typer.Option(help="Intermediates and caches (default OUT/.work).")] = None,
+    every: Annotated[float | None, typer.Option(help="Rebuild every N seconds instead of each pack.toml schedule (demos).")] = None,
     limit: Annotated[int, typer.Option(min=1, help="Most builds running at once.")] = 1,
-    task_runner: Annotated[Optional[str], typer.Option(help="threads | threads:N | dask | dask:N | tcp://host:port (default $KPACK_TASK_RUNNER or threads).")] = None,
+    task_runner: Annotated[str | None, typer.Option(help="threads | threads:N | dask | dask:N | tcp://host:port (default $KPACK_TASK_RUNNER or threads).")] = None,
 ) -> None:
     """Serve one Prefect deployment per SOURCES/* pack, scheduled by its pack.toml cron.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import email.utils
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -111,7 +111,7 @@ def retry_after_s(headers: Any) -> float | None:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None  # unparseable: the caller falls back to exponential backoff
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _float(value: str | None) -> float | None:

@@ -129,7 +129,7 @@ def _bigrams(tokens: Sequence[str]) -> set[tuple[str, str]]:
 
 def pair_hash(first: str, second: str) -> int:
     """A stable 32-bit hash (CRC-32) of an adjacent pair of terms, as stored in a pack."""
-    return zlib.crc32(f"{first} {second}".encode("utf-8"))
+    return zlib.crc32(f"{first} {second}".encode())
 
 
 def text_pairs(text: str) -> set[int]:

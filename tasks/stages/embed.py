@@ -77,7 +77,8 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
                               set(sections["content_hash"].to_list()))
         embedder = Embedder(ctx.model)
         vectors, stats = embed_core.embed_sections(
-            sections, embedder, known, progress=progress or LogProgress(f"embed {shard.label}", log))
+            sections, embedder, known,
+            progress=progress or LogProgress(f"embed {shard.label}", log))
         write_parquet(vectors, out)
         work = {"computed": stats.computed, "cached": stats.cached,
                 "encode_seconds": round(stats.seconds, 3)}
