@@ -10,6 +10,11 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="kpack-prefect-home-"))
+# The session's one SQLite-backed Prefect server stalled for minutes in a full run
+# (2026-11-25: its event loop stuck in a bulk insert while a connection waited on the
+# database lock) and builds waited on it. Run logs are a large share of what test builds
+# write to it, and no test reads them from the API, so they stay on the console.
+os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
 # Tests decide for themselves whether Claude is reachable.
 for _var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "KPACK_EMBEDDING_MODEL"):
     os.environ.pop(_var, None)
