@@ -311,6 +311,12 @@ def test_cli_grades_answers_when_a_key_is_set(pack_dir, tmp_path, monkeypatch):
                                           str(_write(tmp_path, QUESTIONS)), "--json"])
         assert res.exit_code == 0, res.output
         data = json.loads(res.output)
+        text = CliRunner().invoke(_app(), ["eval", str(pack_dir), "-q",
+                                           str(_write(tmp_path, QUESTIONS))]).output
+    # the text report says what Claude cost, answers and grading apart
+    for label, usage in (("answers", data["answer_usage"]), ("grading", data["judge_usage"])):
+        assert (f"Claude for {label}: 1 calls, {usage['input_tokens']:,} tokens in, "
+                f"{usage['output_tokens']:,} out, ${usage['cost_usd']:.4f}") in text
     # one question has a reference answer: ask() (synthesis) + one grading call
     assert data["judged"] == 1 and data["judge_failures"] == 0
     assert data["overall"]["answer_score"] == 0.5

@@ -87,6 +87,11 @@ def format_report(report, per_question: bool = False) -> str:
                      else f"{report.citation_precision:.3f}")
         lines.append(f"citation precision: {precision} ({report.citations_verified}/"
                      f"{report.citations} citations verified in {report.answered} answers)")
+    for label, usage in (("answers", report.answer_usage), ("grading", report.judge_usage)):
+        if usage.get("api_calls"):
+            lines.append(f"Claude for {label}: {usage['api_calls']} calls, "
+                         f"{usage['input_tokens']:,} tokens in, {usage['output_tokens']:,} out, "
+                         f"${usage['cost_usd']:.4f}")
     if per_question:
         for r in report.per_question:
             top = r.retrieved[0] if r.retrieved else "(nothing)"
