@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from prefect import flow, get_run_logger, tags, task
+from prefect import flow, get_run_logger, task
 from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Completed
 
@@ -121,7 +121,7 @@ class Pipeline:
             name=name, task_run_name=run_name, retries=module.RETRIES,
             retry_delay_seconds=getattr(module, "RETRY_DELAY_S", 1),
             retry_condition_fn=stages.retry_condition,
-            tags=[f"pack:{self.ctx.pack}", f"stage:{name}"], refresh_cache=refresh or None,
+            refresh_cache=refresh or None,
         ).submit(name, ctx or self.ctx, shard, inputs, wait_for=wait_for)
         self.meta[future] = (name, shard, inputs, ctx)
         self.started.setdefault(name, self.clock())
@@ -205,6 +205,26 @@ class Pipeline:
                 for name, start in self.started.items()}
 
 
+def tag_flow_run(run_id: str | None, tag: str) -> None:
+    """Add `tag` to the flow run's tags, through the API.
+
+    The build's task runs carry no tags: their names say stage, pack and shard. Prefect
+    3.8.8 acquires a tag concurrency slot for every task run that has a tag, through one
+    in-process service per set of tags, and in full test runs (2026-11-25) task runs of
+    later builds waited on it (9 minutes and more) with the service idle and the server
+    answering.
+    Tags set with Prefect's tags() context would reach the task runs too, so the pack's
+    tag is written onto the flow run itself."""
+    if not run_id:
+        return
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        current = client.read_flow_run(run_id).tags or []
+        if tag not in current:
+            client.update_flow_run(run_id, tags=[*current, tag])
+
+
 @flow(name="build-pack", flow_run_name=_run_name, log_prints=False,
       task_runner=task_runner())  # $KPACK_TASK_RUNNER or threads; run_build can override
 def build_pack(
@@ -237,6 +257,7 @@ def build_pack(
     log = get_run_logger()
     build_id = build_id or flow_run.name.rsplit("-", 1)[-1]
     source = load_source(source_dir)
+    tag_flow_run(flow_run.get_id(), f"pack:{source.name}")
     with pack_lock.held(Path(out_dir) / source.name, build_id, warn=log.warning) as held:
         if held.replaced and held.replaced.get("build_id"):
             mark_crashed(source.name, str(held.replaced["build_id"]), log)
@@ -393,8 +414,7 @@ def run_build(
     quiet_libraries()
     build_id = new_build_id()
     try:
-        with result_settings(work), server.api_for_build(log=log), \
-                tags(f"pack:{source.name}"):
+        with result_settings(work), server.api_for_build(log=log):
             flow_fn = (build_pack.with_options(task_runner=task_runner(task_runner_setting))
                        if task_runner_setting else build_pack)
             return flow_fn(

@@ -227,9 +227,8 @@ def test_a_failing_shard_is_retried_alone(prefect_harness, tmp_path, monkeypatch
     assert runs[f"embed-topics-2/{SHARDS}"].run_count == 2  # failed once, retried
     assert all(r.run_count == 1 for name, r in runs.items() if name != f"embed-topics-2/{SHARDS}")
     assert all(r.state_type.value == "COMPLETED" for r in runs.values())
-    assert {f"stage:{name.split('-')[0]}" for name in runs} <= \
-        {t for r in runs.values() for t in r.tags}
-    assert all("pack:topics" in r.tags for r in runs.values())
+    # stage and pack are in the names; task runs carry no tags (see flows.build.tag_flow_run)
+    assert all(r.tags == [] for r in runs.values())
     manifest = json.loads((Path(summary["build_dir"]) / fmt.MANIFEST_FILE).read_text())
     assert manifest["extra"]["embed_stats"]["computed"] == summary["counts"]["sections"]
 
