@@ -179,6 +179,21 @@ def _temporary_server(timeout_s: float) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
+FLUSH_TIMEOUT_S = 15.0
+
+
+def _flush_workers() -> None:
+    """Send the run logs and events this process still queues to the server, before a
+    temporary server stops. Otherwise Prefect's workers retry them against the stopped
+    server when the process exits: about a minute after the build's last line, then
+    "Error logging to API". Waits at most FLUSH_TIMEOUT_S per worker."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        worker.drain_all(timeout=FLUSH_TIMEOUT_S)
+
+
 @contextlib.contextmanager
 def api_for_build(log=None, timeout_s: float = START_TIMEOUT_S) -> Iterator[str]:
     """Point Prefect at a server for the duration of a build (see the module doc);
@@ -202,7 +217,11 @@ def api_for_build(log=None, timeout_s: float = START_TIMEOUT_S) -> Iterator[str]
     os.environ["PREFECT_API_URL"] = url  # for processes the build starts (Dask workers)
     try:
         with temporary_settings(updates={PREFECT_API_URL: url}):
-            yield kind
+            try:
+                yield kind
+            finally:
+                if proc is not None:
+                    _flush_workers()
     finally:
         if before is None:
             os.environ.pop("PREFECT_API_URL", None)

@@ -163,6 +163,23 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in out.split()]
 
 
+def test_a_build_on_its_temporary_server_sends_its_logs_before_stopping_it(tmp_path) -> None:
+    """Prefect's log worker used to retry against the stopped temporary server at exit:
+    about a minute after the build's last line, then "Error logging to API"."""
+    with serve_site(tmp_path / "site") as base:
+        source = write_source(tmp_path / "tea", base)
+        env = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"),
+               "PREFECT_LOGGING_TO_API_ENABLED": "true"}
+        env.pop("PREFECT_API_URL", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "flows.cli", "build", str(source), "--out",
+             str(tmp_path / "out")], cwd=REPO, env=env, capture_output=True, text=True,
+            timeout=300)
+    assert done.returncode in (0, 3), done.stderr[-2000:]  # 3: a listed page is missing
+    assert "starting a temporary Prefect server" in done.stdout + done.stderr
+    assert "Error logging to API" not in done.stdout + done.stderr
+
+
 def test_the_temporary_server_dies_with_a_killed_build(tmp_path) -> None:
     with serve_site(tmp_path / "site") as base:
         source = write_source(tmp_path / "tea", base)
