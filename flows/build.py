@@ -33,7 +33,7 @@ from flows.plan import (
     variant,
 )
 from flows.preflight import preflight
-from flows.runners import task_runner
+from flows.runners import task_runner, worker_slots
 from flows.settings import quiet_libraries, result_settings
 from flows.summary import build_stats, fetch_reasons, shortfalls
 from packs.layout import append_history
@@ -277,10 +277,12 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
     out_dir, build_id = ctx.out_dir, ctx.build_id
     if len(source.urls) >= ISOLATE_MIN_PAGES and _in_process_runner():
         ctx = dataclasses.replace(ctx, isolate_reduce=True)
-    layout = plan_shards(ctx, [u.url for u in source.urls], source.config.shard_pages)
+    slots = worker_slots(_flow_task_runner())
+    layout = plan_shards(ctx, [u.url for u in source.urls], source.config.shard_pages, slots)
     pipe = Pipeline(ctx, layout)
-    log.info("%s: %d URLs in %d shards of up to %d pages", source.name, len(source.urls),
-             len(layout), source.config.shard_pages)
+    log.info("%s: %d URLs in %d shards (shard_pages %d%s)", source.name, len(source.urls),
+             len(layout), source.config.shard_pages,
+             f", {slots} cluster task slots" if slots else "")
 
     fetched = fetch_all(pipe)
     usable = sum(r.rows["usable"] for r in fetched)
@@ -327,7 +329,7 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
     publish_f = pipe.submit("publish", None, {
         "fetch": fetched, "split": split, "embed": embedded, "keywords": keywords,
         "extract": extracted, "links": links, "resolve": resolved, "fingerprint": fingerprint,
-        "durations": durations, "stats": build_stats(pipe, source.config.shard_pages)},
+        "durations": durations, "stats": build_stats(pipe, source.config.shard_pages, slots)},
         wait_for=[links_f, *embed_f.values()])
     [summary] = pipe.wait([publish_f])
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
@@ -346,13 +348,19 @@ def fetch_all(pipe: Pipeline) -> list[Record]:
                              dataclasses.replace(pipe.ctx, fetch=per_shard))
 
 
-def _in_process_runner() -> bool:
-    """Whether this flow's tasks run in the build's own process (the thread pool)."""
+def _flow_task_runner():
+    """The task runner of the flow run in progress (None outside one)."""
     from prefect.context import FlowRunContext
-    from prefect.task_runners import ThreadPoolTaskRunner
 
     ctx = FlowRunContext.get()
-    return ctx is not None and isinstance(ctx.task_runner, ThreadPoolTaskRunner)
+    return ctx.task_runner if ctx is not None else None
+
+
+def _in_process_runner() -> bool:
+    """Whether this flow's tasks run in the build's own process (the thread pool)."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return isinstance(_flow_task_runner(), ThreadPoolTaskRunner)
 
 
 def mark_crashed(pack: str, dead_build_id: str, log) -> int:

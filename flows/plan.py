@@ -79,10 +79,12 @@ def fetch_window(config: fetch_core.FetchConfig,
         per_host_concurrency=max(1, config.per_host_concurrency // window))
 
 
-def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int) -> list[shards.Shard]:
-    """Assign URLs to shards, write each non-empty shard's URL list into the work dir,
-    and attach each shard's lineage (the last build's outputs for its pages)."""
-    count = shards.shard_count(len(urls), shard_pages)
+def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int,
+                slots: int = 0) -> list[shards.Shard]:
+    """Assign URLs to shards (more of them with `slots` cluster task slots to fill, see
+    shards.shard_count), write each non-empty shard's URL list into the work dir, and
+    attach each shard's lineage (the last build's outputs for its pages)."""
+    count = shards.shard_count(len(urls), shard_pages, slots)
     groups = shards.assign(urls, count)
     plan_dir = ctx.work.stage("plan") / stage_key("plan", count, urls)
     plan_dir.mkdir(parents=True, exist_ok=True)

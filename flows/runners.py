@@ -110,3 +110,13 @@ def local_cluster_kwargs(workers: int, cores: int | None = None) -> dict:
     return {"n_workers": workers, "processes": True, "threads_per_worker": 1,
             "dashboard_address": None,
             "env": {"KPACK_EMBED_THREADS": share, "OMP_NUM_THREADS": share}}
+
+
+def worker_slots(runner: TaskRunner | None) -> int:
+    """How many tasks a Dask runner's cluster runs at once (its workers' threads); 0 for
+    the thread pool, whose shards share one process and its model. Connects the runner's
+    client, which its first task would do anyway. The build cuts more shards when there
+    are slots to fill (shards.shard_count)."""
+    if runner is None or type(runner).__name__ != "DaskTaskRunner":
+        return 0
+    return sum(runner.client.nthreads().values())

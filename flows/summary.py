@@ -39,9 +39,10 @@ def extract_totals(records: list[Record], pages: int) -> dict:
     return out
 
 
-def build_stats(pipe: Pipeline, shard_pages: int) -> dict:
+def build_stats(pipe: Pipeline, shard_pages: int, slots: int = 0) -> dict:
     """The summary's "stats": extraction (work, failures, cost), embedding (computed vs
-    cached vectors) and the shard layout, from the stage records the pipeline collected."""
+    cached vectors) and the shard layout (with the cluster's task slots it was cut for),
+    from the stage records the pipeline collected."""
     pages = sum(r.rows.get("usable", 0) for r in pipe.records["fetch"])
     extract = extract_totals(pipe.records["extract"], pages)
     sections = sum(r.rows["sections"] for r in pipe.records["split"])
@@ -56,7 +57,8 @@ def build_stats(pipe: Pipeline, shard_pages: int) -> dict:
         bool(r.info.get("reused")) for r in pipe.records["extract"])}
     return {"extract": extract_stats, "embed": embed,
             "shards": {"count": pipe.count, "non_empty": len(pipe.layout),
-                       "shard_pages": shard_pages, "task_runs": pipe.task_runs}}
+                       "shard_pages": shard_pages, "slots": slots,
+                       "task_runs": pipe.task_runs}}
 
 
 def shortfalls(summary: dict) -> list[str]:

@@ -3,10 +3,13 @@
 The build maps fetch, split, extract and embed over shards, so a pack of any size is a
 bounded number of task runs, each over a bounded amount of work (pure functions, no I/O):
 
-- `shard_count(pages, shard_pages)`: the number of shards is the power of two at or above
-  pages / shard_pages, capped at MAX_SHARDS; so a shard holds shard_pages / 2 to
+- `shard_count(pages, shard_pages, slots)`: the number of shards is the power of two at or
+  above pages / shard_pages, capped at MAX_SHARDS; so a shard holds shard_pages / 2 to
   shard_pages pages on average, and a pack past MAX_SHARDS * shard_pages pages gets larger
-  shards rather than more task runs.
+  shards rather than more task runs. On a cluster with `slots` task slots (Dask workers'
+  threads) there are at least SHARDS_PER_SLOT shards per slot, as long as a shard keeps
+  MIN_SHARD_PAGES pages: few large shards on few slots pair up unevenly and leave workers
+  idle at the end of a stage.
 - `shard_of(url, count)`: the top bits of sha256(canonical URL). A page stays in its shard
   while the count stays; when the count doubles, shard i splits into 2i and 2i + 1
   (`lineage` maps a shard to the shards of an earlier layout that held its pages, so the
@@ -27,13 +30,24 @@ from packs.urls import canonical_url
 DEFAULT_SHARD_PAGES = 200
 # 512 shards x 4 mapped stages + the reduce steps keeps any build near 2,000 task runs.
 MAX_SHARDS = 512
+# With task slots to fill, enough shards that the last ones to finish are small next to a
+# stage's work (8 per slot: the tail where one slot still works and another waits is about
+# half a shard, a sixteenth of the stage), but not so many that a shard's own costs (its
+# task runs, Parquet files, model calls per batch) come near its work.
+SHARDS_PER_SLOT = 8
+MIN_SHARD_PAGES = 16
 
 
-def shard_count(pages: int, shard_pages: int, max_shards: int = MAX_SHARDS) -> int:
-    """The power of two >= pages / shard_pages (at least 1, at most `max_shards`)."""
+def shard_count(pages: int, shard_pages: int, slots: int = 0,
+                max_shards: int = MAX_SHARDS) -> int:
+    """The power of two >= pages / shard_pages (at least 1, at most `max_shards`); with
+    `slots` task slots, raised towards SHARDS_PER_SLOT * slots while shards keep at least
+    MIN_SHARD_PAGES pages."""
     if shard_pages < 1:
         raise ValueError(f"shard_pages must be at least 1, got {shard_pages}")
     want = math.ceil(max(pages, 1) / shard_pages)
+    if slots > 0:
+        want = max(want, min(SHARDS_PER_SLOT * slots, max(pages, 1) // MIN_SHARD_PAGES))
     count = 1
     while count < want and count < max_shards:
         count *= 2

@@ -46,6 +46,18 @@ def test_shard_count_is_a_capped_power_of_two() -> None:
         shards.shard_count(10, 0)
 
 
+def test_task_slots_raise_the_shard_count_while_shards_keep_enough_pages() -> None:
+    """Kubernetes' 405 pages on a 2-worker Dask cluster: 16 shards, not 4, so that two
+    slots stay busy to the end; a small pack is not cut below MIN_SHARD_PAGES a shard,
+    and a large one keeps its shard_pages layout."""
+    assert shards.shard_count(405, 200, slots=2) == 16
+    assert shards.shard_count(405, 200, slots=0) == 4
+    assert shards.shard_count(12, 3, slots=2) == 4  # 12 pages: shard_pages decides
+    assert shards.shard_count(40, 200, slots=8) == 2  # 40 // 16 pages
+    assert shards.shard_count(100_000, 200, slots=4) == 512
+    assert shards.shard_count(10_000, 200, slots=64) == 512  # capped at 8 x 64 → 512
+
+
 def test_a_stage_ends_when_its_last_task_finished_not_when_the_flow_looked() -> None:
     """links finishes in a second but is waited for after embed: its duration in the
     manifest must be its own (it read as long as the embedding before)."""
@@ -194,6 +206,9 @@ def test_threads_and_a_two_process_dask_cluster_build_the_same_pack(prefect_harn
     manifest = json.loads((Path(dask["build_dir"]) / fmt.MANIFEST_FILE).read_text())
     assert manifest["extra"]["shards"]["count"] == SHARDS
     assert manifest["extra"]["shards"]["non_empty"] == SHARDS
+    assert manifest["extra"]["shards"]["slots"] == 2  # 12 pages: too few to cut finer
+    threads_manifest = json.loads((Path(threads["build_dir"]) / fmt.MANIFEST_FILE).read_text())
+    assert threads_manifest["extra"]["shards"]["slots"] == 0
     # 4 shards x 4 stages + links, resolve and publish, all through the scheduler
     assert dask["task_runs"] == threads["task_runs"] == 4 * SHARDS + 3
     # every task ran in one of the two worker processes, and both took a share
@@ -248,16 +263,31 @@ def test_a_changed_page_reruns_only_its_shard(prefect_harness, tmp_path, monkeyp
         calls = fake.stats.requests
         second = run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
         manifest = json.loads((Path(second["build_dir"]) / fmt.MANIFEST_FILE).read_text())
-    assert fake.stats.requests - calls == 1  # the one edited section
+        assert fake.stats.requests - calls == 1  # the one edited section
+        assert manifest["extra"]["embed_stats"]["computed"] == 1
+        assert manifest["extra"]["changes"]["pages"]["changed"] == 1
+        runs = flow_task_runs("topics", second["build_id"])
+        state = {r.name: r.state_name for r in runs}
+        own = shards.shard_of(f"{base}/{changed}", SHARDS) + 1
+        for stage in ("split", "extract", "embed"):
+            for i in range(1, SHARDS + 1):
+                expect = "Completed" if i == own else "Cached"
+                assert state[f"{stage}-topics-{i}/{SHARDS}"] == expect, (stage, i)
+
+        # A new layout (2 shards of 6 pages, as a build on a cluster with task slots to fill
+        # may cut more): each shard finds its pages' earlier outputs through its lineage,
+        # so again only the edited section is extracted and embedded.
+        toml = source / "pack.toml"
+        toml.write_text(toml.read_text().replace(f"shard_pages = {PER_SHARD}",
+                                                 f"shard_pages = {2 * PER_SHARD}"))
+        write(names[0], edit="Since version 3 it starts by itself.")
+        calls = fake.stats.requests
+        third = run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
+        manifest = json.loads((Path(third["build_dir"]) / fmt.MANIFEST_FILE).read_text())
+    assert manifest["extra"]["shards"]["count"] == SHARDS // 2
+    assert fake.stats.requests - calls == 1
     assert manifest["extra"]["embed_stats"]["computed"] == 1
-    assert manifest["extra"]["changes"]["pages"]["changed"] == 1
-    runs = flow_task_runs("topics", second["build_id"])
-    state = {r.name: r.state_name for r in runs}
-    own = shards.shard_of(f"{base}/{changed}", SHARDS) + 1
-    for stage in ("split", "extract", "embed"):
-        for i in range(1, SHARDS + 1):
-            expect = "Completed" if i == own else "Cached"
-            assert state[f"{stage}-topics-{i}/{SHARDS}"] == expect, (stage, i)
+    assert third["counts"]["sections"] == sections
 
 
 def test_a_build_killed_during_embedding_recomputes_only_unfinished_shards(
