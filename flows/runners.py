@@ -119,4 +119,9 @@ def worker_slots(runner: TaskRunner | None) -> int:
     are slots to fill (shards.shard_count)."""
     if runner is None or type(runner).__name__ != "DaskTaskRunner":
         return 0
-    return sum(runner.client.nthreads().values())
+    try:
+        return sum(runner.client.nthreads().values())
+    except OSError as exc:  # distributed's connect timeout: no scheduler at that address
+        raise TaskRunnerSettingError(
+            f"cannot reach the Dask scheduler ({exc}): start it (`dask scheduler`) and its "
+            "workers, or choose another --task-runner") from None

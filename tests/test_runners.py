@@ -1,6 +1,9 @@
-"""The task runner setting (pure). Builds on a real Dask cluster: tests/test_shards.py."""
+"""The task runner setting (pure) and the task slots of a real (in-process) Dask cluster.
+Builds on a real Dask cluster: tests/test_shards.py."""
 
 from __future__ import annotations
+
+import socket
 
 import pytest
 
@@ -11,6 +14,7 @@ from flows.runners import (
     TaskRunnerSettingError,
     parse_task_runner,
     task_runner,
+    worker_slots,
 )
 
 
@@ -63,3 +67,22 @@ def test_runner_objects(monkeypatch) -> None:
     assert local.cluster_kwargs["processes"] is True
     remote = task_runner("dask://127.0.0.1:8786")
     assert remote.address == "tcp://127.0.0.1:8786"
+
+
+def test_worker_slots_count_a_clusters_threads_and_say_when_there_is_no_scheduler() -> None:
+    import dask
+    from distributed import LocalCluster
+
+    assert worker_slots(None) == 0
+    assert worker_slots(task_runner("threads:3")) == 0  # one process: no slots to fill
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False,
+                      dashboard_address=None) as cluster:
+        with task_runner(cluster.scheduler_address) as runner:
+            assert worker_slots(runner) == 4
+    with socket.socket() as free:  # a port nobody listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}), \
+            task_runner(f"tcp://127.0.0.1:{port}") as runner, \
+            pytest.raises(TaskRunnerSettingError, match="cannot reach the Dask scheduler"):
+        worker_slots(runner)
