@@ -126,14 +126,16 @@ class Manifest(BaseModel):
     checksums: dict[str, dict[str, object]] = Field(default_factory=dict)
     extra: dict[str, object] = Field(default_factory=dict)
     # Written at build time from the calibration of the pack's model; a manifest from before
-    # format 3 gets the current calibration of its model when read.
+    # format 3, or whose parameters were fitted to another gate version's signals, gets the
+    # current calibration of its model when read (weights only mean something for the
+    # signals they were fitted on).
     gate: GateInfo | None = None
 
     @model_validator(mode="after")
     def _gate_of_the_model(self) -> Manifest:
-        if self.gate is None:
-            from packs.retrieval.gate import params_for
+        from packs.retrieval.gate import GATE_VERSION, params_for
 
+        if self.gate is None or self.gate.version != GATE_VERSION:
             self.gate = GateInfo(**params_for(self.embedding.model))
         return self
 

@@ -138,6 +138,11 @@ def test_the_manifest_carries_its_models_gate(tmp_path):
     assert read_manifest(tmp_path).gate == m.gate
     custom = _manifest(gate.MINILM, gate=PARAMS)  # a manifest's own values win
     assert custom.gate == PARAMS
+    # ... unless they were fitted to another gate version's signals: the model's current
+    # calibration replaces them
+    older = _manifest(gate.MINILM, gate=PARAMS.model_copy(update={"version": "gate-v2"}))
+    assert older.gate.version == gate.GATE_VERSION
+    assert older.gate.weights == gate.CALIBRATED[gate.MINILM]["weights"]
 
 
 def test_a_pack_reads_its_pair_hashes_and_counts_them_when_missing(tmp_path):
