@@ -136,10 +136,8 @@ def per_corpus_cut_lines(rows: list[dict], names: list[str], weights, bias,
     lines = ["## one cut per corpus (oracle: fitted on each corpus's own dev questions)", "",
              "| corpus | cut | test in-domain gated | test absent gated |", "|---|---|---|---|"]
     for name in names:
-        dev_in = [probability(r["signals"], weights, bias) for r in rows
-                  if r["corpus"] == name and r["split"] == "dev" and r["group"] == "in"]
-        ok = [c for c in CUTS if dev_in and sum(p < c for p in dev_in) / len(dev_in) <= max_false]
-        cut = max(ok) if ok else CUTS[0]
+        cut = choose_cut([r for r in rows if r["corpus"] == name and r["split"] == "dev"],
+                         weights, bias, max_false)
         got = rates([r for r in rows if r["corpus"] == name and r["split"] == "test"],
                     lambda r, c=cut: probability(r["signals"], weights, bias) >= c)
         lines.append(f"| {name} | {cut} | {got.get((name, 'in'), (0.0,))[0]:.3f} | "
