@@ -18,7 +18,6 @@ Skips with a message when the data folder is absent.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -76,9 +75,9 @@ def stage_line(summary: dict) -> str:
     stages = ", ".join(f"{k} {v:.1f}" for k, v in (summary.get("durations") or {}).items())
     embed = summary.get("embed_stats") or {}
     sections = (summary.get("counts") or {}).get("sections", "?")
-    manifest = Path(summary["build_dir"]) / "manifest.json"
-    layout = (json.loads(manifest.read_text()).get("extra", {}).get("shards", {})
-              if manifest.is_file() else {})
+    from packs.manifest import read_manifest
+
+    layout = read_manifest(Path(summary["build_dir"])).extra.get("shards", {})
     return (f"{sections} sections in {layout.get('count', '?')} shards "
             f"({layout.get('slots', 0)} cluster task slots); stage seconds: {stages}; "
             "encode s summed over shards: "
