@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from contextlib import contextmanager
 
 import pytest
 import typer
@@ -284,12 +285,24 @@ def test_judge_answer_records_what_the_grading_cost():
                                        "api_calls": 0, "cost_usd": 0.0}
 
 
-def test_cli_reports_the_claude_cost_of_answers_and_grading(pack_dir, tmp_path, monkeypatch):
-    with FakeAnthropic(responder=_grader(1)) as fake:
+def _eval_cli(pack_dir, tmp_path, *flags):
+    """`eval PACK -q <QUESTIONS written to tmp_path> FLAGS...` through the CLI."""
+    return CliRunner().invoke(_app(), ["eval", str(pack_dir), "-q",
+                                       str(_write(tmp_path, QUESTIONS)), *flags])
+
+
+@contextmanager
+def _claude(monkeypatch, responder):
+    """The loopback Messages API with a key set, as the CLI finds them in the environment."""
+    with FakeAnthropic(responder=responder) as fake:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
-        res = CliRunner().invoke(_app(), ["eval", str(pack_dir), "-q",
-                                          str(_write(tmp_path, QUESTIONS)), "--json"])
+        yield fake
+
+
+def test_cli_reports_the_claude_cost_of_answers_and_grading(pack_dir, tmp_path, monkeypatch):
+    with _claude(monkeypatch, _grader(1)) as fake:
+        res = _eval_cli(pack_dir, tmp_path, "--json")
         assert res.exit_code == 0, res.output
         served = fake.stats.input_tokens, fake.stats.output_tokens
     data = json.loads(res.output)
@@ -304,15 +317,11 @@ def test_cli_reports_the_claude_cost_of_answers_and_grading(pack_dir, tmp_path, 
 
 
 def test_cli_grades_answers_when_a_key_is_set(pack_dir, tmp_path, monkeypatch):
-    with FakeAnthropic(responder=_grader(1)) as fake:
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
-        res = CliRunner().invoke(_app(), ["eval", str(pack_dir), "-q",
-                                          str(_write(tmp_path, QUESTIONS)), "--json"])
+    with _claude(monkeypatch, _grader(1)):
+        res = _eval_cli(pack_dir, tmp_path, "--json")
         assert res.exit_code == 0, res.output
         data = json.loads(res.output)
-        text = CliRunner().invoke(_app(), ["eval", str(pack_dir), "-q",
-                                           str(_write(tmp_path, QUESTIONS))]).output
+        text = _eval_cli(pack_dir, tmp_path).output
     # the text report says what Claude cost, answers and grading apart
     for label, usage in (("answers", data["answer_usage"]), ("grading", data["judge_usage"])):
         assert (f"Claude for {label}: 1 calls, {usage['input_tokens']:,} tokens in, "
@@ -329,12 +338,10 @@ def test_cli_grades_answers_when_a_key_is_set(pack_dir, tmp_path, monkeypatch):
 
 def test_cli_reports_citation_precision_of_offline_answers(pack_dir, tmp_path, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    res = CliRunner().invoke(_app(), ["eval", str(pack_dir), "-q",
-                                      str(_write(tmp_path, QUESTIONS)), "--answers"])
+    res = _eval_cli(pack_dir, tmp_path, "--answers")
     assert res.exit_code == 0, res.output
     line = next(x for x in res.output.splitlines() if x.startswith("citation precision"))
     assert re.fullmatch(r"citation precision: 1\.000 \((\d+)/\1 citations verified in 3 "
                         r"answers\)", line), line
-    plain = CliRunner().invoke(_app(), ["eval", str(pack_dir), "-q",
-                                        str(_write(tmp_path, QUESTIONS))])
+    plain = _eval_cli(pack_dir, tmp_path)
     assert "citation precision" not in plain.output  # no answers asked, nothing to report
