@@ -32,6 +32,12 @@ def test_specific_words_are_capitalised_acronym_or_code_like():
     assert gate.specific_words("Pods restart") == []  # the first word is not "capitalised"
 
 
+def test_numbers_and_measurements_are_not_specific_words():
+    words = gate.specific_words("Does 40mg/day of 4-PBA for 15 days since 2015 change HbA1c "
+                                "in v1.2 of x86_64 builds?")
+    assert words == ["HbA1c", "v1.2", "x86_64"]
+
+
 def test_signals_by_hand():
     q = "How does the restart policy of a Nomad job work?"
     s = gate.signals(q, [0.62, 0.5, 0.4], TOP, VOCAB, base_similarity=0.42)
