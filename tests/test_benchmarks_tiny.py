@@ -12,6 +12,7 @@ from benchmarks import (
     corpora,
     extract_calls,
     gate_calibration,
+    gate_experiments,
     k8s_build,
     k8s_runners,
     query_latency,
@@ -137,8 +138,8 @@ def data(tmp_path_factory):
 
 
 def test_benchmarks_skip_without_data(tmp_path, capsys):
-    for module in (scifact, xquad, gate_calibration, xquad_answers, retrieval_defaults,
-                   query_latency):
+    for module in (scifact, xquad, gate_calibration, gate_experiments, xquad_answers,
+                   retrieval_defaults, query_latency):
         assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
         assert capsys.readouterr().out.startswith("skipped:")
     for module in (k8s_build, k8s_runners):
@@ -192,6 +193,19 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     assert "previous gate (gate-v2, six signals)" in out
     assert "| scifact left out (dev + test)" in out and "| xquad left out" in out
     assert out.strip().splitlines()[-1].startswith("gate.CALIBRATED[model]")
+
+    searches = tmp_path / "searches.jsonl"
+    assert gate_experiments.main([*work_args, "--searches", str(searches), "--only", "entities",
+                                  "--only", "stoplist", "--only", "operating"]) == 0
+    out = capsys.readouterr().out
+    assert searches.is_file() and "| the eight signals (gate.SIGNALS)" in out
+    for label in ("entities: + multiword_entities", "stoplist: all eight recomputed",
+                  "operating point: weights by random search"):
+        assert label in out, label
+    assert "| scifact test" in out and "| xquad left out" in out
+    assert gate_experiments.main([*work_args, "--searches", str(searches), "--only",
+                                  "typos"]) == 0  # the saved searches, read back
+    assert "typos: all eight recomputed" in capsys.readouterr().out
 
     code = retrieval_defaults.main([*work_args, "--out", str(tmp_path / "defaults.md")])
     out = capsys.readouterr().out

@@ -1,0 +1,382 @@
+"""Candidate gate signals, each added to the shipped eight and scored like a release.
+
+    python benchmarks/gate_experiments.py [--data ../shared/data] [--work out/bench]
+        [--searches out/bench/gate_searches.jsonl] [--only entities ...] [--out FILE]
+
+The packs and questions are those of benchmarks/gate_calibration.py. Each question is
+searched once (gate rule and later stages off) and what the gate saw is kept: the vector
+similarities and the heading path + text of the 10 best fused sections (`--searches` keeps
+them in a file, so a second run only recomputes signals). Every experiment computes extra
+signals per question from that, the pack and the question; the eight signals of
+gate.SIGNALS plus the extra ones are refitted on dev (gate_calibration.fit / choose_cut),
+then scored on the test split and leave-one-corpus-out, next to the eight alone refitted
+the same way. Experiments (BENCHMARKS.md, issue 16, "tried and not shipped"):
+
+    masked     a second search with the question's specific words taken out: the drop in
+               best similarity
+    entities   the pack's entity names (offline extractor: identifiers, defined terms,
+               headings) in the question
+    frequency  English word frequencies (the wordfreq package, when installed): words rare
+               in English the pack lacks or barely uses
+    joint      the embedding model reading question + best section as one text
+    typos      an unknown word one edit from a pack word read as that word
+    stoplist   scikit-learn's English stop words for the question and the pack's pairs
+    operating  weights chosen by random search for the operating point (not a signal)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import re
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import common, corpora  # noqa: E402
+from benchmarks.gate_calibration import SIGNAL_OPTIONS, choose_cut, fit, log, rates  # noqa: E402
+
+TOP_KEPT = 10
+MAX_FALSE = 0.04
+
+
+# --- searches --------------------------------------------------------------------------------
+
+
+@contextmanager
+def gate_inputs(sink: dict):
+    """While active, every search puts what its gate saw into `sink` (similarities, the
+    texts of the TOP_KEPT best fused sections). The pipeline reads gate.TOP_SECTIONS and
+    gate.decide at call time, so both are swapped here and restored after; the decision
+    itself is the shipped one, on the shipped number of sections."""
+    from packs.retrieval import gate
+
+    decide, top = gate.decide, gate.TOP_SECTIONS
+
+    def capture(question, sims, texts, *args):
+        sink["sims"], sink["top"] = [float(s) for s in sims[:50]], list(texts)
+        return decide(question, sims, texts[:top], *args)
+
+    gate.decide, gate.TOP_SECTIONS = capture, TOP_KEPT
+    try:
+        yield
+    finally:
+        gate.decide, gate.TOP_SECTIONS = decide, top
+
+
+def collect(corpus) -> list[dict]:
+    from packs import KnowledgePack
+
+    rows, seen = [], {}
+    with KnowledgePack.open(corpus.built.pack_dir) as pack, gate_inputs(seen):
+        t0 = time.perf_counter()
+        for group, by_split in (("in", corpus.in_domain), ("absent", corpus.absent),
+                                ("unrelated", corpus.unrelated)):
+            for split, questions in by_split.items():
+                for q in questions:
+                    pack.search(q.question, **SIGNAL_OPTIONS)
+                    rows.append({"corpus": corpus.name, "split": split, "group": group,
+                                 "question": q.question, "sims": seen["sims"],
+                                 "top": seen["top"], "pack": str(pack.path),
+                                 "base": pack.manifest.embedding.gate_threshold})
+        log(f"{corpus.name}: {len(rows)} questions searched in "
+            f"{time.perf_counter() - t0:.0f} s")
+    return rows
+
+
+# --- experiments: (corpus, pack, searches) -> one dict of extra signals per search ---------
+
+
+def masked(pack, rows: list[dict]) -> list[dict]:
+    from packs.retrieval import gate
+
+    out = []
+    for r in rows:
+        words = gate.specific_words(r["question"])
+        if not words:
+            out.append({"mask_drop": 0.0})
+            continue
+        q = r["question"]
+        for w in words:
+            q = re.sub(r"(?<![\w.-])" + re.escape(w) + r"(?![\w-])", " ", q)
+        res = pack.search(" ".join(q.split()), gate_threshold=-1.0, use_enhancements=False,
+                          use_cache=False)
+        out.append({"mask_drop": (r["sims"][0] if r["sims"] else 0.0)
+                    - (res.best_similarity or 0.0)})
+    return out
+
+
+def entities(pack, rows: list[dict]) -> list[dict]:
+    from packs.retrieval import analysis, gate
+
+    index = analysis.build_entity_index(pack.db.entity_names())
+    vocab = pack.vocabulary()
+    out = []
+    for r in rows:
+        words = gate.specific_words(r["question"])
+        named = [" ".join(analysis.tokenize(w)) in index for w in words]
+        found = analysis.match_known_entities(r["question"], index)
+        multi = [m for m in found if len(analysis.tokenize(m)) >= 2]
+        phrases = gate._phrase(" ".join(r["top"][:gate.TOP_SECTIONS]))
+        idf = {t: vocab.idf(t) for t in gate.question_terms(r["question"])}
+        covered = {t for m in found for t in gate.terms(m)}
+        out.append({
+            "entity_share": sum(named) / len(named) if named else 1.0,
+            "not_entities": float(min(3, len(named) - sum(named))),
+            "multiword_entities": float(min(2, len(multi))),
+            "multiword_in_top": float(min(2, sum(gate._phrase(m) in phrases for m in multi))),
+            "entity_coverage": (sum(v for t, v in idf.items() if t in covered)
+                                / (sum(idf.values()) or 1.0)),
+        })
+    return out
+
+
+def frequency(pack, rows: list[dict]) -> list[dict]:
+    import wordfreq  # optional: pip install wordfreq
+
+    from packs.retrieval import gate
+    from packs.retrieval.quality import STOP_WORDS
+
+    vocab = pack.vocabulary()
+    n = vocab.sections
+    out = []
+    for r in rows:
+        words = {gate.stem(t): t for t in gate._WORD.findall(r["question"].lower())
+                 if t not in STOP_WORDS and len(t) > 1 and not t[0].isdigit()}
+        top = set().union(*(set(gate.terms(t)) for t in r["top"][:gate.TOP_SECTIONS]))
+        rare = [s for s, raw in words.items() if wordfreq.zipf_frequency(raw, "en") < 2.5]
+        llr = [math.log((vocab.df.get(s, 0) + 0.5) / (n + 1))
+               - math.log(10 ** (max(wordfreq.zipf_frequency(raw, "en"), 1.0) - 9))
+               for s, raw in words.items()]
+        out.append({
+            "rare_unknown": float(min(3, sum(not vocab.df.get(s) for s in rare))),
+            "rare_passing": float(min(3, sum(0 < vocab.df.get(s, 0) <= max(2, 0.002 * n)
+                                             for s in rare))),
+            "rare_not_top": float(min(3, sum(s not in top for s in rare))),
+            "rare_min_df": min((math.log1p(vocab.df.get(s, 0)) / math.log(n + 1)
+                                for s in rare), default=1.0),
+            "llr_min": min(llr, default=0.0) / 10,
+        })
+    return out
+
+
+def joint(pack, rows: list[dict]) -> list[dict]:
+    out = []
+    for r in rows:
+        passage = r["top"][0] if r["top"] else ""
+        q, p = pack.embed_query(r["question"]), pack.embed_query(passage)
+        qp = pack.embed_query(f"{r['question']} {passage}")
+        out.append({"joint_vs_section": float(qp @ p), "joint_vs_question": float(qp @ q)})
+    return out
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _one_edit(word: str) -> set[str]:
+    cuts = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    return ({a + b[1:] for a, b in cuts if b}
+            | {a + b[1] + b[0] + b[2:] for a, b in cuts if len(b) > 1}
+            | {a + c + b[1:] for a, b in cuts if b for c in _LETTERS}
+            | {a + c + b for a, b in cuts for c in _LETTERS})
+
+
+def typos(pack, rows: list[dict]) -> list[dict]:
+    """The eight signals again, of the question with its unknown 5+ letter words read as
+    the most frequent pack word one edit away (in at least 2 sections)."""
+    from packs.retrieval import gate
+
+    vocab = pack.vocabulary()
+
+    def fix(match: re.Match) -> str:
+        word = match.group(0).lower()
+        if len(word) < 5 or vocab.df.get(gate.stem(word)):
+            return match.group(0)
+        near = [(vocab.df.get(gate.stem(e), 0), e) for e in _one_edit(word)]
+        near = [c for c in near if c[0] >= 2]
+        return max(near)[1] if near else match.group(0)
+
+    return [{f"typo_{k}": v for k, v in gate.signals(
+        re.sub(r"[A-Za-z]+", fix, r["question"]), r["sims"], r["top"], vocab,
+        r["base"]).items()} for r in rows]
+
+
+def stoplist(pack, rows: list[dict]) -> list[dict]:
+    """The eight signals again with scikit-learn's English stop words added to the gate's,
+    the pack's pairs recounted from its sections with the same list."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from packs.retrieval import gate
+
+    shipped = gate.STOP_WORDS
+    gate.STOP_WORDS = frozenset(shipped | ENGLISH_STOP_WORDS)
+    try:
+        vocab = gate.count_vocabulary(pack.db.section_texts())
+        return [{f"stop_{k}": v for k, v in gate.signals(
+            r["question"], r["sims"], r["top"], vocab, r["base"]).items()} for r in rows]
+    finally:
+        gate.STOP_WORDS = shipped
+
+
+EXPERIMENTS: dict[str, tuple[Callable, list[list[str]] | None]] = {
+    # name → (extra signals, the sets of them tried: added to the eight, or replacing them
+    # when the names carry a prefix that stands for all eight)
+    "masked": (masked, [["mask_drop"]]),
+    "entities": (entities, [["entity_share"], ["not_entities"], ["multiword_entities"],
+                            ["multiword_in_top"], ["entity_coverage"],
+                            ["not_entities", "entity_coverage", "multiword_in_top"]]),
+    "frequency": (frequency, [["rare_unknown"], ["rare_passing"], ["rare_not_top"],
+                              ["rare_min_df"], ["llr_min"]]),
+    "joint": (joint, [["joint_vs_section"], ["joint_vs_question"],
+                      ["joint_vs_section", "joint_vs_question"]]),
+    "typos": (typos, [["typo_"]]),
+    "stoplist": (stoplist, [["stop_"]]),
+    "operating": (None, None),
+}
+
+
+# --- scoring ---------------------------------------------------------------------------------
+
+
+def _names(extra: list[str]) -> tuple[str, ...]:
+    from packs.retrieval import gate
+
+    if len(extra) == 1 and extra[0].endswith("_"):
+        return tuple(extra[0] + s for s in gate.SIGNALS)
+    return (*gate.SIGNALS, *extra)
+
+
+def score(rows: list[dict], names: tuple[str, ...], corpus_names: list[str],
+          weights_for=None) -> dict[str, str]:
+    """'in-domain gated / absent gated' per corpus on test (fitted on dev) and leave one
+    corpus out (fitted on the other corpora's dev questions), plus the test mean absent."""
+    from packs.retrieval import gate
+
+    fitter = weights_for or (lambda train: fit(train, names))
+
+    def run(train: list[dict], scored: list[dict]) -> dict:
+        w, b = fitter(train)
+        cut = choose_cut(train, w, b, MAX_FALSE)
+        return rates(scored, lambda r: gate.probability(r["signals"], w, b) >= cut)
+
+    def cell(got: dict, corpus: str) -> str:
+        return " / ".join(f"{got[(corpus, g)][0]:.1%}" if (corpus, g) in got else "-"
+                          for g in ("in", "absent"))
+
+    dev = [r for r in rows if r["split"] == "dev"]
+    test = run(dev, [r for r in rows if r["split"] == "test"])
+    out = {f"{c} test": cell(test, c) for c in corpus_names}
+    absent = [test[(c, "absent")][0] for c in corpus_names if (c, "absent") in test]
+    out["mean absent (test)"] = f"{sum(absent) / len(absent):.1%}" if absent else "-"
+    if len(corpus_names) > 1:
+        for held in corpus_names:
+            out[f"{held} left out"] = cell(run([r for r in dev if r["corpus"] != held],
+                                               [r for r in rows if r["corpus"] == held]), held)
+    return out
+
+
+def operating_point(names: tuple[str, ...], steps: int = 2000, seed: int = 0):
+    """A fitter: logistic weights, then a random search that keeps the bias and moves the
+    weights to maximise the mean absent gated at the choose_cut operating point."""
+    from packs.retrieval import gate
+
+    def fitter(train: list[dict]):
+        w, b = fit(train, names)
+        corpus_names = sorted({r["corpus"] for r in train})
+
+        def value(weights) -> float:
+            cut = choose_cut(train, weights, b, MAX_FALSE)
+            got = rates(train, lambda r: gate.probability(r["signals"], weights, b) >= cut)
+            return sum(got.get((c, "absent"), (0.0,))[0] for c in corpus_names)
+
+        rng = random.Random(seed)
+        best, best_value = dict(w), value(w)
+        for _ in range(steps):
+            cand = {n: v + rng.gauss(0, 1) * (abs(v) * 0.15 + 0.05) for n, v in best.items()}
+            if (v := value(cand)) > best_value:
+                best, best_value = cand, v
+        return best, b
+
+    return fitter
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--work", type=Path, default=ROOT / "out" / "bench")
+    ap.add_argument("--corpus", action="append", choices=corpora.CORPORA)
+    ap.add_argument("--searches", type=Path, default=None,
+                    help="JSONL of the searches: read when it exists, else written")
+    ap.add_argument("--only", action="append", choices=list(EXPERIMENTS))
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    from packs import KnowledgePack
+    from packs.retrieval import gate
+
+    names = [n for n in (args.corpus or corpora.CORPORA) if corpora.available(args.data, n)]
+    if not names:
+        print(f"skipped: no benchmark corpus under {args.data} (pass --data DIR)")
+        return 0
+    if args.searches and args.searches.is_file():
+        rows = [r for r in map(json.loads, args.searches.open()) if r["corpus"] in names]
+        log(f"{len(rows)} searches read from {args.searches}")
+    else:
+        rows = [r for n in names for r in collect(corpora.load(args.data, n, args.work))]
+        if args.searches:
+            args.searches.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    packs = {r["corpus"]: r["pack"] for r in rows}
+    for r in rows:
+        r["signals"] = {}
+    for n in names:
+        with KnowledgePack.open(Path(packs[n])) as pack:
+            mine = [r for r in rows if r["corpus"] == n]
+            for r in mine:
+                r["signals"].update(gate.signals(r["question"], r["sims"], r["top"],
+                                                 pack.vocabulary(), r["base"]))
+            for name in args.only or EXPERIMENTS:
+                compute = EXPERIMENTS[name][0]
+                if compute is None:
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    extra = compute(pack, mine)
+                except ImportError as exc:
+                    log(f"{name}: skipped ({exc})")
+                    continue
+                for r, e in zip(mine, extra):
+                    r["signals"].update(e)
+                log(f"{n}: {name} in {time.perf_counter() - t0:.0f} s")
+    table = [("the eight signals (gate.SIGNALS)", score(rows, tuple(gate.SIGNALS), names))]
+    for name in args.only or EXPERIMENTS:
+        compute, sets = EXPERIMENTS[name]
+        if compute is None:
+            table.append(("operating point: weights by random search",
+                          score(rows, tuple(gate.SIGNALS), names,
+                                operating_point(tuple(gate.SIGNALS)))))
+            continue
+        for extra in sets:
+            if all(n in rows[0]["signals"] for n in _names(extra)):
+                label = f"{name}: " + ("all eight recomputed" if extra[0].endswith("_")
+                                       else "+ " + ", ".join(extra))
+                table.append((label, score(rows, _names(extra), names)))
+    cols = list(table[0][1])
+    text = "\n".join([common.machine_line(), "",
+                      f"questions: {len(rows)} over {', '.join(names)}; cells: in-domain "
+                      "gated / adjacent-but-absent gated", "", common.table(table, cols)])
+    print(text)
+    if args.out:
+        command = "python benchmarks/gate_experiments.py " + " ".join(argv or sys.argv[1:])
+        args.out.write_text(f"# Gate experiments\n\n- Command: `{command.strip()}`\n\n"
+                            f"```\n{text}\n```\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
