@@ -58,6 +58,14 @@ def markdown_page(title: str, sections: Sequence[tuple[str | None, str]]) -> str
     return "\n\n".join(parts) + "\n"
 
 
+def write_report(path: Path, title: str, script: str, argv: Sequence[str],
+                 text: str) -> None:
+    """A benchmark's printed output as a Markdown file: title, the command, the text."""
+    command = " ".join(["python", f"benchmarks/{script}", *argv])
+    path.write_text(f"# {title}\n\n- Command: `{command}`\n\n```\n{text}\n```\n",
+                    encoding="utf-8")
+
+
 def machine_line() -> str:
     """Host, cores, accelerator, Python and date: printed first by every benchmark."""
     try:

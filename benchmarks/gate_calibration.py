@@ -241,9 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     if args.out:
-        command = "python benchmarks/gate_calibration.py " + " ".join(argv or sys.argv[1:])
-        args.out.write_text(f"# Confidence-gate calibration\n\n- Command: `{command.strip()}`"
-                            f"\n\n```\n{text}\n```\n", encoding="utf-8")
+        common.write_report(args.out, "Confidence-gate calibration", "gate_calibration.py",
+                            sys.argv[1:] if argv is None else argv, text)
     return 0
 
 

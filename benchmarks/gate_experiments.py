@@ -372,9 +372,8 @@ def main(argv: list[str] | None = None) -> int:
                       "gated / adjacent-but-absent gated", "", common.table(table, cols)])
     print(text)
     if args.out:
-        command = "python benchmarks/gate_experiments.py " + " ".join(argv or sys.argv[1:])
-        args.out.write_text(f"# Gate experiments\n\n- Command: `{command.strip()}`\n\n"
-                            f"```\n{text}\n```\n", encoding="utf-8")
+        common.write_report(args.out, "Gate experiments", "gate_experiments.py",
+                            sys.argv[1:] if argv is None else argv, text)
     return 0
 
 
