@@ -12,11 +12,20 @@ handler that must "never answer" can wait on it instead of sleeping.
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on: bound, read and released (for a server started
+    on it next, or for a client that must find no server there)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class Request:

@@ -6,7 +6,6 @@ Batches API. No test sleeps: clock and sleep are a FakeClock."""
 from __future__ import annotations
 
 import json
-import socket
 
 import polars as pl
 import pytest
@@ -17,6 +16,7 @@ from tasks.extract import ExtractConfig, extract_sections, request_key
 from tasks.extract_prompt import BATCH_TOOL_NAME, TOOL_NAME
 from tasks.stages.extract import known_outputs, output_rows
 from tests.anthropic_fake import FakeAnthropic, FakeClock, default_responder
+from tests.loopback_site import free_port
 from tests.test_extract import _check_integrity, corpus
 
 BROKEN = "BROKEN-SECTION"
@@ -198,9 +198,7 @@ def test_transient_failures_are_asked_again_on_every_build(tmp_path):
 
 
 def test_a_dead_api_stops_the_stage_after_a_few_calls():
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     df = corpus(69, seed=1)
     fc = FakeClock()
     config = ExtractConfig(base_url=f"http://127.0.0.1:{port}", concurrency=4,

@@ -4,7 +4,6 @@ against the loopback fake. No test really sleeps: clock and sleep are a FakeCloc
 from __future__ import annotations
 
 import random
-import socket
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -15,6 +14,7 @@ from packs.llm.errors import retry_after_s
 from tasks import llm, llm_errors, llm_guards, llm_store
 from tasks.extract import TOOL_NAME, build_request, dump_extraction, parse_extraction
 from tests.anthropic_fake import FakeAnthropic, FakeClock
+from tests.loopback_site import free_port
 
 SECTION = ("The Horizontal Pod Autoscaler (HPA) scales a `Deployment` based on CPU use. "
            "It reads `spec.replicas` through the autoscaling.v2 API.")
@@ -144,10 +144,7 @@ def test_400_fails_the_item_without_retrying(tmp_path, fc):
 
 
 def test_connection_errors_are_retried(tmp_path, fc):
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    client = make_llm(f"http://127.0.0.1:{port}", tmp_path, fc, max_retries=2)
+    client = make_llm(f"http://127.0.0.1:{free_port()}", tmp_path, fc, max_retries=2)
     with pytest.raises(llm_errors.ItemError, match="gave up after 3 attempts: APIConnectionError"):
         call(client)
     assert len(fc.sleeps) == 2

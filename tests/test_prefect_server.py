@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import httpx
 import psutil
 import pytest
 
+from tests.loopback_site import free_port
 from tests.small_site import PAGES, serve_site, write_source
 
 pytestmark = pytest.mark.prefect_server
@@ -35,12 +35,6 @@ PREFECT = Path(sys.executable).with_name("prefect")
 STAGES = ("fetch", "split", "links", "extract", "embed", "resolve", "publish")
 SHARD_STAGES = ("fetch", "split", "extract", "embed")
 PROGRESS_STAGES = SHARD_STAGES
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:
@@ -109,7 +103,7 @@ def _base_env(home: Path) -> dict[str, str]:
 def prefect_server(tmp_path_factory) -> Iterator[dict]:
     """`prefect server start` on a free loopback port with its own PREFECT_HOME."""
     tmp = tmp_path_factory.mktemp("prefect-server")
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/api"
     env = _base_env(tmp / "home")
     env.update({

@@ -3,8 +3,6 @@ Builds on a real Dask cluster: tests/test_shards.py."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from flows.runners import (
@@ -16,6 +14,7 @@ from flows.runners import (
     task_runner,
     worker_slots,
 )
+from tests.loopback_site import free_port
 
 
 @pytest.mark.parametrize(("setting", "spec"), [
@@ -79,10 +78,7 @@ def test_worker_slots_count_a_clusters_threads_and_say_when_there_is_no_schedule
                       dashboard_address=None) as cluster:
         with task_runner(cluster.scheduler_address) as runner:
             assert worker_slots(runner) == 4
-    with socket.socket() as free:  # a port nobody listens on
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}), \
-            task_runner(f"tcp://127.0.0.1:{port}") as runner, \
+            task_runner(f"tcp://127.0.0.1:{free_port()}") as runner, \
             pytest.raises(TaskRunnerSettingError, match="cannot reach the Dask scheduler"):
         worker_slots(runner)
