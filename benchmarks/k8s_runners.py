@@ -70,18 +70,18 @@ def cpu_seconds() -> float:
 
 
 def stage_line(summary: dict) -> str:
-    """Sections, each stage's seconds (first submit to last finish) and the encode seconds
-    summed over the embed shards, from a build's summary: the inputs of docs/scale-out.md."""
+    """Sections, the shard layout (its manifest's extra.shards), each stage's seconds (first
+    submit to last finish) and the encode seconds summed over the embed shards, from a
+    build's summary: the inputs of docs/scale-out.md."""
+    from packs.manifest import read_manifest
+
     stages = ", ".join(f"{k} {v:.1f}" for k, v in (summary.get("durations") or {}).items())
     embed = summary.get("embed_stats") or {}
     sections = (summary.get("counts") or {}).get("sections", "?")
-    from packs.manifest import read_manifest
-
     layout = read_manifest(Path(summary["build_dir"])).extra.get("shards", {})
     return (f"{sections} sections in {layout.get('count', '?')} shards "
             f"({layout.get('slots', 0)} cluster task slots); stage seconds: {stages}; "
-            "encode s summed over shards: "
-            f"{embed.get('seconds', '?')}")
+            f"encode s summed over shards: {embed.get('seconds', '?')}")
 
 
 def main(argv: list[str] | None = None) -> int:
