@@ -91,7 +91,7 @@ def collect(corpus) -> list[dict]:
     return rows
 
 
-# --- experiments: (corpus, pack, searches) -> one dict of extra signals per search ---------
+# --- experiments: (pack, its searches) -> one dict of extra signals per search -------------
 
 
 def masked(pack, rows: list[dict]) -> list[dict]:
@@ -148,13 +148,13 @@ def frequency(pack, rows: list[dict]) -> list[dict]:
     n = vocab.sections
     out = []
     for r in rows:
-        words = {gate.stem(t): t for t in gate._WORD.findall(r["question"].lower())
-                 if t not in STOP_WORDS and len(t) > 1 and not t[0].isdigit()}
+        zipf = {gate.stem(t): wordfreq.zipf_frequency(t, "en")  # stem → log10 per 1e9 words
+                for t in gate._WORD.findall(r["question"].lower())
+                if t not in STOP_WORDS and len(t) > 1 and not t[0].isdigit()}
         top = set().union(*(set(gate.terms(t)) for t in r["top"][:gate.TOP_SECTIONS]))
-        rare = [s for s, raw in words.items() if wordfreq.zipf_frequency(raw, "en") < 2.5]
-        llr = [math.log((vocab.df.get(s, 0) + 0.5) / (n + 1))
-               - math.log(10 ** (max(wordfreq.zipf_frequency(raw, "en"), 1.0) - 9))
-               for s, raw in words.items()]
+        rare = [s for s, z in zipf.items() if z < 2.5]
+        llr = [math.log((vocab.df.get(s, 0) + 0.5) / (n + 1)) - math.log(10 ** (max(z, 1.0) - 9))
+               for s, z in zipf.items()]
         out.append({
             "rare_unknown": float(min(3, sum(not vocab.df.get(s) for s in rare))),
             "rare_passing": float(min(3, sum(0 < vocab.df.get(s, 0) <= max(2, 0.002 * n)
