@@ -38,6 +38,30 @@ def test_numbers_and_measurements_are_not_specific_words():
     assert words == ["HbA1c", "v1.2", "x86_64"]
 
 
+def test_name_runs_are_capitalised_words_side_by_side():
+    q = ("Can Docker Swarm, the AWS Secrets Manager or Cnp1 N-tail run a Pod? "
+         "Erlang BEAM. Python Threads")
+    assert gate.name_runs(q) == ["Docker Swarm", "AWS Secrets Manager", "Erlang BEAM",
+                                 "Python Threads"]
+    # the first word, lone names, punctuation between words and code-like words end a run
+    assert gate.name_runs("Docker Swarm vs a Pod, Nomad; Go. Rust and CD8 T cells") == []
+
+
+def test_names_counts_multi_word_names_the_pack_never_writes():
+    top = ["Restart policy\nThe liveness probe restarts containers."]
+
+    def names(q: str) -> float:
+        return gate.signals(q, [0.6], top, VOCAB, 0.42)["names"]
+
+    # "Restart Policy" is written in the pack (its pair is there), "Liveness Probe" too
+    assert names("Is the Restart Policy of a Liveness Probe set by the kubelet?") == 0.0
+    assert names("How does Docker Swarm restart a container?") == 1.0
+    # at most MAX_NAMES, and a pack without pair hashes never counts a name as unwritten
+    assert names("Do Docker Swarm, Apache Mesos and Nomad Enterprise restart pods?") == 2.0
+    assert gate.signals("How does Docker Swarm restart?", [0.6], top,
+                        gate.Vocabulary(dict(VOCAB.df), 100), 0.42)["names"] == 0.0
+
+
 def test_signals_by_hand():
     q = "How does the restart policy of a Nomad job work?"
     s = gate.signals(q, [0.62, 0.5, 0.4], TOP, VOCAB, base_similarity=0.42)
@@ -82,7 +106,8 @@ def test_pair_hashes_round_trip_and_unknown_pairs_count_as_seen():
 def test_signals_without_candidates_or_terms():
     s = gate.signals("the of and", [], [], VOCAB, 0.42)
     assert s == {"similarity": -0.42, "margin": 0.0, "coverage": 0.0, "section_coverage": 0.0,
-                 "unknown": 0.0, "specific": 0.0, "pairs": 1.0, "pack_pairs": 1.0}
+                 "unknown": 0.0, "specific": 0.0, "pairs": 1.0, "pack_pairs": 1.0,
+                 "names": 0.0}
 
 
 def test_vocabulary_counts_each_term_once_per_section(tmp_path):

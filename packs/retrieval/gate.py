@@ -5,7 +5,7 @@ The best vector similarity alone cannot tell: questions about a neighbouring tec
 ("How do I write a Nomad job file?" asked of the Kubernetes docs) reach the similarities
 of in-domain questions. What they lack is the *words*: their distinctive terms are not in
 the pack, or not in the sections retrieval found, or not in the combinations the pack uses.
-So the gate scores eight signals
+So the gate scores nine signals
 
     similarity  best vector similarity minus the model's base threshold
                 (manifest.embedding.gate_threshold), so one set of weights fits models
@@ -26,6 +26,11 @@ So the gate scores eight signals
     pack_pairs  the same pairs, weighted by their terms' IDF, found adjacent anywhere in
                 the pack ("docker daemon" is there, "live restore" or "registry mirrors"
                 are not): tables/terms.json keeps a hash of every adjacent pair
+    names       number (max 2) of the question's multi-word names — runs of capitalised
+                words after the first ("Docker Swarm", "Erlang BEAM", "AWS Secrets
+                Manager") — that the pack never writes: one of their adjacent word pairs
+                is in none of its sections. A pack that documents a tool writes its name;
+                one that mentions "Docker" and "Swarm" apart does not document Docker Swarm
 
 with a logistic model, p = sigmoid(bias + Σ weight · signal), and passes when p >= cut.
 The weights, bias and cut are calibrated per embedding model on dev questions by
@@ -52,14 +57,17 @@ from dataclasses import dataclass
 from packs.retrieval.quality import STOP_WORDS
 
 DEFAULT_THRESHOLD = 0.5
-GATE_VERSION = "gate-v4"
+GATE_VERSION = "gate-v5"
 SIGNALS = ("similarity", "margin", "coverage", "section_coverage", "unknown", "specific",
-           "pairs", "pack_pairs")
+           "pairs", "pack_pairs", "names")
 TOP_SECTIONS = 3
 MAX_SPECIFIC = 3
+MAX_NAMES = 2
 _WORD = re.compile(r"[a-z0-9_]+")
 # A word of the question as written: letters/digits with inner dots, dashes, colons.
 _RAW = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/+#-]*[A-Za-z0-9_+#]|[A-Za-z0-9_]")
+# A word of a multi-word name: capitalised letters only ("Swarm", "AWS"; not "CD8", "N-tail").
+_NAME_WORD = re.compile(r"[A-Z][A-Za-z]+")
 
 
 def threshold(option: float | None, manifest_value: float | None) -> float:
@@ -119,6 +127,32 @@ def specific_words(question: str) -> list[str]:
         capitalised = i > 0 and word[:1].isupper()
         if (code_like or capitalised) and word.lower() not in STOP_WORDS:
             out.setdefault(word, None)
+    return list(out)
+
+
+def name_runs(question: str) -> list[str]:
+    """The question's multi-word names, as written: runs of two or more capitalised words
+    (letters only, not stop words, not the question's first word) with nothing but
+    spaces between them ("Azure Container Instances", "Docker Swarm")."""
+    out: dict[str, None] = {}
+    run: list[str] = []
+    end = 0
+
+    def close() -> None:
+        if len(run) > 1:
+            out.setdefault(" ".join(run), None)
+
+    for i, m in enumerate(_RAW.finditer(question)):
+        word = m.group(0)
+        is_name = (i > 0 and _NAME_WORD.fullmatch(word) is not None
+                   and word.lower() not in STOP_WORDS)
+        if is_name and run and not question[end:m.start()].strip():
+            run.append(word)
+        else:
+            close()
+            run = [word] if is_name else []
+        end = m.end()
+    close()
     return list(out)
 
 
@@ -187,7 +221,7 @@ class Vocabulary:
 
 def signals(question: str, similarities: Sequence[float], top_texts: Sequence[str],
             vocab: Vocabulary, base_similarity: float) -> dict[str, float]:
-    """The eight signals of the module docstring.
+    """The nine signals of the module docstring.
 
     `similarities`: the vector candidates' similarities, best first; `top_texts`: heading
     path + text of the best fused sections (the first TOP_SECTIONS are used)."""
@@ -223,7 +257,15 @@ def signals(question: str, similarities: Sequence[float], top_texts: Sequence[st
         "pairs": sum(p in seen_pairs for p in pairs) / len(pairs) if pairs else 1.0,
         "pack_pairs": (sum(w for p, w in pair_weight.items() if vocab.has_pair(*p)) / pair_total
                        if pair_total else 1.0),
+        "names": float(min(MAX_NAMES, sum(not _pack_writes(name, vocab)
+                                          for name in name_runs(question)))),
     }
+
+
+def _pack_writes(name: str, vocab: Vocabulary) -> bool:
+    """Whether every adjacent word pair of `name` is adjacent somewhere in the pack."""
+    words = words_in_order(name)
+    return all(vocab.has_pair(a, b) for a, b in zip(words, words[1:]))
 
 
 def probability(values: Mapping[str, float], weights: Mapping[str, float], bias: float) -> float:
@@ -253,10 +295,10 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 # BENCHMARKS.md for the test-split abstention rates.
 CALIBRATED: dict[str, dict[str, object]] = {
     MINILM: {"version": GATE_VERSION,
-             "weights": {"similarity": 9.933, "margin": 4.276, "coverage": 1.453,
-                         "section_coverage": 2.342, "unknown": -1.535, "specific": -1.03,
-                         "pairs": 1.358, "pack_pairs": 2.396},
-             "bias": -2.847, "cut": 0.38,
+             "weights": {"similarity": 9.609, "margin": 5.036, "coverage": 1.505,
+                         "section_coverage": 2.56, "unknown": -1.73, "specific": -0.868,
+                         "pairs": 1.385, "pack_pairs": 2.191, "names": -2.48},
+             "bias": -2.84, "cut": 0.42,
              "calibration": "dev questions of the Kubernetes docs, the Rust book, SciFact "
                             "and XQuAD (benchmarks/gate_calibration.py, 2026-11-25)"},
 }
