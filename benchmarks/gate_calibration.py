@@ -37,11 +37,13 @@ from benchmarks import common, corpora  # noqa: E402
 SIGNAL_OPTIONS = {"gate_threshold": -1.0, "multi_doc": False, "graph_facts": False,
                   "fewshot": False, "use_cache": False}
 GROUPS = ("in", "absent", "unrelated")
-# The gate before section_coverage and pack_pairs (gate-v2, 2026-11-24), kept as a baseline
-# row: its six signals are still computed, so it is scored on the same searches.
-PREVIOUS = {"weights": {"similarity": 10.887, "margin": 3.292, "coverage": 3.238,
-                        "unknown": -2.455, "specific": -0.89, "pairs": 2.898},
-            "bias": -2.263, "cut": 0.35}
+# The gate before the names signal (gate-v4, 2026-11-25), kept as a baseline row: its
+# eight signals are still computed, so it is scored on the same searches.
+PREVIOUS = {"version": "gate-v4",
+            "weights": {"similarity": 9.933, "margin": 4.276, "coverage": 1.453,
+                        "section_coverage": 2.342, "unknown": -1.535, "specific": -1.03,
+                        "pairs": 1.358, "pack_pairs": 2.396},
+            "bias": -2.847, "cut": 0.38}
 CUTS = [round(0.05 + i / 100, 2) for i in range(91)]
 
 
@@ -145,6 +147,25 @@ def per_corpus_cut_lines(rows: list[dict], names: list[str], weights, bias,
     return [*lines, ""]
 
 
+def same_cut_lines(rows: list[dict], names: list[str], gates: dict[str, tuple]) -> list[str]:
+    """Test in-domain gated / absent gated per corpus for each gate (label → weights, bias)
+    over a range of cuts: two sets of weights compared at equal cuts, apart from where
+    each one's calibration put its cut."""
+    from packs.retrieval.gate import probability
+
+    test = [r for r in rows if r["split"] == "test"]
+    table = []
+    for label, (weights, bias) in gates.items():
+        for cut in (0.34, 0.38, 0.42, 0.46):
+            got = rates(test, lambda r, w=weights, b=bias, c=cut:
+                        probability(r["signals"], w, b) >= c)
+            table.append((f"{label}, cut {cut}", {
+                name: " / ".join(f"{got[(name, g)][0]:.1%}" if (name, g) in got else "-"
+                                 for g in ("in", "absent")) for name in names}))
+    return ["## test split at equal cuts (in-domain gated / absent gated)", "",
+            common.table(table, names), ""]
+
+
 def loco_lines(rows: list[dict], names: list[str], max_false: float) -> list[str]:
     """Leave one corpus out: fit weights and cut on the other corpora's dev questions, score
     the left-out corpus (how the gate does on a pack it was not fitted on), for the current
@@ -153,7 +174,8 @@ def loco_lines(rows: list[dict], names: list[str], max_false: float) -> list[str
 
     if len(names) < 2:
         return []
-    sets = {"current signals": tuple(gate.SIGNALS), "previous six": tuple(PREVIOUS["weights"])}
+    sets = {"current signals": tuple(gate.SIGNALS),
+            f"{PREVIOUS['version']} signals": tuple(PREVIOUS["weights"])}
     table = []
     for held in names:
         train = [r for r in rows if r["split"] == "dev" and r["corpus"] != held]
@@ -207,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         "calibrated (this run)": lambda r: gate.probability(r["signals"], weights, bias) >= cut,
         "shipped parameters (gate.CALIBRATED)": lambda r: gate.probability(
             r["signals"], shipped["weights"], shipped["bias"]) >= shipped["cut"],
-        "previous gate (gate-v2, six signals)": lambda r: gate.probability(
-            r["signals"], PREVIOUS["weights"], PREVIOUS["bias"]) >= PREVIOUS["cut"],
+        f"previous gate ({PREVIOUS['version']}, {len(PREVIOUS['weights'])} signals)":
+            lambda r: gate.probability(r["signals"], PREVIOUS["weights"],
+                                       PREVIOUS["bias"]) >= PREVIOUS["cut"],
         "best similarity >= model threshold": lambda r: r["best"] >= r["base"],
     }
     lines = [common.machine_line(), "",
@@ -234,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
             cols = [f"{name} {c}" for c in ("in-domain gated", "absent gated", "unrelated gated")]
             lines += [common.table([(label, {c: m.get(c) for c in cols}) for label, m in table],
                                    cols), ""]
+    lines += same_cut_lines(rows, names, {
+        "this run's weights": (weights, bias),
+        f"{PREVIOUS['version']} weights": (PREVIOUS["weights"], PREVIOUS["bias"])})
     lines += loco_lines(rows, names, args.max_false)
     lines += per_corpus_cut_lines(rows, names, weights, bias, args.max_false)
     lines.append(f'gate.CALIBRATED[model] = {{"weights": {weights}, "bias": {bias}, '

@@ -190,7 +190,8 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     out = capsys.readouterr().out
     assert "fitted on dev: weights" in out and "calibrated (this run)" in out
     assert "scifact absent gated" in out and "xquad in-domain gated" in out
-    assert "previous gate (gate-v2, six signals)" in out
+    assert "previous gate (gate-v4, 8 signals)" in out
+    assert "| this run's weights, cut 0.42 " in out and "| gate-v4 weights, cut 0.42 " in out
     assert "| scifact left out (dev + test)" in out and "| xquad left out" in out
     assert out.strip().splitlines()[-1].startswith("gate.CALIBRATED[model]")
 
@@ -198,14 +199,14 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     assert gate_experiments.main([*work_args, "--searches", str(searches), "--only", "entities",
                                   "--only", "stoplist", "--only", "operating"]) == 0
     out = capsys.readouterr().out
-    assert searches.is_file() and "| the eight signals (gate.SIGNALS)" in out
-    for label in ("entities: + multiword_entities", "stoplist: all eight recomputed",
+    assert searches.is_file() and "| the shipped signals (gate.SIGNALS)" in out
+    for label in ("entities: + multiword_entities", "stoplist: all recomputed",
                   "operating point: weights by random search"):
         assert label in out, label
     assert "| scifact test" in out and "| xquad left out" in out
     assert gate_experiments.main([*work_args, "--searches", str(searches), "--only",
                                   "typos"]) == 0  # the saved searches, read back
-    assert "typos: all eight recomputed" in capsys.readouterr().out
+    assert "typos: all recomputed" in capsys.readouterr().out
 
     code = retrieval_defaults.main([*work_args, "--out", str(tmp_path / "defaults.md")])
     out = capsys.readouterr().out
