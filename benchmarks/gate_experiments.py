@@ -1,4 +1,4 @@
-"""Candidate gate signals, each added to the shipped eight and scored like a release.
+"""Candidate gate signals, each added to the shipped ones and scored like a release.
 
     python benchmarks/gate_experiments.py [--data ../shared/data] [--work out/bench]
         [--searches out/bench/gate_searches.jsonl] [--only entities ...] [--out FILE]
@@ -7,10 +7,10 @@ The packs and questions are those of benchmarks/gate_calibration.py. Each questi
 searched once (gate rule and later stages off) and what the gate saw is kept: the vector
 similarities and the heading path + text of the 10 best fused sections (`--searches` keeps
 them in a file, so a second run only recomputes signals). Every experiment computes extra
-signals per question from that, the pack and the question; the eight signals of
-gate.SIGNALS plus the extra ones are refitted on dev (gate_calibration.fit / choose_cut),
-then scored on the test split and leave-one-corpus-out, next to the eight alone refitted
-the same way. Experiments (BENCHMARKS.md, issue 16, "tried and not shipped"):
+signals per question from that, the pack and the question; the shipped signals
+(gate.SIGNALS) plus the extra ones are refitted on dev (gate_calibration.fit / choose_cut),
+then scored on the test split and leave-one-corpus-out, next to the shipped ones alone
+refitted the same way. Experiments (BENCHMARKS.md, issue 16, "tried and not shipped"):
 
     masked     a second search with the question's specific words taken out: the drop in
                best similarity
@@ -189,7 +189,7 @@ def _one_edit(word: str) -> set[str]:
 
 
 def typos(pack, rows: list[dict]) -> list[dict]:
-    """The eight signals again, of the question with its unknown 5+ letter words read as
+    """The shipped signals again, of the question with its unknown 5+ letter words read as
     the most frequent pack word one edit away (in at least 2 sections)."""
     from packs.retrieval import gate
 
@@ -209,7 +209,7 @@ def typos(pack, rows: list[dict]) -> list[dict]:
 
 
 def stoplist(pack, rows: list[dict]) -> list[dict]:
-    """The eight signals again with scikit-learn's English stop words added to the gate's,
+    """The shipped signals again with scikit-learn's English stop words added to the gate's,
     the pack's pairs recounted from its sections with the same list."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -226,8 +226,8 @@ def stoplist(pack, rows: list[dict]) -> list[dict]:
 
 
 EXPERIMENTS: dict[str, tuple[Callable, list[list[str]] | None]] = {
-    # name → (extra signals, the sets of them tried: added to the eight, or replacing them
-    # when the names carry a prefix that stands for all eight)
+    # name → (extra signals, the sets of them tried: added to the shipped ones, or
+    # replacing them when the names carry a prefix that stands for all of them)
     "masked": (masked, [["mask_drop"]]),
     "entities": (entities, [["entity_share"], ["not_entities"], ["multiword_entities"],
                             ["multiword_in_top"], ["entity_coverage"],
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                 for r, e in zip(mine, extra):
                     r["signals"].update(e)
                 log(f"{n}: {name} in {time.perf_counter() - t0:.0f} s")
-    table = [("the eight signals (gate.SIGNALS)", score(rows, tuple(gate.SIGNALS), names))]
+    table = [("the shipped signals (gate.SIGNALS)", score(rows, tuple(gate.SIGNALS), names))]
     for name in args.only or EXPERIMENTS:
         compute, sets = EXPERIMENTS[name]
         if compute is None:
@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for extra in sets:
             if all(n in rows[0]["signals"] for n in _names(extra)):
-                label = f"{name}: " + ("all eight recomputed" if extra[0].endswith("_")
+                label = f"{name}: " + ("all recomputed" if extra[0].endswith("_")
                                        else "+ " + ", ".join(extra))
                 table.append((label, score(rows, _names(extra), names)))
     cols = list(table[0][1])
