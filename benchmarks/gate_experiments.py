@@ -21,6 +21,10 @@ refitted the same way. Experiments (BENCHMARKS.md, issue 16, "tried and not ship
     joint      the embedding model reading question + best section as one text
     typos      an unknown word one edit from a pack word read as that word
     stoplist   scikit-learn's English stop words for the question and the pack's pairs
+    focus      whether the best sections dwell on the question's rarest pack words (how
+               often, in a heading) or only mention them, and how rare the rarest is
+    neighbours single specific words ("HAProxy", "Karpenter") none of whose neighbouring
+               word pairs in the question the pack ever uses
     operating  weights chosen by random search for the operating point (not a signal)
 """
 
@@ -177,6 +181,47 @@ def joint(pack, rows: list[dict]) -> list[dict]:
     return out
 
 
+def focus(pack, rows: list[dict]) -> list[dict]:
+    from collections import Counter
+
+    from packs.retrieval import gate
+
+    vocab = pack.vocabulary()
+    out = []
+    for r in rows:
+        rare = sorted((t for t in gate.question_terms(r["question"]) if vocab.df.get(t)),
+                      key=vocab.idf, reverse=True)[:2]
+        top = r["top"][:gate.TOP_SECTIONS]
+        counts = [Counter(gate.terms(text)) for text in top]
+        heads = [set(gate.terms(text.split("\n", 1)[0])) for text in top]
+        if not rare or not top:
+            out.append({"focus_count": 0.0, "focus_heading": 0.0, "rarest_df": 0.0})
+            continue
+        out.append({
+            "focus_count": sum(max(min(c[t], 4) for c in counts) / 4 for t in rare) / len(rare),
+            "focus_heading": sum(any(t in h for h in heads) for t in rare) / len(rare),
+            "rarest_df": math.log1p(vocab.df[rare[0]]) / math.log1p(vocab.sections)})
+    return out
+
+
+def neighbours(pack, rows: list[dict]) -> list[dict]:
+    from packs.retrieval import gate
+
+    vocab = pack.vocabulary()
+    out = []
+    for r in rows:
+        words = gate.words_in_order(r["question"])
+        alone = 0
+        for name in gate.specific_words(r["question"]):
+            t = gate.terms(name)
+            if len(t) != 1 or not vocab.df.get(t[0]):
+                continue
+            pairs = [p for p in zip(words, words[1:]) if t[0] in p]
+            alone += bool(pairs) and not any(vocab.has_pair(a, b) for a, b in pairs)
+        out.append({"lone_names": float(min(2, alone))})
+    return out
+
+
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -238,6 +283,9 @@ EXPERIMENTS: dict[str, tuple[Callable, list[list[str]] | None]] = {
                       ["joint_vs_section", "joint_vs_question"]]),
     "typos": (typos, [["typo_"]]),
     "stoplist": (stoplist, [["stop_"]]),
+    "focus": (focus, [["focus_count"], ["focus_heading"], ["rarest_df"],
+                      ["focus_count", "focus_heading", "rarest_df"]]),
+    "neighbours": (neighbours, [["lone_names"]]),
     "operating": (None, None),
 }
 
