@@ -45,6 +45,9 @@ def test_name_runs_are_capitalised_words_side_by_side():
                                  "Python Threads"]
     # the first word, lone names, punctuation between words and code-like words end a run
     assert gate.name_runs("Docker Swarm vs a Pod, Nomad; Go. Rust and CD8 T cells") == []
+    # a question in title case or capitals has no names to tell apart
+    assert gate.name_runs("How To Configure Cargo Workspaces?") == []
+    assert gate.name_runs("HOW DO I USE DOCKER SWARM") == []
 
 
 def test_names_counts_multi_word_names_the_pack_never_writes():

@@ -133,7 +133,13 @@ def specific_words(question: str) -> list[str]:
 def name_runs(question: str) -> list[str]:
     """The question's multi-word names, as written: runs of two or more capitalised words
     (letters only, not stop words, not the question's first word) with nothing but
-    spaces between them ("Azure Container Instances", "Docker Swarm")."""
+    spaces between them ("Azure Container Instances", "Docker Swarm"). None in a question
+    whose every word is capitalised ("How To Configure Cargo Workspaces"): its capitals
+    say nothing about names."""
+    words = [m.group(0) for m in _RAW.finditer(question)][1:]
+    content = [w for w in words if w.isalpha() and len(w) > 1 and w.lower() not in STOP_WORDS]
+    if len(content) >= 3 and all(w[:1].isupper() for w in content):
+        return []
     out: dict[str, None] = {}
     run: list[str] = []
     end = 0
