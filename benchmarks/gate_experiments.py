@@ -192,11 +192,11 @@ def focus(pack, rows: list[dict]) -> list[dict]:
         rare = sorted((t for t in gate.question_terms(r["question"]) if vocab.df.get(t)),
                       key=vocab.idf, reverse=True)[:2]
         top = r["top"][:gate.TOP_SECTIONS]
-        counts = [Counter(gate.terms(text)) for text in top]
-        heads = [set(gate.terms(text.split("\n", 1)[0])) for text in top]
         if not rare or not top:
             out.append({"focus_count": 0.0, "focus_heading": 0.0, "rarest_df": 0.0})
             continue
+        counts = [Counter(gate.terms(text)) for text in top]
+        heads = [set(gate.terms(text.split("\n", 1)[0])) for text in top]
         out.append({
             "focus_count": sum(max(min(c[t], 4) for c in counts) / 4 for t in rare) / len(rare),
             "focus_heading": sum(any(t in h for h in heads) for t in rare) / len(rare),

@@ -136,8 +136,9 @@ def name_runs(question: str) -> list[str]:
     spaces between them ("Azure Container Instances", "Docker Swarm"). None in a question
     whose every word is capitalised ("How To Configure Cargo Workspaces"): its capitals
     say nothing about names."""
-    words = [m.group(0) for m in _RAW.finditer(question)][1:]
-    content = [w for w in words if w.isalpha() and len(w) > 1 and w.lower() not in STOP_WORDS]
+    matches = list(_RAW.finditer(question))
+    content = [w for w in (m.group(0) for m in matches[1:])
+               if w.isalpha() and len(w) > 1 and w.lower() not in STOP_WORDS]
     if len(content) >= 3 and all(w[:1].isupper() for w in content):
         return []
     out: dict[str, None] = {}
@@ -148,7 +149,7 @@ def name_runs(question: str) -> list[str]:
         if len(run) > 1:
             out.setdefault(" ".join(run), None)
 
-    for i, m in enumerate(_RAW.finditer(question)):
+    for i, m in enumerate(matches):
         word = m.group(0)
         is_name = (i > 0 and _NAME_WORD.fullmatch(word) is not None
                    and word.lower() not in STOP_WORDS)
