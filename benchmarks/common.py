@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import platform
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -58,10 +59,15 @@ def markdown_page(title: str, sections: Sequence[tuple[str | None, str]]) -> str
     return "\n\n".join(parts) + "\n"
 
 
-def write_report(path: Path, title: str, script: str, argv: Sequence[str],
-                 text: str) -> None:
-    """A benchmark's printed output as a Markdown file: title, the command, the text."""
-    command = " ".join(["python", f"benchmarks/{script}", *argv])
+def print_report(text: str, path: Path | None, title: str, script: str,
+                 argv: Sequence[str] | None) -> None:
+    """Print a benchmark's output and, when `path` is given, write it as a Markdown file:
+    title, the command (`argv`, the process's arguments when None), the text."""
+    print(text)
+    if path is None:
+        return
+    args = sys.argv[1:] if argv is None else argv
+    command = " ".join(["python", f"benchmarks/{script}", *args])
     path.write_text(f"# {title}\n\n- Command: `{command}`\n\n```\n{text}\n```\n",
                     encoding="utf-8")
 

@@ -128,6 +128,22 @@ def rates(rows: list[dict], passed) -> dict[tuple[str, str], tuple[float, int]]:
     return {k: (sum(v) / len(v), len(v)) for k, v in out.items()}
 
 
+def fitted_rates(train: list[dict], scored: list[dict], fitter, max_false: float) -> dict:
+    """The rates of `scored` (see `rates`) under weights fitted on `train` (`fitter(train)`
+    → weights, bias) at the cut chosen on `train` (`choose_cut`)."""
+    from packs.retrieval.gate import probability
+
+    weights, bias = fitter(train)
+    cut = choose_cut(train, weights, bias, max_false)
+    return rates(scored, lambda r: probability(r["signals"], weights, bias) >= cut)
+
+
+def gated_cell(got: dict, corpus: str) -> str:
+    """'in-domain gated / absent gated' of one corpus from `rates`, "-" for a group it lacks."""
+    return " / ".join(f"{got[(corpus, g)][0]:.1%}" if (corpus, g) in got else "-"
+                      for g in ("in", "absent"))
+
+
 def per_corpus_cut_lines(rows: list[dict], names: list[str], weights, bias,
                          max_false: float) -> list[str]:
     """The most a per-pack cut could do: each corpus's own cut, the highest that gates at
@@ -159,9 +175,8 @@ def same_cut_lines(rows: list[dict], names: list[str], gates: dict[str, tuple]) 
         for cut in (0.34, 0.38, 0.42, 0.46):
             got = rates(test, lambda r, w=weights, b=bias, c=cut:
                         probability(r["signals"], w, b) >= c)
-            table.append((f"{label}, cut {cut}", {
-                name: " / ".join(f"{got[(name, g)][0]:.1%}" if (name, g) in got else "-"
-                                 for g in ("in", "absent")) for name in names}))
+            table.append((f"{label}, cut {cut}", {name: gated_cell(got, name)
+                                                  for name in names}))
     return ["## test split at equal cuts (in-domain gated / absent gated)", "",
             common.table(table, names), ""]
 
@@ -169,7 +184,7 @@ def same_cut_lines(rows: list[dict], names: list[str], gates: dict[str, tuple]) 
 def loco_lines(rows: list[dict], names: list[str], max_false: float) -> list[str]:
     """Leave one corpus out: fit weights and cut on the other corpora's dev questions, score
     the left-out corpus (how the gate does on a pack it was not fitted on), for the current
-    signals and the previous gate's six side by side."""
+    signals and the previous gate's (PREVIOUS) side by side."""
     from packs.retrieval import gate
 
     if len(names) < 2:
@@ -181,10 +196,8 @@ def loco_lines(rows: list[dict], names: list[str], max_false: float) -> list[str
         train = [r for r in rows if r["split"] == "dev" and r["corpus"] != held]
         m: dict[str, object] = {}
         for label, signal_names in sets.items():
-            w, b = fit(train, signal_names)
-            c = choose_cut(train, w, b, max_false)
-            got = rates([r for r in rows if r["corpus"] == held],
-                        lambda r, w=w, b=b, c=c: gate.probability(r["signals"], w, b) >= c)
+            got = fitted_rates(train, [r for r in rows if r["corpus"] == held],
+                               lambda t, n=signal_names: fit(t, n), max_false)
             m[f"{label}: in gated"] = got[(held, "in")][0]
             m[f"{label}: absent gated"] = got.get((held, "absent"), (None, 0))[0]
         table.append((f"{held} left out (dev + test)", m))
@@ -265,10 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(f'gate.CALIBRATED[model] = {{"weights": {weights}, "bias": {bias}, '
                  f'"cut": {cut}}}')
     text = "\n".join(lines)
-    print(text)
-    if args.out:
-        common.write_report(args.out, "Confidence-gate calibration", "gate_calibration.py",
-                            sys.argv[1:] if argv is None else argv, text)
+    common.print_report(text, args.out, "Confidence-gate calibration", "gate_calibration.py", argv)
     return 0
 
 

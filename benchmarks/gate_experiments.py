@@ -45,7 +45,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import common, corpora  # noqa: E402
-from benchmarks.gate_calibration import SIGNAL_OPTIONS, choose_cut, fit, log, rates  # noqa: E402
+from benchmarks.gate_calibration import (  # noqa: E402
+    SIGNAL_OPTIONS,
+    choose_cut,
+    fit,
+    fitted_rates,
+    gated_cell,
+    log,
+    rates,
+)
 
 TOP_KEPT = 10
 MAX_FALSE = 0.04
@@ -305,28 +313,21 @@ def score(rows: list[dict], names: tuple[str, ...], corpus_names: list[str],
           weights_for=None) -> dict[str, str]:
     """'in-domain gated / absent gated' per corpus on test (fitted on dev) and leave one
     corpus out (fitted on the other corpora's dev questions), plus the test mean absent."""
-    from packs.retrieval import gate
-
     fitter = weights_for or (lambda train: fit(train, names))
 
     def run(train: list[dict], scored: list[dict]) -> dict:
-        w, b = fitter(train)
-        cut = choose_cut(train, w, b, MAX_FALSE)
-        return rates(scored, lambda r: gate.probability(r["signals"], w, b) >= cut)
-
-    def cell(got: dict, corpus: str) -> str:
-        return " / ".join(f"{got[(corpus, g)][0]:.1%}" if (corpus, g) in got else "-"
-                          for g in ("in", "absent"))
+        return fitted_rates(train, scored, fitter, MAX_FALSE)
 
     dev = [r for r in rows if r["split"] == "dev"]
     test = run(dev, [r for r in rows if r["split"] == "test"])
-    out = {f"{c} test": cell(test, c) for c in corpus_names}
+    out = {f"{c} test": gated_cell(test, c) for c in corpus_names}
     absent = [test[(c, "absent")][0] for c in corpus_names if (c, "absent") in test]
     out["mean absent (test)"] = f"{sum(absent) / len(absent):.1%}" if absent else "-"
     if len(corpus_names) > 1:
         for held in corpus_names:
-            out[f"{held} left out"] = cell(run([r for r in dev if r["corpus"] != held],
-                                               [r for r in rows if r["corpus"] == held]), held)
+            out[f"{held} left out"] = gated_cell(run([r for r in dev if r["corpus"] != held],
+                                                     [r for r in rows if r["corpus"] == held]),
+                                                 held)
     return out
 
 
@@ -418,10 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join([common.machine_line(), "",
                       f"questions: {len(rows)} over {', '.join(names)}; cells: in-domain "
                       "gated / adjacent-but-absent gated", "", common.table(table, cols)])
-    print(text)
-    if args.out:
-        common.write_report(args.out, "Gate experiments", "gate_experiments.py",
-                            sys.argv[1:] if argv is None else argv, text)
+    common.print_report(text, args.out, "Gate experiments", "gate_experiments.py", argv)
     return 0
 
 
