@@ -170,15 +170,20 @@ class KnowledgePack:
     def vocabulary(self) -> gate.Vocabulary:
         """The sections' vocabulary for the confidence gate (loaded once): tables/terms.json
         (format 3), else counted from the database's sections (older packs, and packs whose
-        terms.json predates the pair hashes)."""
+        terms.json predates the pair hashes). A terms.json from before the code count gets
+        it from the sections."""
         with self._lock:
             if self._vocabulary is None:
                 path = self.path / fmt.TABLES_DIR / fmt.TERMS_FILE
                 raw = (json.loads(path.read_text(encoding="utf-8")) if path.is_file()
                        else {})
                 if "pairs" in raw:
+                    code = raw.get("code_sections")
+                    if code is None:
+                        code = sum(map(gate.has_code, self.db.section_texts()))
                     self._vocabulary = gate.Vocabulary(raw["terms"], int(raw["sections"]),
-                                                       gate.decode_pairs(raw["pairs"]))
+                                                       gate.decode_pairs(raw["pairs"]),
+                                                       int(code))
                 else:
                     self._vocabulary = gate.count_vocabulary(self.db.section_texts())
             return self._vocabulary

@@ -28,7 +28,7 @@ import polars as pl
 
 from packs import format as fmt
 from packs.filters import fence_languages
-from packs.retrieval.gate import encode_pairs, text_pairs
+from packs.retrieval.gate import CODE_FENCE_PATTERN, encode_pairs, text_pairs
 
 log = logging.getLogger("kpack.store")
 
@@ -165,7 +165,8 @@ def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[s
 def write_terms(sections_path: Path, path: Path) -> Path:
     """tables/terms.json: the sections' vocabulary (packs.format.TERMS_FILE), counted with
     polars from the sections just written, with the same tokens and plural fold as
-    packs.retrieval.gate.terms, and the hashes of their adjacent content-word pairs."""
+    packs.retrieval.gate.terms, the hashes of their adjacent content-word pairs, and how
+    many hold fenced code (gate.has_code)."""
     t = pl.col("t")
     fold = (t.str.len_chars() > 3) & t.str.ends_with("s") & ~(
         t.str.ends_with("ss") | t.str.ends_with("us") | t.str.ends_with("is"))
@@ -187,7 +188,9 @@ def write_terms(sections_path: Path, path: Path) -> Path:
     path.write_text(json.dumps({"sections": texts.height,
                                 "terms": dict(zip(counts["t"].to_list(),
                                                   counts["len"].to_list())),
-                                "pairs": encode_pairs(hashes)},
+                                "pairs": encode_pairs(hashes),
+                                "code_sections": texts["text"].str.contains(
+                                    CODE_FENCE_PATTERN).sum()},
                                separators=(",", ":")), encoding="utf-8")
     return path
 

@@ -190,8 +190,8 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     out = capsys.readouterr().out
     assert "fitted on dev: weights" in out and "calibrated (this run)" in out
     assert "scifact absent gated" in out and "xquad in-domain gated" in out
-    assert "previous gate (gate-v4, 8 signals)" in out
-    assert "| this run's weights, cut 0.42 " in out and "| gate-v4 weights, cut 0.42 " in out
+    assert "previous gate (gate-v5, 9 signals)" in out
+    assert "| this run's weights, cut 0.42 " in out and "| gate-v5 weights, cut 0.42 " in out
     assert "| scifact left out (dev + test)" in out and "| xquad left out" in out
     assert out.strip().splitlines()[-1].startswith("gate.CALIBRATED[model]")
 

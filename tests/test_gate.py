@@ -110,7 +110,39 @@ def test_signals_without_candidates_or_terms():
     s = gate.signals("the of and", [], [], VOCAB, 0.42)
     assert s == {"similarity": -0.42, "margin": 0.0, "coverage": 0.0, "section_coverage": 0.0,
                  "unknown": 0.0, "specific": 0.0, "pairs": 1.0, "pack_pairs": 1.0,
-                 "names": 0.0}
+                 "names": 0.0, "doc_specific": 0.0, "doc_rare_names": 0.0}
+
+
+def test_technical_signals_count_only_in_a_pack_with_code():
+    q = "Can HAProxy or Nomad restart a Pod with its Kubelet and Restart policy?"
+    prose = gate.signals(q, [0.6], TOP, VOCAB, 0.42)
+    # "HAProxy" is in 1 section of 100, "Kubelet" in 2 (rare, even though the top sections
+    # write it), "Restart" in 5: rare; "Pod" in 40 is not, "Nomad" in none is `unknown`
+    df = {**VOCAB.df, "haproxy": 1}
+    assert gate.rare_names(q, gate.Vocabulary(df, 100)) == ["HAProxy", "Kubelet", "Restart"]
+    assert prose["specific"] == 2.0  # HAProxy and Nomad are not in the top sections
+    assert prose["doc_specific"] == prose["doc_rare_names"] == 0.0  # a prose pack
+    half = gate.Vocabulary(df, 100, VOCAB.pairs, code_sections=5)
+    full = gate.Vocabulary(df, 100, VOCAB.pairs, code_sections=60)
+    assert (half.technical, full.technical) == (0.5, 1.0)
+    assert gate.Vocabulary({}, 0).technical == 0.0
+    s = gate.signals(q, [0.6], TOP, full, 0.42)
+    assert s["doc_specific"] == 2.0 and s["doc_rare_names"] == gate.MAX_NAMES
+    assert gate.signals(q, [0.6], TOP, half, 0.42)["doc_specific"] == 1.0
+    # a large pack's "few sections" grow with it: 0.1% of 50,000 is 50
+    big = gate.Vocabulary({"haproxy": 40}, 50_000)
+    assert gate.rare_names("Does HAProxy do it?", big) == ["HAProxy"]
+    assert gate.rare_names("Does HAProxy do it?", gate.Vocabulary({"haproxy": 40}, 100)) == []
+    # letters only: code-like and lower-case words are not names
+    assert gate.rare_names("Is kubelet or GOMAXPROCS_2 or x86 rare?",
+                           gate.Vocabulary({"kubelet": 1, "gomaxprocs_2": 1, "x86": 1}, 9)) == []
+
+
+def test_code_sections_are_those_with_a_fence():
+    assert gate.has_code("Install\n\n```shell\nkubectl apply\n```")
+    assert gate.has_code("Steps\n  ~~~\ncode\n  ~~~")
+    assert not gate.has_code("Use `kubectl` inline, or write ``` in a sentence.")
+    assert gate.count_vocabulary(["a\n```\nx\n```", "b", "c\n~~~\ny"]).code_sections == 2
 
 
 def test_vocabulary_counts_each_term_once_per_section(tmp_path):
@@ -123,16 +155,18 @@ def test_vocabulary_counts_each_term_once_per_section(tmp_path):
 
     from tasks.store import write_terms
 
-    texts = ["Pods and pods", "Pod restart\nclasses of status", "node"]
+    texts = ["Pods and pods", "Pod restart\nclasses of status", "node\n```\nrun\n```"]
     pl.DataFrame({"heading_path": ["", "", ""], "content": texts}).write_parquet(
         tmp_path / "sections.parquet")
     raw = json.loads(write_terms(tmp_path / "sections.parquet", tmp_path / "t.json").read_text())
     counted = gate.count_vocabulary(f"\n{t}" for t in texts)
     assert raw["sections"] == 3 and raw["terms"] == counted.df
+    assert raw["code_sections"] == counted.code_sections == 1
     assert list(gate.decode_pairs(raw["pairs"])) == list(counted.pairs)
     # "of" is a stop word and "classes" folds to "classe" (a plural fold, not a stemmer)
     assert list(counted.pairs) == sorted(gate.pair_hash(a, b) for a, b in (
-        ("pod", "pod"), ("pod", "restart"), ("restart", "classe"), ("classe", "status")))
+        ("pod", "pod"), ("pod", "restart"), ("restart", "classe"), ("classe", "status"),
+    ("node", "run")))
 
 
 PARAMS = GateInfo(version=gate.GATE_VERSION, bias=-1.0, cut=0.5,
@@ -196,10 +230,25 @@ def test_a_pack_reads_its_pair_hashes_and_counts_them_when_missing(tmp_path):
         stored = pack.vocabulary()
         counted = gate.count_vocabulary(pack.db.section_texts())
     assert stored.df == counted.df and list(stored.pairs) == list(counted.pairs)
+    assert stored.code_sections == counted.code_sections >= 2  # two pages show code
     assert len(stored.pairs) > 20
     terms_file = build / fmt.TABLES_DIR / fmt.TERMS_FILE
     raw = json.loads(terms_file.read_text())
-    del raw["pairs"]  # a format-3 pack written before the pair hashes
+    del raw["code_sections"]  # a format-3 pack written before the code count
+    _rewrite(build, terms_file, raw)
+    with KnowledgePack.open(folder) as pack:
+        assert pack.vocabulary().code_sections == counted.code_sections
+    del raw["pairs"]  # ... and before the pair hashes
+    _rewrite(build, terms_file, raw)
+    with KnowledgePack.open(folder) as pack:
+        assert list(pack.vocabulary().pairs) == list(counted.pairs)
+
+
+def _rewrite(build, terms_file, raw: dict) -> None:
+    """Write an older pack's terms.json, and its manifest's checksums with it."""
+    import json
+
+    from packs import format as fmt
     terms_file.write_text(json.dumps(raw))
     from packs import integrity  # that older pack's manifest lists this terms.json
 
@@ -207,5 +256,3 @@ def test_a_pack_reads_its_pair_hashes_and_counts_them_when_missing(tmp_path):
     manifest = json.loads(manifest_file.read_text())
     manifest["checksums"] = integrity.checksums(build)
     manifest_file.write_text(json.dumps(manifest))
-    with KnowledgePack.open(folder) as pack:
-        assert list(pack.vocabulary().pairs) == list(counted.pairs)

@@ -5,7 +5,7 @@ The best vector similarity alone cannot tell: questions about a neighbouring tec
 ("How do I write a Nomad job file?" asked of the Kubernetes docs) reach the similarities
 of in-domain questions. What they lack is the *words*: their distinctive terms are not in
 the pack, or not in the sections retrieval found, or not in the combinations the pack uses.
-So the gate scores nine signals
+So the gate scores eleven signals
 
     similarity  best vector similarity minus the model's base threshold
                 (manifest.embedding.gate_threshold), so one set of weights fits models
@@ -32,6 +32,16 @@ So the gate scores nine signals
                 is in none of its sections. A pack that documents a tool writes its name;
                 one that mentions "Docker" and "Swarm" apart does not document Docker Swarm
 
+and two that only a technical pack (see `Vocabulary.technical`: its sections hold code)
+scores; they are 0 for prose. A documentation site that names a tool without documenting
+it mentions it in passing, where an encyclopaedia or a paper's abstract that names
+something once is often exactly what a question asks about:
+
+    doc_specific  `specific` again, in a technical pack
+    doc_rare_names  number (max 2) of the question's capitalised words (letters only:
+                "HAProxy", "Podman") that a technical pack uses, but in only a few
+                sections (RARE_SECTIONS, or 0.1% of them in a large pack)
+
 with a logistic model, p = sigmoid(bias + Σ weight · signal), and passes when p >= cut.
 The weights, bias and cut are calibrated per embedding model on dev questions by
 benchmarks/gate_calibration.py and written into each manifest at build time
@@ -57,17 +67,26 @@ from dataclasses import dataclass
 from packs.retrieval.quality import STOP_WORDS
 
 DEFAULT_THRESHOLD = 0.5
-GATE_VERSION = "gate-v5"
+GATE_VERSION = "gate-v6"
 SIGNALS = ("similarity", "margin", "coverage", "section_coverage", "unknown", "specific",
-           "pairs", "pack_pairs", "names")
+           "pairs", "pack_pairs", "names", "doc_specific", "doc_rare_names")
 TOP_SECTIONS = 3
 MAX_SPECIFIC = 3
 MAX_NAMES = 2
+# A technical pack's word is used "in passing" in at most this many sections (or 0.1% of
+# them, whichever is more).
+RARE_SECTIONS = 10
+# The share of sections holding fenced code at which a pack counts as fully technical.
+TECHNICAL_SHARE = 0.1
 _WORD = re.compile(r"[a-z0-9_]+")
 # A word of the question as written: letters/digits with inner dots, dashes, colons.
 _RAW = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/+#-]*[A-Za-z0-9_+#]|[A-Za-z0-9_]")
 # A word of a multi-word name: capitalised letters only ("Swarm", "AWS"; not "CD8", "N-tail").
 _NAME_WORD = re.compile(r"[A-Z][A-Za-z]+")
+# A line opening a fenced code block (the build writes HTML's <pre> as one, too). The
+# pattern is also polars' (tasks.store.write_terms).
+CODE_FENCE_PATTERN = r"(?m)^[ \t]*(```|~~~)"
+CODE_FENCE = re.compile(CODE_FENCE_PATTERN)
 
 
 def threshold(option: float | None, manifest_value: float | None) -> float:
@@ -204,13 +223,24 @@ def decode_pairs(text: str) -> array:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """Section frequency of every term of a pack (see `terms`), the section count, and the
+    """Section frequency of every term of a pack (see `terms`), the section count, the
     sorted hashes of every adjacent content-word pair of its sections (`text_pairs`;
-    None when unknown: the pack_pairs signal then counts every pair as seen)."""
+    None when unknown: the pack_pairs signal then counts every pair as seen), and how many
+    sections hold fenced code (`has_code`; 0 when unknown: the pack then counts as prose)."""
 
     df: Mapping[str, int]
     sections: int
     pairs: Sequence[int] | None = None
+    code_sections: int = 0
+
+    @property
+    def technical(self) -> float:
+        """0 (prose) to 1 (documentation with code): the share of sections holding fenced
+        code, over TECHNICAL_SHARE, capped at 1. The Kubernetes docs (33%) and the Rust
+        book (53%) are fully technical; SciFact and XQuAD (0%) are prose."""
+        if not self.sections:
+            return 0.0
+        return min(1.0, self.code_sections / self.sections / TECHNICAL_SHARE)
 
     def idf(self, term: str) -> float:
         return math.log((self.sections + 1) / (self.df.get(term, 0) + 0.5))
@@ -228,7 +258,7 @@ class Vocabulary:
 
 def signals(question: str, similarities: Sequence[float], top_texts: Sequence[str],
             vocab: Vocabulary, base_similarity: float) -> dict[str, float]:
-    """The nine signals of the module docstring.
+    """The eleven signals of the module docstring.
 
     `similarities`: the vector candidates' similarities, best first; `top_texts`: heading
     path + text of the best fused sections (the first TOP_SECTIONS are used)."""
@@ -252,6 +282,8 @@ def signals(question: str, similarities: Sequence[float], top_texts: Sequence[st
     pair_total = sum(pair_weight.values())
     best = similarities[0] if similarities else 0.0
     head = list(similarities[:10])
+    named = specific_words(question)
+    specific = float(min(MAX_SPECIFIC, sum(_phrase(w) not in phrases for w in named)))
     return {
         "similarity": best - base_similarity,
         "margin": best - sum(head) / len(head) if head else 0.0,
@@ -259,14 +291,27 @@ def signals(question: str, similarities: Sequence[float], top_texts: Sequence[st
         "section_coverage": max((covered(found) for found in per_section), default=0.0),
         "unknown": (sum(v for t, v in idf.items() if not vocab.df.get(t)) / total
                     if total else 0.0),
-        "specific": float(min(MAX_SPECIFIC, sum(_phrase(w) not in phrases
-                                                for w in specific_words(question)))),
+        "specific": specific,
         "pairs": sum(p in seen_pairs for p in pairs) / len(pairs) if pairs else 1.0,
         "pack_pairs": (sum(w for p, w in pair_weight.items() if vocab.has_pair(*p)) / pair_total
                        if pair_total else 1.0),
         "names": float(min(MAX_NAMES, sum(not _pack_writes(name, vocab)
                                           for name in name_runs(question)))),
+        "doc_specific": vocab.technical * specific,
+        "doc_rare_names": vocab.technical * min(MAX_NAMES, len(_rare(named, vocab))),
     }
+
+
+def rare_names(question: str, vocab: Vocabulary) -> list[str]:
+    """The question's capitalised words, letters only, that the pack uses in at least one
+    and at most RARE_SECTIONS sections (or 0.1% of them)."""
+    return _rare(specific_words(question), vocab)
+
+
+def _rare(specific: Iterable[str], vocab: Vocabulary) -> list[str]:
+    limit = max(RARE_SECTIONS, vocab.sections / 1000)
+    return [w for w in specific
+            if _NAME_WORD.fullmatch(w) and 0 < vocab.df.get(stem(w.lower()), 0) <= limit]
 
 
 def _pack_writes(name: str, vocab: Vocabulary) -> bool:
@@ -283,16 +328,23 @@ def probability(values: Mapping[str, float], weights: Mapping[str, float], bias:
 
 def count_vocabulary(texts: Iterable[str]) -> Vocabulary:
     """The Vocabulary of section texts (heading path + content): each term of `terms`
-    counted once per section, and every adjacent pair (`text_pairs`). Pure Python, for
-    packs built without tables/terms.json or with one from before pair hashes."""
+    counted once per section, every adjacent pair (`text_pairs`) and the sections with
+    code (`has_code`). Pure Python, for packs built without tables/terms.json or with one
+    from before pair hashes."""
     df: Counter[str] = Counter()
     hashes: set[int] = set()
-    n = 0
+    n = code = 0
     for text in texts:
         df.update(set(terms(text)))
         hashes |= text_pairs(text)
+        code += has_code(text)
         n += 1
-    return Vocabulary(dict(df), n, array("I", sorted(hashes)))
+    return Vocabulary(dict(df), n, array("I", sorted(hashes)), code)
+
+
+def has_code(text: str) -> bool:
+    """Whether a section's Markdown holds a fenced code block."""
+    return CODE_FENCE.search(text) is not None
 
 
 # --- calibration ------------------------------------------------------------------------------
@@ -302,10 +354,11 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 # BENCHMARKS.md for the test-split abstention rates.
 CALIBRATED: dict[str, dict[str, object]] = {
     MINILM: {"version": GATE_VERSION,
-             "weights": {"similarity": 9.609, "margin": 5.036, "coverage": 1.505,
-                         "section_coverage": 2.56, "unknown": -1.73, "specific": -0.868,
-                         "pairs": 1.385, "pack_pairs": 2.191, "names": -2.48},
-             "bias": -2.84, "cut": 0.42,
+             "weights": {"similarity": 10.888, "margin": 2.931, "coverage": 1.888,
+                         "section_coverage": 2.487, "unknown": -1.722, "specific": 0.091,
+                         "pairs": 1.163, "pack_pairs": 1.915, "names": -2.26,
+                         "doc_specific": -1.898, "doc_rare_names": -2.337},
+             "bias": -2.625, "cut": 0.49,
              "calibration": "dev questions of the Kubernetes docs, the Rust book, SciFact "
                             "and XQuAD (benchmarks/gate_calibration.py, 2026-11-25)"},
 }
