@@ -25,6 +25,9 @@ refitted the same way. Experiments (BENCHMARKS.md, issue 16, "tried and not ship
                often, in a heading) or only mention them, and how rare the rarest is
     neighbours single specific words ("HAProxy", "Karpenter") none of whose neighbouring
                word pairs in the question the pack ever uses
+    technical  the technical-pack switch of gate-v6 as a bias, on other signals (unknown,
+               names, lone names), with rare names at 2 sections, and rare names in every
+               pack, not only technical ones
     operating  weights chosen by random search for the operating point (not a signal)
 """
 
@@ -230,6 +233,28 @@ def neighbours(pack, rows: list[dict]) -> list[dict]:
     return out
 
 
+def technical(pack, rows: list[dict]) -> list[dict]:
+    """Variants of the technical-pack switch (gate.Vocabulary.technical): the switch alone
+    as a bias, other signals switched by it, rare names at another limit, and rare names
+    in every pack."""
+    from packs.retrieval import gate
+
+    vocab = pack.vocabulary()
+    switch = vocab.technical
+    lone = neighbours(pack, rows)
+    out = []
+    for r, alone in zip(rows, lone):
+        s = r["signals"]
+        rare = gate.rare_names(r["question"], vocab)
+        in_two = [w for w in rare if vocab.df[gate.stem(w.lower())] <= 2]
+        out.append({"technical": switch, "doc_unknown": switch * s["unknown"],
+                    "doc_names": switch * s["names"],
+                    "doc_lone_names": switch * alone["lone_names"],
+                    "doc_rare_in_two": switch * min(gate.MAX_NAMES, len(in_two)),
+                    "rare_names_any_pack": float(min(gate.MAX_NAMES, len(rare)))})
+    return out
+
+
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -294,6 +319,8 @@ EXPERIMENTS: dict[str, tuple[Callable, list[list[str]] | None]] = {
     "focus": (focus, [["focus_count"], ["focus_heading"], ["rarest_df"],
                       ["focus_count", "focus_heading", "rarest_df"]]),
     "neighbours": (neighbours, [["lone_names"]]),
+    "technical": (technical, [["technical"], ["doc_unknown"], ["doc_names"], ["doc_lone_names"],
+                              ["doc_rare_in_two"], ["rare_names_any_pack"]]),
     "operating": (None, None),
 }
 
