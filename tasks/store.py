@@ -28,7 +28,7 @@ import polars as pl
 
 from packs import format as fmt
 from packs.filters import fence_languages
-from packs.retrieval.gate import CODE_FENCE_PATTERN, encode_pairs, text_pairs
+from packs.retrieval.gate import encode_pairs, has_code, text_pairs
 
 log = logging.getLogger("kpack.store")
 
@@ -180,17 +180,19 @@ def write_terms(sections_path: Path, path: Path) -> Path:
               .with_columns(pl.when(fold).then(t.str.slice(0, t.str.len_chars() - 1))
                             .otherwise(t).alias("t"))
               .unique(["i", "t"]).group_by("t").len().sort("t"))
-    # Adjacent content-word pairs, hashed (gate.text_pairs): pure Python, so the hashes are
-    # the query side's by construction (about 1 s per 5,000 sections).
+    # Adjacent content-word pairs, hashed (gate.text_pairs), and the sections with code:
+    # pure Python, so they are the query side's by construction (about 1 s per 5,000
+    # sections).
     hashes: set[int] = set()
+    code = 0
     for text in texts["text"]:
         hashes |= text_pairs(text)
+        code += has_code(text)
     path.write_text(json.dumps({"sections": texts.height,
                                 "terms": dict(zip(counts["t"].to_list(),
                                                   counts["len"].to_list())),
                                 "pairs": encode_pairs(hashes),
-                                "code_sections": texts["text"].str.contains(
-                                    CODE_FENCE_PATTERN).sum()},
+                                "code_sections": code},
                                separators=(",", ":")), encoding="utf-8")
     return path
 

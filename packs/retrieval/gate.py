@@ -64,6 +64,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from packs.markdown import opening_fence
 from packs.retrieval.quality import STOP_WORDS
 
 DEFAULT_THRESHOLD = 0.5
@@ -83,10 +84,6 @@ _WORD = re.compile(r"[a-z0-9_]+")
 _RAW = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/+#-]*[A-Za-z0-9_+#]|[A-Za-z0-9_]")
 # A word of a multi-word name: capitalised letters only ("Swarm", "AWS"; not "CD8", "N-tail").
 _NAME_WORD = re.compile(r"[A-Z][A-Za-z]+")
-# A line opening a fenced code block (the build writes HTML's <pre> as one, too). The
-# pattern is also polars' (tasks.store.write_terms).
-CODE_FENCE_PATTERN = r"(?m)^[ \t]*(```|~~~)"
-CODE_FENCE = re.compile(CODE_FENCE_PATTERN)
 
 
 def threshold(option: float | None, manifest_value: float | None) -> float:
@@ -343,8 +340,9 @@ def count_vocabulary(texts: Iterable[str]) -> Vocabulary:
 
 
 def has_code(text: str) -> bool:
-    """Whether a section's Markdown holds a fenced code block."""
-    return CODE_FENCE.search(text) is not None
+    """Whether a section's Markdown opens a fenced code block (the build writes HTML's
+    <pre> as one, too)."""
+    return any(opening_fence(line) for line in text.splitlines())
 
 
 # --- calibration ------------------------------------------------------------------------------
