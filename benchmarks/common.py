@@ -138,10 +138,13 @@ class BuiltPack:
 
 
 def fingerprint(pages: Sequence[Page], model: str, settings: str = "") -> str:
-    """Of the pages, the model, the extra pack.toml settings and the splitter version."""
+    """Of the pages, the model, the extra pack.toml settings and the parser and splitter
+    versions."""
     from tasks.split import SPLITTER_VERSION
+    from tasks.stages.fetch import VERSION as FETCH_VERSION
 
-    h = hashlib.sha256(f"{LAYOUT_VERSION}\0{SPLITTER_VERSION}\0{model}\0{settings}".encode())
+    h = hashlib.sha256(f"{LAYOUT_VERSION}\0{FETCH_VERSION}\0{SPLITTER_VERSION}\0{model}\0"
+                       f"{settings}".encode())
     for p in pages:
         h.update(f"\0{p.path}\0{p.title}\0{p.markdown}".encode())
     return h.hexdigest()

@@ -124,3 +124,20 @@ def test_fetch_keeps_fenced_markdown_as_is():
         "https://x.test/a")
     assert title == "Real title"
     assert "<!-- kept -->" in text and "gone" not in text
+
+
+def test_empty_anchors_go_so_the_first_heading_can_be_the_title():
+    """An mdBook chapter keeps link targets for its old headings before its first one."""
+    from tasks.split import page_title
+
+    source = ('<!-- Old headings. Do not remove or links may break. -->\n\n'
+              '<a id="writing-error-messages"></a>\n<A NAME=\'old\' ></A>\n\n'
+              '## Redirecting Errors to Standard Error\n\nSee <a href="#x">this</a> and '
+              '<span id="y"></span>the rest.\n\n```html\n<a id="kept"></a>\n```\n')
+    title, text, _ = markdown_document(source, "file:///book/src/ch12-06-stderr.md")
+    assert title is None  # no front matter, no `# ` heading
+    assert text.startswith("## Redirecting Errors to Standard Error")
+    assert '<a href="#x">this</a>' in text and "</span>" not in text
+    assert '<a id="kept"></a>' in text  # code is kept as written
+    assert page_title(title, "file:///book/src/ch12-06-stderr.md", text)[0] == (
+        "Redirecting Errors to Standard Error")

@@ -26,7 +26,7 @@ from tasks.stages.common import (
 )
 
 NAME = "fetch"
-VERSION = "fetch-v1"
+VERSION = "fetch-v2"  # v2: Markdown loses empty anchors (<a id="old"></a>) before its first heading
 SCOPE = "shard"
 INPUTS: tuple[str, ...] = ()
 RETRIES = 1
