@@ -126,6 +126,7 @@ def test_technical_signals_count_only_in_a_pack_with_code():
     full = gate.Vocabulary(df, 100, VOCAB.pairs, code_sections=60)
     assert (half.technical, full.technical) == (0.5, 1.0)
     assert gate.Vocabulary({}, 0).technical == 0.0
+    assert gate.Vocabulary({}, 10, code_sections=-3).technical == 0.0  # a bad count: prose
     s = gate.signals(q, [0.6], TOP, full, 0.42)
     assert s["doc_specific"] == 2.0 and s["doc_rare_names"] == gate.MAX_NAMES
     assert gate.signals(q, [0.6], TOP, half, 0.42)["doc_specific"] == 1.0
