@@ -100,8 +100,8 @@ def split_front_matter(text: str) -> tuple[dict[str, object], str]:
 
 def markdown_document(text: str, url: str) -> tuple[str | None, str, list[str]]:
     """A Markdown file as (title, markdown, links): front matter parsed (its `title`) and
-    removed, Hugo shortcodes, HTML comments and empty anchors cleaned, links ([t](href), <a href>,
-    reference definitions, <autolinks>) resolved against `url`. Without a front-matter
+    removed, Hugo shortcodes, HTML comments and empty anchors cleaned, links ([t](href),
+    <a href>, reference definitions, <autolinks>) resolved against `url`. Without a front-matter
     title, the first `# ` heading is the title. A file that is front matter only gets
     its `description` (else its title) as text."""
     meta, body = split_front_matter(text)
