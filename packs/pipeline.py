@@ -280,11 +280,15 @@ def _expand(pack, primary: list[RankedSection], qvec, opts: SearchOptions,
     room = max(opts.max_articles - len(have_articles), 0)
     sim = lambda r: r.similarity or 0.0  # noqa: E731
     if opts.expansion_mode == "neighbours":
-        rows = db.linked_sections([top.article_id], qvec, "out", qlog)
-        picked = graph.best_per_article(rows, lambda r: r.article_id, sim, have_articles,
+        scored = db.linked_scores([top.article_id], qvec, "out", qlog)
+        picked = graph.best_per_article(scored, lambda t: t[1], lambda t: t[2], have_articles,
                                         min(opts.linked_articles, room))
-        return [_ranked(r, sim(r), ["multi_doc"], relation="links_to", hops=1)
-                for r in picked]
+        if not picked:
+            return []
+        rows = {r.id: r for r in db.sections_by_id([t[0] for t in picked], qvec, qlog)}
+        return [_ranked(rows[sid], rows[sid].similarity or 0.0, ["multi_doc"],
+                        relation="links_to", hops=1)
+                for sid, _, _ in picked if sid in rows]
     # BFS, 2 hops from the top result's article, each section labelled by how it was reached.
     out1 = db.linked_sections([top.article_id], qvec, "out", qlog)
     in1 = db.linked_sections([top.article_id], qvec, "in", qlog)

@@ -143,6 +143,28 @@ def test_multi_doc_neighbours_and_bfs_labels(pack):
     assert same[0].heading_path == "Configuring retries > The RetryPolicy class"
 
 
+def test_neighbours_expansion_is_the_best_section_of_the_best_linked_articles(pack):
+    """Kuzu scores the linked sections (linked_scores); only the picked ones are fetched.
+    The pick must be what the full rows (linked_sections) give."""
+    q = "How many times is a failed job retried?"
+    result = pack.search(q, max_results=1, use_cache=False)
+    top, qvec = result.sections[0], pack.embed_query(q)
+    full = pack.db.linked_sections([top.article_id], qvec, "out")
+    scores = pack.db.linked_scores([top.article_id], qvec, "out")
+    assert sorted((sid, art) for sid, art, _ in scores) == sorted(
+        (r.id, r.article_id) for r in full)
+    by_id = {r.id: r.similarity for r in full}
+    assert all(abs(sim - by_id[sid]) < 1e-5 for sid, _, sim in scores)
+    best: dict[str, object] = {}
+    for r in full:
+        if r.article_id != top.article_id and (
+                r.article_id not in best or r.similarity > best[r.article_id].similarity):
+            best[r.article_id] = r
+    want = sorted(best.values(), key=lambda r: -r.similarity)[:2]
+    assert [(s.id, s.content) for s in result.related] == [(r.id, r.content) for r in want]
+    assert [s.score for s in result.related] == pytest.approx([r.similarity for r in want])
+
+
 def test_graph_rerank_modes_and_sparse_graph(pack, tmp_path, embedder):
     weighted = pack.search("retries", graph_rerank=True, graph_rerank_mode="weighted",
                            use_cache=False)
