@@ -43,22 +43,15 @@ ARTICLE_SECTIONS = (
     f"MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids "
     f"RETURN {_SECTION_COLS}, s.embedding ORDER BY s.article_id, s.position"
 )
-LINKED_SECTIONS = (
-    "MATCH (a:Article)-[:LINKS_TO]->(b:Article)-[:HAS_SECTION]->(s:Section) "
-    f"WHERE a.id IN $ids RETURN a.id, {_SECTION_COLS}, s.embedding"
-)
+_LINKED = ("MATCH (a:Article)-[:LINKS_TO]->(b:Article)-[:HAS_SECTION]->(s:Section) "
+           "WHERE a.id IN $ids ")
+LINKED_SECTIONS = f"{_LINKED}RETURN a.id, {_SECTION_COLS}, s.embedding"
 # The same sections' ids, articles and similarity to the question ($q), computed by Kuzu:
 # multi-document expansion keeps only the best section of a few articles, so it fetches
 # columns and vectors for those alone (LINKED_SECTIONS: 8.9 ms p50 on the Kubernetes pack,
-# these 5.3 ms, returning ~100 rows).
-LINKED_SCORES = (
-    "MATCH (a:Article)-[:LINKS_TO]->(b:Article)-[:HAS_SECTION]->(s:Section) "
-    "WHERE a.id IN $ids RETURN s.id, s.article_id, array_inner_product(s.embedding, $q)"
-)
-LINKING_SCORES = (
-    "MATCH (a:Article)<-[:LINKS_TO]-(b:Article)-[:HAS_SECTION]->(s:Section) "
-    "WHERE a.id IN $ids RETURN s.id, s.article_id, array_inner_product(s.embedding, $q)"
-)
+# this 5.3 ms, returning ~100 rows).
+LINKED_SCORES = (f"{_LINKED}RETURN s.id, s.article_id, "
+                 "array_inner_product(s.embedding, $q)")
 LINKING_SECTIONS = (
     "MATCH (a:Article)<-[:LINKS_TO]-(b:Article)-[:HAS_SECTION]->(s:Section) "
     f"WHERE a.id IN $ids RETURN a.id, {_SECTION_COLS}, s.embedding"
@@ -345,12 +338,12 @@ class PackDB:
         rows = self._run(statement, {"ids": list(article_ids)}, log)
         return [self._with_similarity(v, 1, qvec, via=v[0]) for v in rows]
 
-    def linked_scores(self, article_ids: list[str], qvec: np.ndarray, direction: str,
+    def linked_scores(self, article_ids: list[str], qvec: np.ndarray,
                       log: QueryLog | None = None) -> list[tuple[str, str, float]]:
-        """(section id, article id, similarity to `qvec`) of the sections `linked_sections`
-        returns, without their columns or vectors (sections without a vector left out)."""
-        statement = LINKED_SCORES if direction == "out" else LINKING_SCORES
-        rows = self._run(statement, {"ids": list(article_ids), "q": qvec.tolist()}, log)
+        """(section id, article id, similarity to `qvec`) of the sections
+        `linked_sections(..., "out")` returns, without their columns or vectors (sections
+        without a vector left out)."""
+        rows = self._run(LINKED_SCORES, {"ids": list(article_ids), "q": qvec.tolist()}, log)
         return [(sid, art, float(sim)) for sid, art, sim in rows if sim is not None]
 
     def entity_sections(self, section_ids: list[str], qvec: np.ndarray,

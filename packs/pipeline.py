@@ -280,7 +280,7 @@ def _expand(pack, primary: list[RankedSection], qvec, opts: SearchOptions,
     room = max(opts.max_articles - len(have_articles), 0)
     sim = lambda r: r.similarity or 0.0  # noqa: E731
     if opts.expansion_mode == "neighbours":
-        scored = db.linked_scores([top.article_id], qvec, "out", qlog)
+        scored = db.linked_scores([top.article_id], qvec, qlog)
         picked = graph.best_per_article(scored, lambda t: t[1], lambda t: t[2], have_articles,
                                         min(opts.linked_articles, room))
         if not picked:

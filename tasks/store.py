@@ -338,6 +338,7 @@ def _child(args: list[str], timeout_s: float, where: Path | None = None) -> dict
     """Run `python -m tasks.store ARGS`, its JSON reply. While it runs, the file system of
     `where` is watched: full (under FULL_BYTES free) for FULL_FOR_S seconds in a row, the
     child is stopped and the error says the disk is full."""
+    import contextlib
     import json
     import subprocess
     import sys
@@ -361,10 +362,8 @@ def _child(args: list[str], timeout_s: float, where: Path | None = None) -> dict
                 if full_since is not None and now - full_since >= FULL_FOR_S:
                     raise StoreError(f"the Kuzu writer was stopped: its disk stayed full for "
                                      f"{FULL_FOR_S:.0f} s{_space_note(where)}")
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=POLL_S)
-                except subprocess.TimeoutExpired:
-                    continue
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -150,7 +150,7 @@ def test_neighbours_expansion_is_the_best_section_of_the_best_linked_articles(pa
     result = pack.search(q, max_results=1, use_cache=False)
     top, qvec = result.sections[0], pack.embed_query(q)
     full = pack.db.linked_sections([top.article_id], qvec, "out")
-    scores = pack.db.linked_scores([top.article_id], qvec, "out")
+    scores = pack.db.linked_scores([top.article_id], qvec)
     assert sorted((sid, art) for sid, art, _ in scores) == sorted(
         (r.id, r.article_id) for r in full)
     by_id = {r.id: r.similarity for r in full}
