@@ -16,7 +16,8 @@ documentation sites and SciFact, paragraph level for XQuAD), gate off, with:
 
 and the default must reach max(vector, BM25, hybrid) - 0.005 ("never loses"). The
 documentation corpora also report each question kind, the share of multi-hop questions with
-both gold pages in the top 5, and title queries: every page whose title is unique in the
+both gold pages in the top 5 pages and among the first 5 results (sections, with and without
+`distinct_first`), and title queries: every page whose title is unique in the
 pack, asked by its title alone (recall@1 / recall@5 of that page). Progress goes to stderr;
 the tables to stdout and, with --out, to a Markdown file with the command and machine.
 """
@@ -42,6 +43,10 @@ BASELINES: dict[str, dict[str, object]] = {
     "hybrid RRF": {"fusion": "rrf", "graph_rerank": False, "per_article": 0},
 }
 DEFAULT = "default"
+# The multi-hop table of the first 5 results: the default with and without distinct pages
+# first (on by default in a pack whose sections hold code).
+FIRST5: dict[str, dict[str, object]] = {"default, distinct_first=0": {"distinct_first": 0},
+                                        DEFAULT: {}}
 TOLERANCE = 0.005
 COLS = ("ndcg@10", "recall@5", "recall@10", "mrr")
 
@@ -62,6 +67,22 @@ def both_in_top5(report) -> float:
     """Share of multi-hop questions with every gold page in the top 5."""
     rows = [r for r in report.per_question if r.kind == "multihop"]
     return statistics.fmean([r.metrics["recall@5"] >= 1.0 for r in rows]) if rows else 0.0
+
+
+def both_in_first5_results(pack, questions, overrides: dict[str, object]) -> float:
+    """Share of multi-hop questions with every gold page among the first 5 results as a
+    reader sees them (sections, a page's second section taking a place), defaults plus
+    `overrides`, gate off."""
+    from packs.eval_questions import matches
+    from packs.options import SearchOptions
+
+    opts = SearchOptions.build(None, use_cache=False, **GATE_OFF, **overrides)
+    hits = []
+    for q in (q for q in questions if q.kind == "multihop"):
+        top = pack.search(q.question, opts).sections[:5]
+        hits.append(all(any(matches(s.url, s.title, s.heading_path, g) for s in top)
+                        for g in q.gold))
+    return statistics.fmean(hits) if hits else 0.0
 
 
 def title_questions(pack):
@@ -116,6 +137,12 @@ def corpus_tables(corpus, splits, titles: bool) -> tuple[list[str], list[tuple]]
                         d["multihop both@5"] = both_in_top5(rep)
                     kind_rows.append((label, d))
                 extra = ["", f"by kind ({split}):", "", common.table(kind_rows, cols)]
+                if "multihop" in kinds:
+                    first5 = [(label, {"both in first 5 results": both_in_first5_results(
+                        pack, qs, over)}) for label, over in FIRST5.items()]
+                    extra += ["", f"multi-hop, both gold pages among the first 5 results "
+                              f"(sections, {split}):", "",
+                              common.table(first5, ("both in first 5 results",))]
             lines += [f"### {split}: {len(qs)} questions", "",
                       common.table(rows, COLS), *extra, ""]
         if titles and corpus.name in corpora.DOCS:

@@ -65,6 +65,12 @@ class SearchOptions:
       per_article: at most this many sections of one article come before the next
         article's (the article's further sections follow, in order), so that one long
         page does not fill the results; 0 leaves the ranking alone.
+      distinct_first: the first this many results come from as many different articles
+        (where the candidates hold that many), so a question that needs two pages finds
+        both in the top few; the other sections follow, in rank order. None: 5 in a
+        technical pack (one whose sections hold code: documentation spreads a task over
+        pages), 0 in prose (a question about an encyclopaedia article or an abstract is
+        answered by its best paragraphs, wherever they rank).
       graph_facts: facts and entity triples of the chosen sections' entities.
       keyword_vectors: also search the keyword vectors (entities + key phrases of each
         section, format-2 packs) and rank vector candidates by
@@ -112,6 +118,7 @@ class SearchOptions:
     max_related: int = 10
     max_articles: int = 7
     per_article: int = 3
+    distinct_first: int | None = None
     graph_facts: bool = True
     max_facts: int = 20
     keyword_vectors: bool = False
@@ -164,10 +171,11 @@ class SearchOptions:
         object.__setattr__(self, "url_prefix", url_prefix)
         object.__setattr__(self, "content_kind", kind)
         object.__setattr__(self, "language", language)
-        for name in ("rrf_k", "fewshot_k", "max_articles", "per_article", "linked_articles",
-                     "max_facts", "max_related", "max_tokens"):
-            if getattr(self, name) < 0:
-                raise OptionsError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("rrf_k", "fewshot_k", "max_articles", "per_article", "distinct_first",
+                     "linked_articles", "max_facts", "max_related", "max_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise OptionsError(f"{name} must be >= 0, got {value}")
 
     @classmethod
     def build(cls, base: SearchOptions | None = None, **overrides: object) -> SearchOptions:

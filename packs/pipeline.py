@@ -2,8 +2,8 @@
 
 search: analysis (+ filters) → embed → vector (+ keyword vectors, multi-query)
         → BM25 + fusion → gate → cross-encoder
-        → per-article diversification → graph rerank → article cap
-        → multi-document expansion → quality filter
+        → per-article diversification (+ distinct articles first) → graph rerank
+        → article cap → multi-document expansion → quality filter
         → graph facts → few-shot → context
 ask:    search → packs/answer.py (Claude synthesis with verified citations, or the
         extractive / gated answers)
@@ -187,8 +187,15 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
                 for i in order:
                     stages.setdefault(i, []).append("cross_encoder")
     # Per-article diversification: one long page must not fill the results.
+    distinct = 0
     if opts.use_enhancements:
         order = graph.diversify(order, lambda i: rows[i].article_id, opts.per_article)
+        distinct = graph.distinct_count(opts.distinct_first, pack.vocabulary().technical)
+        # Which sections make the results counts the distinct articles first; their order
+        # stays by score until the quality filter has run (see below).
+        picked = set(graph.distinct_first(order, lambda i: rows[i].article_id,
+                                          distinct)[: opts.max_results])
+        order = [i for i in order if i in picked]
     order = order[: opts.max_results]
 
     # --- graph rerank -------------------------------------------------------------------
@@ -228,6 +235,8 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
             full = db.article_sections(arts, qvec, qlog, filters=active)
             kept_p = [_ranked(r, r.similarity or 0.0, ["full_article_fallback"]) for r in full]
         primary, related = kept_p, kept_r
+        # On what the filter kept: a first section it dropped leaves no gap.
+        primary = graph.distinct_first(primary, lambda s: s.article_id, distinct)
 
     facts = Facts()
     # A pack without entities (offline extractor found none) has no facts to look up.

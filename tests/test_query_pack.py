@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
+from query_fixtures import ARTICLES, build_pack, embedder, pack_dir, url_of  # noqa: F401
 
 from packs import EmbeddingModelError, KnowledgePack, PackFormatError, QuestionError, __version__
 from packs.options import MAX_QUESTION_CHARS
@@ -163,6 +163,33 @@ def test_neighbours_expansion_is_the_best_section_of_the_best_linked_articles(pa
     want = sorted(best.values(), key=lambda r: -r.similarity)[:2]
     assert [(s.id, s.content) for s in result.related] == [(r.id, r.content) for r in want]
     assert [s.score for s in result.related] == pytest.approx([r.similarity for r in want])
+
+
+def _articles(result) -> list[str]:
+    return [s.article_id for s in result.sections]
+
+
+def test_distinct_first_reorders_the_results_not_the_pages(pack, tmp_path, embedder):
+    """The first results come from distinct pages; each page keeps its first rank, so the
+    pages in order are those of the plain ranking. Prose (the Kestrel pack) is left alone
+    unless asked; a pack whose sections hold code gets it by default."""
+    q = "RetryPolicy max_attempts and backoff of a retried job"
+    plain = pack.search(q, distinct_first=0, gate_threshold=-1.0, use_cache=False)
+    arts = _articles(plain)
+    assert arts[0] == arts[1]  # the retries page holds the two best sections
+    spread = pack.search(q, distinct_first=3, gate_threshold=-1.0, use_cache=False)
+    got = _articles(spread)
+    assert len(set(got[:3])) == 3
+    assert list(dict.fromkeys(got)) == list(dict.fromkeys(arts))
+    assert sorted(s.id for s in spread.sections) == sorted(s.id for s in plain.sections)
+    assert _articles(pack.search(q, gate_threshold=-1.0, use_cache=False)) == arts
+    coded = [(slug, title, [(h, f"{text}\n\n```\nkestrel --help\n```") for h, text in secs])
+             for slug, title, secs in ARTICLES]
+    with KnowledgePack.open(build_pack(tmp_path, embedder, name="coded", pages=coded)) as docs:
+        assert docs.vocabulary().technical == 1.0
+        auto = _articles(docs.search(q, gate_threshold=-1.0, use_cache=False))
+        pages = len(set(auto))  # fewer than 5: the pack has 5, the quality filter drops one
+        assert pages >= 3 and len(set(auto[:pages])) == pages and auto[0] == auto[pages]
 
 
 def test_graph_rerank_modes_and_sparse_graph(pack, tmp_path, embedder):

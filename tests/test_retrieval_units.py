@@ -262,3 +262,22 @@ def test_diversify_moves_an_articles_extra_sections_after_the_others():
     assert graph.diversify(items, art, 2) == ["a1", "a2", "b1", "c1", "b2", "a3", "a4"]
     assert graph.diversify(items, art, 0) == items
     assert graph.diversify([], art, 3) == []
+
+
+def test_distinct_first_puts_one_section_of_each_of_the_first_articles_on_top():
+    items = ["a1", "a2", "a3", "b1", "a4", "c1", "b2", "d1"]
+    art = lambda i: i[0]  # noqa: E731
+    assert graph.distinct_first(items, art, 3) == ["a1", "b1", "c1", "a2", "a3", "a4", "b2", "d1"]
+    assert graph.distinct_first(items, art, 9) == ["a1", "b1", "c1", "d1", "a2", "a3", "a4", "b2"]
+    assert graph.distinct_first(items, art, 0) == items
+    assert graph.distinct_first([], art, 5) == []
+
+
+def test_distinct_first_is_on_in_a_technical_pack_unless_set():
+    assert graph.distinct_count(None, 1.0) == graph.DISTINCT_FIRST == 5
+    assert graph.distinct_count(None, 0.0) == 0
+    assert graph.distinct_count(2, 0.0) == 2 and graph.distinct_count(0, 1.0) == 0
+    with pytest.raises(OptionsError, match="distinct_first must be >= 0"):
+        SearchOptions(distinct_first=-1)
+    with pytest.raises(OptionsError, match="distinct_first must be a whole number or null"):
+        SearchOptions(distinct_first="5")

@@ -66,6 +66,38 @@ def diversify(items: Sequence[T], article_of, per_article: int) -> list[T]:
     return head + tail
 
 
+# Results that come from distinct articles first, in a technical pack (see SearchOptions).
+DISTINCT_FIRST = 5
+TECHNICAL = 0.5
+
+
+def distinct_count(option: int | None, technical: float) -> int:
+    """The `distinct_first` in force: the option, else DISTINCT_FIRST in a pack at least
+    TECHNICAL technical (gate.Vocabulary.technical), else 0."""
+    if option is not None:
+        return option
+    return DISTINCT_FIRST if technical >= TECHNICAL else 0
+
+
+def distinct_first(items: Sequence[T], article_of, n: int) -> list[T]:
+    """Stable reorder so that the first `n` items come from `n` different articles (where
+    there are that many): the first item of each of the first `n` articles, in order, then
+    every other item in its order. 0 leaves the order alone."""
+    if n <= 0:
+        return list(items)
+    seen: set[str] = set()
+    head: list[T] = []
+    rest: list[T] = []
+    for item in items:
+        art = article_of(item)
+        if len(head) < n and art not in seen:
+            seen.add(art)
+            head.append(item)
+        else:
+            rest.append(item)
+    return head + rest
+
+
 def cap_articles(items: Sequence[T], article_of, max_articles: int) -> list[T]:
     """Keep items (in order) while they come from at most `max_articles` distinct articles."""
     seen: set[str] = set()
