@@ -28,6 +28,11 @@ refitted the same way. Experiments (BENCHMARKS.md, issue 16, "tried and not ship
     technical  the technical-pack switch of gate-v6 as a bias, on other signals (unknown,
                names, lone names), with rare names at 2 sections, and rare names in every
                pack, not only technical ones
+    compounds  hyphenated lower-case words the pack never writes as one ("iptables-persistent",
+               "live-restore"), and technical-pack rare names counted only when the best
+               sections do not write them
+    interactions  products of the shipped signals (similarity x coverage, ...), and the
+               technical switch times each signal: a non-linear gate on the same evidence
     operating  weights chosen by random search for the operating point (not a signal)
 """
 
@@ -255,6 +260,50 @@ def technical(pack, rows: list[dict]) -> list[dict]:
     return out
 
 
+# A hyphenated lower-case word as written: "iptables-persistent", "cert-manager".
+_COMPOUND = re.compile(r"(?<![A-Za-z0-9_.-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![A-Za-z0-9_-])")
+
+
+def compounds(pack, rows: list[dict]) -> list[dict]:
+    """Hyphenated compounds of the question that the pack never writes (one of their
+    adjacent word pairs is in none of its sections), in every pack and in a technical one;
+    and doc_rare_names counting only the rare names the best sections do not write."""
+    from packs.retrieval import gate
+
+    vocab = pack.vocabulary()
+    out = []
+    for r in rows:
+        unwritten = [c for c in _COMPOUND.findall(r["question"])
+                     if not gate._pack_writes(c.replace("-", " "), vocab)]
+        found = gate._phrase(" ".join(r["top"][:gate.TOP_SECTIONS]))
+        rare = [w for w in gate.rare_names(r["question"], vocab) if gate._phrase(w) not in found]
+        n = float(min(gate.MAX_NAMES, len(unwritten)))
+        out.append({"compounds": n, "doc_compounds": vocab.technical * n,
+                    "doc_rare_unfound": vocab.technical * min(gate.MAX_NAMES, len(rare))})
+    return out
+
+
+INTERACTING = ("similarity", "coverage", "section_coverage", "pack_pairs", "unknown")
+
+
+def interactions(pack, rows: list[dict]) -> list[dict]:
+    """Pairwise products of INTERACTING, the technical switch (0-1) and its product with
+    each of INTERACTING plus margin and pairs, and similarity squared."""
+    from itertools import combinations
+
+    switch = pack.vocabulary().technical
+    out = []
+    for r in rows:
+        s = r["signals"]
+        e = {f"{a}*{b}": s[a] * s[b] for a, b in combinations(INTERACTING, 2)}
+        e.update({f"tech*{a}": switch * s[a] for a in (*INTERACTING, "margin", "pairs")})
+        e.update({"technical_switch": switch, "similarity^2": s["similarity"] ** 2})
+        out.append(e)
+    return out
+
+
+_PAIRWISE = [f"{a}*{b}" for i, a in enumerate(INTERACTING) for b in INTERACTING[i + 1:]]
+_SWITCHED = ["technical_switch", *(f"tech*{a}" for a in (*INTERACTING, "margin", "pairs"))]
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -321,11 +370,23 @@ EXPERIMENTS: dict[str, tuple[Callable, list[list[str]] | None]] = {
     "neighbours": (neighbours, [["lone_names"]]),
     "technical": (technical, [["technical"], ["doc_unknown"], ["doc_names"], ["doc_lone_names"],
                               ["doc_rare_in_two"], ["rare_names_any_pack"]]),
+    "compounds": (compounds, [["compounds"], ["doc_compounds"], ["doc_rare_unfound"]]),
+    "interactions": (interactions, [["similarity^2"], _PAIRWISE, _SWITCHED,
+                                    [*_PAIRWISE, *_SWITCHED, "similarity^2"]]),
     "operating": (None, None),
 }
 
 
 # --- scoring ---------------------------------------------------------------------------------
+
+
+def _label(extra: list[str]) -> str:
+    """A table row's name for the extra signals: listed, or counted when there are many."""
+    if extra[0].endswith("_"):
+        return "all recomputed"
+    if len(extra) > 3:
+        return f"+ {len(extra)} signals ({', '.join(extra[:2])}, ...)"
+    return "+ " + ", ".join(extra)
 
 
 def _names(extra: list[str]) -> tuple[str, ...]:
@@ -439,9 +500,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for extra in sets:
             if all(n in rows[0]["signals"] for n in _names(extra)):
-                label = f"{name}: " + ("all recomputed" if extra[0].endswith("_")
-                                       else "+ " + ", ".join(extra))
-                table.append((label, score(rows, _names(extra), names)))
+                table.append((f"{name}: {_label(extra)}", score(rows, _names(extra), names)))
     cols = list(table[0][1])
     text = "\n".join([common.machine_line(), "",
                       f"questions: {len(rows)} over {', '.join(names)}; cells: in-domain "
