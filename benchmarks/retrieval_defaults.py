@@ -11,14 +11,16 @@ documentation sites and SciFact, paragraph level for XQuAD), gate off, with:
 
     vector only   use_enhancements=False (the HNSW ranking; the quality filter stays)
     BM25 only     fusion=weighted 0/1: the full-text ranking (vector-only candidates last)
-    hybrid        RRF of the two, no graph rerank, no per-article cap
+    hybrid        RRF of the two, no graph rerank, no per-article cap, no distinct pages
+                  first, no title match
     default       SearchOptions() as shipped
 
 and the default must reach max(vector, BM25, hybrid) - 0.005 ("never loses"). The
 documentation corpora also report each question kind, the share of multi-hop questions with
 both gold pages in the top 5 pages and among the first 5 results (sections, with and without
 `distinct_first`), and title queries: every page whose title is unique in the
-pack, asked by its title alone (recall@1 / recall@5 of that page). Progress goes to stderr;
+pack, asked by its title alone and as "What is <title>?" (recall@1 / recall@5 of that page),
+with and without the title match. Progress goes to stderr;
 the tables to stdout and, with --out, to a Markdown file with the command and machine.
 """
 
@@ -40,13 +42,20 @@ BASELINES: dict[str, dict[str, object]] = {
     "vector only": {"use_enhancements": False},
     "BM25 only": {"fusion": "weighted", "vector_weight": 0.0, "bm25_weight": 1.0,
                   "graph_rerank": False, "per_article": 0},
-    "hybrid RRF": {"fusion": "rrf", "graph_rerank": False, "per_article": 0},
+    "hybrid RRF": {"fusion": "rrf", "graph_rerank": False, "per_article": 0,
+                   "distinct_first": 0, "title_match": False},
 }
 DEFAULT = "default"
 # The multi-hop table of the first 5 results: the default with and without distinct pages
 # first (on by default in a pack whose sections hold code).
 FIRST5: dict[str, dict[str, object]] = {"default, distinct_first=0": {"distinct_first": 0},
                                         DEFAULT: {}}
+# The title queries: each page asked by its title alone and in a question, by the plain
+# retrievers and the default with and without the title match.
+TITLE_RUNS: dict[str, dict[str, object]] = {
+    "vector only": BASELINES["vector only"], "hybrid RRF": BASELINES["hybrid RRF"],
+    "default, title_match=False": {"title_match": False}, DEFAULT: {}}
+TITLE_PHRASINGS = {"alone": "{}", "'What is ...?'": "What is {}?"}
 TOLERANCE = 0.005
 COLS = ("ndcg@10", "recall@5", "recall@10", "mrr")
 
@@ -85,15 +94,17 @@ def both_in_first5_results(pack, questions, overrides: dict[str, object]) -> flo
     return statistics.fmean(hits) if hits else 0.0
 
 
-def title_questions(pack):
-    """One question per page whose title is unique in the pack: the title itself."""
+def title_questions(pack, template: str = "{}"):
+    """One question per page whose title is unique in the pack: the title itself, or the
+    title put in `template` ("What is {}?")."""
     from packs.eval_questions import Question, parse_gold
 
     rows = pack.db._run("MATCH (a:Article) RETURN a.url, a.title", {}, None)
     counts: dict[str, int] = {}
     for _, title in rows:
         counts[(title or "").casefold()] = counts.get((title or "").casefold(), 0) + 1
-    return [Question(id=f"title-{i}", question=title, gold=(parse_gold(url),), kind="title")
+    return [Question(id=f"title-{i}", question=template.format(title),
+                     gold=(parse_gold(url),), kind="title")
             for i, (url, title) in enumerate(sorted(rows))
             if title and counts[title.casefold()] == 1 and title != url]
 
@@ -146,13 +157,17 @@ def corpus_tables(corpus, splits, titles: bool) -> tuple[list[str], list[tuple]]
             lines += [f"### {split}: {len(qs)} questions", "",
                       common.table(rows, COLS), *extra, ""]
         if titles and corpus.name in corpora.DOCS:
-            tq = title_questions(pack)
             rows = []
-            for label in ("vector only", DEFAULT):
-                rep = run_config(pack, tq, BASELINES.get(label, {}))
-                rows.append((label, {k: rep.overall[k] for k in ("recall@1", "recall@5")}))
-            lines += [f"### title queries: {len(tq)} pages asked by their title alone", "",
-                      common.table(rows, ("recall@1", "recall@5")), ""]
+            for label, overrides in TITLE_RUNS.items():
+                cells: dict[str, object] = {}
+                for phrasing, template in TITLE_PHRASINGS.items():
+                    tq = title_questions(pack, template)
+                    rep = run_config(pack, tq, overrides)
+                    cells.update({f"{phrasing} {k}": rep.overall[k]
+                                  for k in ("recall@1", "recall@5")})
+                rows.append((label, cells))
+            lines += [f"### title queries: {len(tq)} pages asked by their title", "",
+                      common.table(rows, list(rows[0][1])), ""]
     return lines, verdicts
 
 

@@ -92,6 +92,7 @@ FILTERED_FTS_SEARCH = (
     f"RETURN {_SECTION_COLS}, score, s.embedding ORDER BY score DESC LIMIT $k"
 )
 ARTICLE_URLS = "MATCH (a:Article) RETURN a.url"
+ARTICLE_TITLES = "MATCH (a:Article) RETURN a.id, a.title"
 SECTION_TEXTS = "MATCH (s:Section) RETURN s.heading_path, s.content"
 SECTION_LANGUAGES = ("MATCH (s:Section) UNWIND s.languages AS lang "
                      "RETURN DISTINCT lang")
@@ -300,6 +301,10 @@ class PackDB:
         if self._article_urls is None:
             self._article_urls = [r[0] for r in self._run(ARTICLE_URLS, {}, None) if r[0]]
         return self._article_urls
+
+    def article_titles(self) -> list[tuple[str, str]]:
+        """(id, title) of every article (for the title match, which keeps its own index)."""
+        return [(r[0], r[1] or "") for r in self._run(ARTICLE_TITLES, {}, None)]
 
     def section_texts(self) -> list[str]:
         """Heading path + content of every section (for a pack without its tables/)."""

@@ -45,6 +45,9 @@ class SearchOptions:
       fusion: "rrf" (reciprocal rank fusion, k=`rrf_k`), "weighted"
         (`vector_weight`*similarity + `bm25_weight`*BM25/max BM25) or "minmax"
         (the same weights on similarity and BM25 each scaled to [0, 1] over the candidates).
+      title_match: a page whose title the question names ("StatefulSets", "What is Pod
+        Security Admission?"; see packs.retrieval.titles) joins the RRF fusion as a third
+        ranking, weighted like a first place in both others. RRF fusion only.
       query_analysis: detect intent and entities, expand BM25 terms with synonyms and
         entity names the pack knows.
       multi_query: ask Claude (`expansion_model`) for 2 rephrasings and merge their vector
@@ -105,6 +108,7 @@ class SearchOptions:
     rrf_k: int = 60
     vector_weight: float = 0.7
     bm25_weight: float = 0.3
+    title_match: bool = True
     query_analysis: bool = True
     multi_query: bool = False
     expansion_model: str = DEFAULT_EXPANSION_MODEL

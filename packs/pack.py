@@ -35,7 +35,7 @@ from packs.layout import resolve_build_dir
 from packs.manifest import Manifest, read_manifest
 from packs.options import SearchOptions
 from packs.result import SearchResult
-from packs.retrieval import analysis, fewshot, gate
+from packs.retrieval import analysis, fewshot, gate, titles
 from packs.retrieval.cache import TTLCache
 
 EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
@@ -57,6 +57,7 @@ class KnowledgePack:
         self._path_prefixes = None
         self._fewshot: tuple[list[fewshot.Example], np.ndarray] | None = None
         self._vocabulary: gate.Vocabulary | None = None
+        self._titles: titles.TitleIndex | None = None
         self._pool: ThreadPoolExecutor | None = None
         self.cache: TTLCache = cache if cache is not None else TTLCache()
 
@@ -187,6 +188,13 @@ class KnowledgePack:
                 else:
                     self._vocabulary = gate.count_vocabulary(self.db.section_texts())
             return self._vocabulary
+
+    def title_index(self) -> titles.TitleIndex:
+        """The pages' titles, for the title match (loaded once)."""
+        with self._lock:
+            if self._titles is None:
+                self._titles = titles.TitleIndex(self.db.article_titles())
+            return self._titles
 
     def fewshot_examples(self, qvec: np.ndarray, k: int) -> list[fewshot.Example]:
         """The k examples of fewshot/examples.jsonl most similar to the question."""

@@ -1,7 +1,7 @@
 """The retrieval pipeline: composition of the stages in packs/retrieval, nothing else.
 
 search: analysis (+ filters) → embed → vector (+ keyword vectors, multi-query)
-        → BM25 + fusion → gate → cross-encoder
+        → BM25 + title match + fusion → gate → cross-encoder
         → per-article diversification (+ distinct articles first) → graph rerank
         → article cap → multi-document expansion → quality filter
         → graph facts → few-shot → context
@@ -26,7 +26,7 @@ from packs.options import MAX_QUESTION_CHARS, SearchOptions
 from packs.result import Facts, RankedSection, SearchResult
 from packs.retrieval import analysis as analysis_stage
 from packs.retrieval import context as context_stage
-from packs.retrieval import expansion, gate, graph, hybrid, quality, rerank
+from packs.retrieval import expansion, gate, graph, hybrid, quality, rerank, titles
 
 if TYPE_CHECKING:
     from packs.pack import KnowledgePack
@@ -144,12 +144,20 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
             bm_rows = db.score_fts(raw, qvec)
             for statement in fts_log.statements:  # after the vector ones: a stable order
                 qlog.add(statement)
+        named: list[Row] = []
+        if opts.enabled("title_match") and opts.fusion == "rrf":
+            with timer("titles"):
+                named = _title_rows(pack, question, [*vec_rows, *bm_rows], qvec, active, qlog)
         with timer("fusion"):
             for r in bm_rows:
                 rows.setdefault(r.id, r).bm25 = r.bm25
                 stages.setdefault(r.id, []).append("bm25")
+            for r in named:
+                rows.setdefault(r.id, r)
+                stages.setdefault(r.id, []).append("title")
             if opts.fusion == "rrf":
-                scores = hybrid.rrf([order, [r.id for r in bm_rows]], k=opts.rrf_k)
+                scores = hybrid.rrf([order, [r.id for r in bm_rows], [r.id for r in named]],
+                                    k=opts.rrf_k, weights=[1.0, 1.0, titles.WEIGHT])
             elif opts.fusion == "minmax":
                 scores = hybrid.minmax(
                     {i: _vscore(r) for i, r in rows.items()},
@@ -251,6 +259,28 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
     base["fewshot"] = [{"question": e.question, "answer": e.answer} for e in examples]
     base["fallback_full_articles"] = fallback
     return _result(base, primary, related, facts, opts, timer, qlog, gated=False)
+
+
+def _title_rows(pack, question: str, candidates: list[Row], qvec, active: filters_mod.Filters,
+                qlog: QueryLog) -> list[Row]:
+    """One section of each page whose title the question names (packs.retrieval.titles),
+    in match order: the candidate of that page most similar to the question, else (no
+    candidate, or only ones too short for the quality filter) the best of its sections
+    that the filters admit, fetched."""
+    pages = pack.title_index().match(question)
+    if not pages:
+        return []
+    long_enough = [r for r in candidates if r.word_count >= quality.MIN_WORDS]
+    best: dict[str, Row] = {}
+    for r in sorted(long_enough, key=lambda r: -(r.similarity or 0.0)):
+        best.setdefault(r.article_id, r)
+    missing = [a for a in pages if a not in best]
+    if missing:
+        fetched = pack.db.article_sections(missing, qvec, qlog, filters=active)
+        for r in sorted(fetched, key=lambda r: (r.word_count < quality.MIN_WORDS,
+                                                -(r.similarity or 0.0))):
+            best.setdefault(r.article_id, r)
+    return [best[a] for a in pages if a in best]
 
 
 def _vscore(row: Row) -> float:

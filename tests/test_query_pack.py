@@ -14,6 +14,7 @@ import pytest
 from query_fixtures import ARTICLES, build_pack, embedder, pack_dir, url_of  # noqa: F401
 
 from packs import EmbeddingModelError, KnowledgePack, PackFormatError, QuestionError, __version__
+from packs.db import ARTICLE_SECTIONS
 from packs.options import MAX_QUESTION_CHARS
 from packs.pipeline import ASK_FIELDS
 from packs.retrieval import gate
@@ -329,3 +330,42 @@ def test_the_calibrated_gate_abstains_on_a_neighbouring_tool(pack):
     # the plain similarity rule, asked for explicitly, lets it through
     assert not pack.search("How do I set autoretry_for on a Celery task with a Redis broker?",
                            gate_threshold=0.0, use_cache=False).gated
+
+
+WORKERS = [
+    ("workers", "Workers", [
+        ("Workers",
+         "Each process started by kestrel worker takes jobs from the broker, runs them one at "
+         "a time and reports every result back to the scheduler, which records it in the "
+         "store. Workers stop after their current job when they receive SIGTERM, and a "
+         "stopped worker leaves its queued jobs to the others.")]),
+    ("scaling", "Scaling out", [
+        ("Scaling out > More workers",
+         "Add workers to scale out: more workers poll the queues, so more workers run jobs "
+         "in parallel, and workers on other hosts join the same broker as workers.")]),
+]
+
+
+def test_a_question_naming_a_page_title_finds_that_page(tmp_path, embedder):
+    """'Workers' names the Workers page; without the title match, the section that says
+    'workers' most (on the Scaling out page) comes first."""
+    with KnowledgePack.open(build_pack(tmp_path, embedder, name="titled",
+                                       pages=[*ARTICLES, *WORKERS])) as docs:
+        for question in ("Workers", "What are workers?"):
+            named = docs.search(question, gate_threshold=-1.0, use_cache=False)
+            assert named.sections[0].title == "Workers" and "title" in named.sections[0].stages
+            plain = docs.search(question, gate_threshold=-1.0, use_cache=False,
+                                title_match=False)
+            assert plain.sections[0].title == "Scaling out"
+            assert not any("title" in s.stages for s in plain.sections)
+        # Not named: "drain" is half of the question.
+        assert not any("title" in s.stages for s in docs.search(
+            "How do workers drain?", gate_threshold=-1.0, use_cache=False).sections)
+        # A named page outside the candidates is fetched; a section first in both the vector
+        # and the BM25 ranking keeps first place.
+        one = docs.search("More workers", gate_threshold=-1.0, use_cache=False, max_results=1)
+        assert ARTICLE_SECTIONS in one.cypher_query and one.sections[0].title == "Scaling out"
+        # Filters hold for the named page too.
+        queues = docs.search("Workers", gate_threshold=-1.0, use_cache=False,
+                             url_prefix=url_of("queues"))
+        assert queues.sections and {s.url for s in queues.sections} == {url_of("queues")}

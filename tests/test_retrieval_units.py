@@ -9,7 +9,17 @@ import pytest
 
 from packs.options import OptionsError, SearchOptions
 from packs.result import Facts, RankedSection
-from packs.retrieval import analysis, context, expansion, fewshot, gate, graph, hybrid, quality
+from packs.retrieval import (
+    analysis,
+    context,
+    expansion,
+    fewshot,
+    gate,
+    graph,
+    hybrid,
+    quality,
+    titles,
+)
 from packs.retrieval.cache import TTLCache
 
 # --- hybrid fusion ----------------------------------------------------------------------
@@ -281,3 +291,36 @@ def test_distinct_first_is_on_in_a_technical_pack_unless_set():
         SearchOptions(distinct_first=-1)
     with pytest.raises(OptionsError, match="distinct_first must be a whole number or null"):
         SearchOptions(distinct_first="5")
+
+
+# --- title match ------------------------------------------------------------------------
+
+
+TITLES = [("nodes", "Nodes"), ("probes", "Liveness, Readiness, and Startup Probes"),
+          ("configure-probes", "Configure Liveness, Readiness and Startup Probes"),
+          ("drain", "Safely Drain a Node"), ("psa", "Pod Security Admission"),
+          *((f"overview-{i}", "Overview") for i in range(titles.MAX_SHARED + 1)),
+          ("how-to", "How To"), ("untitled", "")]
+
+
+@pytest.mark.parametrize("question, pages", [
+    ("Nodes", ["nodes"]),
+    ("What are nodes?", ["nodes"]),  # plural folded, stop words do not count
+    ("How do I drain a node?", []),  # "Nodes" is half of drain + node: not named
+    ("safely drain a node", ["drain"]),
+    ("Tell me about Pod Security Admission", ["psa"]),  # 3 of the 4 content words
+    ("Configure Liveness, Readiness and Startup Probes", ["configure-probes", "probes"]),
+    ("Overview", []),  # carried by more than MAX_SHARED pages: names none
+    ("How to", []),  # no content word
+    ("?", []),
+])
+def test_title_match_names_pages_whose_title_is_most_of_the_question(question, pages):
+    assert titles.TitleIndex(TITLES).match(question) == pages
+
+
+def test_title_match_caps_the_pages_and_handles_an_empty_pack():
+    many = titles.TitleIndex([("abc", "alpha beta gamma"), ("bcd", "beta gamma delta"),
+                              ("cde", "gamma delta epsilon"), ("abcd", "alpha beta gamma delta")])
+    assert many.match("alpha beta gamma delta epsilon") == ["abcd", "abc", "bcd"]
+    assert len(many) == 4
+    assert titles.TitleIndex([]).match("Nodes") == []

@@ -1,0 +1,69 @@
+"""Title match: a question that names a page's title finds that page.
+
+Asked "StatefulSets" or "What is Pod Security Admission?", a reader wants the page of that
+title, but the vectors and BM25 rank sections, and a page's title is one line of each of
+its sections: on the Kubernetes docs, 29% of the pages asked by their title alone were not
+the first result (sections named "Use kubectl to scale StatefulSets" or "Pods with multiple
+containers" won). So the titles form a third ranking for the fusion.
+
+A title *matches* when its words (lower-cased, plural-folded: `gate.terms`) occur in the
+question as one run, and its content words (not stop words) make up at least
+MIN_SHARE of the question's content words: "Nodes" matches "nodes" and "What are nodes?",
+not "How do I drain a node?" (half the question is "drain"). A title that more than
+MAX_SHARED pages carry ("Overview", "Getting started") names no page and never matches.
+Longer titles come first: "Configure Liveness, Readiness and Startup Probes" before
+"Liveness, Readiness, and Startup Probes" when the question holds both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from packs.retrieval.gate import terms, words_in_order
+
+MIN_SHARE = 0.6
+# The title ranking's weight in RRF: a named page counts like a first place in both the
+# vector and the BM25 ranking, so it comes first unless another section tops both.
+WEIGHT = 2.0
+MAX_SHARED = 3
+# The most pages a question can name: the rest are ignored (their sections are fetched).
+MAX_MATCHES = 3
+
+
+class TitleIndex:
+    """The pack's page titles, for `match`. Built from (article id, title) pairs."""
+
+    def __init__(self, titles: Iterable[tuple[str, str]]) -> None:
+        by_words: dict[tuple[str, ...], list[str]] = {}
+        self._content: dict[tuple[str, ...], int] = {}  # title words → content word count
+        for article_id, title in titles:
+            words = tuple(terms(title or ""))
+            content = len(words_in_order(title or ""))
+            # A title with no content word ("How to", "1.0") names nothing.
+            if words and content:
+                by_words.setdefault(words, []).append(article_id)
+                self._content[words] = content
+        self._pages = {w: ids for w, ids in by_words.items() if len(ids) <= MAX_SHARED}
+        self._longest = max(map(len, self._pages), default=0)
+
+    def __len__(self) -> int:
+        return len(self._pages)
+
+    def match(self, question: str) -> list[str]:
+        """Ids of the pages whose title the question names (see the module docstring),
+        longest title first, at most MAX_MATCHES; [] when none."""
+        words = terms(question)
+        content = len(words_in_order(question))
+        if not words or not content or not self._pages:
+            return []
+        found: dict[tuple[str, ...], None] = {}
+        for size in range(min(self._longest, len(words)), 0, -1):
+            for start in range(len(words) - size + 1):
+                run = tuple(words[start:start + size])
+                if run in self._pages and run not in found:
+                    found[run] = None
+        out: list[str] = []
+        for run in found:  # longest first
+            if self._content[run] >= MIN_SHARE * content:
+                out.extend(i for i in self._pages[run] if i not in out)
+        return out[:MAX_MATCHES]
