@@ -144,20 +144,13 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
             bm_rows = db.score_fts(raw, qvec)
             for statement in fts_log.statements:  # after the vector ones: a stable order
                 qlog.add(statement)
-        named: list[Row] = []
-        if opts.enabled("title_match") and opts.fusion == "rrf":
-            with timer("titles"):
-                named = _title_rows(pack, question, [*vec_rows, *bm_rows], qvec, active, qlog)
         with timer("fusion"):
             for r in bm_rows:
                 rows.setdefault(r.id, r).bm25 = r.bm25
                 stages.setdefault(r.id, []).append("bm25")
-            for r in named:
-                rows.setdefault(r.id, r)
-                stages.setdefault(r.id, []).append("title")
+            rankings = [order, [r.id for r in bm_rows]]
             if opts.fusion == "rrf":
-                scores = hybrid.rrf([order, [r.id for r in bm_rows], [r.id for r in named]],
-                                    k=opts.rrf_k, weights=[1.0, 1.0, titles.WEIGHT])
+                scores = hybrid.rrf(rankings, k=opts.rrf_k)
             elif opts.fusion == "minmax":
                 scores = hybrid.minmax(
                     {i: _vscore(r) for i, r in rows.items()},
@@ -168,7 +161,19 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
                     {i: _vscore(rows[i]) for i in order},
                     {r.id: r.bm25 or 0.0 for r in bm_rows},
                     opts.vector_weight, opts.bm25_weight)
-            order = hybrid.ranked(scores)[:n_candidates]
+            fused = hybrid.ranked(scores)
+        if opts.enabled("title_match") and opts.fusion == "rrf":
+            with timer("titles"):
+                named = _title_rows(pack, question, [rows[i] for i in fused], qvec, active,
+                                    qlog)
+                if named:
+                    for r in named:
+                        rows.setdefault(r.id, r)
+                        stages.setdefault(r.id, []).append("title")
+                    scores = hybrid.rrf([*rankings, [r.id for r in named]], k=opts.rrf_k,
+                                        weights=[1.0, 1.0, titles.WEIGHT])
+                    fused = hybrid.ranked(scores)
+        order = fused[:n_candidates]
 
     # --- confidence gate (on the fused candidates, before any reranking) ------------------
     with timer("gate"):
@@ -261,19 +266,19 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
     return _result(base, primary, related, facts, opts, timer, qlog, gated=False)
 
 
-def _title_rows(pack, question: str, candidates: list[Row], qvec, active: filters_mod.Filters,
+def _title_rows(pack, question: str, fused: list[Row], qvec, active: filters_mod.Filters,
                 qlog: QueryLog) -> list[Row]:
     """One section of each page whose title the question names (packs.retrieval.titles),
-    in match order: the candidate of that page most similar to the question, else (no
-    candidate, or only ones too short for the quality filter) the best of its sections
-    that the filters admit, fetched."""
+    in match order: that page's first section in the fused ranking (`fused`, best first),
+    else (no candidate, or only ones too short for the quality filter) the section of the
+    page most similar to the question that the filters admit, fetched."""
     pages = pack.title_index().match(question)
     if not pages:
         return []
-    long_enough = [r for r in candidates if r.word_count >= quality.MIN_WORDS]
     best: dict[str, Row] = {}
-    for r in sorted(long_enough, key=lambda r: -(r.similarity or 0.0)):
-        best.setdefault(r.article_id, r)
+    for r in fused:
+        if r.word_count >= quality.MIN_WORDS:
+            best.setdefault(r.article_id, r)
     missing = [a for a in pages if a not in best]
     if missing:
         fetched = pack.db.article_sections(missing, qvec, qlog, filters=active)
