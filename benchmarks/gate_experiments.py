@@ -33,6 +33,11 @@ refitted the same way. Experiments (BENCHMARKS.md, issue 16, "tried and not ship
                sections do not write them
     interactions  products of the shipped signals (similarity x coverage, ...), and the
                technical switch times each signal: a non-linear gate on the same evidence
+    agreement  whether the vector and the BM25 rankings agree: the same page first, the
+               vector's first page among BM25's first 3, the pages both put in their top 5
+    chunks     each run of content words of the question ("enable live-restore", "Docker
+               daemon") searched alone: the weakest one's best similarity, their mean, and
+               the question's best similarity over the weakest
     operating  weights chosen by random search for the operating point (not a signal)
 """
 
@@ -260,6 +265,63 @@ def technical(pack, rows: list[dict]) -> list[dict]:
     return out
 
 
+def agreement(pack, rows: list[dict]) -> list[dict]:
+    """The vector and the BM25 top 20 of each question, as the pipeline runs them, compared
+    by page."""
+    from packs.db import QueryLog, fts_query_text
+    from packs.filters import Filters
+    from packs.retrieval import analysis
+
+    index = pack.entity_index()
+    out = []
+    for r in rows:
+        qvec = pack.embed_query(r["question"])
+        vec = [x.article_id for x in pack.db.vector_candidates(qvec, 20, Filters(), 0.0,
+                                                               QueryLog())]
+        text = fts_query_text(list(analysis.analyse(r["question"], index).terms))
+        bm = [x[1] for x in pack.db.fts_raw(text, 20, QueryLog(), Filters())]
+        v5, b5 = list(dict.fromkeys(vec))[:5], list(dict.fromkeys(bm))[:5]
+        out.append({"agree_first": float(bool(vec and bm and vec[0] == bm[0])),
+                    "agree_top3": float(bool(vec and vec[0] in bm[:3])),
+                    "overlap5": len(set(v5) & set(b5)) / 5})
+    return out
+
+
+def _content_runs(question: str) -> list[str]:
+    """Runs of the question's words, split at stop words and single characters."""
+    from packs.retrieval import gate
+    from packs.retrieval.quality import STOP_WORDS
+
+    runs, run = [], []
+    for m in gate._RAW.finditer(question):
+        if m.group(0).lower() in STOP_WORDS or len(m.group(0)) < 2:
+            runs, run = runs + [" ".join(run)] * bool(run), []
+        else:
+            run.append(m.group(0))
+    return runs + [" ".join(run)] * bool(run)
+
+
+def chunks(pack, rows: list[dict]) -> list[dict]:
+    """Each run of content words searched alone (HNSW top 3): the weakest run's best
+    similarity and the mean, relative to the model's base threshold, and the question's
+    own best similarity minus the weakest run's."""
+    import statistics
+
+    from packs.db import QueryLog
+    from packs.filters import Filters
+
+    out = []
+    for r in rows:
+        best = r["sims"][0] if r["sims"] else 0.0
+        sims = [max((x.similarity or 0.0 for x in pack.db.vector_candidates(
+                    pack.embed_query(run), 3, Filters(), 0.0, QueryLog())), default=0.0)
+                for run in _content_runs(r["question"])] or [best]
+        out.append({"chunk_min": min(sims) - r["base"],
+                    "chunk_mean": statistics.fmean(sims) - r["base"],
+                    "chunk_gap": best - min(sims)})
+    return out
+
+
 # A hyphenated lower-case word as written: "iptables-persistent", "cert-manager".
 _COMPOUND = re.compile(r"(?<![A-Za-z0-9_.-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![A-Za-z0-9_-])")
 
@@ -370,6 +432,9 @@ EXPERIMENTS: dict[str, tuple[Callable, list[list[str]] | None]] = {
     "neighbours": (neighbours, [["lone_names"]]),
     "technical": (technical, [["technical"], ["doc_unknown"], ["doc_names"], ["doc_lone_names"],
                               ["doc_rare_in_two"], ["rare_names_any_pack"]]),
+    "agreement": (agreement, [["agree_first"], ["agree_top3"], ["overlap5"],
+                              ["agree_first", "agree_top3", "overlap5"]]),
+    "chunks": (chunks, [["chunk_min"], ["chunk_mean"], ["chunk_gap"]]),
     "compounds": (compounds, [["compounds"], ["doc_compounds"], ["doc_rare_unfound"]]),
     "interactions": (interactions, [["similarity^2"], _PAIRWISE, _SWITCHED,
                                     [*_PAIRWISE, *_SWITCHED, "similarity^2"]]),
