@@ -204,9 +204,13 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
                   "operating point: weights by random search"):
         assert label in out, label
     assert "| scifact test" in out and "| xquad left out" in out
-    assert gate_experiments.main([*work_args, "--searches", str(searches), "--only",
-                                  "typos"]) == 0  # the saved searches, read back
-    assert "typos: all recomputed" in capsys.readouterr().out
+    assert gate_experiments.main([*work_args, "--searches", str(searches), "--only", "typos",
+                                  "--only", "agreement", "--only", "chunks", "--only",
+                                  "compounds", "--only", "interactions"]) == 0  # read back
+    out = capsys.readouterr().out
+    for label in ("typos: all recomputed", "agreement: + agree_first", "chunks: + chunk_min",
+                  "compounds: + doc_compounds", "interactions: + 8 signals (technical_switch"):
+        assert label in out, label
 
     code = retrieval_defaults.main([*work_args, "--out", str(tmp_path / "defaults.md")])
     out = capsys.readouterr().out

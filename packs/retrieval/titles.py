@@ -2,7 +2,7 @@
 
 Asked "StatefulSets" or "What is Pod Security Admission?", a reader wants the page of that
 title, but the vectors and BM25 rank sections, and a page's title is one line of each of
-its sections: on the Kubernetes docs, 29% of the pages asked by their title alone were not
+its sections: on the Kubernetes docs, 116 of 401 pages asked by their title alone were not
 the first result (sections named "Use kubectl to scale StatefulSets" or "Pods with multiple
 containers" won). So the titles form a third ranking for the fusion.
 
@@ -26,7 +26,7 @@ MIN_SHARE = 0.6
 # vector and the BM25 ranking, so it comes first unless another section tops both.
 WEIGHT = 2.0
 MAX_SHARED = 3
-# The most pages a question can name: the rest are ignored (their sections are fetched).
+# At most this many named pages join the ranking (longest titles first).
 MAX_MATCHES = 3
 
 
