@@ -44,6 +44,7 @@ refitted the same way. Experiments (BENCHMARKS.md, issue 16, "tried and not ship
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import random
@@ -292,13 +293,14 @@ def _content_runs(question: str) -> list[str]:
     from packs.retrieval import gate
     from packs.retrieval.quality import STOP_WORDS
 
-    runs, run = [], []
+    runs: list[list[str]] = [[]]
     for m in gate._RAW.finditer(question):
-        if m.group(0).lower() in STOP_WORDS or len(m.group(0)) < 2:
-            runs, run = runs + [" ".join(run)] * bool(run), []
+        word = m.group(0)
+        if word.lower() in STOP_WORDS or len(word) < 2:
+            runs.append([])
         else:
-            run.append(m.group(0))
-    return runs + [" ".join(run)] * bool(run)
+            runs[-1].append(word)
+    return [" ".join(run) for run in runs if run]
 
 
 def chunks(pack, rows: list[dict]) -> list[dict]:
@@ -346,26 +348,26 @@ def compounds(pack, rows: list[dict]) -> list[dict]:
 
 
 INTERACTING = ("similarity", "coverage", "section_coverage", "pack_pairs", "unknown")
+_PAIRS = list(itertools.combinations(INTERACTING, 2))
+_SWITCHED_BY = (*INTERACTING, "margin", "pairs")  # the signals times the technical switch
 
 
 def interactions(pack, rows: list[dict]) -> list[dict]:
     """Pairwise products of INTERACTING, the technical switch (0-1) and its product with
     each of INTERACTING plus margin and pairs, and similarity squared."""
-    from itertools import combinations
-
     switch = pack.vocabulary().technical
     out = []
     for r in rows:
         s = r["signals"]
-        e = {f"{a}*{b}": s[a] * s[b] for a, b in combinations(INTERACTING, 2)}
-        e.update({f"tech*{a}": switch * s[a] for a in (*INTERACTING, "margin", "pairs")})
+        e = {f"{a}*{b}": s[a] * s[b] for a, b in _PAIRS}
+        e.update({f"tech*{a}": switch * s[a] for a in _SWITCHED_BY})
         e.update({"technical_switch": switch, "similarity^2": s["similarity"] ** 2})
         out.append(e)
     return out
 
 
-_PAIRWISE = [f"{a}*{b}" for i, a in enumerate(INTERACTING) for b in INTERACTING[i + 1:]]
-_SWITCHED = ["technical_switch", *(f"tech*{a}" for a in (*INTERACTING, "margin", "pairs"))]
+_PAIRWISE = [f"{a}*{b}" for a, b in _PAIRS]
+_SWITCHED = ["technical_switch", *(f"tech*{a}" for a in _SWITCHED_BY)]
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 

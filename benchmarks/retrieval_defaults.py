@@ -157,16 +157,18 @@ def corpus_tables(corpus, splits, titles: bool) -> tuple[list[str], list[tuple]]
             lines += [f"### {split}: {len(qs)} questions", "",
                       common.table(rows, COLS), *extra, ""]
         if titles and corpus.name in corpora.DOCS:
+            asked = {phrasing: title_questions(pack, template)
+                     for phrasing, template in TITLE_PHRASINGS.items()}
             rows = []
             for label, overrides in TITLE_RUNS.items():
                 cells: dict[str, object] = {}
-                for phrasing, template in TITLE_PHRASINGS.items():
-                    tq = title_questions(pack, template)
+                for phrasing, tq in asked.items():
                     rep = run_config(pack, tq, overrides)
                     cells.update({f"{phrasing} {k}": rep.overall[k]
                                   for k in ("recall@1", "recall@5")})
                 rows.append((label, cells))
-            lines += [f"### title queries: {len(tq)} pages asked by their title", "",
+            pages = len(next(iter(asked.values())))
+            lines += [f"### title queries: {pages} pages asked by their title", "",
                       common.table(rows, list(rows[0][1])), ""]
     return lines, verdicts
 

@@ -277,7 +277,7 @@ def _title_rows(pack, question: str, fused: list[Row], qvec, active: filters_mod
         return []
     best: dict[str, Row] = {}
     for r in fused:
-        if r.word_count >= quality.MIN_WORDS:
+        if r.article_id in pages and r.word_count >= quality.MIN_WORDS:
             best.setdefault(r.article_id, r)
     missing = [a for a in pages if a not in best]
     if missing:
