@@ -40,7 +40,7 @@ class SearchOptions:
 
     Retrieval
       max_results: sections returned (clamped to 1..1000). The cross-encoder, when on,
-        scores 2x this many candidates.
+        scores 2x this many candidates (with `distinct_first` in force, every fused one).
       hybrid: add BM25 over the pack's full-text index to the vector search.
       fusion: "rrf" (reciprocal rank fusion, k=`rrf_k`), "weighted"
         (`vector_weight`*similarity + `bm25_weight`*BM25/max BM25) or "minmax"
@@ -69,8 +69,10 @@ class SearchOptions:
         article's (the article's further sections follow, in order), so that one long
         page does not fill the results; 0 leaves the ranking alone.
       distinct_first: the first this many results come from as many different articles
-        (where the candidates hold that many), so a question that needs two pages finds
-        both in the top few; the other sections follow, in rank order. None: 5 in a
+        (where the candidates hold that many: every fused vector and BM25 candidate, not
+        only the first `max_results`, which one long page can fill), so a question that
+        needs two pages finds both in the top few; the other sections follow, in rank
+        order. None: 5 in a
         technical pack (one whose sections hold code: documentation spreads a task over
         pages), 0 in prose (a question about an encyclopaedia article or an abstract is
         answered by its best paragraphs, wherever they rank).

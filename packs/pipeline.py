@@ -173,7 +173,8 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
                     scores = hybrid.rrf([*rankings, [r.id for r in named]], k=opts.rrf_k,
                                         weights=[1.0, 1.0, titles.WEIGHT])
                     fused = hybrid.ranked(scores)
-        order = fused[:n_candidates]
+        # Every fused candidate stays for now (see `distinct` below).
+        order = fused
 
     # --- confidence gate (on the fused candidates, before any reranking) ------------------
     with timer("gate"):
@@ -184,6 +185,15 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
     base["gate"] = verdict
     if not verdict["passed"]:
         return _result(base, [], [], Facts(), None, timer, qlog, gated=True)
+
+    # The first `distinct` results come from as many pages. Those may lie past the first
+    # n_candidates of the fusion (one long page can fill them all), so such a search keeps
+    # the whole fused pool (at most the vector and BM25 candidates together); any other
+    # keeps the first n_candidates, as the ranking alone would.
+    distinct = (graph.distinct_count(opts.distinct_first, pack.vocabulary().technical)
+                if opts.use_enhancements else 0)
+    if not distinct:
+        order = order[:n_candidates]
 
     # --- cross-encoder ------------------------------------------------------------------
     if opts.enabled("cross_encoder"):
@@ -200,10 +210,8 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
                 for i in order:
                     stages.setdefault(i, []).append("cross_encoder")
     # Per-article diversification: one long page must not fill the results.
-    distinct = 0
     if opts.use_enhancements:
         order = graph.diversify(order, lambda i: rows[i].article_id, opts.per_article)
-        distinct = graph.distinct_count(opts.distinct_first, pack.vocabulary().technical)
         # Which sections make the results counts the distinct articles first; their order
         # stays by score until the quality filter has run (see below).
         picked = set(graph.distinct_first(order, lambda i: rows[i].article_id,

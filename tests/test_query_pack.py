@@ -193,6 +193,19 @@ def test_distinct_first_reorders_the_results_not_the_pages(pack, tmp_path, embed
         assert pages >= 3 and len(set(auto[:pages])) == pages and auto[0] == auto[pages]
 
 
+def test_distinct_pages_may_come_from_past_the_first_candidates(pack):
+    """One page can fill the first max_results fused candidates; the distinct pages then
+    come from further down the fused pool (the vector and BM25 candidates together), where
+    a plain search, which keeps only the first max_results, never looks."""
+    q = "how do workers poll queues and retry failed jobs"
+    plain = _articles(pack.search(q, max_results=3, distinct_first=0, gate_threshold=-1.0,
+                                  use_cache=False))
+    assert len(set(plain)) == 1  # (the quality filter drops one of its 3 sections)
+    spread = _articles(pack.search(q, max_results=3, distinct_first=3, gate_threshold=-1.0,
+                                   use_cache=False))
+    assert spread[0] == plain[0] and spread[1] != spread[0]
+
+
 def test_graph_rerank_modes_and_sparse_graph(pack, tmp_path, embedder):
     weighted = pack.search("retries", graph_rerank=True, graph_rerank_mode="weighted",
                            use_cache=False)
