@@ -209,8 +209,14 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
                 order = [order[j] for j in rerank.order(ce)]
                 for i in order:
                     stages.setdefault(i, []).append("cross_encoder")
-    # Per-article diversification: one long page must not fill the results.
+    # Per-article diversification: one long page must not fill the results. It counts,
+    # and the results are picked from, the sections the quality filter keeps (unless it
+    # keeps none: see the fallback below), so that a page whose first sections are too
+    # short to show still gets its place, and a dropped section leaves no gap.
     if opts.use_enhancements:
+        order = [i for i in order if quality.passes(
+            quality.quality_score(rows[i].content, question, rows[i].word_count),
+            opts.quality_threshold)] or order
         order = graph.diversify(order, lambda i: rows[i].article_id, opts.per_article)
         # Which sections make the results counts the distinct articles first; their order
         # stays by score until the quality filter has run (see below).

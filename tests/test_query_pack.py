@@ -206,6 +206,34 @@ def test_distinct_pages_may_come_from_past_the_first_candidates(pack):
     assert spread[0] == plain[0] and spread[1] != spread[0]
 
 
+def test_sections_too_short_to_show_do_not_use_up_a_pages_places(tmp_path, embedder):
+    """Per-article diversification counts the sections the quality filter keeps: a page
+    whose first-ranked sections are too short to show keeps its place with its next one."""
+    lens = "The lens coating repels rain so the camera sees clearly."
+    filler = ("It is applied once at the factory, cured under ultraviolet light for an hour, "
+              "and checked with a water spray before the camera ships to a customer. ")
+    pages = [
+        ("coating", "Lens coating", [
+            ("Lens coating", "Lens coating repels rain."),  # under 20 words: never shown
+            ("Lens coating > How it works", f"{lens} {filler}"),
+            ("Lens coating > Care", f"{lens} Clean the lens coating with a soft cloth. {filler}"),
+        ]),
+        ("mounts", "Mounts", [("Mounts", "A camera mount holds the camera on a pole outdoors. "
+                                         "Tighten the clamp by hand, then a quarter turn "
+                                         f"with the wrench so wind cannot rotate it. {filler}")]),
+        ("power", "Power", [("Power", "The camera draws power over the network cable from a "
+                                      "switch that supplies power over ethernet, so no "
+                                      f"separate adapter is needed at the pole. {filler}")]),
+    ]
+    with KnowledgePack.open(build_pack(tmp_path, embedder, name="cams", pages=pages,
+                                       links=[], fewshot=None)) as cams:
+        result = cams.search("How does the lens coating repel rain?", per_article=1,
+                             distinct_first=0, max_results=5, gate_threshold=-1.0,
+                             use_cache=False)
+        assert result.sections[0].heading_path.startswith("Lens coating > ")
+        assert "Lens coating repels rain." not in [s.content for s in result.sections]
+
+
 def test_graph_rerank_modes_and_sparse_graph(pack, tmp_path, embedder):
     weighted = pack.search("retries", graph_rerank=True, graph_rerank_mode="weighted",
                            use_cache=False)
