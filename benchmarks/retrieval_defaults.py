@@ -12,7 +12,7 @@ documentation sites and SciFact, paragraph level for XQuAD), gate off, with:
     vector only   use_enhancements=False (the HNSW ranking; the quality filter stays)
     BM25 only     fusion=weighted 0/1: the full-text ranking (vector-only candidates last)
     hybrid        RRF of the two, no graph rerank, no per-article cap, no distinct pages
-                  first, no title match
+                  first, no title match, no extra weight for a decisive BM25 match
     default       SearchOptions() as shipped
 
 and the default must reach max(vector, BM25, hybrid) - 0.005 ("never loses"). The
@@ -43,7 +43,7 @@ BASELINES: dict[str, dict[str, object]] = {
     "BM25 only": {"fusion": "weighted", "vector_weight": 0.0, "bm25_weight": 1.0,
                   "graph_rerank": False, "per_article": 0},
     "hybrid RRF": {"fusion": "rrf", "graph_rerank": False, "per_article": 0,
-                   "distinct_first": 0, "title_match": False},
+                   "distinct_first": 0, "title_match": False, "bm25_decisive_weight": 1.0},
 }
 DEFAULT = "default"
 # The multi-hop table of the first 5 results: the default with and without distinct pages

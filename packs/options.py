@@ -45,6 +45,10 @@ class SearchOptions:
       fusion: "rrf" (reciprocal rank fusion, k=`rrf_k`), "weighted"
         (`vector_weight`*similarity + `bm25_weight`*BM25/max BM25) or "minmax"
         (the same weights on similarity and BM25 each scaled to [0, 1] over the candidates).
+      bm25_decisive_weight: the BM25 ranking's RRF weight when its best section scores at
+        least 1.5x its second (a decisive full-text match); otherwise it weighs 1 like the
+        vector ranking. None: 2 in a prose pack (a question sharing a rare phrase with one
+        paragraph is answered there), 1 in a technical pack (one whose sections hold code).
       title_match: a page whose title the question names ("StatefulSets", "What is Pod
         Security Admission?"; see packs.retrieval.titles) joins the RRF fusion as a third
         ranking, weighted like a first place in both others. RRF fusion only.
@@ -108,6 +112,7 @@ class SearchOptions:
     hybrid: bool = True
     fusion: Literal["rrf", "weighted", "minmax"] = "rrf"
     rrf_k: int = 60
+    bm25_decisive_weight: float | None = None
     vector_weight: float = 0.7
     bm25_weight: float = 0.3
     title_match: bool = True
@@ -163,6 +168,9 @@ class SearchOptions:
             raise OptionsError(
                 f"token_budget ({self.token_budget}) must exceed answer_reserve "
                 f"({self.answer_reserve}) and the reserve must be >= 0")
+        if self.bm25_decisive_weight is not None and self.bm25_decisive_weight < 0:
+            raise OptionsError(
+                f"bm25_decisive_weight must be >= 0, got {self.bm25_decisive_weight}")
         if not 0.0 <= float(self.keyword_weight) <= 1.0:
             raise OptionsError(f"keyword_weight must be within 0..1, got {self.keyword_weight}")
         if self.pack_mode not in ("general", "per_pack"):

@@ -149,8 +149,10 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
                 rows.setdefault(r.id, r).bm25 = r.bm25
                 stages.setdefault(r.id, []).append("bm25")
             rankings = [order, [r.id for r in bm_rows]]
+            weights = [1.0, hybrid.bm25_weight([r.bm25 or 0.0 for r in bm_rows[:2]],
+                                               _decisive_weight(pack, opts))]
             if opts.fusion == "rrf":
-                scores = hybrid.rrf(rankings, k=opts.rrf_k)
+                scores = hybrid.rrf(rankings, k=opts.rrf_k, weights=weights)
             elif opts.fusion == "minmax":
                 scores = hybrid.minmax(
                     {i: _vscore(r) for i, r in rows.items()},
@@ -171,7 +173,7 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
                         rows.setdefault(r.id, r)
                         stages.setdefault(r.id, []).append("title")
                     scores = hybrid.rrf([*rankings, [r.id for r in named]], k=opts.rrf_k,
-                                        weights=[1.0, 1.0, titles.WEIGHT])
+                                        weights=[*weights, titles.WEIGHT])
                     fused = hybrid.ranked(scores)
         # Every fused candidate stays for now (see `distinct` below).
         order = fused
@@ -300,6 +302,14 @@ def _title_rows(pack, question: str, fused: list[Row], qvec, active: filters_mod
                                                 -(r.similarity or 0.0))):
             best.setdefault(r.article_id, r)
     return [best[a] for a in pages if a in best]
+
+
+def _decisive_weight(pack, opts: SearchOptions) -> float:
+    """The BM25 ranking's RRF weight on a decisive match: the option, else
+    hybrid.DECISIVE_WEIGHT in a prose pack and 1 in a technical one."""
+    if opts.bm25_decisive_weight is not None:
+        return opts.bm25_decisive_weight
+    return 1.0 if graph.is_technical(pack.vocabulary().technical) else hybrid.DECISIVE_WEIGHT
 
 
 def _vscore(row: Row) -> float:

@@ -234,6 +234,26 @@ def test_sections_too_short_to_show_do_not_use_up_a_pages_places(tmp_path, embed
         assert "Lens coating repels rain." not in [s.content for s in result.sections]
 
 
+def test_a_decisive_bm25_match_weighs_double_in_prose_only(pack, tmp_path, embedder):
+    """'dlq requeue' is written in one section only (a decisive full-text match): in a
+    prose pack its BM25 first place counts 2 in RRF, in a technical pack 1."""
+    q = "kestrel dlq requeue"
+
+    def top(p, **kw):
+        s = p.search(q, gate_threshold=-1.0, use_cache=False, title_match=False, **kw)
+        return s.sections[0]
+
+    plain, boosted = top(pack, bm25_decisive_weight=1.0), top(pack)
+    assert plain.id == boosted.id and "dlq requeue" in boosted.content
+    assert boosted.score - plain.score == pytest.approx(1 / 61)
+    coded = [(slug, title, [(h, f"{text}\n\n```\nkestrel --help\n```") for h, text in secs])
+             for slug, title, secs in ARTICLES]
+    with KnowledgePack.open(build_pack(tmp_path, embedder, name="coded", pages=coded)) as docs:
+        assert top(docs).score == pytest.approx(top(docs, bm25_decisive_weight=1.0).score)
+        assert top(docs, bm25_decisive_weight=3.0).score - top(docs).score == \
+            pytest.approx(2 / 61)
+
+
 def test_graph_rerank_modes_and_sparse_graph(pack, tmp_path, embedder):
     weighted = pack.search("retries", graph_rerank=True, graph_rerank_mode="weighted",
                            use_cache=False)

@@ -39,6 +39,17 @@ def test_rrf_weights_and_ties_keep_first_ranking_order():
     assert hybrid.rrf([["a"]], k=0, weights=[2.0])["a"] == pytest.approx(2.0)
 
 
+def test_a_decisive_bm25_match_is_one_well_ahead_of_the_next_or_alone():
+    assert hybrid.decisive([3.0, 2.0]) and hybrid.decisive([9.0, 0.0]) and hybrid.decisive([1.0])
+    assert not hybrid.decisive([2.9, 2.0]) and not hybrid.decisive([])
+    assert not hybrid.decisive([0.0, 0.0])
+    assert hybrid.bm25_weight([3.0, 2.0], 2.0) == 2.0
+    assert hybrid.bm25_weight([2.0, 2.0], 2.0) == 1.0
+    assert SearchOptions(bm25_decisive_weight=0).bm25_decisive_weight == 0
+    with pytest.raises(OptionsError, match="bm25_decisive_weight must be >= 0"):
+        SearchOptions(bm25_decisive_weight=-1.0)
+
+
 def test_weighted_fusion_normalises_bm25_by_its_max():
     scores = hybrid.weighted({"a": 0.8, "b": 0.6}, {"b": 4.0, "c": 2.0}, 0.7, 0.3)
     assert scores == pytest.approx({"a": 0.56, "b": 0.72, "c": 0.15})

@@ -71,12 +71,17 @@ DISTINCT_FIRST = 5
 TECHNICAL = 0.5
 
 
+def is_technical(technical: float) -> bool:
+    """A pack whose sections hold code (gate.Vocabulary.technical >= TECHNICAL)."""
+    return technical >= TECHNICAL
+
+
 def distinct_count(option: int | None, technical: float) -> int:
     """The `distinct_first` in force: the option, else DISTINCT_FIRST in a pack at least
     TECHNICAL technical (gate.Vocabulary.technical), else 0."""
     if option is not None:
         return option
-    return DISTINCT_FIRST if technical >= TECHNICAL else 0
+    return DISTINCT_FIRST if is_technical(technical) else 0
 
 
 def distinct_first(items: Sequence[T], article_of, n: int) -> list[T]:

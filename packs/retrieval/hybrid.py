@@ -12,6 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+# A decisive full-text match: the best BM25 section scores at least DECISIVE_RATIO times the
+# second (or is the only match). In a prose pack its ranking then counts DECISIVE_WEIGHT in
+# RRF: a question that shares a rare phrase with one paragraph (an encyclopaedia, an
+# abstract) is answered there. Documentation keeps 1: its decisive matches are identifiers
+# that many pages use, and the weight there only cost a multi-hop question on the dev
+# split. See BENCHMARKS.md.
+DECISIVE_RATIO = 1.5
+DECISIVE_WEIGHT = 2.0
+
 
 def rrf(rankings: Sequence[Sequence[str]], k: int = 60,
         weights: Sequence[float] | None = None) -> dict[str, float]:
@@ -59,3 +68,15 @@ def ranked(scores: Mapping[str, float]) -> list[str]:
     """Ids by descending score; ties keep insertion order (the earlier ranking wins)."""
     order = {d: i for i, d in enumerate(scores)}
     return sorted(scores, key=lambda d: (-scores[d], order[d]))
+
+
+def decisive(bm25: Sequence[float]) -> bool:
+    """Whether BM25 scores (best first) make a decisive match (see DECISIVE_RATIO)."""
+    if not bm25 or bm25[0] <= 0:
+        return False
+    return len(bm25) == 1 or bm25[0] >= DECISIVE_RATIO * max(bm25[1], 0.0)
+
+
+def bm25_weight(bm25: Sequence[float], decisive_weight: float) -> float:
+    """The RRF weight of the BM25 ranking: `decisive_weight` on a decisive match, else 1."""
+    return decisive_weight if decisive(bm25) else 1.0
