@@ -51,7 +51,9 @@ class SearchOptions:
         paragraph is answered there), 1 in a technical pack (one whose sections hold code).
       title_match: a page whose title the question names ("StatefulSets", "What is Pod
         Security Admission?"; see packs.retrieval.titles) joins the RRF fusion as a third
-        ranking, weighted like a first place in both others. RRF fusion only.
+        ranking, weighted like a first place in both others; its section is shown even
+        when it is under the quality filter's 20 words (an index page is still the page
+        asked for). RRF fusion only.
       query_analysis: detect intent and entities, expand BM25 terms with synonyms and
         entity names the pack knows.
       multi_query: ask Claude (`expansion_model`) for 2 rephrasings and merge their vector
@@ -97,7 +99,8 @@ class SearchOptions:
     Always on
       gate_threshold: best vector similarity below it → no pack context
         (None: the manifest's per-model value).
-      quality_threshold: sections scoring below it are left out of the context.
+      quality_threshold: sections scoring below it are left out of the context (but for
+        the section of a page the question names by title).
     Context and answer
       fewshot: the `fewshot_k` most similar examples from fewshot/examples.jsonl.
       token_budget / answer_reserve: the context gets budget - reserve tokens, split

@@ -214,9 +214,11 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
     # Per-article diversification: one long page must not fill the results. It counts,
     # and the results are picked from, the sections the quality filter keeps (unless it
     # keeps none: see the fallback below), so that a page whose first sections are too
-    # short to show still gets its place, and a dropped section leaves no gap.
+    # short to show still gets its place, and a dropped section leaves no gap. The section
+    # of a page the question names by title is kept whatever its length: it is the page
+    # asked for (an index page, a glossary).
     if opts.use_enhancements:
-        order = [i for i in order if quality.passes(
+        order = [i for i in order if "title" in stages.get(i, ()) or quality.passes(
             quality.quality_score(rows[i].content, question, rows[i].word_count),
             opts.quality_threshold)] or order
         order = graph.diversify(order, lambda i: rows[i].article_id, opts.per_article)
@@ -255,7 +257,8 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
     with timer("quality"):
         for s in (*primary, *related):
             s.quality = quality.quality_score(s.content, question, s.word_count)
-        kept_p = [s for s in primary if quality.passes(s.quality, opts.quality_threshold)]
+        kept_p = [s for s in primary if "title" in s.stages
+                  or quality.passes(s.quality, opts.quality_threshold)]
         kept_r = [s for s in related if quality.passes(s.quality, opts.quality_threshold)]
         if primary and not kept_p and not kept_r:
             # Global fallback: every section was filtered, use the selected articles whole.

@@ -426,6 +426,14 @@ def test_a_question_naming_a_page_title_finds_that_page(tmp_path, embedder):
         # and the BM25 ranking keeps first place.
         one = docs.search("More workers", gate_threshold=-1.0, use_cache=False, max_results=1)
         assert ARTICLE_SECTIONS in one.cypher_query and one.sections[0].title == "Scaling out"
+        # A named page whose every section is under the quality filter's 20 words (an index
+        # page, a glossary) is still shown: it is the page asked for. Unnamed, it is not.
+        glossary = docs.search("Glossary", gate_threshold=-1.0, use_cache=False)
+        top = glossary.sections[0]
+        assert top.title == "Glossary" and top.word_count < 20 and "title" in top.stages
+        assert [s.title for s in glossary.sections].count("Glossary") == 1
+        assert "Glossary" not in [s.title for s in docs.search(
+            "Glossary", gate_threshold=-1.0, use_cache=False, title_match=False).sections]
         # Filters hold for the named page too.
         queues = docs.search("Workers", gate_threshold=-1.0, use_cache=False,
                              url_prefix=url_of("queues"))

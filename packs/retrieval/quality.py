@@ -5,7 +5,8 @@ score = 0.0 under 20 words; otherwise
 where keyword_overlap is the fraction of the question's keywords (stop words excluded) that
 occur in the text. Sections below the threshold (0.3) are left out of the context; if that
 leaves nothing, the caller falls back to the full text of the selected articles (a global
-fallback only, never per section).
+fallback only, never per section). The pipeline keeps the section of a page the question
+names by title whatever its score (packs.retrieval.titles).
 """
 
 from __future__ import annotations
