@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 # A decisive full-text match: the best BM25 section scores at least DECISIVE_RATIO times the
 # second (or is the only match). In a prose pack its ranking then counts DECISIVE_WEIGHT in
 # RRF: a question that shares a rare phrase with one paragraph (an encyclopaedia, an
-# abstract) is answered there. Documentation keeps 1: its decisive matches are identifiers
-# that many pages use, and the weight there only cost a multi-hop question on the dev
-# split. See BENCHMARKS.md.
+# abstract) is answered there. Documentation keeps 1: on the benchmark docs the weight moved
+# no nDCG and cost a two-page question, BM25 being sure of one half of it. See BENCHMARKS.md.
 DECISIVE_RATIO = 1.5
 DECISIVE_WEIGHT = 2.0
 
