@@ -217,10 +217,12 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
     # short to show still gets its place, and a dropped section leaves no gap. The section
     # of a page the question names by title is kept whatever its length: it is the page
     # asked for (an index page, a glossary).
+    scored: dict[str, float] = {}  # quality scores, reused by the quality filter below
     if opts.use_enhancements:
-        order = [i for i in order if "title" in stages.get(i, ()) or quality.passes(
-            quality.quality_score(rows[i].content, question, rows[i].word_count),
-            opts.quality_threshold)] or order
+        scored = {i: quality.quality_score(rows[i].content, question, rows[i].word_count)
+                  for i in order}
+        order = [i for i in order
+                 if _shown(scored[i], stages.get(i, ()), opts.quality_threshold)] or order
         order = graph.diversify(order, lambda i: rows[i].article_id, opts.per_article)
         # Which sections make the results counts the distinct articles first; their order
         # stays by score until the quality filter has run (see below).
@@ -256,10 +258,10 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
     fallback = False
     with timer("quality"):
         for s in (*primary, *related):
-            s.quality = quality.quality_score(s.content, question, s.word_count)
-        kept_p = [s for s in primary if "title" in s.stages
-                  or quality.passes(s.quality, opts.quality_threshold)]
-        kept_r = [s for s in related if quality.passes(s.quality, opts.quality_threshold)]
+            s.quality = (scored[s.id] if s.id in scored
+                         else quality.quality_score(s.content, question, s.word_count))
+        kept_p = [s for s in primary if _shown(s.quality, s.stages, opts.quality_threshold)]
+        kept_r = [s for s in related if _shown(s.quality, s.stages, opts.quality_threshold)]
         if primary and not kept_p and not kept_r:
             # Global fallback: every section was filtered, use the selected articles whole.
             fallback = True
@@ -305,6 +307,13 @@ def _title_rows(pack, question: str, fused: list[Row], qvec, active: filters_mod
                                                 -(r.similarity or 0.0))):
             best.setdefault(r.article_id, r)
     return [best[a] for a in pages if a in best]
+
+
+def _shown(score: float, stages, threshold: float) -> bool:
+    """Whether the quality filter keeps a section: it scores at least `threshold`, or it is
+    the section of a page the question names by title (the page asked for, even an index
+    page of a few words)."""
+    return "title" in stages or quality.passes(score, threshold)
 
 
 def _decisive_weight(pack, opts: SearchOptions) -> float:

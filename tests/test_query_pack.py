@@ -166,6 +166,13 @@ def test_neighbours_expansion_is_the_best_section_of_the_best_linked_articles(pa
     assert [s.score for s in result.related] == pytest.approx([r.similarity for r in want])
 
 
+def _coded_pack(tmp_path, embedder) -> Path:
+    """The Kestrel pages with a code fence in every section: a technical pack."""
+    coded = [(slug, title, [(h, f"{text}\n\n```\nkestrel --help\n```") for h, text in secs])
+             for slug, title, secs in ARTICLES]
+    return build_pack(tmp_path, embedder, name="coded", pages=coded)
+
+
 def _articles(result) -> list[str]:
     return [s.article_id for s in result.sections]
 
@@ -184,9 +191,7 @@ def test_distinct_first_reorders_the_results_not_the_pages(pack, tmp_path, embed
     assert list(dict.fromkeys(got)) == list(dict.fromkeys(arts))
     assert sorted(s.id for s in spread.sections) == sorted(s.id for s in plain.sections)
     assert _articles(pack.search(q, gate_threshold=-1.0, use_cache=False)) == arts
-    coded = [(slug, title, [(h, f"{text}\n\n```\nkestrel --help\n```") for h, text in secs])
-             for slug, title, secs in ARTICLES]
-    with KnowledgePack.open(build_pack(tmp_path, embedder, name="coded", pages=coded)) as docs:
+    with KnowledgePack.open(_coded_pack(tmp_path, embedder)) as docs:
         assert docs.vocabulary().technical == 1.0
         auto = _articles(docs.search(q, gate_threshold=-1.0, use_cache=False))
         pages = len(set(auto))  # fewer than 5: the pack has 5, the quality filter drops one
@@ -246,9 +251,7 @@ def test_a_decisive_bm25_match_weighs_double_in_prose_only(pack, tmp_path, embed
     plain, boosted = top(pack, bm25_decisive_weight=1.0), top(pack)
     assert plain.id == boosted.id and "dlq requeue" in boosted.content
     assert boosted.score - plain.score == pytest.approx(1 / 61)
-    coded = [(slug, title, [(h, f"{text}\n\n```\nkestrel --help\n```") for h, text in secs])
-             for slug, title, secs in ARTICLES]
-    with KnowledgePack.open(build_pack(tmp_path, embedder, name="coded", pages=coded)) as docs:
+    with KnowledgePack.open(_coded_pack(tmp_path, embedder)) as docs:
         assert top(docs).score == pytest.approx(top(docs, bm25_decisive_weight=1.0).score)
         assert top(docs, bm25_decisive_weight=3.0).score - top(docs).score == \
             pytest.approx(2 / 61)
