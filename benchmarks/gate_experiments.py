@@ -8,7 +8,7 @@ searched once (gate rule and later stages off) and what the gate saw is kept: th
 similarities and the heading path + text of the 10 best fused sections (`--searches` keeps
 them in a file, so a second run only recomputes signals). Every experiment computes extra
 signals per question from that, the pack and the question; the shipped signals
-(gate.SIGNALS) plus the extra ones are refitted on dev (gate_calibration.fit / choose_cut),
+(gate.FITTED_SIGNALS) plus the extra ones are refitted on dev (gate_calibration.fit / choose_cut),
 then scored on the test split and leave-one-corpus-out, next to the shipped ones alone
 refitted the same way. Experiments (BENCHMARKS.md, issue 16, "tried and not shipped"):
 
@@ -460,8 +460,8 @@ def _names(extra: list[str]) -> tuple[str, ...]:
     from packs.retrieval import gate
 
     if len(extra) == 1 and extra[0].endswith("_"):
-        return tuple(extra[0] + s for s in gate.SIGNALS)
-    return (*gate.SIGNALS, *extra)
+        return tuple(extra[0] + s for s in gate.FITTED_SIGNALS)
+    return (*gate.FITTED_SIGNALS, *extra)
 
 
 def score(rows: list[dict], names: tuple[str, ...], corpus_names: list[str],
@@ -557,13 +557,13 @@ def main(argv: list[str] | None = None) -> int:
                 for r, e in zip(mine, extra):
                     r["signals"].update(e)
                 log(f"{n}: {name} in {time.perf_counter() - t0:.0f} s")
-    table = [("the shipped signals (gate.SIGNALS)", score(rows, tuple(gate.SIGNALS), names))]
+    table = [("the shipped signals (gate.FITTED_SIGNALS)", score(rows, tuple(gate.FITTED_SIGNALS), names))]
     for name in args.only or EXPERIMENTS:
         compute, sets = EXPERIMENTS[name]
         if compute is None:
             table.append(("operating point: weights by random search",
-                          score(rows, tuple(gate.SIGNALS), names,
-                                operating_point(tuple(gate.SIGNALS)))))
+                          score(rows, tuple(gate.FITTED_SIGNALS), names,
+                                operating_point(tuple(gate.FITTED_SIGNALS)))))
             continue
         for extra in sets:
             if all(n in rows[0]["signals"] for n in _names(extra)):

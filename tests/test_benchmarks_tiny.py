@@ -5,6 +5,7 @@ build flow (the session's Prefect harness), the product runs, the baselines, the
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -13,6 +14,7 @@ from benchmarks import (
     extract_calls,
     gate_calibration,
     gate_experiments,
+    gate_small_packs,
     k8s_build,
     k8s_runners,
     query_latency,
@@ -129,6 +131,28 @@ def test_gate_fit_separates_and_the_cut_keeps_in_domain_questions():
     assert cut <= ins[0] and cut + 0.01 > ins[0] - 0.01  # the highest cut keeping all
 
 
+def test_small_pack_weight_is_the_smallest_that_keeps_dev_in_domain_questions():
+    from packs.retrieval import gate
+
+    params = gate.params_for(gate.MINILM)
+    # signals whose confidence sits just under the cut: `small` = 1 lifts it by the weight
+    z_cut = math.log(params["cut"] / (1 - params["cut"])) - params["bias"]
+
+    per_similarity = params["weights"]["similarity"]
+
+    def row(corpus, split, group, lift):
+        signals = {"similarity": (z_cut - lift) / per_similarity, "small": 1.0}
+        return {"corpus": corpus, "split": split, "group": group, "pack": "8/2/1",
+                "sections": 200, "signals": signals}
+
+    rows = [row("kubernetes", "dev", "in", 0.6), row("rust-book", "dev", "in", 0.3),
+            row("kubernetes", "dev", "absent", 3.0), row("rust-book", "test", "in", 0.9)]
+    got = gate_small_packs.gated_share(rows, 0.5)
+    assert got[("kubernetes", "dev", "in")] == (1, 1) and got[("rust-book", "dev", "in")] == (0, 1)
+    assert gate_small_packs.choose(rows, max_false=0.0) == 0.75  # the test row plays no part
+    assert gate_small_packs.gated_share(rows, 0.75)[("rust-book", "test", "in")] == (1, 1)
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
@@ -138,8 +162,8 @@ def data(tmp_path_factory):
 
 
 def test_benchmarks_skip_without_data(tmp_path, capsys):
-    for module in (scifact, xquad, gate_calibration, gate_experiments, xquad_answers,
-                   retrieval_defaults, query_latency):
+    for module in (scifact, xquad, gate_calibration, gate_experiments, gate_small_packs,
+                   xquad_answers, retrieval_defaults, query_latency):
         assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
         assert capsys.readouterr().out.startswith("skipped:")
     for module in (k8s_build, k8s_runners):
@@ -199,7 +223,7 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     assert gate_experiments.main([*work_args, "--searches", str(searches), "--only", "entities",
                                   "--only", "stoplist", "--only", "operating"]) == 0
     out = capsys.readouterr().out
-    assert searches.is_file() and "| the shipped signals (gate.SIGNALS)" in out
+    assert searches.is_file() and "| the shipped signals (gate.FITTED_SIGNALS)" in out
     for label in ("entities: + multiword_entities", "stoplist: all recomputed",
                   "operating point: weights by random search"):
         assert label in out, label

@@ -110,7 +110,24 @@ def test_signals_without_candidates_or_terms():
     s = gate.signals("the of and", [], [], VOCAB, 0.42)
     assert s == {"similarity": -0.42, "margin": 0.0, "coverage": 0.0, "section_coverage": 0.0,
                  "unknown": 0.0, "specific": 0.0, "pairs": 1.0, "pack_pairs": 1.0,
-                 "names": 0.0, "doc_specific": 0.0, "doc_rare_names": 0.0}
+                 "names": 0.0, "doc_specific": 0.0, "doc_rare_names": 0.0, "small": 0.0}
+
+
+def test_small_counts_only_in_a_small_technical_pack():
+    q = "How do I restart a pod?"
+
+    def small(sections: int, code: int) -> float:
+        vocab = gate.Vocabulary(dict(VOCAB.df), sections, VOCAB.pairs, code_sections=code)
+        return gate.signals(q, [0.6], TOP, vocab, 0.42)["small"]
+
+    assert small(100, 50) == pytest.approx(math.log(gate.SMALL_PACK / 100))
+    assert small(100, 5) == pytest.approx(0.5 * math.log(gate.SMALL_PACK / 100))  # half code
+    assert small(100, 0) == 0.0  # prose: XQuAD (312 sections) is calibrated as it is
+    assert small(gate.SMALL_PACK, gate.SMALL_PACK) == 0.0  # the calibration packs: unchanged
+    assert small(50_000, 20_000) == 0.0
+    assert gate.smallness(0) == 0.0
+    # the shipped weight raises a small pack's confidence, never lowers it
+    assert gate.params_for(gate.MINILM)["weights"]["small"] > 0
 
 
 def test_technical_signals_count_only_in_a_pack_with_code():

@@ -96,7 +96,7 @@ def test_search_result_shape_and_json(pack):
     assert d["gate"]["rule"] == "calibrated" and d["gate"]["passed"]
     assert set(d["gate"]["signals"]) == set(gate.SIGNALS) == {
         "similarity", "margin", "coverage", "section_coverage", "unknown", "specific", "pairs",
-        "pack_pairs", "names", "doc_specific", "doc_rare_names"}
+        "pack_pairs", "names", "doc_specific", "doc_rare_names", "small"}
     assert d["analysis"]["known_entities"] == ["RetryPolicy"]
     assert "QUERY_VECTOR_INDEX" in d["cypher_query"] and "$q" in d["cypher_query"]
     assert "RetryPolicy.max_attempts defaults to 5." in d["facts"]["facts"]

@@ -5,7 +5,7 @@ The best vector similarity alone cannot tell: questions about a neighbouring tec
 ("How do I write a Nomad job file?" asked of the Kubernetes docs) reach the similarities
 of in-domain questions. What they lack is the *words*: their distinctive terms are not in
 the pack, or not in the sections retrieval found, or not in the combinations the pack uses.
-So the gate scores eleven signals
+So the gate scores nine signals
 
     similarity  best vector similarity minus the model's base threshold
                 (manifest.embedding.gate_threshold), so one set of weights fits models
@@ -42,9 +42,21 @@ something once is often exactly what a question asks about:
                 "HAProxy", "Podman") that a technical pack uses, but in only a few
                 sections (RARE_SECTIONS, or 0.1% of them in a large pack)
 
+and one that corrects the others for a small technical pack:
+
+    small       ln(SMALL_PACK / sections) for a technical pack of fewer than SMALL_PACK
+                sections, else 0. Every vocabulary signal reads a small pack's words as
+                a sample of its topic: a 30-page pack of the Kubernetes docs lacks words
+                and word pairs its own questions use, and writes the name of a page's
+                subject ("GPU", "MicroProfile") in fewer than RARE_SECTIONS sections, so
+                the in-domain questions look like a neighbouring tool's. Its weight is
+                not fitted with the others (it is 0 on every calibration pack) but chosen
+                on small packs cut from the Kubernetes docs and the Rust book
+                (benchmarks/gate_small_packs.py)
+
 with a logistic model, p = sigmoid(bias + Σ weight · signal), and passes when p >= cut.
-The weights, bias and cut are calibrated per embedding model on dev questions by
-benchmarks/gate_calibration.py and written into each manifest at build time
+The weights (but `small`'s), bias and cut are calibrated per embedding model on dev
+questions by benchmarks/gate_calibration.py and written into each manifest at build time
 (manifest.gate, see `params_for`); a model never calibrated gets the MiniLM weights, which
 only see similarity through its offset from the model's own base threshold.
 
@@ -68,9 +80,12 @@ from packs.markdown import opening_fence
 from packs.retrieval.quality import STOP_WORDS
 
 DEFAULT_THRESHOLD = 0.5
-GATE_VERSION = "gate-v6"
-SIGNALS = ("similarity", "margin", "coverage", "section_coverage", "unknown", "specific",
-           "pairs", "pack_pairs", "names", "doc_specific", "doc_rare_names")
+GATE_VERSION = "gate-v7"
+# The signals benchmarks/gate_calibration.py fits on the four calibration packs, and the
+# small-pack correction, whose weight benchmarks/gate_small_packs.py chooses.
+FITTED_SIGNALS = ("similarity", "margin", "coverage", "section_coverage", "unknown",
+                  "specific", "pairs", "pack_pairs", "names", "doc_specific", "doc_rare_names")
+SIGNALS = (*FITTED_SIGNALS, "small")
 TOP_SECTIONS = 3
 MAX_SPECIFIC = 3
 MAX_NAMES = 2
@@ -79,6 +94,9 @@ MAX_NAMES = 2
 RARE_SECTIONS = 10
 # The share of sections holding fenced code at which a pack counts as fully technical.
 TECHNICAL_SHARE = 0.1
+# A technical pack of fewer sections than this is "small" (the smallest calibration pack,
+# the Rust book, has 1,791).
+SMALL_PACK = 1000
 _WORD = re.compile(r"[a-z0-9_]+")
 # A word of the question as written: letters/digits with inner dots, dashes, colons.
 _RAW = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/+#-]*[A-Za-z0-9_+#]|[A-Za-z0-9_]")
@@ -255,7 +273,7 @@ class Vocabulary:
 
 def signals(question: str, similarities: Sequence[float], top_texts: Sequence[str],
             vocab: Vocabulary, base_similarity: float) -> dict[str, float]:
-    """The eleven signals of the module docstring.
+    """The twelve signals of the module docstring.
 
     `similarities`: the vector candidates' similarities, best first; `top_texts`: heading
     path + text of the best fused sections (the first TOP_SECTIONS are used)."""
@@ -296,7 +314,16 @@ def signals(question: str, similarities: Sequence[float], top_texts: Sequence[st
                                           for name in name_runs(question)))),
         "doc_specific": vocab.technical * specific,
         "doc_rare_names": vocab.technical * min(MAX_NAMES, len(_rare(named, vocab))),
+        "small": vocab.technical * smallness(vocab.sections),
     }
+
+
+def smallness(sections: int) -> float:
+    """ln(SMALL_PACK / sections) below SMALL_PACK sections, else 0 (0 for an empty pack:
+    it has no vocabulary to correct)."""
+    if sections <= 0 or sections >= SMALL_PACK:
+        return 0.0
+    return math.log(SMALL_PACK / sections)
 
 
 def rare_names(question: str, vocab: Vocabulary) -> list[str]:
@@ -355,10 +382,12 @@ CALIBRATED: dict[str, dict[str, object]] = {
              "weights": {"similarity": 10.966, "margin": 3.05, "coverage": 1.854,
                          "section_coverage": 2.482, "unknown": -1.773, "specific": 0.084,
                          "pairs": 1.128, "pack_pairs": 1.924, "names": -2.255,
-                         "doc_specific": -1.912, "doc_rare_names": -2.342},
+                         "doc_specific": -1.912, "doc_rare_names": -2.342, "small": 1.0},
              "bias": -2.609, "cut": 0.5,
              "calibration": "dev questions of the Kubernetes docs, the Rust book, SciFact "
-                            "and XQuAD (benchmarks/gate_calibration.py, 2026-11-25)"},
+                            "and XQuAD (benchmarks/gate_calibration.py, 2026-11-25); small: "
+                            "dev questions of 8 small packs cut from the first two "
+                            "(benchmarks/gate_small_packs.py, 2026-11-26)"},
 }
 
 

@@ -1,0 +1,153 @@
+"""The confidence gate on small documentation packs: choose the weight of its `small`
+signal (packs/retrieval/gate.py) on dev, report test.
+
+    python benchmarks/gate_small_packs.py [--data ../shared/data] [--work out/bench/small]
+        [--max-false 0.04] [--out benchmarks/results/gate_small_packs.md]
+
+The gate is calibrated on packs of 1,791 sections or more (benchmarks/gate_calibration.py).
+A user's pack is often much smaller. Each small pack here is cut from the Kubernetes docs or
+the Rust book: the gold pages of N in-domain questions of one split, sampled with a seed,
+plus F other pages of the corpus, built with the offline extractor (cached like the other
+benchmark packs). Asked of it: those N questions (in-domain) and every adjacent-but-absent
+question of the same split. Packs: N / F = 20 / 10 and 8 / 2, seeds 1 and 2, per corpus and
+split (8 dev packs, 8 test packs; 130-620 sections).
+
+The shipped weights are kept but `small`'s: for each candidate weight the share of
+in-domain and absent questions gated, per corpus and split. The weight chosen is the
+smallest at which each corpus's dev in-domain questions gated stay within `--max-false`
+(the calibration's own 4%), so that the gate gives up no more abstention than it must.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import common, corpora  # noqa: E402
+from benchmarks.gate_calibration import SIGNAL_OPTIONS  # noqa: E402
+
+CORPORA = ("kubernetes", "rust-book")
+SPECS = ((20, 10, 1), (20, 10, 2), (8, 2, 1), (8, 2, 2))  # questions, filler pages, seed
+WEIGHTS = tuple(i / 4 for i in range(9))  # 0 .. 2
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def sample(name: str, data: Path, split: str, n_questions: int, filler: int, seed: int):
+    """(pages, in-domain rows, absent rows) of one small pack of `name`."""
+    _, questions_file, _ = corpora.DOCS[name]
+    by_path = {p.path.lstrip("/"): p for p in corpora.doc_pages(data, name)}
+    rows = corpora.load_rows(corpora.DATA_DIR / questions_file)
+    in_domain = [r for r in rows if r["kind"] != "absent" and r["split"] == split
+                 and all(g in by_path for g in r["gold"])]
+    absent = [r for r in rows if r["kind"] == "absent" and r["split"] == split]
+    rng = random.Random(seed)
+    chosen = rng.sample(in_domain, n_questions)
+    keep = {g for r in chosen for g in r["gold"]}
+    keep |= set(rng.sample([p for p in by_path if p not in keep], filler))
+    return [by_path[p] for p in sorted(keep)], chosen, absent
+
+
+def collect(data: Path, work: Path) -> list[dict]:
+    """One row per (small pack, question): corpus, split, group, sections, signals."""
+    from packs import KnowledgePack
+
+    rows = []
+    for split in ("dev", "test"):
+        for name in CORPORA:
+            for n_q, filler, seed in SPECS:
+                pages, chosen, absent = sample(name, data, split, n_q, filler, seed)
+                built = common.build_cached(f"{name}-{n_q}-{filler}-{seed}-{split}", pages, work)
+                sections = built.counts["sections"]
+                t0 = time.perf_counter()
+                with KnowledgePack.open(built.pack_dir) as pack:
+                    for group, questions in (("in", chosen), ("absent", absent)):
+                        for q in questions:
+                            r = pack.search(q["question"], **SIGNAL_OPTIONS)
+                            rows.append({"corpus": name, "split": split, "group": group,
+                                         "pack": f"{n_q}/{filler}/{seed}",
+                                         "sections": sections, "signals": r.gate["signals"]})
+                log(f"{name} {split} {n_q}/{filler} seed {seed}: {len(pages)} pages, "
+                    f"{sections} sections, {len(chosen) + len(absent)} questions in "
+                    f"{time.perf_counter() - t0:.0f} s")
+    return rows
+
+
+def gated_share(rows: list[dict], weight: float) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(corpus, split, group) → (gated, asked) with the shipped parameters and `small`
+    weighing `weight`."""
+    from packs.retrieval import gate
+
+    params = gate.params_for(gate.MINILM)
+    weights = {**params["weights"], "small": weight}
+    out: dict[tuple[str, str, str], list[int]] = {}
+    for r in rows:
+        cell = out.setdefault((r["corpus"], r["split"], r["group"]), [0, 0])
+        cell[0] += gate.probability(r["signals"], weights, params["bias"]) < params["cut"]
+        cell[1] += 1
+    return {k: (g, n) for k, (g, n) in out.items()}
+
+
+def choose(rows: list[dict], max_false: float) -> float:
+    """The smallest weight at which each corpus's dev in-domain questions gated stay within
+    `max_false` (the largest weight tried when none does)."""
+    for weight in WEIGHTS:
+        got = gated_share([r for r in rows if r["split"] == "dev"], weight)
+        if all(g / n <= max_false for (_, _, group), (g, n) in got.items() if group == "in"):
+            return weight
+    return WEIGHTS[-1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
+    ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK / "small")
+    ap.add_argument("--max-false", type=float, default=0.04)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if not all(corpora.available(args.data, n) for n in CORPORA):
+        print(f"skipped: the Kubernetes docs and the Rust book are not under {args.data}")
+        return 0
+    from packs.retrieval import gate
+
+    rows = collect(args.data, args.work)
+    chosen = choose(rows, args.max_false)
+    shipped = gate.params_for(gate.MINILM)["weights"].get("small", 0.0)
+    sizes = sorted({(r["corpus"], r["split"], r["pack"], r["sections"]) for r in rows})
+    lines = [common.machine_line(), "",
+             "packs (corpus, split, questions/filler pages/seed, sections): "
+             + "; ".join(f"{c} {s} {p} {n}" for c, s, p, n in sizes), "",
+             f"weight of `small` chosen on dev: {chosen} (smallest with at most "
+             f"{args.max_false:.0%} of each corpus's dev in-domain questions gated); "
+             f"shipped: {shipped}", "",
+             "in-domain gated / adjacent-but-absent gated, the shipped parameters with "
+             "`small` at each weight:", ""]
+    cols = [f"{c} {s}" for s in ("dev", "test") for c in CORPORA]
+    table = []
+    for weight in WEIGHTS:
+        got = gated_share(rows, weight)
+        cells: dict[str, object] = {}
+        for s in ("dev", "test"):
+            for c in CORPORA:
+                gi, ni = got[(c, s, "in")]
+                ga, na = got[(c, s, "absent")]
+                cells[f"{c} {s}"] = f"{gi}/{ni} = {gi / ni:.1%} / {ga / na:.1%}"
+        label = f"{weight}" + (" (gate-v6: none)" if weight == 0 else "") + (
+            " (shipped)" if weight == shipped else "")
+        table.append((label, cells))
+    lines += [common.table(table, cols), ""]
+    common.print_report("\n".join(lines), args.out, "The gate on small packs",
+                        "gate_small_packs.py", argv)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
