@@ -10,12 +10,17 @@ the Rust book: the gold pages of N in-domain questions of one split, sampled wit
 plus F other pages of the corpus, built with the offline extractor (cached like the other
 benchmark packs). Asked of it: those N questions (in-domain) and every adjacent-but-absent
 question of the same split. Packs: N / F = 20 / 10 and 8 / 2, seeds 1 and 2, per corpus and
-split (8 dev packs, 8 test packs; 130-620 sections).
+split (8 dev packs, 8 test packs; 130-620 sections). For comparison, small prose packs cut
+from SciFact the same way (N / F = 40 / 60 and 15 / 15 abstracts: the gold abstracts of N
+claims, F others), asked those claims and the adjacent SciFact questions of
+benchmarks/data/ood_questions.jsonl: `small` is 0 in prose, so their rows show the gate as
+it is there.
 
 The shipped weights are kept but `small`'s: for each candidate weight the share of
 in-domain and absent questions gated, per corpus and split. The weight chosen is the
 smallest at which each corpus's dev in-domain questions gated stay within `--max-false`
-(the calibration's own 4%), so that the gate gives up no more abstention than it must.
+(the calibration's own 4%; the documentation packs only, the ones it applies to), so that
+the gate gives up no more abstention than it must.
 """
 
 from __future__ import annotations
@@ -32,8 +37,13 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import common, corpora  # noqa: E402
 from benchmarks.gate_calibration import SIGNAL_OPTIONS  # noqa: E402
 
-CORPORA = ("kubernetes", "rust-book")
-SPECS = ((20, 10, 1), (20, 10, 2), (8, 2, 1), (8, 2, 2))  # questions, filler pages, seed
+CORPORA = ("kubernetes", "rust-book", "scifact")
+TECHNICAL = ("kubernetes", "rust-book")
+SPECS = {  # corpus → (questions, filler pages, seed) of its small packs
+    "kubernetes": ((20, 10, 1), (20, 10, 2), (8, 2, 1), (8, 2, 2)),
+    "rust-book": ((20, 10, 1), (20, 10, 2), (8, 2, 1), (8, 2, 2)),
+    "scifact": ((40, 60, 1), (40, 60, 2), (15, 15, 1), (15, 15, 2)),
+}
 WEIGHTS = tuple(i / 4 for i in range(9))  # 0 .. 2
 
 
@@ -41,14 +51,32 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def sample(name: str, data: Path, split: str, n_questions: int, filler: int, seed: int):
-    """(pages, in-domain rows, absent rows) of one small pack of `name`."""
+def question_rows(name: str, data: Path, split: str):
+    """({page path: Page}, in-domain rows with gold page paths, absent rows) of `name`."""
+    if name == "scifact":
+        from benchmarks import scifact
+
+        corpus_rows, queries, test_qrels, dev_qrels = scifact.load(data / "scifact")
+        by_path = {p.path.lstrip("/"): p for p in scifact.pages(corpus_rows)}
+        qrels = dev_qrels if split == "dev" else test_qrels
+        in_domain = [{"question": queries[q], "gold": [f"doc/{d}" for d in rel]}
+                     for q, rel in sorted(qrels.items(), key=lambda kv: int(kv[0]))
+                     if q in queries]
+        absent = [r for r in corpora.load_rows(corpora.OOD_FILE)
+                  if r["target"] == name and r["split"] == split]
+        return by_path, in_domain, absent
     _, questions_file, _ = corpora.DOCS[name]
     by_path = {p.path.lstrip("/"): p for p in corpora.doc_pages(data, name)}
     rows = corpora.load_rows(corpora.DATA_DIR / questions_file)
-    in_domain = [r for r in rows if r["kind"] != "absent" and r["split"] == split
-                 and all(g in by_path for g in r["gold"])]
+    in_domain = [r for r in rows if r["kind"] != "absent" and r["split"] == split]
     absent = [r for r in rows if r["kind"] == "absent" and r["split"] == split]
+    return by_path, in_domain, absent
+
+
+def sample(name: str, data: Path, split: str, n_questions: int, filler: int, seed: int):
+    """(pages, in-domain rows, absent rows) of one small pack of `name`."""
+    by_path, in_domain, absent = question_rows(name, data, split)
+    in_domain = [r for r in in_domain if all(g in by_path for g in r["gold"])]
     rng = random.Random(seed)
     chosen = rng.sample(in_domain, n_questions)
     keep = {g for r in chosen for g in r["gold"]}
@@ -63,7 +91,7 @@ def collect(data: Path, work: Path) -> list[dict]:
     rows = []
     for split in ("dev", "test"):
         for name in CORPORA:
-            for n_q, filler, seed in SPECS:
+            for n_q, filler, seed in SPECS[name]:
                 pages, chosen, absent = sample(name, data, split, n_q, filler, seed)
                 built = common.build_cached(f"{name}-{n_q}-{filler}-{seed}-{split}", pages, work)
                 sections = built.counts["sections"]
@@ -100,7 +128,8 @@ def choose(rows: list[dict], max_false: float) -> float:
     """The smallest weight at which each corpus's dev in-domain questions gated stay within
     `max_false` (the largest weight tried when none does)."""
     for weight in WEIGHTS:
-        got = gated_share([r for r in rows if r["split"] == "dev"], weight)
+        got = gated_share([r for r in rows if r["split"] == "dev" and r["corpus"] in TECHNICAL],
+                          weight)
         if all(g / n <= max_false for (_, _, group), (g, n) in got.items() if group == "in"):
             return weight
     return WEIGHTS[-1]
@@ -114,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     if not all(corpora.available(args.data, n) for n in CORPORA):
-        print(f"skipped: the Kubernetes docs and the Rust book are not under {args.data}")
+        print(f"skipped: the Kubernetes docs, the Rust book and SciFact are not all under "
+              f"{args.data}")
         return 0
     from packs.retrieval import gate
 
