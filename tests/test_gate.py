@@ -120,9 +120,12 @@ def test_small_counts_only_in_a_small_technical_pack():
         vocab = gate.Vocabulary(dict(VOCAB.df), sections, VOCAB.pairs, code_sections=code)
         return gate.signals(q, [0.6], TOP, vocab, 0.42)["small"]
 
-    assert small(100, 50) == pytest.approx(math.log(gate.SMALL_PACK / 100))
-    assert small(100, 5) == pytest.approx(0.5 * math.log(gate.SMALL_PACK / 100))  # half code
-    assert small(100, 0) == 0.0  # prose: XQuAD (312 sections) is calibrated as it is
+    assert small(500, 250) == pytest.approx(math.log(gate.SMALL_PACK / 500))
+    assert small(500, 25) == pytest.approx(0.5 * math.log(gate.SMALL_PACK / 500))  # half code
+    assert small(500, 0) == 0.0  # prose: XQuAD (312 sections) is calibrated as it is
+    # below the smallest pack measured, no larger than there
+    top = math.log(gate.SMALL_PACK / gate.SMALLEST_MEASURED)
+    assert small(6, 6) == small(gate.SMALLEST_MEASURED, 100) == pytest.approx(top)
     assert small(gate.SMALL_PACK, gate.SMALL_PACK) == 0.0  # the calibration packs: unchanged
     assert small(50_000, 20_000) == 0.0
     assert gate.smallness(0) == 0.0
@@ -229,6 +232,24 @@ def test_the_manifest_carries_its_models_gate(tmp_path):
     older = _manifest(gate.MINILM, gate=PARAMS.model_copy(update={"version": "gate-v2"}))
     assert older.gate.version == gate.GATE_VERSION
     assert older.gate.weights == gate.CALIBRATED[gate.MINILM]["weights"]
+
+
+def test_a_tiny_technical_pack_gets_a_bounded_lift(tmp_path):
+    """The six-section garden pack (with code) answers its own question and still gates
+    one none of whose words it uses: its `small` lift is the 130-section one, not ln(1000/6)."""
+    from packs import KnowledgePack
+    from packs.embedding import Embedder
+    from tests.test_packset import GARDEN, build_small_pack
+
+    folder = build_small_pack(tmp_path, "garden", "https://garden.test", GARDEN,
+                              Embedder("all-MiniLM-L6-v2"))
+    with KnowledgePack.open(folder) as pack:
+        own = pack.search("How often should I water tomatoes?")
+        other = pack.search("How long do I knead bread dough?")
+    top = math.log(gate.SMALL_PACK / gate.SMALLEST_MEASURED)
+    assert own.gate["signals"]["small"] == other.gate["signals"]["small"] == pytest.approx(
+        top, abs=1e-4)
+    assert own.gate["passed"] and not other.gate["passed"]
 
 
 def test_a_pack_reads_its_pair_hashes_and_counts_them_when_missing(tmp_path):

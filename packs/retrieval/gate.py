@@ -45,11 +45,12 @@ something once is often exactly what a question asks about:
 and one that corrects the others for a small technical pack:
 
     small       ln(SMALL_PACK / sections) for a technical pack of fewer than SMALL_PACK
-                sections, else 0. Every vocabulary signal reads a small pack's words as
-                a sample of its topic: a 30-page pack of the Kubernetes docs lacks words
-                and word pairs its own questions use, and writes the name of a page's
-                subject ("GPU", "MicroProfile") in fewer than RARE_SECTIONS sections, so
-                the in-domain questions look like a neighbouring tool's. Its weight is
+                sections (at most ln(SMALL_PACK / SMALLEST_MEASURED)), else 0. Every
+                vocabulary signal reads a small pack's words as a sample of its topic:
+                a 30-page pack of the Kubernetes docs lacks words and word pairs its own
+                questions use, and writes the name of a page's subject ("GPU",
+                "MicroProfile") in fewer than RARE_SECTIONS sections, so the in-domain
+                questions look like a neighbouring tool's. Its weight is
                 not fitted with the others (it is 0 on every calibration pack) but chosen
                 on small packs cut from the Kubernetes docs and the Rust book
                 (benchmarks/gate_small_packs.py)
@@ -97,6 +98,10 @@ TECHNICAL_SHARE = 0.1
 # A technical pack of fewer sections than this is "small" (the smallest calibration pack,
 # the Rust book, has 1,791).
 SMALL_PACK = 1000
+# The smallest pack the `small` weight was chosen on has 138 sections: below this many the
+# correction stays at its value here rather than grow without a measurement (a six-section
+# pack would otherwise pass a question none of whose words it uses).
+SMALLEST_MEASURED = 130
 _WORD = re.compile(r"[a-z0-9_]+")
 # A word of the question as written: letters/digits with inner dots, dashes, colons.
 _RAW = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/+#-]*[A-Za-z0-9_+#]|[A-Za-z0-9_]")
@@ -319,11 +324,11 @@ def signals(question: str, similarities: Sequence[float], top_texts: Sequence[st
 
 
 def smallness(sections: int) -> float:
-    """ln(SMALL_PACK / sections) below SMALL_PACK sections, else 0 (0 for an empty pack:
-    it has no vocabulary to correct)."""
+    """ln(SMALL_PACK / sections) below SMALL_PACK sections, else 0, with sections counted
+    as at least SMALLEST_MEASURED (0 for an empty pack: it has no vocabulary to correct)."""
     if sections <= 0 or sections >= SMALL_PACK:
         return 0.0
-    return math.log(SMALL_PACK / sections)
+    return math.log(SMALL_PACK / max(sections, SMALLEST_MEASURED))
 
 
 def rare_names(question: str, vocab: Vocabulary) -> list[str]:
