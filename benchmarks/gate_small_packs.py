@@ -73,15 +73,14 @@ def question_rows(name: str, data: Path, split: str):
     return by_path, in_domain, absent
 
 
-def sample(name: str, data: Path, split: str, n_questions: int, filler: int, seed: int):
-    """(pages, in-domain rows, absent rows) of one small pack of `name`."""
-    by_path, in_domain, absent = question_rows(name, data, split)
+def sample(by_path: dict, in_domain: list[dict], n_questions: int, filler: int, seed: int):
+    """(pages, chosen in-domain rows) of one small pack cut from the pages `by_path`."""
     in_domain = [r for r in in_domain if all(g in by_path for g in r["gold"])]
     rng = random.Random(seed)
     chosen = rng.sample(in_domain, n_questions)
     keep = {g for r in chosen for g in r["gold"]}
     keep |= set(rng.sample([p for p in by_path if p not in keep], filler))
-    return [by_path[p] for p in sorted(keep)], chosen, absent
+    return [by_path[p] for p in sorted(keep)], chosen
 
 
 def collect(data: Path, work: Path) -> list[dict]:
@@ -91,8 +90,9 @@ def collect(data: Path, work: Path) -> list[dict]:
     rows = []
     for split in ("dev", "test"):
         for name in CORPORA:
+            by_path, in_domain, absent = question_rows(name, data, split)
             for n_q, filler, seed in SPECS[name]:
-                pages, chosen, absent = sample(name, data, split, n_q, filler, seed)
+                pages, chosen = sample(by_path, in_domain, n_q, filler, seed)
                 built = common.build_cached(f"{name}-{n_q}-{filler}-{seed}-{split}", pages, work)
                 sections = built.counts["sections"]
                 t0 = time.perf_counter()
