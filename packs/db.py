@@ -3,6 +3,12 @@
 All statements are constants with `$parameters` (user text never becomes Cypher), and each
 call records the statement it ran in a `QueryLog`, which `ask()` reports as `cypher_query`.
 A Kuzu connection is not safe for concurrent use, so calls are serialised with a lock.
+
+The statements of every search (HNSW, full-text, multi-document expansion, graph facts)
+are prepared once per connection and reused: Kuzu's parse-and-plan costs 1-3 ms a
+statement, as much as a small query itself. Only those: Kuzu 0.11.3 crashes the process
+(a segfault) preparing some statements, e.g. a UNION that uses one parameter twice
+(SECTION_TRIPLES); the prepared ones are run by the tests on a real database.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +46,13 @@ FTS_FLOOR = (
 SECTIONS_BY_ID = (
     f"MATCH (s:Section) WHERE s.id IN $ids RETURN {_SECTION_COLS}, s.embedding"
 )
+# `s.id IN $ids` reads each returned column of every section (7.9 ms for 3 ids on the
+# Kubernetes pack's 5,468 sections, growing with the pack); a primary-key lookup per id
+# reads only its own row (1.6 ms for 3, 4.6 ms for 12). So up to PK_LOOKUPS ids are looked
+# up one by one, in one statement (`by_key`).
+PK_LOOKUPS = 16
+# Prepared statements kept per connection (PackDB._prepared_statement).
+MAX_PREPARED = 256
 ARTICLE_SECTIONS = (
     f"MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids "
     f"RETURN {_SECTION_COLS}, s.embedding ORDER BY s.article_id, s.position"
@@ -105,6 +119,7 @@ SECTION_ENTITIES = (
 )
 # Format 3: the graph facts of each section, precomputed at build time (packs.format).
 SECTION_GRAPHS = "MATCH (s:Section) WHERE s.id IN $ids RETURN s.id, s.graph"
+
 SECTION_TRIPLES = (
     "MATCH (s:Section)-[:MENTIONS]->(e:Entity)-[r:RELATED_TO]->(o:Entity) "
     "WHERE s.id IN $ids RETURN s.id, e.name, r.relation, o.name "
@@ -144,6 +159,12 @@ def _blend(row: Row, w: float) -> float:
         return row.similarity or 0.0
     return (1.0 - w) * (row.similarity or 0.0) + w * row.keyword_similarity
 
+
+def by_key(returns: str, n: int) -> str:
+    """The statement that looks up n sections by primary key ($k0..$k{n-1}) and returns
+    `returns` for each one found, as UNION ALL of n lookups."""
+    return " UNION ALL ".join(f"MATCH (s:Section {{id: $k{i}}}) RETURN {returns}"
+                              for i in range(n))
 
 @dataclass
 class QueryLog:
@@ -187,6 +208,7 @@ class PackDB:
         self._db = kuzu.Database(str(db_path), read_only=True)
         self._conn = kuzu.Connection(self._db)
         self._lock = threading.Lock()
+        self._prepared: dict[str, object] = {}
         self._centrality: dict[str, float] | None = None
         self._entity_names: list[tuple[str, list[str]]] | None = None
         self._article_urls: list[str] | None = None
@@ -197,23 +219,57 @@ class PackDB:
 
     def close(self) -> None:
         with self._lock:
+            self._prepared.clear()
             self._conn.close()
             self._db.close()
 
-    def _run(self, statement: str, params: dict, log: QueryLog | None) -> list[list]:
+    def _run(self, statement: str, params: dict, log: QueryLog | None, *,
+             prepare: bool = False) -> list[list]:
+        """Rows of `statement`; `prepare`: prepare it once and reuse it (see the module
+        docstring for which statements may be)."""
         if log is not None:
             log.add(statement)
         with self._lock:
-            result = self._conn.execute(statement, params)
+            result = self._conn.execute(self._prepared_statement(statement) if prepare
+                                        else statement, params)
             rows = []
             while result.has_next():
                 rows.append(result.get_next())
             return rows
 
+    def _prepared_statement(self, statement: str):
+        """`statement` prepared on this connection, once (call with the lock held). The
+        cache holds a few fixed statements and `by_key`'s; it is cleared, not grown, past
+        MAX_PREPARED all the same."""
+        prepared = self._prepared.get(statement)
+        if prepared is None:
+            if len(self._prepared) >= MAX_PREPARED:
+                self._prepared.clear()
+            # Kuzu 0.11 marks prepare() deprecated in favour of execute() with parameters,
+            # which prepares again on every call; the project pins that version.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                prepared = self._conn.prepare(statement)
+            self._prepared[statement] = prepared
+        return prepared
+
+    def _by_key(self, returns: str, fallback: str, ids: list[str],
+                log: QueryLog | None) -> list[list]:
+        """Rows of `returns` for the sections `ids` (each once): primary-key lookups for
+        up to PK_LOOKUPS ids, else `fallback` (the same columns, `WHERE s.id IN $ids`)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        if len(ids) > PK_LOOKUPS:
+            return self._run(fallback, {"ids": ids}, log)
+        return self._run(by_key(returns, len(ids)), {f"k{i}": v for i, v in enumerate(ids)},
+                         log, prepare=True)
+
     def vector_search(self, qvec: np.ndarray, k: int, log: QueryLog | None = None) -> list[Row]:
         """Top-k sections by cosine distance, nearest first, with `similarity` = 1 - d."""
         out = []
-        for values in self._run(VECTOR_SEARCH, {"q": qvec.tolist(), "k": int(k)}, log):
+        for values in self._run(VECTOR_SEARCH, {"q": qvec.tolist(), "k": int(k)}, log,
+                                prepare=True):
             row = _row(values)
             row.similarity = 1.0 - float(values[8])
             out.append(row)
@@ -279,13 +335,11 @@ class PackDB:
         while the question is being embedded); `score_fts` turns them into Rows."""
         if not text:
             return []
-        if filters:
-            clause, params = where(filters, self.has_languages)
-            statement = FILTERED_FTS_SEARCH.replace("{where}", clause)
-            params.update(q=text, k=int(k))
-        else:
-            statement, params = FTS_SEARCH, {"q": text, "k": int(k)}
-        return self._run(statement, params, log)
+        if not filters:
+            return self._run(FTS_SEARCH, {"q": text, "k": int(k)}, log, prepare=True)
+        clause, params = where(filters, self.has_languages)
+        params.update(q=text, k=int(k))
+        return self._run(FILTERED_FTS_SEARCH.replace("{where}", clause), params, log)
 
     def score_fts(self, raw: list[list], qvec: np.ndarray) -> list[Row]:
         """Rows of `fts_raw`, each with its BM25 score and its similarity to `qvec`."""
@@ -294,7 +348,9 @@ class PackDB:
     def fts_floor(self, text: str, k: int) -> int:
         """The bare full-text top-k (no vectors returned), for latency baselines; returns
         the number of rows."""
-        return len(self._run(FTS_FLOOR, {"q": text, "k": int(k)}, None)) if text else 0
+        if not text:
+            return 0
+        return len(self._run(FTS_FLOOR, {"q": text, "k": int(k)}, None, prepare=True))
 
     def article_urls(self) -> list[str]:
         """Every article URL (loaded once; for the analyzer's path suggestions)."""
@@ -319,7 +375,7 @@ class PackDB:
 
     def sections_by_id(self, ids: list[str], qvec: np.ndarray,
                        log: QueryLog | None = None) -> list[Row]:
-        rows = self._run(SECTIONS_BY_ID, {"ids": list(ids)}, log)
+        rows = self._by_key(f"{_SECTION_COLS}, s.embedding", SECTIONS_BY_ID, ids, log)
         return [self._with_similarity(v, 0, qvec) for v in rows]
 
     def article_sections(self, article_ids: list[str], qvec: np.ndarray,
@@ -348,7 +404,8 @@ class PackDB:
         """(section id, article id, similarity to `qvec`) of the sections
         `linked_sections(..., "out")` returns, without their columns or vectors (sections
         without a vector left out)."""
-        rows = self._run(LINKED_SCORES, {"ids": list(article_ids), "q": qvec.tolist()}, log)
+        rows = self._run(LINKED_SCORES, {"ids": list(article_ids), "q": qvec.tolist()}, log,
+                         prepare=True)
         return [(sid, art, float(sim)) for sid, art, sim in rows if sim is not None]
 
     def entity_sections(self, section_ids: list[str], qvec: np.ndarray,
@@ -366,7 +423,7 @@ class PackDB:
         """Section id → its precomputed graph {entities, facts, triples} (format 3; sections
         without any are left out)."""
         out = {}
-        for sid, raw in self._run(SECTION_GRAPHS, {"ids": list(section_ids)}, log):
+        for sid, raw in self._by_key("s.id, s.graph", SECTION_GRAPHS, section_ids, log):
             if raw:
                 out[sid] = json.loads(raw)
         return out

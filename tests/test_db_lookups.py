@@ -1,0 +1,64 @@
+"""PackDB's lookups by section id and its prepared statements, on a real Kuzu database:
+primary-key lookups (up to PK_LOOKUPS ids) must return what the `IN $ids` scan returns."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from query_fixtures import build_pack, embedder, pack_dir  # noqa: F401 (fixtures)
+
+from packs import KnowledgePack
+from packs import db as db_mod
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture()
+def pack(pack_dir):
+    with KnowledgePack.open(pack_dir) as p:
+        yield p
+
+
+def _scan(db, statement, ids):
+    """The reference: the `WHERE s.id IN $ids` statement, run as it is."""
+    return sorted(map(repr, db._run(statement, {"ids": ids}, None)))
+
+
+def test_lookups_by_key_return_what_the_scan_returns(pack, monkeypatch):
+    db = pack.db
+    ids = [r[0] for r in db._run("MATCH (s:Section) RETURN s.id ORDER BY s.id", {}, None)]
+    assert len(ids) >= 4
+    qvec = np.zeros(pack.manifest.embedding.dim, dtype=np.float32)
+    asked = [ids[2], ids[0], "no-such-section", ids[2], ids[1]]
+    log = db_mod.QueryLog()
+    found = db.sections_by_id(asked, qvec, log)
+    assert sorted(r.id for r in found) == sorted(ids[:3])  # each once, the missing one left out
+    assert log.statements == [db_mod.by_key(f"{db_mod._SECTION_COLS}, s.embedding", 4)]
+    rows = db._by_key(f"{db_mod._SECTION_COLS}, s.embedding", db_mod.SECTIONS_BY_ID,
+                      asked, None)
+    assert sorted(map(repr, rows)) == _scan(db, db_mod.SECTIONS_BY_ID, asked)
+    graphs = db._by_key("s.id, s.graph", db_mod.SECTION_GRAPHS, ids, None)
+    assert sorted(map(repr, graphs)) == _scan(db, db_mod.SECTION_GRAPHS, ids)
+    # Past PK_LOOKUPS ids, the scan itself runs.
+    monkeypatch.setattr(db_mod, "PK_LOOKUPS", 2)
+    log = db_mod.QueryLog()
+    assert sorted(r.id for r in db.sections_by_id(ids[:3], qvec, log)) == sorted(ids[:3])
+    assert log.statements == [db_mod.SECTIONS_BY_ID]
+    assert db.sections_by_id([], qvec) == []
+
+
+def test_prepared_statements_are_reused_and_give_the_same_rows(pack):
+    db = pack.db
+    qvec = pack.embed_query("How do retries back off?")
+    first = [r.id for r in db.vector_search(qvec, 5)]
+    prepared = dict(db._prepared)
+    assert db_mod.VECTOR_SEARCH in prepared
+    assert [r.id for r in db.vector_search(qvec, 5)] == first
+    assert db._prepared[db_mod.VECTOR_SEARCH] is prepared[db_mod.VECTOR_SEARCH]
+    # The same statement, not prepared, finds the same sections.
+    plain = db._run(db_mod.VECTOR_SEARCH, {"q": qvec.tolist(), "k": 5}, None)
+    assert [v[0] for v in plain] == first
+    assert db.fts_raw("retry backoff", 5) == db._run(
+        db_mod.FTS_SEARCH, {"q": "retry backoff", "k": 5}, None)
