@@ -85,21 +85,23 @@ def _plan(result: SearchResult) -> tuple[str, str, str]:
             synthesis.user_message(result.question, result.context, block))
 
 
-def _offline(result: SearchResult, note: str | None = None
+def _offline(result: SearchResult, note: str | None = None, why: str | None = None
              ) -> tuple[str, synthesis.Quotes, str]:
-    """(answer, quotes, query_type) without a language model."""
+    """(answer, quotes, query_type) without a language model. `note`: the line that heads
+    the extractive answer; `why`: why none was used though one is configured (its failure,
+    told in the gated answer)."""
     if result.gated:
         return (f"The pack has nothing relevant enough to answer this ({gate.reason(result)}),"
-                " and no language model is configured (ANTHROPIC_API_KEY unset).", [],
-                "confidence_gated_fallback")
+                f" and {why or 'no language model is configured (ANTHROPIC_API_KEY unset)'}.",
+                [], "confidence_gated_fallback")
     kw = {"note": note} if note else {}
     answer, quotes = synthesis.extractive_answer(result.question, result.cited(), **kw)
     return answer, quotes, "retrieval_only"
 
 
 def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, Any],
-                  note: str | None = None) -> dict[str, object]:
-    answer, quotes, qtype = _offline(result, note)
+                  note: str | None = None, why: str | None = None) -> dict[str, object]:
+    answer, quotes, qtype = _offline(result, note, why)
     answer, cits = _finish(result, answer, quotes, _pack_name(pack))
     return _answer_dict(result, answer, cits, qtype, usage)
 
@@ -142,7 +144,7 @@ def _degrade(pack: Any, result: SearchResult, usage: dict[str, Any],
            else f"Claude was unavailable ({type(exc).__name__})")
     note = (f"{why[0].upper()}{why[1:]}; retrieval-only answer (no language model was "
             "used). The most relevant passages in the pack:")
-    return _offline_dict(pack, result, usage, note)
+    return _offline_dict(pack, result, usage, note, why)
 
 
 def ask_stream(pack: Any, result: SearchResult, opts: SearchOptions

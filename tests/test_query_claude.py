@@ -5,13 +5,16 @@ in their section, the failure paths, and a prompt that page text cannot break ou
 
 from __future__ import annotations
 
+import random
 import re
 
 import polars as pl
 import pytest
+import schema_boundary
 from answer_fake import ALTERNATIVES, GATED_TEXT, cited_answer, excerpts, text_reply
-from anthropic_fake import FakeAnthropic
+from anthropic_fake import FakeAnthropic, forced_tool_schema
 from query_fixtures import build_pack, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
+from schema_boundary import PROFILES
 
 from packs import KnowledgePack
 from packs import format as fmt
@@ -22,6 +25,7 @@ from packs.pipeline import ASK_FIELDS
 from packs.retrieval import synthesis
 
 QUESTION = "How many times is a failed job retried?"
+GATED_QUESTION = "Who won the 1998 football world cup?"
 
 
 @pytest.fixture()
@@ -173,7 +177,7 @@ def test_answer_carries_the_tokens_and_dollars_of_its_claude_calls(fake, pack):
 
 
 def test_gated_question_goes_to_claude_without_context(fake, pack):
-    answer = pack.ask("Who won the 1998 football world cup?", gate_threshold=0.6)
+    answer = pack.ask(GATED_QUESTION, gate_threshold=0.6)
     assert answer["query_type"] == "confidence_gated_fallback"
     assert answer["answer"] == GATED_TEXT
     assert answer["sources"] == answer["entities"] == answer["facts"] == []
@@ -181,6 +185,26 @@ def test_gated_question_goes_to_claude_without_context(fake, pack):
     req = fake.stats.bodies[-1]
     assert "pack_context" not in req["messages"][0]["content"] and "tools" not in req
 
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_gated_question_whose_reply_is_blank_or_failed_says_why(fake, pack, stream):
+    def ask():
+        answer = pack.ask(GATED_QUESTION, stream=stream, gate_threshold=0.6, use_cache=False)
+        if not stream:
+            return answer
+        parts = list(answer)
+        assert [parts[0]] == parts[:-1] and parts[0] == parts[-1]["answer"]
+        return parts[-1]
+
+    fake.text_responder = lambda req: " \n "
+    answer = ask()
+    assert answer["query_type"] == "confidence_gated_fallback"
+    assert answer["answer"].endswith(", and its reply had no usable answer.")
+    fake.script.append("500-no-retry")
+    answer = ask()
+    assert answer["answer"].endswith(", and Claude was unavailable (InternalServerError).")
+    assert answer["citations"] == [] and answer["sources"] == []
 
 def test_multi_query_merges_rephrasings(fake, pack):
     answer = pack.ask(QUESTION, multi_query=True)
@@ -231,6 +255,47 @@ def test_streaming_failure_before_any_text_degrades(fake, pack):
     assert parts[-1]["query_type"] == "retrieval_only"
     assert parts[0] == parts[-1]["answer"] and parts[-1]["citations"]
 
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_answer_the_tool_schema_allows_gives_a_well_formed_answer(fake, pack, profile,
+                                                                       monkeypatch):
+    """A strictly schema-following API (tests/schema_boundary.py): an empty answer, a long
+    one of awkward text (blank, even), citations whose n is far past the excerpts, extra keys.
+    Each one, asked plainly and streamed, ends in an answer dict whose citations follow
+    the answer's own markers; an empty answer degrades to the labelled extractive one."""
+    # Strings and lists no longer than a reply within max_tokens could hold: at the
+    # module's 5,000 characters the SDK's own stream accumulation (it re-parses the tool
+    # input on every delta) takes a minute.
+    monkeypatch.setattr(schema_boundary, "LONG_STRING", 600)
+    monkeypatch.setattr(schema_boundary, "LONG_ARRAY", 4)
+    rng, given = random.Random(profile), []
+
+    def respond(request):
+        given.append(schema_boundary.instance(forced_tool_schema(request), rng, profile))
+        return given[-1]
+
+    fake.responder = respond
+    for stream in (False, True):
+        parts = list(pack.ask(QUESTION, stream=True, use_cache=False)) if stream else None
+        answer = parts[-1] if stream else pack.ask(QUESTION, use_cache=False)
+        if stream:
+            assert "".join(parts[:-1]) == answer["answer"]
+        assert answer["query_type"] in ("hybrid_search", "retrieval_only")
+        assert answer["answer"].strip()
+        assert_citations_match_the_pack(answer, pack)
+        if profile == "min":  # answer "" and no citations: nothing usable came back
+            assert answer["query_type"] == "retrieval_only"
+        if profile == "max":  # a blank answer degrades; any other is kept
+            assert answer["query_type"] == "hybrid_search" or not given[-1]["answer"].strip()
+
+
+def test_a_blank_streamed_answer_degrades_before_sending_anything(fake, pack):
+    fake.responder = lambda req: {"answer": " \n\t ", "citations": [{"n": 1, "quote": "x"}]}
+    parts = list(pack.ask(QUESTION, stream=True, use_cache=False))
+    assert parts[-1]["query_type"] == "retrieval_only"
+    assert parts[-1]["answer"].startswith("Its reply had no usable answer")
+    assert parts[0] == parts[-1]["answer"]
 
 # --- the prompt cannot be closed from page text ---------------------------------------------
 

@@ -26,6 +26,8 @@ from packs.result import RankedSection
 from packs.retrieval import extractive
 
 ANSWER_TOOL_NAME = "answer"
+# Streaming re-reads the tool input's JSON every this many new characters.
+PARSE_STEP = 32
 SYSTEM = (
     "You answer questions about a documentation set using only the excerpts in the pack "
     "context block of the user's message. That block opens with <pack_context_BOUNDARY> and "
@@ -202,18 +204,43 @@ def complete(api, model: str, max_tokens: int, system: str, user: str) -> tuple[
     """(text, usage) of a plain reply (the gated answer: no context, nothing to cite)."""
     msg = api.messages.create(model=model, max_tokens=max_tokens, system=system,
                               messages=[{"role": "user", "content": user}])
-    return text_of(msg), query_usage(msg, model)
+    return _text_answer(msg), query_usage(msg, model)
 
 
-def _partial_answer(buf: str) -> str | None:
+def _text_answer(message) -> str:
+    """The text of a plain reply; UnusableReply when it is blank."""
+    text = text_of(message)
+    if not text.strip():
+        raise UnusableReply(f"Claude's reply had no text (stop_reason "
+                            f"{getattr(message, 'stop_reason', None)!r})")
+    return text
+
+
+def _partial_answer(buf: str) -> tuple[str | None, bool]:
+    """(the answer string so far, whether it is complete) of a partial tool input: complete
+    once a key follows it (its closing quote has arrived)."""
     from jiter import from_json
 
     try:
         data = from_json(buf.encode("utf-8"), partial_mode="trailing-strings")
     except ValueError:  # cut inside an escape sequence: wait for the rest
-        return None
-    answer = data.get("answer") if isinstance(data, dict) else None
-    return answer if isinstance(answer, str) else None
+        return None, False
+    if not isinstance(data, dict) or not isinstance(data.get("answer"), str):
+        return None, False
+    keys = list(data)
+    return data["answer"], keys.index("answer") < len(keys) - 1
+
+
+def _grown(answer: str | None, sent: str) -> Iterator[str]:
+    """Yield what `answer` adds to `sent` (what was yielded so far) and return the new
+    `sent`. Nothing is yielded while the answer is blank, so a reply whose answer turns
+    out empty (UnusableReply) has sent nothing and degrades like an unstreamed one."""
+    if answer is None or not answer.strip():
+        return sent
+    if len(answer) > len(sent) and answer.startswith(sent):
+        yield answer[len(sent):]
+        return answer
+    return sent
 
 
 def stream_cited(api, model: str, max_tokens: int, system: str, user: str,
@@ -223,18 +250,21 @@ def stream_cited(api, model: str, max_tokens: int, system: str, user: str,
     with api.messages.stream(model=model, max_tokens=max_tokens, system=system,
                              messages=[{"role": "user", "content": user}],
                              **_tool_args()) as s:
-        buf, sent = "", ""
+        buf, text, sent, parsed_at, done = "", "", "", 0, False
         for event in s:
             kind = getattr(event, "type", "")
-            if kind == "input_json":
+            if kind == "input_json" and not done:
                 buf += event.partial_json
-                answer = _partial_answer(buf)
-                if answer is not None and len(answer) > len(sent) and answer.startswith(sent):
-                    yield answer[len(sent):]
-                    sent = answer
+                # Each parse reads the whole buffer: parse every PARSE_STEP characters,
+                # and not at all once the answer string is complete.
+                if len(buf) - parsed_at < PARSE_STEP:
+                    continue
+                parsed_at = len(buf)
+                answer, done = _partial_answer(buf)
+                sent = yield from _grown(answer, sent)
             elif kind == "text":  # a text reply instead of the tool: its text is the answer
-                yield event.text
-                sent += event.text
+                text += event.text
+                sent = yield from _grown(text, sent)
         final = s.get_final_message()
     answer, quotes = parse_reply(final)
     if answer.startswith(sent) and len(answer) > len(sent):
@@ -244,8 +274,14 @@ def stream_cited(api, model: str, max_tokens: int, system: str, user: str,
 
 def stream(api, model: str, max_tokens: int, system: str, user: str,
            usage_out: dict) -> Iterator[str]:
-    """Yield the text deltas of a plain reply; fills `usage_out` when the stream ends."""
+    """Yield the text deltas of a plain reply (none while it is blank: a blank reply
+    raises UnusableReply having sent nothing); fills `usage_out` when the stream ends."""
     with api.messages.stream(model=model, max_tokens=max_tokens, system=system,
                              messages=[{"role": "user", "content": user}]) as s:
-        yield from s.text_stream
-        usage_out.update(query_usage(s.get_final_message(), model))
+        text, sent = "", ""
+        for delta in s.text_stream:
+            text += delta
+            sent = yield from _grown(text, sent)
+        final = s.get_final_message()
+    _text_answer(final)
+    usage_out.update(query_usage(final, model))
