@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import re
+from types import SimpleNamespace
 
 import polars as pl
 import pytest
@@ -21,6 +22,7 @@ from packs import format as fmt
 from packs.citations import CITATION_FIELDS, markers
 from packs.llm.costs import cost_usd
 from packs.llm.errors import SynthesisError
+from packs.llm.usage import query_usage
 from packs.pipeline import ASK_FIELDS
 from packs.retrieval import synthesis
 
@@ -257,18 +259,38 @@ def test_streaming_failure_before_any_text_degrades(fake, pack):
 
 
 
+
+def test_a_streamed_reply_is_put_together_from_its_raw_events():
+    ns = SimpleNamespace
+    reply = synthesis._Reply()
+    events = [
+        ns(type="message_start", message=ns(usage=ns(input_tokens=120, output_tokens=1,
+                                                    cache_read_input_tokens=None))),
+        ns(type="content_block_start", index=0,
+           content_block=ns(type="tool_use", name="answer", input={})),
+        *[ns(type="content_block_delta", index=0, delta=ns(type="input_json_delta",
+                                                          partial_json=piece))
+          for piece in ('{"answer": "Jobs ', 'are retried [1', '] three times', ' and')],
+        ns(type="message_delta", delta=ns(stop_reason="max_tokens"),
+           usage=ns(output_tokens=64, input_tokens=None)),
+        ns(type="message_stop"),
+    ]
+    kinds = [reply.add(e) for e in events]
+    assert kinds.count("input_json") == 4 and reply.tool_size() == len(reply.tool_json())
+    message = reply.message()
+    # Cut short by max_tokens: the answer string keeps what arrived, as it was streamed.
+    assert synthesis.parse_reply(message) == ("Jobs are retried [1] three times and", [])
+    assert message.stop_reason == "max_tokens"
+    assert query_usage(message, "claude-x")["input_tokens"] == 120
+    assert query_usage(message, "claude-x")["output_tokens"] == 64
+
 @pytest.mark.parametrize("profile", PROFILES)
-def test_every_answer_the_tool_schema_allows_gives_a_well_formed_answer(fake, pack, profile,
-                                                                       monkeypatch):
-    """A strictly schema-following API (tests/schema_boundary.py): an empty answer, a long
-    one of awkward text (blank, even), citations whose n is far past the excerpts, extra keys.
+def test_every_answer_the_tool_schema_allows_gives_a_well_formed_answer(fake, pack, profile):
+    """A strictly schema-following API (tests/schema_boundary.py): an empty answer, 5,000
+    characters of awkward text (blank, even), 30 citations of 5,000-character quotes whose n
+    is far past the excerpts, extra keys: a 400 KB tool input, streamed in 57k deltas.
     Each one, asked plainly and streamed, ends in an answer dict whose citations follow
     the answer's own markers; an empty answer degrades to the labelled extractive one."""
-    # Strings and lists no longer than a reply within max_tokens could hold: at the
-    # module's 5,000 characters the SDK's own stream accumulation (it re-parses the tool
-    # input on every delta) takes a minute.
-    monkeypatch.setattr(schema_boundary, "LONG_STRING", 600)
-    monkeypatch.setattr(schema_boundary, "LONG_ARRAY", 4)
     rng, given = random.Random(profile), []
 
     def respond(request):

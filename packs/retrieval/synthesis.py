@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
 
 from packs.llm.client import text_of
 from packs.llm.usage import query_usage
@@ -246,30 +247,115 @@ def _grown(answer: str | None, sent: str) -> Iterator[str]:
 def stream_cited(api, model: str, max_tokens: int, system: str, user: str,
                  out: dict) -> Iterator[str]:
     """Yield the answer's text as it arrives; when the stream ends, `out` holds `answer`,
-    `quotes` and `usage` of the final message (as complete_cited returns them)."""
-    with api.messages.stream(model=model, max_tokens=max_tokens, system=system,
-                             messages=[{"role": "user", "content": user}],
-                             **_tool_args()) as s:
-        buf, text, sent, parsed_at, done = "", "", "", 0, False
-        for event in s:
-            kind = getattr(event, "type", "")
-            if kind == "input_json" and not done:
-                buf += event.partial_json
-                # Each parse reads the whole buffer: parse every PARSE_STEP characters,
+    `quotes` and `usage` of the final message (as complete_cited returns them).
+
+    Reads the raw events (`create(stream=True)`), not the SDK's MessageStream: that one
+    re-parses a tool call's whole input on every delta, which took the SDK ~55 s for a
+    400 KB input (a schema-following server's longest strings)."""
+    reply = _Reply()
+    sent, parsed_at, done = "", 0, False
+    with api.messages.create(model=model, max_tokens=max_tokens, system=system,
+                             messages=[{"role": "user", "content": user}], stream=True,
+                             **_tool_args()) as events:
+        for event in events:
+            kind = reply.add(event)
+            if kind == "text":  # a text reply instead of the tool: its text is the answer
+                sent = yield from _grown(reply.text(), sent)
+            elif kind == "input_json" and not done:
+                # Each parse reads the whole input so far: parse after PARSE_STEP new
+                # characters (or a 32nd of the input, so a long one costs O(n log n)),
                 # and not at all once the answer string is complete.
-                if len(buf) - parsed_at < PARSE_STEP:
+                size = reply.tool_size()
+                if size - parsed_at < max(PARSE_STEP, size // 32):
                     continue
-                parsed_at = len(buf)
-                answer, done = _partial_answer(buf)
+                parsed_at = size
+                answer, done = _partial_answer(reply.tool_json())
                 sent = yield from _grown(answer, sent)
-            elif kind == "text":  # a text reply instead of the tool: its text is the answer
-                text += event.text
-                sent = yield from _grown(text, sent)
-        final = s.get_final_message()
+    final = reply.message()
     answer, quotes = parse_reply(final)
     if answer.startswith(sent) and len(answer) > len(sent):
         yield answer[len(sent):]
     out.update(answer=answer, quotes=quotes, usage=query_usage(final, model))
+
+
+class _Reply:
+    """A streamed reply put together from its raw events, in linear time: text blocks,
+    tool calls (their input parsed once, at the end), stop reason and token counts."""
+
+    def __init__(self) -> None:
+        self.blocks: list[dict] = []
+        self._by_index: dict[int, dict] = {}
+        self.stop_reason: str | None = None
+        self.usage: dict[str, int] = {}
+
+    def add(self, event) -> str | None:
+        """Take one event; returns "text" or "input_json" when it added to a block."""
+        kind = getattr(event, "type", "")
+        if kind == "message_start":
+            self._count(event.message.usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            self.blocks.append({"type": block.type, "name": getattr(block, "name", None),
+                                "text": [getattr(block, "text", "") or ""], "json": [],
+                                "size": 0})
+            self._by_index[event.index] = self.blocks[-1]
+        elif kind == "content_block_delta" and event.index in self._by_index:
+            block, delta = self._by_index[event.index], event.delta
+            if delta.type == "text_delta":
+                block["text"].append(delta.text)
+                return "text"
+            if delta.type == "input_json_delta":
+                block["json"].append(delta.partial_json)
+                block["size"] += len(delta.partial_json)
+                return "input_json"
+        elif kind == "message_delta":
+            self.stop_reason = event.delta.stop_reason or self.stop_reason
+            self._count(event.usage)
+        return None
+
+    def _count(self, usage) -> None:
+        for name in ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                     "cache_creation_input_tokens"):
+            value = getattr(usage, name, None)
+            if value is not None:  # a later event's count replaces an earlier one
+                self.usage[name] = int(value)
+
+    def text(self) -> str:
+        return "".join("".join(b["text"]) for b in self.blocks if b["type"] == "text")
+
+    def _tool(self) -> dict | None:
+        return next((b for b in reversed(self.blocks) if b["type"] == "tool_use"), None)
+
+    def tool_size(self) -> int:
+        """Characters of the last tool call's input so far."""
+        tool = self._tool()
+        return tool["size"] if tool else 0
+
+    def tool_json(self) -> str:
+        """The input of the last tool call so far, as streamed (partial JSON)."""
+        tool = self._tool()
+        if tool is None:
+            return ""
+        tool["json"][:] = ["".join(tool["json"])]
+        return tool["json"][0]
+
+    def message(self) -> SimpleNamespace:
+        """The reply as parse_reply, text_of and query_usage read a Message."""
+        from jiter import from_json
+
+        content = []
+        for b in self.blocks:
+            if b["type"] == "tool_use":
+                raw = "".join(b["json"]).encode("utf-8")
+                try:  # cut short (max_tokens): keep what arrived, as it was streamed
+                    data = from_json(raw, partial_mode="trailing-strings") if raw else {}
+                except ValueError:
+                    data = {}
+                content.append(SimpleNamespace(type="tool_use", name=b["name"], input=data))
+            elif b["type"] == "text":
+                content.append(SimpleNamespace(type="text", text="".join(b["text"])))
+        return SimpleNamespace(content=content, stop_reason=self.stop_reason,
+                               usage=SimpleNamespace(**self.usage))
 
 
 def stream(api, model: str, max_tokens: int, system: str, user: str,
