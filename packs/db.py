@@ -119,7 +119,6 @@ SECTION_ENTITIES = (
 )
 # Format 3: the graph facts of each section, precomputed at build time (packs.format).
 SECTION_GRAPHS = "MATCH (s:Section) WHERE s.id IN $ids RETURN s.id, s.graph"
-
 SECTION_TRIPLES = (
     "MATCH (s:Section)-[:MENTIONS]->(e:Entity)-[r:RELATED_TO]->(o:Entity) "
     "WHERE s.id IN $ids RETURN s.id, e.name, r.relation, o.name "
@@ -165,6 +164,7 @@ def by_key(returns: str, n: int) -> str:
     `returns` for each one found, as UNION ALL of n lookups."""
     return " UNION ALL ".join(f"MATCH (s:Section {{id: $k{i}}}) RETURN {returns}"
                               for i in range(n))
+
 
 @dataclass
 class QueryLog:

@@ -9,7 +9,7 @@ calls of one question (multi-query expansion, synthesis). Missing or null counte
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from packs.llm.costs import cost_usd
@@ -40,12 +40,14 @@ class Completion:
     stop_reason: str | None = None
 
 
+# The counters a reply's `usage` carries, named as the Messages API names them.
+USAGE_FIELDS = tuple(f.name for f in fields(Usage))
+
+
 def usage_of(message: Any) -> Usage:
     """The token counters of a reply (a `Message`); 0 for any the reply lacks."""
     u = getattr(message, "usage", None)
-    return Usage(*(int(getattr(u, name, 0) or 0) for name in (
-        "input_tokens", "output_tokens", "cache_read_input_tokens",
-        "cache_creation_input_tokens")))
+    return Usage(**{name: int(getattr(u, name, 0) or 0) for name in USAGE_FIELDS})
 
 
 def completion_of(message: Any) -> Completion:

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 
 from packs.llm.client import text_of
-from packs.llm.usage import query_usage
+from packs.llm.usage import USAGE_FIELDS, query_usage
 from packs.result import RankedSection
 from packs.retrieval import extractive
 
@@ -167,11 +167,7 @@ def parse_reply(message) -> tuple[str, Quotes]:
             if not isinstance(answer, str) or not answer.strip():
                 break
             return answer, _quotes(data.get("citations"))
-    text = text_of(message)
-    if text.strip():
-        return text, []
-    raise UnusableReply(f"Claude's reply had no answer (stop_reason "
-                        f"{getattr(message, 'stop_reason', None)!r})")
+    return _text_answer(message), []
 
 
 def _quotes(raw: object) -> Quotes:
@@ -209,10 +205,11 @@ def complete(api, model: str, max_tokens: int, system: str, user: str) -> tuple[
 
 
 def _text_answer(message) -> str:
-    """The text of a plain reply; UnusableReply when it is blank."""
+    """The text of a reply (a plain one, or one without the tool's answer); UnusableReply
+    when it is blank."""
     text = text_of(message)
     if not text.strip():
-        raise UnusableReply(f"Claude's reply had no text (stop_reason "
+        raise UnusableReply(f"Claude's reply had no answer (stop_reason "
                             f"{getattr(message, 'stop_reason', None)!r})")
     return text
 
@@ -314,8 +311,7 @@ class _Reply:
         return None
 
     def _count(self, usage) -> None:
-        for name in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                     "cache_creation_input_tokens"):
+        for name in USAGE_FIELDS:
             value = getattr(usage, name, None)
             if value is not None:  # a later event's count replaces an earlier one
                 self.usage[name] = int(value)
