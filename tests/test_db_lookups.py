@@ -62,3 +62,20 @@ def test_prepared_statements_are_reused_and_give_the_same_rows(pack):
     assert [v[0] for v in plain] == first
     assert db.fts_raw("retry backoff", 5) == db._run(
         db_mod.FTS_SEARCH, {"q": "retry backoff", "k": 5}, None)
+
+
+def test_full_text_rows_carry_their_bm25_score_and_similarity(pack):
+    """score_fts computes every row's similarity in one product: the same values, row by
+    row, as the stored embedding's dot product with the question vector."""
+    db = pack.db
+    qvec = pack.embed_query("How many times is a failed job retried?")
+    raw = db.fts_raw("failed job retried retry", 30)
+    assert len(raw) >= 2
+    rows = db.score_fts(raw, qvec)
+    assert [r.id for r in rows] == [v[0] for v in raw]
+    for r, values in zip(rows, raw):
+        assert r.bm25 == pytest.approx(float(values[8]))
+        assert r.similarity == pytest.approx(
+            float(np.dot(np.asarray(values[9], dtype=np.float32), qvec)), abs=1e-5)
+    assert [r.bm25 for r in rows] == sorted((r.bm25 for r in rows), reverse=True)
+    assert db.score_fts([], qvec) == []

@@ -108,14 +108,14 @@ def test_a_quote_that_is_not_in_its_section_is_flagged(fake, pack):
 
 
 def test_markers_without_quotes_or_excerpts_are_unverified(fake, pack):
-    # [1] twice with one quote, and [9], which names no excerpt of the context.
-    fake.responder = lambda req: cited_answer(req, cite=(1,), extra_markers=" Also [1] and [9].")
+    # [1] twice with one quote, and [99], which names no excerpt of the context.
+    fake.responder = lambda req: cited_answer(req, cite=(1,), extra_markers=" Also [1] and [99].")
     answer = pack.ask(QUESTION, use_cache=False)
     assert [(c["n"], c["verified"]) for c in answer["citations"]] == [
-        (1, True), (1, False), (9, False)]
+        (1, True), (1, False), (99, False)]
     assert answer["citations"][1]["quote"] == ""
     assert answer["citations"][2]["url"] is None and answer["citations"][2]["section_id"] is None
-    assert "Unverified citations 1, 9:" in answer["answer"]
+    assert "Unverified citations 1, 99:" in answer["answer"]
 
 
 def test_whitespace_differences_still_verify(fake, pack):

@@ -198,17 +198,17 @@ def test_distinct_first_reorders_the_results_not_the_pages(pack, tmp_path, embed
         assert pages >= 3 and len(set(auto[:pages])) == pages and auto[0] == auto[pages]
 
 
-def test_distinct_pages_may_come_from_past_the_first_candidates(pack):
-    """One page can fill the first max_results fused candidates; the distinct pages then
-    come from further down the fused pool (the vector and BM25 candidates together), where
-    a plain search, which keeps only the first max_results, never looks."""
+def test_the_first_results_do_not_depend_on_how_many_are_asked_for(pack):
+    """Each ranking brings pipeline.CANDIDATES candidates however few results are asked
+    for, so a search for 3 returns the first 3 of a search for 10, with or without
+    distinct pages first. (With only max_results candidates, one page filled the 3 fused
+    candidates of this question and the distinct pages were never found.)"""
     q = "how do workers poll queues and retry failed jobs"
-    plain = _articles(pack.search(q, max_results=3, distinct_first=0, gate_threshold=-1.0,
-                                  use_cache=False))
-    assert len(set(plain)) == 1  # (the quality filter drops one of its 3 sections)
-    spread = _articles(pack.search(q, max_results=3, distinct_first=3, gate_threshold=-1.0,
-                                   use_cache=False))
-    assert spread[0] == plain[0] and spread[1] != spread[0]
+    for distinct in (0, 3):
+        few, many = (pack.search(q, max_results=n, distinct_first=distinct,
+                                 gate_threshold=-1.0, use_cache=False) for n in (3, 10))
+        assert [s.id for s in few.sections] == [s.id for s in many.sections[:3]]
+    assert len(set(_articles(few))) == 3
 
 
 def test_sections_too_short_to_show_do_not_use_up_a_pages_places(tmp_path, embedder):
@@ -425,15 +425,21 @@ def test_a_question_naming_a_page_title_finds_that_page(tmp_path, embedder):
         # Not named: "drain" is half of the question.
         assert not any("title" in s.stages for s in docs.search(
             "How do workers drain?", gate_threshold=-1.0, use_cache=False).sections)
-        # A named page outside the candidates is fetched; a section first in both the vector
-        # and the BM25 ranking keeps first place.
-        one = docs.search("More workers", gate_threshold=-1.0, use_cache=False, max_results=1)
-        assert ARTICLE_SECTIONS in one.cypher_query and one.sections[0].title == "Scaling out"
+        # Asked for one result, the named page is still first: it is among the candidates
+        # however few results are asked for. (With only max_results candidates, a search for
+        # one result put the "Scaling out > More workers" section first, one for three the
+        # Workers page.)
+        for n in (1, 3):
+            first = docs.search("More workers", gate_threshold=-1.0, use_cache=False,
+                                max_results=n).sections[0]
+            assert first.title == "Workers" and "title" in first.stages
         # A named page whose every section is under the quality filter's 20 words (an index
-        # page, a glossary) is still shown: it is the page asked for. Unnamed, it is not.
+        # page, a glossary) is fetched and shown: it is the page asked for. Unnamed, it is
+        # not.
         glossary = docs.search("Glossary", gate_threshold=-1.0, use_cache=False)
         top = glossary.sections[0]
         assert top.title == "Glossary" and top.word_count < 20 and "title" in top.stages
+        assert ARTICLE_SECTIONS in glossary.cypher_query
         assert [s.title for s in glossary.sections].count("Glossary") == 1
         assert "Glossary" not in [s.title for s in docs.search(
             "Glossary", gate_threshold=-1.0, use_cache=False, title_match=False).sections]

@@ -122,6 +122,20 @@ def test_quality_score_formula():
     assert quality.passes(0.3) and not quality.passes(0.29)
 
 
+@pytest.mark.parametrize("threshold", [-1.0, 0.0, 0.25, 0.3, 0.35, 0.45, 0.8, 0.95, 1.01])
+def test_keeps_decides_as_the_full_score_does(threshold):
+    """keeps() skips reading the text when the length alone decides; it must agree with
+    passes(quality_score()) at every length, keyword overlap and threshold."""
+    question = "How do I retry a failed kestrel job?"
+    qkw = quality.keywords(question)
+    for words in (0, 5, 19, 20, 21, 25, 30, 33, 34, 40, 60, 100, 200, 400):
+        for text in (" ".join(["filler"] * words),
+                     " ".join(["retry", "kestrel", *["filler"] * max(words - 2, 0)]),
+                     " ".join(["retry", "failed", "kestrel", "job"] * (words // 4 + 1))):
+            want = quality.passes(quality.quality_score(text, question, words), threshold)
+            assert quality.keeps(text, qkw, words, threshold) is want, (words, text[:30])
+
+
 def test_quality_uses_precomputed_word_count():
     assert quality.quality_score("short", "q", word_count=100) == pytest.approx(0.5)
 

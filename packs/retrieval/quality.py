@@ -37,15 +37,34 @@ def keywords(text: str) -> set[str]:
     return {t for t in tokenize(text) if t not in STOP_WORDS}
 
 
-def quality_score(text: str, question: str, word_count: int | None = None) -> float:
-    """The score above; `word_count` (precomputed at build time) saves a split."""
+def _length_score(words: int) -> float:
+    return min(0.8, 0.2 + words / 200 * 0.6)
+
+
+def quality_score(text: str, question: str | set[str], word_count: int | None = None) -> float:
+    """The score above; `word_count` (precomputed at build time) saves a split, and the
+    question may be given as its `keywords` (one tokenisation for many sections)."""
     words = word_count if word_count is not None else len(text.split())
     if words < MIN_WORDS:
         return 0.0
-    q = keywords(question)
+    q = keywords(question) if isinstance(question, str) else question
     overlap = len(q & keywords(text)) / len(q) if q else 0.0
-    return min(0.8, 0.2 + words / 200 * 0.6) + min(0.2, overlap * 0.2)
+    return _length_score(words) + min(0.2, overlap * 0.2)
 
 
 def passes(score: float, threshold: float = DEFAULT_THRESHOLD) -> bool:
     return score >= threshold
+
+
+def keeps(text: str, question_keywords: set[str], word_count: int,
+          threshold: float = DEFAULT_THRESHOLD) -> bool:
+    """passes(quality_score(...)), reading the text only when its length alone does not
+    decide (20-33 words at the default threshold): a search checks every candidate."""
+    if word_count < MIN_WORDS:
+        return passes(0.0, threshold)
+    length = _length_score(word_count)
+    if passes(length, threshold):
+        return True
+    if not passes(length + 0.2, threshold):  # the keyword part adds at most 0.2
+        return False
+    return passes(quality_score(text, question_keywords, word_count), threshold)
