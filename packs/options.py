@@ -39,11 +39,11 @@ class SearchOptions:
     """Every query-time switch, with its default.
 
     Retrieval
-      max_results: sections returned (clamped to 1..1000). The vector and BM25 searches
-        each bring max(this, 30) candidates (packs.pipeline.CANDIDATES), so the first
-        results are the same whatever the number asked for; with the cross-encoder on,
-        max(2x this, 30), all of which it scores (with `distinct_first` in force, every
-        fused one).
+      max_results: sections returned (clamped to 1..1000). The vector search brings
+        max(this, 30) candidates and BM25 max(this, 10) (packs.pipeline.CANDIDATES), so
+        the first results are the same whether 1 or 10 are asked for; with the
+        cross-encoder on, 2x this instead of this, and it scores them all (with
+        `distinct_first` in force, every fused one).
       hybrid: add BM25 over the pack's full-text index to the vector search.
       fusion: "rrf" (reciprocal rank fusion, k=`rrf_k`), "weighted"
         (`vector_weight`*similarity + `bm25_weight`*BM25/max BM25) or "minmax"

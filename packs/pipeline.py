@@ -35,13 +35,15 @@ if TYPE_CHECKING:
 ASK_FIELDS, ask, ask_stream = answer.ASK_FIELDS, answer.ask, answer.ask_stream
 
 
-# Each ranking (vector, BM25) brings at least this many candidates, however few results
-# are asked for, so that the first results do not depend on `max_results` (up to this
-# many). Asked for 5, a pool of 5 held too few pages for `distinct_first`: Kubernetes
-# multi-hop, both pages in the first 5 results for 7 of 13 dev questions, against 11 of 13
-# from this pool (BENCHMARKS.md). 30 is the depth the evaluation searches to (3 x
-# nDCG@10), so the benchmarks measure what users get.
+# However few results are asked for, the vector ranking brings CANDIDATES candidates and
+# the BM25 ranking BM25_CANDIDATES, so that the first results do not depend on
+# `max_results` (up to 10). Asked for 5, a pool of 5 + 5 held too few pages for
+# `distinct_first`: Kubernetes multi-hop, both pages in the first 5 results for 7 of 13 dev
+# questions, against 10 of 13 from this pool. The vector query's extra rows cost ~1 ms; 30
+# full-text rows instead of 10 cost ~5 ms (the query runs beside the embedding on the same
+# cores) for a gate and multi-hop within a question or two of these (BENCHMARKS.md).
 CANDIDATES = 30
+BM25_CANDIDATES = 10
 
 
 class QuestionError(ValueError):
@@ -91,12 +93,12 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
         active = _active_filters(explicit, suggested, opts.auto_filters)
     # The full-text query needs no question vector: it runs in the pack's worker thread
     # while the question is embedded (ONNX and Kuzu both release the GIL).
-    n_candidates = max(opts.max_results * (2 if opts.enabled("cross_encoder") else 1),
-                       CANDIDATES)
+    wanted = opts.max_results * (2 if opts.enabled("cross_encoder") else 1)
+    n_candidates, n_bm25 = max(wanted, CANDIDATES), max(wanted, BM25_CANDIDATES)
     fts_text = fts_query_text(list(qa.terms)) if opts.enabled("hybrid") else ""
     fts_log = QueryLog()
     fts_filters = active
-    fts_job = (pack.background(db.fts_raw, fts_text, n_candidates, fts_log, active)
+    fts_job = (pack.background(db.fts_raw, fts_text, n_bm25, fts_log, active)
                if fts_text else None)
     with timer("embed"):
         qvec = pack.embed_query(question)
@@ -150,7 +152,7 @@ def search(pack: KnowledgePack, question: str, opts: SearchOptions) -> SearchRes
             if fts_text and fts_filters != active:
                 # The suggested filters matched nothing: the query again without them.
                 fts_log = QueryLog()
-                raw = db.fts_raw(fts_text, n_candidates, fts_log, active)
+                raw = db.fts_raw(fts_text, n_bm25, fts_log, active)
             bm_rows = db.score_fts(raw, qvec)
             for statement in fts_log.statements:  # after the vector ones: a stable order
                 qlog.add(statement)
