@@ -201,8 +201,9 @@ def test_distinct_first_reorders_the_results_not_the_pages(pack, tmp_path, embed
 def test_the_first_results_do_not_depend_on_how_many_are_asked_for(pack):
     """The vector and BM25 rankings bring pipeline.CANDIDATES and BM25_CANDIDATES
     candidates however few results are asked for, so a search for 3 returns the first 3 of
-    a search for 10, with or without distinct pages first. (With only max_results candidates, one page filled the 3 fused
-    candidates of this question and the distinct pages were never found.)"""
+    a search for 10, with or without distinct pages first. (With only max_results
+    candidates, one page filled the 3 fused candidates of this question and the distinct
+    pages were never found.)"""
     q = "how do workers poll queues and retry failed jobs"
     for distinct in (0, 3):
         few, many = (pack.search(q, max_results=n, distinct_first=distinct,
