@@ -79,8 +79,10 @@ def _reference(build_dir, qvec, w):
 
 @pytest.mark.parametrize("weight", [0.5, 0.8])
 def test_search_blends_both_vectors_like_the_reference(built, weight):
+    # The blend's own ranking: no distinct pages first, no per-page cap (with 30 vector
+    # candidates, those would bring in other pages' sections).
     plain = dict(hybrid=False, graph_rerank=False, multi_doc=False, quality_threshold=0.0,
-                 use_cache=False, max_results=4)
+                 distinct_first=0, per_article=0, use_cache=False, max_results=4)
     with KnowledgePack.open(built["with"]) as pack:
         q = "drip irrigation timer"
         ref = _reference(pack.path, pack.embed_query(q), weight)
