@@ -342,17 +342,8 @@ class PackDB:
         return self._run(FILTERED_FTS_SEARCH.replace("{where}", clause), params, log)
 
     def score_fts(self, raw: list[list], qvec: np.ndarray) -> list[Row]:
-        """Rows of `fts_raw`, each with its BM25 score and its similarity to `qvec` (one
-        product for all of them)."""
-        embeddings = [values[9] for values in raw]
-        if not raw or any(e is None for e in embeddings):
-            return [self._with_similarity(values, 0, qvec, bm25=float(values[8]))
-                    for values in raw]
-        sims = np.asarray(embeddings, dtype=np.float32) @ qvec
-        rows = [_row(values) for values in raw]
-        for row, values, sim in zip(rows, raw, sims.tolist()):
-            row.bm25, row.similarity = float(values[8]), sim
-        return rows
+        """Rows of `fts_raw`, each with its BM25 score and its similarity to `qvec`."""
+        return [self._with_similarity(values, 0, qvec, bm25=float(values[8])) for values in raw]
 
     def fts_floor(self, text: str, k: int) -> int:
         """The bare full-text top-k (no vectors returned), for latency baselines; returns

@@ -65,8 +65,8 @@ def test_prepared_statements_are_reused_and_give_the_same_rows(pack):
 
 
 def test_full_text_rows_carry_their_bm25_score_and_similarity(pack):
-    """score_fts computes every row's similarity in one product: the same values, row by
-    row, as the stored embedding's dot product with the question vector."""
+    """score_fts gives each full-text row its BM25 score and its similarity: the stored
+    embedding's dot product with the question vector."""
     db = pack.db
     qvec = pack.embed_query("How many times is a failed job retried?")
     raw = db.fts_raw("failed job retried retry", 30)
