@@ -190,6 +190,7 @@ def html_to_markdown(html: str | bytes, url: str) -> tuple[str | None, str, list
     import trafilatura  # here, not at module level: a no-change rebuild never parses HTML
 
     base = _base_href(tree, url)
+    _unwrap_numbered_code(tree)
     _wrap_bare_pre(tree)
     meta = trafilatura.extract_metadata(copy.deepcopy(tree), default_url=url)
     extracted = trafilatura.extract(
@@ -209,6 +210,24 @@ def html_to_markdown(html: str | bytes, url: str) -> tuple[str | None, str, list
 def _base_href(tree: lxml.html.HtmlElement, url: str) -> str:
     hrefs = tree.xpath("//head/base/@href")
     return urljoin(url, hrefs[0].strip()) if hrefs else url
+
+
+def _unwrap_numbered_code(tree: lxml.html.HtmlElement) -> None:
+    # A code block with line numbers is often a one-row table (Pygments "table" line
+    # numbers in Sphinx, Jekyll's Rouge, Hugo): a cell of numbers beside a cell of code.
+    # trafilatura turns that table into one Markdown row with the code's lines run
+    # together; the code's <pre> alone replaces the table.
+    for table in list(tree.iter("table")):
+        rows = table.xpath("./tr | ./tbody/tr")
+        cells = rows[0].xpath("./td") if len(rows) == 1 else []
+        pres = [cell.xpath(".//pre") for cell in cells]
+        if len(cells) != 2 or not all(len(p) == 1 for p in pres):
+            continue
+        numbers, code = pres[0][0], pres[1][0]
+        if not re.fullmatch(r"[\d\s]+", numbers.text_content()) or table.getparent() is None:
+            continue
+        code.tail = table.tail
+        table.getparent().replace(table, code)
 
 
 def _wrap_bare_pre(tree: lxml.html.HtmlElement) -> None:

@@ -416,6 +416,25 @@ def test_bare_pre_becomes_a_fence() -> None:
     assert "```\ntool --one\n  --two\n```" in text
 
 
+@pytest.mark.parametrize("table", [
+    # Pygments "table" line numbers (Sphinx, Hugo)
+    '<div class="highlight"><table class="highlighttable"><tr><td class="linenos"><div>'
+    '<pre><span>1</span>\n<span>2</span></pre></div></td><td class="code"><div><pre>'
+    '<span></span>let a = 1;\nlet b = 2;\n</pre></div></td></tr></table></div>',
+    # Jekyll's Rouge
+    '<table class="rouge-table"><tbody><tr><td class="gutter gl"><pre class="lineno">1\n2\n'
+    '</pre></td><td class="code"><pre>let a = 1;\nlet b = 2;\n</pre></td></tr></tbody></table>',
+])
+def test_code_with_line_numbers_becomes_one_fence(table: str) -> None:
+    html = ("<html><body><article><p>Two bindings, one after the other, as the example below "
+            f"shows in full.</p>{table}<p>That is all the example needs to show today.</p>"
+            "<table><tr><td><pre>x</pre></td><td><pre>y</pre></td></tr></table>"
+            "</article></body></html>")
+    _, text, _ = html_to_markdown(html, "https://a.example/")
+    assert "```\nlet a = 1;\nlet b = 2;\n```" in text
+    assert "1 2" not in text and "| `x` | `y` |" in text  # a table of two code cells stays
+
+
 def test_parse_document_never_crashes_on_garbage() -> None:
     page = parse_document(b"\xff\xfe\xfa<html>\xc3(<p>" * 50, "text/html; charset=utf-8", "https://a.example/", "/")
     assert page.status in ("ok", "failed")
