@@ -108,10 +108,15 @@ def choose_cut(rows: list[dict], weights, bias, max_false: float) -> float:
     (each corpus counts once), stay within `max_false` (rows are dev rows)."""
     from packs.retrieval.gate import probability
 
+    return cut_for(rows, lambda r: probability(r["signals"], weights, bias), max_false)
+
+
+def cut_for(rows: list[dict], prob, max_false: float) -> float:
+    """`choose_cut` for any model: `prob(row)` is its probability that a row is in-domain."""
     corpora_in: dict[str, list[float]] = {}
     for r in rows:
         if r["group"] == "in":
-            corpora_in.setdefault(r["corpus"], []).append(probability(r["signals"], weights, bias))
+            corpora_in.setdefault(r["corpus"], []).append(prob(r))
 
     def mean_false(cut: float) -> float:
         return sum(sum(p < cut for p in ps) / len(ps) for ps in corpora_in.values()) / len(
@@ -207,6 +212,74 @@ def loco_lines(rows: list[dict], names: list[str], max_false: float) -> list[str
             common.table(table, cols), ""]
 
 
+def model_family_lines(rows: list[dict], names: list[str], max_false: float) -> list[str]:
+    """Other model families on the same signals (scikit-learn, installed with the build's
+    sentence-transformers): each fitted on dev with the groups weighted as `fit` weights
+    them, its cut chosen as `choose_cut` chooses, scored on test and leaving one corpus out
+    as `loco_lines` does. Does a non-linear model find what the logistic one misses?"""
+    import numpy as np
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    from packs.retrieval.gate import FITTED_SIGNALS, probability
+
+    families = {
+        "gradient-boosted trees (depth 3)": lambda: HistGradientBoostingClassifier(
+            max_depth=3, max_iter=150, learning_rate=0.05, min_samples_leaf=20, random_state=0),
+        "random forest (300 trees)": lambda: RandomForestClassifier(
+            n_estimators=300, min_samples_leaf=5, random_state=0),
+        "MLP (16 hidden)": lambda: MLPClassifier(hidden_layer_sizes=(16,), alpha=1e-2,
+                                                 max_iter=3000, random_state=0),
+    }
+
+    def matrix(subset: list[dict]):
+        return np.array([[r["signals"][n] for n in FITTED_SIGNALS] for r in subset])
+
+    def fitted(make, train: list[dict]):
+        scaler = StandardScaler().fit(matrix(train))
+        y = np.array([r["group"] == "in" for r in train], dtype=float)
+        sizes: dict[tuple, int] = {}
+        for r in train:
+            sizes[(r["corpus"], r["group"] == "in")] = sizes.get((r["corpus"], r["group"] == "in"), 0) + 1
+        weight = np.array([1.0 / sizes[(r["corpus"], r["group"] == "in")] for r in train])
+        model = make()
+        kwargs = {} if isinstance(model, MLPClassifier) else {
+            "sample_weight": weight * len(train) / weight.sum()}
+        model.fit(scaler.transform(matrix(train)), y, **kwargs)
+        probs = {id(r): p for r, p in zip(rows, model.predict_proba(
+            scaler.transform(matrix(rows)))[:, 1])}
+        return lambda r: probs[id(r)]
+
+    def logistic(train: list[dict]):
+        weights, bias = fit(train, FITTED_SIGNALS)
+        return lambda r: probability(r["signals"], weights, bias)
+
+    fitters = {"logistic (`fit`, as calibrated above)": logistic,
+               **{label: lambda train, m=make: fitted(m, train)
+                  for label, make in families.items()}}
+    dev = [r for r in rows if r["split"] == "dev"]
+    test = [r for r in rows if r["split"] == "test"]
+    table = []
+    for label, fitter in fitters.items():
+        prob = fitter(dev)
+        cut = cut_for(dev, prob, max_false)
+        got = rates(test, lambda r, p=prob, c=cut: p(r) >= c)
+        m: dict[str, object] = {f"{n} test": gated_cell(got, n) for n in names}
+        for held in names if len(names) > 1 else ():
+            train = [r for r in dev if r["corpus"] != held]
+            p_held = fitter(train)
+            c_held = cut_for(train, p_held, max_false)
+            left = rates([r for r in rows if r["corpus"] == held],
+                         lambda r, p=p_held, c=c_held: p(r) >= c)
+            m[f"{held} left out"] = gated_cell(left, held)
+        table.append((label, m))
+    cols = [f"{n} test" for n in names] + ([f"{n} left out" for n in names]
+                                           if len(names) > 1 else [])
+    return ["## model families on the same signals (in-domain gated / absent gated)", "",
+            common.table(table, cols), ""]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
@@ -215,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-false", type=float, default=0.04,
                     help="in-domain false abstention allowed on dev, mean over the corpora")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--model-families", action="store_true",
+                    help="also fit other model families (trees, forest, MLP) on the signals")
     ap.add_argument("--rows", type=Path, default=None,
                     help="JSONL of the searched questions' signals: written after searching, "
                          "or read instead of searching when it exists (refits are cheap)")
@@ -279,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{PREVIOUS['version']} weights": (PREVIOUS["weights"], PREVIOUS["bias"])})
     lines += loco_lines(rows, names, args.max_false)
     lines += per_corpus_cut_lines(rows, names, weights, bias, args.max_false)
+    if args.model_families:
+        lines += model_family_lines(rows, names, args.max_false)
     lines.append(f'gate.CALIBRATED[model] = {{"weights": {weights}, "bias": {bias}, '
                  f'"cut": {cut}}}')
     text = "\n".join(lines)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import pytest
 
@@ -129,6 +130,25 @@ def test_gate_fit_separates_and_the_cut_keeps_in_domain_questions():
     assert max(outs) < ins[0]  # separable: every absent row below every in-domain one
     cut = gate_calibration.choose_cut(rows, weights, bias, max_false=0.0)
     assert cut <= ins[0] and cut + 0.01 > ins[0] - 0.01  # the highest cut keeping all
+
+
+def test_model_families_are_fitted_and_scored_like_the_logistic_gate():
+    from packs.retrieval.gate import FITTED_SIGNALS
+
+    rng = random.Random(7)
+    drawn = {group: [centre + rng.uniform(-0.1, 0.1) for _ in range(40)]
+             for group, centre in (("in", 0.3), ("absent", -0.3))}
+    rows = [{"corpus": corpus, "split": split, "group": group,
+             "signals": {**dict.fromkeys(FITTED_SIGNALS, 0.0), "similarity": s}}
+            for corpus in ("a", "b") for split in ("dev", "test")
+            for group, values in drawn.items() for s in values]
+    lines = gate_calibration.model_family_lines(rows, ["a", "b"], max_false=0.0)
+    body = "\n".join(lines).splitlines()[4:]  # title, blank, header, rule
+    body = [line for line in body if line.startswith("| ")]
+    assert len(body) == 4  # the logistic fit and three scikit-learn families
+    for line in body:  # separable on similarity: every family gates exactly the absent rows
+        cells = [c.strip() for c in line.strip("|").split("|")][1:]
+        assert cells == ["0.0% / 100.0%"] * 4, line
 
 
 def test_small_pack_weight_is_the_smallest_that_keeps_dev_in_domain_questions():
