@@ -28,6 +28,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,13 +84,7 @@ def fit(rows: list[dict], names: tuple[str, ...], l2: float = 1e-2, steps: int =
 
     x = np.array([[r["signals"][n] for n in names] for r in rows], dtype=float)
     y = np.array([r["group"] == "in" for r in rows], dtype=float)
-    w = np.zeros(len(rows))
-    groups: dict[tuple, list[int]] = {}
-    for i, r in enumerate(rows):
-        groups.setdefault((r["corpus"], r["group"] == "in"), []).append(i)
-    for idx in groups.values():
-        w[idx] = 1.0 / len(idx)
-    w /= w.sum()
+    w = group_weights(rows)
     mu, sd = x.mean(axis=0), x.std(axis=0) + 1e-9
     z = (x - mu) / sd
     beta, bias = np.zeros(len(names)), 0.0
@@ -101,6 +96,16 @@ def fit(rows: list[dict], names: tuple[str, ...], l2: float = 1e-2, steps: int =
     raw = beta / sd
     return ({n: round(float(v), 3) for n, v in zip(names, raw)},
             round(float(bias - (beta * mu / sd).sum()), 3))
+
+
+def group_weights(rows: list[dict]):
+    """One weight per row, summing to 1, each (corpus, in-domain or not) group's rows
+    sharing an equal part: no corpus or class dominates a fit."""
+    import numpy as np
+
+    sizes = Counter((r["corpus"], r["group"] == "in") for r in rows)
+    w = np.array([1.0 / sizes[(r["corpus"], r["group"] == "in")] for r in rows])
+    return w / w.sum()
 
 
 def choose_cut(rows: list[dict], weights, bias, max_false: float) -> float:
@@ -239,13 +244,10 @@ def model_family_lines(rows: list[dict], names: list[str], max_false: float) -> 
     def fitted(make, train: list[dict]):
         scaler = StandardScaler().fit(matrix(train))
         y = np.array([r["group"] == "in" for r in train], dtype=float)
-        sizes: dict[tuple, int] = {}
-        for r in train:
-            sizes[(r["corpus"], r["group"] == "in")] = sizes.get((r["corpus"], r["group"] == "in"), 0) + 1
-        weight = np.array([1.0 / sizes[(r["corpus"], r["group"] == "in")] for r in train])
         model = make()
+        # MLPClassifier takes no sample weights: it sees the groups as they come.
         kwargs = {} if isinstance(model, MLPClassifier) else {
-            "sample_weight": weight * len(train) / weight.sum()}
+            "sample_weight": group_weights(train) * len(train)}
         model.fit(scaler.transform(matrix(train)), y, **kwargs)
         probs = {id(r): p for r, p in zip(rows, model.predict_proba(
             scaler.transform(matrix(rows)))[:, 1])}
