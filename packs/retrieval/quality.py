@@ -37,6 +37,11 @@ def keywords(text: str) -> set[str]:
     return {t for t in tokenize(text) if t not in STOP_WORDS}
 
 
+# The keyword part of the score: the share of the question's keywords in the text, times
+# this, so at most this.
+KEYWORD_PART = 0.2
+
+
 def _length_score(words: int) -> float:
     return min(0.8, 0.2 + words / 200 * 0.6)
 
@@ -49,7 +54,7 @@ def quality_score(text: str, question: str | set[str], word_count: int | None = 
         return 0.0
     q = keywords(question) if isinstance(question, str) else question
     overlap = len(q & keywords(text)) / len(q) if q else 0.0
-    return _length_score(words) + min(0.2, overlap * 0.2)
+    return _length_score(words) + min(KEYWORD_PART, overlap * KEYWORD_PART)
 
 
 def passes(score: float, threshold: float = DEFAULT_THRESHOLD) -> bool:
@@ -65,6 +70,6 @@ def keeps(text: str, question_keywords: set[str], word_count: int,
     length = _length_score(word_count)
     if passes(length, threshold):
         return True
-    if not passes(length + 0.2, threshold):  # the keyword part adds at most 0.2
+    if not passes(length + KEYWORD_PART, threshold):
         return False
     return passes(quality_score(text, question_keywords, word_count), threshold)
