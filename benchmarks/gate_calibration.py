@@ -241,16 +241,18 @@ def model_family_lines(rows: list[dict], names: list[str], max_false: float) -> 
     def matrix(subset: list[dict]):
         return np.array([[r["signals"][n] for n in FITTED_SIGNALS] for r in subset])
 
+    every = matrix(rows)
+
     def fitted(make, train: list[dict]):
-        scaler = StandardScaler().fit(matrix(train))
+        x = matrix(train)
+        scaler = StandardScaler().fit(x)
         y = np.array([r["group"] == "in" for r in train], dtype=float)
         model = make()
         # MLPClassifier takes no sample weights: it sees the groups as they come.
         kwargs = {} if isinstance(model, MLPClassifier) else {
             "sample_weight": group_weights(train) * len(train)}
-        model.fit(scaler.transform(matrix(train)), y, **kwargs)
-        probs = {id(r): p for r, p in zip(rows, model.predict_proba(
-            scaler.transform(matrix(rows)))[:, 1])}
+        model.fit(scaler.transform(x), y, **kwargs)
+        probs = dict(zip(map(id, rows), model.predict_proba(scaler.transform(every))[:, 1]))
         return lambda r: probs[id(r)]
 
     def logistic(train: list[dict]):
