@@ -145,8 +145,15 @@ def fitted_rates(train: list[dict], scored: list[dict], fitter, max_false: float
     from packs.retrieval.gate import probability
 
     weights, bias = fitter(train)
-    cut = choose_cut(train, weights, bias, max_false)
-    return rates(scored, lambda r: probability(r["signals"], weights, bias) >= cut)
+    return cut_rates(train, scored, lambda r: probability(r["signals"], weights, bias),
+                     max_false)
+
+
+def cut_rates(train: list[dict], scored: list[dict], prob, max_false: float) -> dict:
+    """The rates of `scored` (see `rates`) for any model, `prob(row)` its probability that
+    a row is in-domain, at the cut chosen on `train` (`cut_for`)."""
+    cut = cut_for(train, prob, max_false)
+    return rates(scored, lambda r: prob(r) >= cut)
 
 
 def gated_cell(got: dict, corpus: str) -> str:
@@ -266,16 +273,12 @@ def model_family_lines(rows: list[dict], names: list[str], max_false: float) -> 
     test = [r for r in rows if r["split"] == "test"]
     table = []
     for label, fitter in fitters.items():
-        prob = fitter(dev)
-        cut = cut_for(dev, prob, max_false)
-        got = rates(test, lambda r, p=prob, c=cut: p(r) >= c)
+        got = cut_rates(dev, test, fitter(dev), max_false)
         m: dict[str, object] = {f"{n} test": gated_cell(got, n) for n in names}
         for held in names if len(names) > 1 else ():
             train = [r for r in dev if r["corpus"] != held]
-            p_held = fitter(train)
-            c_held = cut_for(train, p_held, max_false)
-            left = rates([r for r in rows if r["corpus"] == held],
-                         lambda r, p=p_held, c=c_held: p(r) >= c)
+            left = cut_rates(train, [r for r in rows if r["corpus"] == held], fitter(train),
+                             max_false)
             m[f"{held} left out"] = gated_cell(left, held)
         table.append((label, m))
     cols = [f"{n} test" for n in names] + ([f"{n} left out" for n in names]
