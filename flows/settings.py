@@ -1,7 +1,8 @@
 """Prefect settings the project needs, applied once by each entry point.
 
 Prefect reads its settings when it is first imported, so an entry point calls
-`configure_prefect_env()` before anything imports Prefect: `kpack` (`flows.cli.main`),
+`configure_prefect_env()` before anything imports Prefect: `kpack` (`flows.cli.register`,
+which `packs.cli.main` loads for the build commands),
 `flows.schedule.serve` (whose flow-run subprocesses inherit the environment), the
 benchmarks' `benchmarks.common.setup()` and the tests' conftest. Importing a module never
 changes a setting. A value the user has set in the environment always wins.

@@ -22,12 +22,14 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.build import BuildError, run_build
-from flows.cli import app
 from packs import KnowledgePack
 from packs import format as fmt
+from packs.cli import make_app
 from packs.embedding import EmbeddingModelError
 from tests.anthropic_fake import FakeAnthropic, default_responder
 from tests.conftest import OFFLINE_MODEL
+
+app = make_app()
 
 PAGES = {
     "index.html": """<!doctype html><html><head><title>Garden Guide</title></head><body>

@@ -245,7 +245,9 @@ def test_labels_are_unique_for_packs_with_the_same_name(two_packs):
 def test_cli_single_and_several_packs(two_packs, monkeypatch):
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from packs.cli import make_app
+
+    app = make_app()
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     runner = CliRunner()

@@ -157,12 +157,12 @@ def test_build_and_mcp_on_a_runtime_install_say_what_to_install(monkeypatch, tmp
     msg = build_missing_message()
     assert msg == ("kpack build needs the build dependencies (prefect, torch not installed; "
                    f"this is the query runtime): {BUILD_INSTALL}")
-    out = _child("from flows.cli import main\nsys.argv = ['kpack', 'build', 'sources/example']\n"
+    out = _child("from packs.cli import main\nsys.argv = ['kpack', 'build', 'sources/example']\n"
                  "main()", block=("prefect",))
     assert out.returncode == 1
     assert out.stderr.strip() == ("error: kpack build needs the build dependencies (prefect not "
                                   f"installed; this is the query runtime): {BUILD_INSTALL}")
-    out = _child(f"from flows.cli import main\nsys.argv = ['kpack', 'mcp', {str(tmp_path)!r}]\n"
+    out = _child(f"from packs.cli import main\nsys.argv = ['kpack', 'mcp', {str(tmp_path)!r}]\n"
                  "main()", block=("mcp",))
     assert out.returncode == 1
     assert out.stderr.strip().endswith(MCP_INSTALL)
