@@ -38,10 +38,10 @@ from flows.settings import quiet_libraries, result_settings
 from flows.summary import build_stats, fetch_reasons, shortfalls
 from packs.layout import append_history
 from tasks import faults, shards, stages
-from tasks import lock as pack_lock
-from tasks.guard import GuardError
-from tasks.lock import PackLockedError
-from tasks.publish import new_build_id
+from tasks.publish import lock as pack_lock
+from tasks.publish.atomic import new_build_id
+from tasks.publish.guard import GuardError
+from tasks.publish.lock import PackLockedError
 from tasks.sources import SourceConfig, load_source, resolve_embedding_model
 from tasks.stages import isolated
 from tasks.stages.common import BuildContext, Record, write_state
@@ -245,7 +245,7 @@ def build_pack(
     When the pages and every stage's settings equal those the published build was made
     from, nothing is split, extracted, embedded or republished: the summary says "no
     changes" and names the current build (readers keep the build they have).
-    The build holds the pack's lock (tasks.lock) from start to end: a second build of
+    The build holds the pack's lock (tasks.publish.lock) from start to end: a second build of
     the same pack is refused, and runs of builds that died are marked Crashed.
     A build the publish guard finds clearly worse than the current one fails and
     publishes nothing, unless `force`.

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from flows.build import run_build
 from packs import format as fmt
 from packs.cli import make_app
-from tasks import lock
-from tasks.guard import GuardError
+from tasks.publish import lock
+from tasks.publish.guard import GuardError
 from tests.anthropic_fake import FakeAnthropic
 from tests.small_site import serve_site, write_source
 

@@ -13,7 +13,8 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
-from tasks.fetch import (
+from tasks.fetch.markdown_source import split_front_matter, strip_shortcodes
+from tasks.fetch.pages import (
     USER_AGENT,
     FetchConfig,
     Page,
@@ -21,9 +22,8 @@ from tasks.fetch import (
     html_to_markdown,
     markdown_document,
 )
-from tasks.fetch_markdown import split_front_matter, strip_shortcodes
-from tasks.fetch_parse import choose_charset, classify, parse_document, sniff_binary
-from tasks.fetch_policy import (
+from tasks.fetch.parse import choose_charset, classify, parse_document, sniff_binary
+from tasks.fetch.policy import (
     address_refusal,
     backoff_delay,
     check_addresses,
@@ -685,7 +685,7 @@ def test_per_host_delay_spaces_requests() -> None:
 
 
 def test_front_matter_only_markdown_keeps_description_or_title() -> None:
-    from tasks.fetch import markdown_document
+    from tasks.fetch.pages import markdown_document
 
     title, text, _ = markdown_document(
         '---\ntitle: "Configuration"\ndescription: >\n  Resources for configuring Pods.\n---\n',

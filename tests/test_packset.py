@@ -15,9 +15,9 @@ from packs import PackSet
 from packs import format as fmt
 from packs.embedding import Embedder
 from packs.manifest import EmbeddingInfo, ExtractorInfo, Manifest
-from tasks import embed as embed_core
-from tasks.publish import publish, write_build
-from tasks.split import code_fraction
+from tasks import vectors as embed_core
+from tasks.publish.atomic import publish, write_build
+from tasks.sections import code_fraction
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

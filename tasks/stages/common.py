@@ -26,8 +26,8 @@ import polars as pl
 
 from packs import format as fmt
 from packs.manifest import EmbeddingInfo
-from tasks.extract import ExtractConfig
-from tasks.fetch_model import FetchConfig
+from tasks.extract.core import ExtractConfig
+from tasks.fetch.types import FetchConfig
 
 ProgressFn = Callable[[int, int], None]
 STATE_FILE = "state.json"
@@ -90,7 +90,8 @@ class BuildContext:
     isolate_reduce: bool = False  # run resolve and publish in a child process (isolated.py)
     guard_max_failed_share: float = 0.2
     guard_max_loss_share: float = 0.5
-    query_encoder: str = "fp32"  # pack.toml query_encoder: what publish ships (tasks.encoder)
+    # pack.toml query_encoder: what publish ships (tasks.encoder_export)
+    query_encoder: str = "fp32"
 
 
 @dataclass(frozen=True)

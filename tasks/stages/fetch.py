@@ -13,7 +13,7 @@ from collections import Counter
 
 import polars as pl
 
-from tasks import fetch as fetch_core
+from tasks.fetch import pages as fetch_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,

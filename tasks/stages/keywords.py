@@ -14,7 +14,7 @@ import time
 import polars as pl
 
 from packs.embedding import Embedder
-from tasks import embed as embed_core
+from tasks import vectors as embed_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,

@@ -10,7 +10,7 @@ import time
 
 import polars as pl
 
-from tasks import links as links_core
+from tasks import link_graph as links_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,

@@ -1,5 +1,5 @@
 """resolve (once per pack): every shard's extractions → the entities, mentions,
-relationships and facts tables (`tasks.extract.assemble`: entity resolution across the
+relationships and facts tables (`tasks.extract.core.assemble`: entity resolution across the
 whole pack, deterministic ids).
 
 A reduce step: the same entity is named in many shards. Its key is the digests of the
@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from packs import format as fmt
-from tasks import extract as extract_core
+from tasks.extract import core as extract_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,

@@ -1,6 +1,6 @@
 """split (per shard): the shard's pages → sections-<key>.parquet.
 
-Sections by heading, chunked to the model's window (`tasks.split`); the code-fence
+Sections by heading, chunked to the model's window (`tasks.sections`); the code-fence
 languages of each section (`Section.languages`, for the query filter) are read here too,
 so the publish step only concatenates.
 """
@@ -12,7 +12,7 @@ import time
 import polars as pl
 
 from packs.filters import fence_languages
-from tasks import split as split_core
+from tasks import sections as split_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,

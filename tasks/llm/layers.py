@@ -35,8 +35,8 @@
 The client, error classification, usage parsing and prices are the shared layer in
 `packs/llm/` (the query side uses it too); this module adds the build's layers on top. The
 layers it composes live next to it, one job each: the cache and ledger in
-`tasks.llm_store`, the rate limiter, cost cap and circuit breaker in `tasks.llm_guards`,
-the error classes in `tasks.llm_errors`.
+`tasks.llm.store`, the rate limiter, cost cap and circuit breaker in `tasks.llm.guards`,
+the error classes in `tasks.llm.failures`.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ from packs.llm import client as llm_client
 from packs.llm.costs import cost_usd
 from packs.llm.errors import classify, counts_against_breaker, is_api_error
 from packs.llm.usage import Completion, Usage, completion_of
-from tasks.llm_errors import DETERMINISTIC, TRANSIENT, BudgetExhausted, FatalError, ItemError
-from tasks.llm_guards import Breaker, Budget, RateLimiter
-from tasks.llm_store import ResponseStore, cache_key, now_iso
+from tasks.llm.failures import DETERMINISTIC, TRANSIENT, BudgetExhausted, FatalError, ItemError
+from tasks.llm.guards import Breaker, Budget, RateLimiter
+from tasks.llm.store import ResponseStore, cache_key, now_iso
 
 MAX_BACKOFF_S = 60.0
 MAX_RETRY_AFTER_S = 600.0
@@ -243,11 +243,11 @@ class LLM:
     def batch(self, items: dict[str, tuple[dict, float, str]], *, poll_s: float,
               timeout_s: float):
         """Send `items` (custom_id → (request, estimate_usd, item_id)) through the Message
-        Batches API (`tasks.llm_batches.run_batch`) at half price, with ledger rows (purpose
+        Batches API (`tasks.llm.batches.run_batch`) at half price, with ledger rows (purpose
         "batch"), counters and the cost cap. Items the cap does not admit are returned in
         `skipped`; items that did not come back are in neither `completions` nor `errors`
         (send them as ordinary calls). Raises FatalError / CircuitOpen like `call`."""
-        from tasks.llm_batches import BatchOutcome, run_batch
+        from tasks.llm.batches import BatchOutcome, run_batch
 
         if self.fatal is not None:
             raise FatalError(str(self.fatal))

@@ -3,10 +3,10 @@
 `PoliteClient.get` is a GET with retries on transient failures (429, 5xx, network errors;
 jittered backoff, Retry-After honoured); `get_once` is one attempt, holding one of the
 host's connection slots and keeping the per-host delay between request starts. Bodies are
-streamed and capped. Whether a URL may be requested at all is `tasks.fetch_guard`.
+streamed and capped. Whether a URL may be requested at all is `tasks.fetch.admission`.
 
 Per-URL problems are raised as `Outcome` (terminal: status + reason) or `Transient`
-(retried); the crawler (`tasks.fetch_http`) turns them into a Page.
+(retried); the crawler (`tasks.fetch.crawler`) turns them into a Page.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from urllib.parse import urlsplit
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
-from tasks.fetch_model import FetchConfig, Sleep
-from tasks.fetch_parse import is_text_type, media_type
-from tasks.fetch_policy import (
+from tasks.fetch.parse import is_text_type, media_type
+from tasks.fetch.policy import (
     REDIRECT_STATUS,
     RETRYABLE_STATUS,
     format_size,
     parse_retry_after,
     retry_delay,
 )
+from tasks.fetch.types import FetchConfig, Sleep
 
 ACCEPT = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
 log = logging.getLogger("kpack.fetch")

@@ -1,5 +1,5 @@
 """Pure rules for the fetch stage: which URLs and addresses may be fetched, GitHub rewrites,
-retry timing. No I/O here; `tasks.fetch` calls these from its network shell.
+retry timing. No I/O here; `tasks.fetch.pages` calls these from its network shell.
 """
 
 from __future__ import annotations
