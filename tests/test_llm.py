@@ -10,7 +10,7 @@ from email.utils import format_datetime
 import pytest
 
 from packs.llm.costs import PRICES, cost_usd, price_for
-from packs.llm.errors import retry_after_s
+from packs.retry import retry_after_s
 from tasks.extract.core import TOOL_NAME, build_request, dump_extraction, parse_extraction
 from tasks.llm import failures as llm_failures
 from tasks.llm import guards
