@@ -64,6 +64,18 @@ def quiet_libraries() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def stage_logging() -> None:
+    """The stages' `kpack.*` lines at INFO in this process (the flow's, or a Dask worker's).
+
+    The stages log with the standard library (tasks/ imports no Prefect);
+    PREFECT_LOGGING_EXTRA_LOGGERS gives the `kpack` logger Prefect's API handler, which files
+    each line under the task run it was written in, but leaves its level to the root
+    logger's WARNING. A level the user set is kept."""
+    kpack = logging.getLogger("kpack")
+    if kpack.level == logging.NOTSET:
+        kpack.setLevel(logging.INFO)
+
+
 def run_environment(work_dir: Path) -> dict[str, str]:
     """The result settings of a build as environment variables (for flow runs started in
     subprocesses; `run_build` sets the same values in-process): task results persisted

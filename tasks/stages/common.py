@@ -33,17 +33,11 @@ ProgressFn = Callable[[int, int], None]
 STATE_FILE = "state.json"
 
 
-def logger() -> logging.Logger | logging.LoggerAdapter:
-    """Prefect's run logger inside a run; the module logger when a stage runs on its own."""
-    try:
-        from prefect import get_run_logger
-        from prefect.exceptions import MissingContextError
-    except ImportError:  # pragma: no cover - prefect is a build dependency
-        return logging.getLogger("kpack.build")
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return logging.getLogger("kpack.build")
+# Every stage logs here, with the standard library only: the flow's settings route the
+# `kpack` loggers to the run logs of the task they are called in (Prefect's
+# PREFECT_LOGGING_EXTRA_LOGGERS, flows/settings.py), and a stage run on its own (a test, a
+# child process) logs as any library does.
+log = logging.getLogger("kpack.build")
 
 
 @dataclass(frozen=True)
@@ -153,8 +147,8 @@ def parquet_rows(path: str | Path) -> int:
 class LogProgress:
     """A progress callback that logs plain lines at every ~10% (and at the end)."""
 
-    def __init__(self, label: str, log: logging.Logger | logging.LoggerAdapter | None = None):
-        self.label, self.log, self.next_pct = label, log or logger(), 0
+    def __init__(self, label: str, logger: logging.Logger | None = None):
+        self.label, self.log, self.next_pct = label, logger or log, 0
 
     def __call__(self, done: int, total: int, *_: object) -> None:
         pct = 100 * done // max(total, 1)

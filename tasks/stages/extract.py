@@ -45,7 +45,7 @@ from tasks.stages.common import (
     LogProgress,
     ProgressFn,
     Record,
-    logger,
+    log,
     stage_key,
     write_parquet,
 )
@@ -200,7 +200,6 @@ def counts(df: pl.DataFrame, ctx: BuildContext) -> dict:
 def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         progress: ProgressFn | None = None) -> Record:
     start = time.perf_counter()
-    log = logger()
     content_key = key(ctx, shard, inputs)
     out = output(ctx, content_key)
     work: dict = {}
@@ -216,7 +215,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         store = llm_store.ResponseStore(known, journal=journal, ledger=ledger)
         result = extract_core.extract_sections(
             sections, config, store, kind=ctx.extract_kind, memory=memory,
-            progress=progress or LogProgress(f"extract {shard.label}", log))
+            progress=progress or LogProgress(f"extract {shard.label}"))
         write_parquet(output_rows(sections, result), out)
         journal.unlink(missing_ok=True)
         stats = result.stats

@@ -16,7 +16,7 @@ from tasks.stages.common import (
     BuildContext,
     ProgressFn,
     Record,
-    logger,
+    log,
     parquet_rows,
     stage_key,
     write_parquet,
@@ -56,6 +56,6 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
                  .select("url", "final_url", "links").collect())
         write_parquet(links_core.links_table(pages), out)
     rows = parquet_rows(out)
-    logger().info("links: %d links between pages of the pack", rows)
+    log.info("links: %d links between pages of the pack", rows)
     return Record(NAME, content_key, None, {"links": str(out)}, {"links": rows},
                   time.perf_counter() - start)

@@ -26,7 +26,7 @@ from tasks.publish import atomic as publish_core
 from tasks.publish.guard import BuildFacts, GuardError
 from tasks.publish.guard import check as guard_check
 from tasks.shards import Shard
-from tasks.stages.common import BuildContext, ProgressFn, logger
+from tasks.stages.common import BuildContext, ProgressFn, log
 
 NAME = "publish"
 VERSION = "publish-v1"
@@ -93,7 +93,6 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
     The manifest records `inputs_fingerprint` (see flows.build) so that the next build
     can tell it has nothing new, and `changes`, the diff against the build it replaces.
     """
-    log = logger()
     pages = _pages(inputs)
     resolved = inputs["resolve"]
     tables = publish_core.assemble_tables(

@@ -22,7 +22,7 @@ from tasks.stages.common import (
     BuildContext,
     ProgressFn,
     Record,
-    logger,
+    log,
     parquet_rows,
     stage_key,
     write_parquet,
@@ -69,6 +69,6 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         for name, table in tables.items():
             write_parquet(table, Path(paths[name]))
     rows = {t: parquet_rows(p) for t, p in paths.items()}
-    logger().info("resolve: %d entities, %d relationships, %d facts", rows[fmt.ENTITIES],
+    log.info("resolve: %d entities, %d relationships, %d facts", rows[fmt.ENTITIES],
                   rows[fmt.RELATIONSHIPS], rows[fmt.FACTS])
     return Record(NAME, content_key, None, paths, rows, time.perf_counter() - start)

@@ -18,7 +18,7 @@ from tasks.stages.common import (
     BuildContext,
     ProgressFn,
     Record,
-    logger,
+    log,
     parquet_rows,
     stage_key,
     write_parquet,
@@ -60,7 +60,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
             fence_languages, return_dtype=pl.List(pl.Utf8)).alias("languages"))
         write_parquet(sections, out)
     rows = parquet_rows(out)
-    logger().info("split %s: %d sections from %d pages", shard.label, rows,
+    log.info("split %s: %d sections from %d pages", shard.label, rows,
                   fetched.rows["usable"])
     return Record(NAME, content_key, shard.index, {"sections": str(out)}, {"sections": rows},
                   time.perf_counter() - start)
