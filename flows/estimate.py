@@ -1,6 +1,6 @@
 """`kpack build --estimate`: fetch and split like a build, then price the Claude extraction
 of the sections without calling Claude (sections the last build extracted count zero).
-Publishes nothing. Reuses the build's pipeline (flows.build) and plan (flows.plan).
+Publishes nothing. Reuses the build's scheduler (flows.scheduler) and plan (flows.plan).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.build import Pipeline, fetch_all
 from flows.plan import build_context, extract_config, plan_shards
+from flows.scheduler import Scheduler
 from flows.settings import quiet_libraries, result_settings
 from tasks.extract import core as extract_core
 from tasks.publish.atomic import new_build_id
@@ -29,10 +29,9 @@ def estimate_pack(
     ctx = build_context(source, new_build_id(), Path(work_dir) / "estimate-out", work_dir,
                         embedding_model, extractor or "offline", allow_private_hosts, None)
     layout = plan_shards(ctx, [u.url for u in source.urls], source.config.shard_pages)
-    pipe = Pipeline(ctx, layout)
-    fetched = fetch_all(pipe)
-    by_shard = {r.shard: r for r in fetched}
-    split = pipe.wait(pipe.map("split", lambda s: {"fetch": by_shard[s.index]}).values())
+    sched = Scheduler(ctx, layout)
+    sched.run(["fetch", "split"])
+    fetched, split = sched.outputs("fetch"), sched.outputs("split")
     xcfg = extract_config(source, "claude", None)
     total: dict = defaultdict(int)
     from tasks.extract.claude import remembered

@@ -1,6 +1,6 @@
 """What a build runs with, worked out before any stage runs: the stages' settings from the
-source's pack.toml and the command line (`build_context`), the shard plan, the fetch
-window, the cost cap per extract shard, and the fingerprint of a build's inputs.
+source's pack.toml and the command line (`build_context`), the shard plan, and the
+fingerprint of a build's inputs.
 
 Pure apart from `plan_shards`, which writes the shards' URL lists into the work dir.
 Raises SourceError for settings the model cannot honour (see `chunking`).
@@ -8,7 +8,6 @@ Raises SourceError for settings the model cannot honour (see `chunking`).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -68,17 +67,6 @@ def extract_config(source: SourceConfig, kind: str | None, max_cost_usd: float |
     )
 
 
-def fetch_window(config: fetch_core.FetchConfig,
-                 shard_count: int) -> tuple[int, fetch_core.FetchConfig]:
-    """(fetch shards run at once, the fetch config of each): the pack's global and
-    per-host limits hold for the whole build, divided among the shards in flight."""
-    window = 1 if config.per_host_delay_s > 0 else max(1, min(shard_count,
-                                                              config.per_host_concurrency))
-    return window, dataclasses.replace(
-        config, concurrency=max(1, config.concurrency // window),
-        per_host_concurrency=max(1, config.per_host_concurrency // window))
-
-
 def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int,
                 slots: int = 0) -> list[shards.Shard]:
     """Assign URLs to shards (more of them with `slots` cluster task slots to fill, see
@@ -118,15 +106,6 @@ def inputs_fingerprint(ctx: BuildContext, fetched: list[Record]) -> str:
                 if name != "keywords" or ctx.keyword_vectors]
     return stage_key("inputs", sorted(r.ref for r in fetched), settings, ctx.description,
                      FORMAT_VERSION, QUERY_MODULE_VERSION)
-
-
-def shard_budgets(cap: float | None, split: list[Record]) -> dict[int, float | None]:
-    """The cost cap shared among the extract shards in proportion to their sections
-    (each shard stops starting calls at its share, so the build never passes the cap)."""
-    if cap is None:
-        return {r.shard: None for r in split}
-    total = sum(r.rows["sections"] for r in split) or 1
-    return {r.shard: cap * r.rows["sections"] / total for r in split}
 
 
 def build_context(source: SourceConfig, build_id: str, out_dir: str | Path, work_dir: str | Path,

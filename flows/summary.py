@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from tasks.stages.common import Record
 
 if TYPE_CHECKING:
-    from flows.build import Pipeline
+    from flows.scheduler import Scheduler
 
 
 def extract_totals(records: list[Record], pages: int) -> dict:
@@ -39,10 +39,10 @@ def extract_totals(records: list[Record], pages: int) -> dict:
     return out
 
 
-def build_stats(pipe: Pipeline, shard_pages: int, slots: int = 0) -> dict:
+def build_stats(pipe: Scheduler, shard_pages: int, slots: int = 0) -> dict:
     """The summary's "stats": extraction (work, failures, cost), embedding (computed vs
     cached vectors) and the shard layout (with the cluster's task slots it was cut for),
-    from the stage records the pipeline collected."""
+    from the stage records the scheduler collected."""
     pages = sum(r.rows.get("usable", 0) for r in pipe.records["fetch"])
     extract = extract_totals(pipe.records["extract"], pages)
     sections = sum(r.rows["sections"] for r in pipe.records["split"])

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tasks import stages
 from tasks.llm import failures as llm_failures
 from tasks.shards import Shard
 from tasks.stages import extract as stage
@@ -28,7 +29,8 @@ def _respond(request):
         else default_responder(request)
 
 
-def _context(tmp_path: Path, toml: str = "", retry_failed: bool = False):
+def _context(tmp_path: Path, toml: str = "", retry_failed: bool = False,
+             kind: str = "claude"):
     from flows.plan import build_context
     from tasks.sources import load_source
 
@@ -37,7 +39,7 @@ def _context(tmp_path: Path, toml: str = "", retry_failed: bool = False):
     (source / "urls.txt").write_text("https://example.org/a\n")
     (source / "pack.toml").write_text(f'embedding_model = "{OFFLINE_MODEL}"\n{toml}')
     return build_context(load_source(source), "b1", tmp_path / "out", tmp_path / "work",
-                         None, "claude", False, None, retry_failed=retry_failed)
+                         None, kind, False, None, retry_failed=retry_failed)
 
 
 @pytest.fixture
@@ -62,7 +64,8 @@ def test_the_stage_remembers_a_failure_and_stops_asking(tmp_path, split, monkeyp
                               "failed_remembered": 0, "not_extracted": 0, "retryable": 1,
                               "dropped_items": 0, "dropped": {}}
         assert first.work["calls"] == 7 and first.work["estimate_usd"] > 0
-        assert not stage.complete(ctx, first.key) and stage.needs_rerun(first, ctx)
+        assert not stage.complete(ctx, first.key)
+        assert not stages.reusable("extract", ctx, shard, {"split": split})  # runs again
         row = pl.read_parquet(first.paths["extractions"]).filter(
             pl.col("section_id") == "sec0003").to_dicts()[0]
         assert row["status"] == "failed" and row["attempts"] == 1 and row["data"] is None
@@ -71,14 +74,16 @@ def test_the_stage_remembers_a_failure_and_stops_asking(tmp_path, split, monkeyp
         second = stage.run(ctx, shard, {"split": split})  # the one retry it gets
         assert second.work["calls"] == 2 and second.work["cache_hits"] == 5
         assert second.info["failed_remembered"] == 1 and second.info["retryable"] == 0
-        assert stage.complete(ctx, second.key) and not stage.needs_rerun(second, ctx)
+        assert stage.complete(ctx, second.key)
+        assert stages.reusable("extract", ctx, shard, {"split": split})
         assert second.ref == first.ref  # same content: downstream stays cached
 
         third = stage.run(ctx, shard, {"split": split})
         assert third.work == {} and fake.stats.requests == 9
 
         forced = _context(tmp_path, "batch_token_budget = 0\n", retry_failed=True)
-        assert not stage.complete(forced, second.key) and stage.needs_rerun(second, forced)
+        assert not stage.complete(forced, second.key)
+        assert not stages.reusable("extract", forced, shard, {"split": split})
         stage.run(forced, shard, {"split": split})
         assert fake.stats.requests == 11
 
@@ -141,3 +146,4 @@ def test_a_dead_api_or_a_bad_key_fails_the_build_fast_with_one_line(
     extract = runs[f"extract-{pack}-1/1"]
     assert extract.run_count == 1 and extract.state_name == "Failed"  # no Prefect retry
     assert took < 60, took  # was 414 s for 69 sections
+

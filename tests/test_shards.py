@@ -61,10 +61,10 @@ def test_task_slots_raise_the_shard_count_while_shards_keep_enough_pages() -> No
 def test_a_stage_ends_when_its_last_task_finished_not_when_the_flow_looked() -> None:
     """links finishes in a second but is waited for after embed: its duration in the
     manifest must be its own (it read as long as the embedding before)."""
-    from flows.build import Pipeline
+    from flows.scheduler import Scheduler
 
     now = [0.0]
-    pipe = Pipeline(None, [], clock=lambda: now[0])
+    pipe = Scheduler(None, [], clock=lambda: now[0])
 
     class Future:  # the part of a Prefect future the pipeline uses here: identity
         pass
@@ -333,3 +333,53 @@ def test_a_build_killed_during_embedding_recomputes_only_unfinished_shards(
                   if (r.parameters or {}).get("out_dir") == str(out.resolve())}
     assert sorted(states.values()) == ["COMPLETED", "CRASHED"], states
     assert {p.name for p in finished} <= {p.name for p in (work / "topics" / "embed").iterdir()}
+
+
+def test_a_new_stage_is_one_module_and_one_list_entry(prefect_harness, tmp_path,
+                                                      monkeypatch) -> None:
+    """The scheduler walks tasks.stages.PIPELINE as each stage declares: a stage added to
+    the list runs per shard on its inputs' records, is cached by its content key, and
+    reruns where its input changed."""
+    import types
+
+    from tasks import stages
+    from tasks.stages.common import Record, stage_key, write_parquet
+
+    calls: list[int] = []
+
+    def key(ctx, shard, inputs):
+        return stage_key("words", inputs["split"].ref)
+
+    def output(ctx, content_key):
+        return ctx.work.stage("words") / f"words-{content_key}.parquet"
+
+    def run(ctx, shard, inputs, progress=None):
+        content_key = key(ctx, shard, inputs)
+        out = output(ctx, content_key)
+        if not out.is_file():
+            calls.append(shard.index)
+            sections = inputs["split"].table("sections")
+            write_parquet(sections.select(pl.col("content").str.split(" ").list.len()
+                                          .alias("words")), out)
+        return Record("words", content_key, shard.index, {"words": str(out)},
+                      {"sections": inputs["split"].rows["sections"]}, 0.0)
+
+    words = types.SimpleNamespace(
+        NAME="words", VERSION="words-v1", SCOPE="shard", INPUTS=("split",), RETRIES=0,
+        settings=lambda ctx: ("words-v1",), key=key, run=run,
+        complete=lambda ctx, k: output(ctx, k).is_file())
+    pipeline = (*stages.PIPELINE[:-1], "words", stages.PIPELINE[-1])
+    monkeypatch.setattr(stages, "PIPELINE", pipeline)
+    monkeypatch.setitem(stages._MODULES, "words", words)
+    with shard_site(tmp_path / "site") as (base, names, write):
+        source = write_source(tmp_path / "topics", base, names, 'extractor = "offline"\n')
+        run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
+        assert sorted(calls) == list(range(SHARDS))
+        changed = names[7]
+        write(changed, edit="A new sentence changes this page.")
+        second = run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
+    own = shards.shard_of(f"{base}/{changed}", SHARDS)
+    assert sorted(calls) == sorted([*range(SHARDS), own])
+    state = {r.name: r.state_name for r in flow_task_runs("topics", second["build_id"])}
+    assert {i: state[f"words-topics-{i + 1}/{SHARDS}"] for i in range(SHARDS)} == {
+        i: "Completed" if i == own else "Cached" for i in range(SHARDS)}

@@ -118,12 +118,16 @@ def complete(ctx: BuildContext, content_key: str) -> bool:
     return _retryable(_read(out, ["status", "reason", "attempts"]), ctx) == 0
 
 
-def needs_rerun(record: Record, ctx: BuildContext | None = None) -> bool:
-    """A cached extraction with sections to ask again runs again (for those)."""
-    if ctx is not None and ctx.extract.retry_failed and record.info.get("failed"):
-        return True
-    return bool(record.info.get("retryable", record.info.get("failed"))
-                or record.info.get("not_extracted"))
+def shard_inputs(ctx: BuildContext, records_of) -> dict[int, dict]:
+    """Each shard's share of the cost cap (`budget_usd`), in proportion to its sections, so
+    that the build as a whole never passes the cap; {} without a cap (no wait for the
+    split shards then). `records_of(stage)` gives a stage's records, waiting for them."""
+    cap = ctx.extract.max_cost_usd
+    if cap is None:
+        return {}
+    split = records_of("split")
+    total = sum(r.rows["sections"] for r in split) or 1
+    return {r.shard: {"budget_usd": cap * r.rows["sections"] / total} for r in split}
 
 
 def known_outputs(paths: list[Path | str]) -> tuple[dict[str, dict], Memory]:

@@ -8,6 +8,7 @@ way down and a rebuild does nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 
@@ -38,6 +39,17 @@ PAGE_COLUMNS = {
     "links": pl.List(pl.Utf8), "fetched_at": pl.Utf8,
 }
 TOP_REASONS = 5  # failure reasons a record carries (counted); the rest is in the table
+
+
+def window(ctx: BuildContext, shard_count: int) -> tuple[int, BuildContext]:
+    """(fetch shards run at once, the context each runs with): the pack's global and
+    per-host limits hold for the whole build, divided among the shards in flight."""
+    config = ctx.fetch
+    n = 1 if config.per_host_delay_s > 0 else max(1, min(shard_count,
+                                                         config.per_host_concurrency))
+    return n, dataclasses.replace(ctx, fetch=dataclasses.replace(
+        config, concurrency=max(1, config.concurrency // n),
+        per_host_concurrency=max(1, config.per_host_concurrency // n)))
 
 
 def settings(ctx: BuildContext) -> tuple:

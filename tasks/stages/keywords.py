@@ -34,6 +34,11 @@ INPUTS = ("split", "extract")
 RETRIES = 1
 
 
+def enabled(ctx: BuildContext) -> bool:
+    """Only with `keyword_vectors = true` in pack.toml."""
+    return ctx.keyword_vectors
+
+
 def settings(ctx: BuildContext) -> tuple:
     return (VERSION, ctx.embedding.model, ctx.embedding.dim)
 

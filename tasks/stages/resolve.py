@@ -44,20 +44,20 @@ def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> str:
     return stage_key(NAME, settings(ctx), sorted(r.ref for r in inputs["extract"]))
 
 
-def outputs(ctx: BuildContext, content_key: str) -> dict[str, str]:
+def paths(ctx: BuildContext, content_key: str) -> dict[str, str]:
     folder = ctx.work.stage(NAME)
     return {t: str(folder / f"{t}-{content_key}.parquet") for t in TABLES}
 
 
 def complete(ctx: BuildContext, content_key: str) -> bool:
-    return all(Path(p).is_file() for p in outputs(ctx, content_key).values())
+    return all(Path(p).is_file() for p in paths(ctx, content_key).values())
 
 
 def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         progress: ProgressFn | None = None) -> Record:
     start = time.perf_counter()
     content_key = key(ctx, shard, inputs)
-    paths = outputs(ctx, content_key)
+    files = paths(ctx, content_key)
     if not complete(ctx, content_key):
         df = (pl.scan_parquet([r.paths["extractions"] for r in inputs["extract"]])
               .filter(pl.col("status") == "ok").select("section_id", "data")
@@ -67,8 +67,8 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         del df
         tables = extract_core.assemble(extractions)
         for name, table in tables.items():
-            write_parquet(table, Path(paths[name]))
-    rows = {t: parquet_rows(p) for t, p in paths.items()}
+            write_parquet(table, Path(files[name]))
+    rows = {t: parquet_rows(p) for t, p in files.items()}
     log.info("resolve: %d entities, %d relationships, %d facts", rows[fmt.ENTITIES],
-                  rows[fmt.RELATIONSHIPS], rows[fmt.FACTS])
-    return Record(NAME, content_key, None, paths, rows, time.perf_counter() - start)
+             rows[fmt.RELATIONSHIPS], rows[fmt.FACTS])
+    return Record(NAME, content_key, None, files, rows, time.perf_counter() - start)
