@@ -1,4 +1,4 @@
-"""Read-only access to a pack's Kuzu database: every Cypher statement the query side runs.
+"""Read-only access to a pack's Kuzu database: runs the statements of packs/cypher.py.
 
 All statements are constants with `$parameters` (user text never becomes Cypher), and each
 call records the statement it ran in a `QueryLog`, which `ask()` reports as `cypher_query`.
@@ -22,30 +22,34 @@ from pathlib import Path
 
 import numpy as np
 
-from packs import format as fmt
+from packs.cypher import (
+    ARTICLE_SECTIONS,
+    ARTICLE_TITLES,
+    ARTICLE_URLS,
+    CENTRALITY,
+    ENTITY_NAMES,
+    ENTITY_SECTIONS,
+    FILTERED_FTS_SEARCH,
+    FILTERED_KEYWORD_VECTOR_SEARCH,
+    FILTERED_VECTOR_SEARCH,
+    FTS_FLOOR,
+    FTS_SEARCH,
+    KEYWORD_VECTOR_SEARCH,
+    LINKED_SCORES,
+    LINKED_SECTIONS,
+    LINKING_SECTIONS,
+    SECTION_COLS,
+    SECTION_ENTITIES,
+    SECTION_GRAPHS,
+    SECTION_LANGUAGES,
+    SECTION_SIMILARITIES,
+    SECTION_TEXTS,
+    SECTION_TRIPLES,
+    SECTIONS_BY_ID,
+    VECTOR_SEARCH,
+)
 from packs.filters import Filters, where
 
-_SECTION_COLS = ("s.id, s.article_id, s.url, s.title, s.heading_path, s.content, "
-                 "s.word_count, s.position")
-
-VECTOR_SEARCH = (
-    f"CALL QUERY_VECTOR_INDEX('Section', '{fmt.VECTOR_INDEX}', $q, $k) "
-    "WITH node AS s, distance "
-    f"RETURN {_SECTION_COLS}, distance ORDER BY distance"
-)
-FTS_SEARCH = (
-    f"CALL QUERY_FTS_INDEX('Section', '{fmt.FTS_INDEX}', $q, top := $k) "
-    "WITH node AS s, score "
-    f"RETURN {_SECTION_COLS}, score, s.embedding ORDER BY score DESC"
-)
-FTS_FLOOR = (
-    f"CALL QUERY_FTS_INDEX('Section', '{fmt.FTS_INDEX}', $q, top := $k) "
-    "WITH node AS s, score "
-    f"RETURN {_SECTION_COLS}, score ORDER BY score DESC"
-)
-SECTIONS_BY_ID = (
-    f"MATCH (s:Section) WHERE s.id IN $ids RETURN {_SECTION_COLS}, s.embedding"
-)
 # `s.id IN $ids` reads each returned column of every section (7.9 ms for 3 ids on the
 # Kubernetes pack's 5,468 sections, growing with the pack); a primary-key lookup per id
 # reads only its own row (1.6 ms for 3, 4.6 ms for 12). So up to PK_LOOKUPS ids are looked
@@ -53,78 +57,6 @@ SECTIONS_BY_ID = (
 PK_LOOKUPS = 16
 # Prepared statements kept per connection (PackDB._prepared_statement).
 MAX_PREPARED = 256
-ARTICLE_SECTIONS = (
-    f"MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids "
-    f"RETURN {_SECTION_COLS}, s.embedding ORDER BY s.article_id, s.position"
-)
-_LINKED = ("MATCH (a:Article)-[:LINKS_TO]->(b:Article)-[:HAS_SECTION]->(s:Section) "
-           "WHERE a.id IN $ids ")
-LINKED_SECTIONS = f"{_LINKED}RETURN a.id, {_SECTION_COLS}, s.embedding"
-# The same sections' ids, articles and similarity to the question ($q), computed by Kuzu:
-# multi-document expansion keeps only the best section of a few articles, so it fetches
-# columns and vectors for those alone (LINKED_SECTIONS: 8.9 ms p50 on the Kubernetes pack,
-# this 5.3 ms, returning ~100 rows).
-LINKED_SCORES = (f"{_LINKED}RETURN s.id, s.article_id, "
-                 "array_inner_product(s.embedding, $q)")
-LINKING_SECTIONS = (
-    "MATCH (a:Article)<-[:LINKS_TO]-(b:Article)-[:HAS_SECTION]->(s:Section) "
-    f"WHERE a.id IN $ids RETURN a.id, {_SECTION_COLS}, s.embedding"
-)
-ENTITY_SECTIONS = (
-    "MATCH (x:Section)-[:MENTIONS]->(e:Entity)<-[:MENTIONS]-(s:Section) "
-    f"WHERE x.id IN $ids AND s.id <> x.id RETURN x.id, {_SECTION_COLS}, s.embedding"
-)
-# Keyword vectors (format 2): candidates from both indexes, then both similarities of the
-# union, computed in the database.
-KEYWORD_VECTOR_SEARCH = (
-    f"CALL QUERY_VECTOR_INDEX('Section', '{fmt.KEYWORD_VECTOR_INDEX}', $q, $k) "
-    "WITH node AS s, distance "
-    f"RETURN {_SECTION_COLS}, distance ORDER BY distance"
-)
-SECTION_SIMILARITIES = (
-    f"MATCH (s:Section) WHERE s.id IN $ids RETURN {_SECTION_COLS}, "
-    "array_cosine_similarity(s.embedding, $q), "
-    f"array_cosine_similarity(s.{fmt.KEYWORD_EMBEDDING}, $q)"
-)
-# Filtered searches scan the sections the filter admits, exactly (no HNSW): a filter then
-# narrows the candidates before any ranking or truncation. `{where}` is built by
-# packs.filters.where from constant fragments; every value is a parameter.
-FILTERED_VECTOR_SEARCH = (
-    "MATCH (s:Section) WHERE {where} "
-    f"WITH s, array_cosine_similarity(s.embedding, $q) AS sim "
-    f"RETURN {_SECTION_COLS}, sim ORDER BY sim DESC LIMIT $k"
-)
-FILTERED_KEYWORD_VECTOR_SEARCH = (
-    "MATCH (s:Section) WHERE {where} "
-    "WITH s, array_cosine_similarity(s.embedding, $q) AS sim, "
-    f"array_cosine_similarity(s.{fmt.KEYWORD_EMBEDDING}, $q) AS ksim "
-    f"RETURN {_SECTION_COLS}, sim, ksim ORDER BY (1.0 - $w) * sim + $w * ksim DESC LIMIT $k"
-)
-FILTERED_FTS_SEARCH = (
-    f"CALL QUERY_FTS_INDEX('Section', '{fmt.FTS_INDEX}', $q) "
-    "WITH node AS s, score WHERE {where} "
-    f"RETURN {_SECTION_COLS}, score, s.embedding ORDER BY score DESC LIMIT $k"
-)
-ARTICLE_URLS = "MATCH (a:Article) RETURN a.url"
-ARTICLE_TITLES = "MATCH (a:Article) RETURN a.id, a.title"
-SECTION_TEXTS = "MATCH (s:Section) RETURN s.heading_path, s.content"
-SECTION_LANGUAGES = ("MATCH (s:Section) UNWIND s.languages AS lang "
-                     "RETURN DISTINCT lang")
-CENTRALITY = "MATCH (a:Article) RETURN a.id, a.centrality"
-ENTITY_NAMES = "MATCH (e:Entity) RETURN e.name, e.aliases"
-SECTION_ENTITIES = (
-    "MATCH (s:Section)-[:MENTIONS]->(e:Entity) WHERE s.id IN $ids "
-    "OPTIONAL MATCH (e)-[:HAS_FACT]->(f:Fact) "
-    "RETURN s.id, e.id, e.name, e.type, f.text"
-)
-# Format 3: the graph facts of each section, precomputed at build time (packs.format).
-SECTION_GRAPHS = "MATCH (s:Section) WHERE s.id IN $ids RETURN s.id, s.graph"
-SECTION_TRIPLES = (
-    "MATCH (s:Section)-[:MENTIONS]->(e:Entity)-[r:RELATED_TO]->(o:Entity) "
-    "WHERE s.id IN $ids RETURN s.id, e.name, r.relation, o.name "
-    "UNION MATCH (s:Section)-[:MENTIONS]->(e:Entity)<-[r:RELATED_TO]-(o:Entity) "
-    "WHERE s.id IN $ids RETURN s.id, o.name, r.relation, e.name"
-)
 
 
 @dataclass
@@ -375,7 +307,7 @@ class PackDB:
 
     def sections_by_id(self, ids: list[str], qvec: np.ndarray,
                        log: QueryLog | None = None) -> list[Row]:
-        rows = self._by_key(f"{_SECTION_COLS}, s.embedding", SECTIONS_BY_ID, ids, log)
+        rows = self._by_key(f"{SECTION_COLS}, s.embedding", SECTIONS_BY_ID, ids, log)
         return [self._with_similarity(v, 0, qvec) for v in rows]
 
     def article_sections(self, article_ids: list[str], qvec: np.ndarray,

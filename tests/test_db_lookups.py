@@ -35,8 +35,8 @@ def test_lookups_by_key_return_what_the_scan_returns(pack, monkeypatch):
     log = db_mod.QueryLog()
     found = db.sections_by_id(asked, qvec, log)
     assert sorted(r.id for r in found) == sorted(ids[:3])  # each once, the missing one left out
-    assert log.statements == [db_mod.by_key(f"{db_mod._SECTION_COLS}, s.embedding", 4)]
-    rows = db._by_key(f"{db_mod._SECTION_COLS}, s.embedding", db_mod.SECTIONS_BY_ID,
+    assert log.statements == [db_mod.by_key(f"{db_mod.SECTION_COLS}, s.embedding", 4)]
+    rows = db._by_key(f"{db_mod.SECTION_COLS}, s.embedding", db_mod.SECTIONS_BY_ID,
                       asked, None)
     assert sorted(map(repr, rows)) == _scan(db, db_mod.SECTIONS_BY_ID, asked)
     graphs = db._by_key("s.id, s.graph", db_mod.SECTION_GRAPHS, ids, None)

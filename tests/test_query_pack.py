@@ -14,7 +14,7 @@ import pytest
 from query_fixtures import ARTICLES, build_pack, embedder, pack_dir, url_of  # noqa: F401
 
 from packs import EmbeddingModelError, KnowledgePack, PackFormatError, QuestionError, __version__
-from packs.db import ARTICLE_SECTIONS
+from packs.cypher import ARTICLE_SECTIONS
 from packs.options import MAX_QUESTION_CHARS
 from packs.pipeline import ASK_FIELDS
 from packs.retrieval import gate
