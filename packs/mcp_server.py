@@ -165,36 +165,42 @@ def _structured(label: str, result: Any, pack_name: str | None) -> dict[str, Any
             "citations": excerpt_citations(cited, pack_name)}
 
 
-def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNING"
-                 ) -> "MCPServer":
-    """An MCPServer whose five tools query `packs` (name → open pack). `log_level` is the
-    SDK's logging on stderr (INFO also logs every refused tool call)."""
-    served = packs  # the tool search_packs has a parameter named `packs`
-    from mcp.server.mcpserver import MCPServer
+def _tool_error(message: str) -> Exception:
     from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import CallToolResult, TextContent
 
-    def known(name: str) -> KnowledgePack:
-        pack = packs.get(name)
+    return ToolError(message)
+
+
+class _Served:
+    """The packs a server serves (name → open pack), and the checks its tools share."""
+
+    def __init__(self, packs: Mapping[str, KnowledgePack]) -> None:
+        self.packs = packs
+
+    def known(self, name: str) -> KnowledgePack:
+        pack = self.packs.get(name)
         if pack is None:
-            names = ", ".join(sorted(packs)) or "none"
-            raise ToolError(f"unknown pack {name[:MAX_PACK_NAME_CHARS]!r}; this server "
-                            f"serves: {names} (see list_packs)")
+            names = ", ".join(sorted(self.packs)) or "none"
+            raise _tool_error(f"unknown pack {name[:MAX_PACK_NAME_CHARS]!r}; this server "
+                              f"serves: {names} (see list_packs)")
         return pack
 
-    def chosen(name: str | None) -> tuple[str, KnowledgePack]:
+    def chosen(self, name: str | None) -> tuple[str, KnowledgePack]:
         if name is not None:
-            return name, known(name)
-        if len(packs) == 1:
-            return next(iter(packs.items()))
-        raise ToolError(f"this server serves {len(packs)} packs ({', '.join(sorted(packs))}): "
-                        "pass `pack`, or call search_packs to search them together")
+            return name, self.known(name)
+        if len(self.packs) == 1:
+            return next(iter(self.packs.items()))
+        raise _tool_error(f"this server serves {len(self.packs)} packs "
+                          f"({', '.join(sorted(self.packs))}): pass `pack`, or call "
+                          "search_packs to search them together")
 
+    @staticmethod
     def checked(question: str) -> str:
         if not question.strip():
-            raise ToolError("the question is empty")
+            raise _tool_error("the question is empty")
         return question
 
+    @staticmethod
     def budget(max_tokens: int | None) -> dict[str, Any]:
         # Few-shot examples only feed answer synthesis; the context never shows them.
         overrides: dict[str, Any] = {"fewshot": False}
@@ -202,6 +208,13 @@ def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNIN
             # The whole budget goes to the context: no answer is written here.
             overrides.update(token_budget=max_tokens, answer_reserve=0)
         return overrides
+
+
+def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNING"
+                 ) -> "MCPServer":
+    """An MCPServer whose five tools query `packs` (name → open pack). `log_level` is the
+    SDK's logging on stderr (INFO also logs every refused tool call)."""
+    from mcp.server.mcpserver import MCPServer
 
     names = ", ".join(sorted(packs))
     one = len(packs) == 1
@@ -214,14 +227,26 @@ def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNIN
                       + ("." if one else "; search_packs(question) searches every pack.")),
         log_level=log_level,  # type: ignore[arg-type]
     )
+    served = _Served(packs)
+    _add_info_tools(server, served)
+    _add_search(server, served)
+    _add_search_packs(server, served)
+    _add_ask(server, served)
+    return server
 
+
+def _add_info_tools(server: "MCPServer", served: _Served) -> None:
     @server.tool(description="List the knowledge packs this server serves.")
     def list_packs() -> list[dict[str, Any]]:
-        return [_summary(p) for _, p in sorted(packs.items())]
+        return [_summary(p) for _, p in sorted(served.packs.items())]
 
     @server.tool(description="Describe one pack: build, counts, embedding model, sources.")
     def pack_info(name: PackName) -> dict[str, Any]:
-        return _info(known(name))
+        return _info(served.known(name))
+
+
+def _add_search(server: "MCPServer", served: _Served) -> None:
+    from mcp.types import CallToolResult, TextContent
 
     @server.tool(
         description=("Search a pack and return the most relevant documentation sections as "
@@ -232,13 +257,17 @@ def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNIN
     )
     def search(question: Question, pack: OptionalPackName = None,
                max_tokens: MaxTokens = None) -> CallToolResult:
-        label, kp = chosen(pack)
+        label, kp = served.chosen(pack)
         try:
-            result = kp.search(checked(question), **budget(max_tokens))
+            result = kp.search(served.checked(question), **served.budget(max_tokens))
         except (QuestionError, OptionsError) as exc:
-            raise ToolError(str(exc)) from exc
+            raise _tool_error(str(exc)) from exc
         return CallToolResult(content=[TextContent(type="text", text=search_text(label, result))],
                               structured_content=_structured(label, result, label))
+
+
+def _add_search_packs(server: "MCPServer", served: _Served) -> None:
+    from mcp.types import CallToolResult, TextContent
 
     @server.tool(
         description=("Search several packs at once (default: all) and return one Markdown "
@@ -252,27 +281,29 @@ def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNIN
         from packs.packset import PackSet
 
         if per_pack is not None and max_results is not None:
-            raise ToolError("pass per_pack (each pack's top N) or max_results (the top N "
-                            "overall), not both")
-        selected = list(dict.fromkeys(packs or sorted(served)))
-        overrides = budget(max_tokens)
+            raise _tool_error("pass per_pack (each pack's top N) or max_results (the top N "
+                              "overall), not both")
+        selected = list(dict.fromkeys(packs or sorted(served.packs)))
+        overrides = served.budget(max_tokens)
         if per_pack is not None:
             overrides.update(pack_mode="per_pack", per_pack_results=per_pack)
         elif max_results is not None:
             overrides.update(max_results=max_results)
         # A PackSet over packs that are already open; it is not closed here (the server
         # owns the packs).
-        packset = PackSet([known(name) for name in selected])
+        packset = PackSet([served.known(name) for name in selected])
         try:
-            result = packset.search(checked(question), **overrides)
+            result = packset.search(served.checked(question), **overrides)
         except (QuestionError, OptionsError) as exc:
-            raise ToolError(str(exc)) from exc
+            raise _tool_error(str(exc)) from exc
         structured = {**_structured(" + ".join(selected), result, None),
                       "packs": result.packs}
         text = search_text("", result, several=selected)
         return CallToolResult(content=[TextContent(type="text", text=text)],
                               structured_content=structured)
 
+
+def _add_ask(server: "MCPServer", served: _Served) -> None:
     @server.tool(description=("Answer a question from a pack. Returns answer (citing [n]), "
                               "sources, citations (one per [n]: pack, url, section_id, "
                               "heading_path, quote, start, end, verified), entities, facts, "
@@ -283,15 +314,13 @@ def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNIN
     def ask(question: Question, pack: OptionalPackName = None) -> dict[str, Any]:
         from packs.llm.errors import SynthesisError
 
-        _, kp = chosen(pack)
+        _, kp = served.chosen(pack)
         try:
-            answer = kp.ask(checked(question))
+            answer = kp.ask(served.checked(question))
         except (QuestionError, OptionsError, SynthesisError) as exc:
-            raise ToolError(str(exc)) from exc
+            raise _tool_error(str(exc)) from exc
         assert isinstance(answer, dict)  # stream=False
         return answer
-
-    return server
 
 
 def serve(paths: Sequence[str | os.PathLike[str]], *, http: bool = False,
