@@ -21,7 +21,8 @@ from packs import format as fmt
 from packs import integrity, layout
 from packs.manifest import KeywordVectorsInfo, Manifest, read_manifest
 from packs.vendor import write_zipapp
-from tasks.publish.kuzu_store import count_rows_isolated, load_kuzu_isolated, write_tables
+from tasks.publish.kuzu_store import count_rows_isolated, load_kuzu_isolated
+from tasks.publish.tables import write_tables
 
 log = logging.getLogger("kpack.publish")
 
