@@ -13,7 +13,8 @@ import jsonschema
 import pytest
 
 from packs.llm.costs import MIN_CACHEABLE_TOKENS, min_cacheable_tokens
-from tasks.extract.core import TOOL, assemble
+from tasks.extract.assemble import assemble
+from tasks.extract.core import TOOL
 from tasks.extract.examples import EXAMPLES
 from tasks.extract.prompt import SYSTEM_PROMPT, batch_tool, prefix_tokens
 from tasks.extract.schema import (

@@ -8,7 +8,7 @@ Two extractors produce the same per-section shape (`Extraction`, tasks.extract.s
   the Message Batches API (`mode="batch"`); deterministic failures are remembered;
 - **offline**: the deterministic heuristics of `tasks.extract.offline` (no key needed).
 
-`assemble` (pure) then resolves entities across the whole pack (`tasks.extract.entities`) and builds
+`tasks.extract.assemble` (pure) then resolves entities across the whole pack and builds
 the four tables with the column names of `packs.format.TABLE_COLUMNS`.
 
 Shell: `extract_sections` (calls the API through a `llm_store.ResponseStore` the caller fills
@@ -28,11 +28,10 @@ from typing import Literal
 
 import polars as pl
 
-from packs.format import ENTITIES, FACTS, MENTIONS, RELATIONSHIPS, TABLE_COLUMNS, fact_id
 from packs.llm.client import API_KEY_ENV, BASE_URL_ENV
 from packs.llm.costs import PRICES_AS_OF, price_for
 from tasks.extract import batching, claude
-from tasks.extract.entities import RawEntity, resolve_entities
+from tasks.extract.assemble import assemble
 from tasks.extract.offline import OFFLINE_NOTE, extract_offline
 from tasks.extract.prompt import (  # noqa: F401 (re-exported: the prompt's public names)
     BATCH_TOOL_NAME,
@@ -134,73 +133,6 @@ class ExtractResult:
     def tables(self) -> dict[str, pl.DataFrame]:
         """The four extraction tables of these sections alone (`assemble`)."""
         return assemble(self.extractions)
-
-
-# --- pure core: per-section extractions -> tables ---------------------------------------------
-
-_SCHEMAS = {
-    ENTITIES: {"id": pl.Utf8, "name": pl.Utf8, "type": pl.Utf8, "description": pl.Utf8,
-               "aliases": pl.List(pl.Utf8)},
-    MENTIONS: {"section_id": pl.Utf8, "entity_id": pl.Utf8},
-    RELATIONSHIPS: {"source_id": pl.Utf8, "target_id": pl.Utf8, "relation": pl.Utf8,
-                    "evidence": pl.Utf8, "section_id": pl.Utf8},
-    FACTS: {"id": pl.Utf8, "text": pl.Utf8, "entity_id": pl.Utf8, "section_id": pl.Utf8},
-}
-assert all(tuple(_SCHEMAS[t]) == TABLE_COLUMNS[t] for t in _SCHEMAS), "columns drifted"
-
-
-def _frame(table: str, rows: list[dict]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=_SCHEMAS[table])
-
-
-def assemble(extractions: list[tuple[str, Extraction]]) -> dict[str, pl.DataFrame]:
-    """Resolve entities across all sections and build the entities, mentions, relationships
-    and facts tables (deterministic for a given input; sorted rows).
-
-    Names used by a relationship or fact but missing from the section's entity list become
-    entities of type "other" rather than being dropped.
-    """
-    raws: list[RawEntity] = []
-    for sid, ex in extractions:
-        declared = set()
-        for e in ex.entities:
-            raws.append(RawEntity(e.name, e.type, e.description, tuple(e.aliases), sid))
-            declared.add(e.name.lower())
-        extra = [r.source for r in ex.relationships] + [r.target for r in ex.relationships]
-        extra += [f.entity for f in ex.facts]
-        for name in extra:
-            if name.lower() not in declared:
-                declared.add(name.lower())
-                raws.append(RawEntity(name, "other", "", (), sid))
-    res = resolve_entities(raws)
-
-    mentions = sorted({(r.section_id, res.lookup(r.name)) for r in raws
-                       if res.lookup(r.name) is not None})
-    rels: dict[tuple, dict] = {}
-    facts: dict[str, dict] = {}
-    for sid, ex in extractions:
-        for r in ex.relationships:
-            src, tgt = res.lookup(r.source), res.lookup(r.target)
-            if src is None or tgt is None or src == tgt:
-                continue
-            rels.setdefault((src, tgt, r.relation, sid), {
-                "source_id": src, "target_id": tgt, "relation": r.relation,
-                "evidence": r.evidence, "section_id": sid})
-        for f in ex.facts:
-            eid = res.lookup(f.entity)
-            if eid is None:
-                continue
-            fid = fact_id(f.text, sid)
-            facts.setdefault(fid, {"id": fid, "text": f.text, "entity_id": eid,
-                                   "section_id": sid})
-    return {
-        ENTITIES: _frame(ENTITIES, [
-            {"id": e.id, "name": e.name, "type": e.type, "description": e.description,
-             "aliases": e.aliases} for e in res.entities]),
-        MENTIONS: _frame(MENTIONS, [{"section_id": s, "entity_id": e} for s, e in mentions]),
-        RELATIONSHIPS: _frame(RELATIONSHIPS, [rels[k] for k in sorted(rels)]),
-        FACTS: _frame(FACTS, [facts[k] for k in sorted(facts)]),
-    }
 
 
 # --- shell ----------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import polars as pl
 
 from packs import format as fmt
 from tasks.extract import core as extract_core
+from tasks.extract.assemble import assemble
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,
@@ -65,7 +66,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         extractions = [(sid, extract_core.parse_extraction(json.loads(data)))
                        for sid, data in df.iter_rows()]
         del df
-        tables = extract_core.assemble(extractions)
+        tables = assemble(extractions)
         for name, table in tables.items():
             write_parquet(table, Path(files[name]))
     rows = {t: parquet_rows(p) for t, p in files.items()}

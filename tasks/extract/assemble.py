@@ -1,0 +1,78 @@
+"""Per-section extractions → the pack's four extraction tables (pure).
+
+`assemble` resolves entities across all the sections it is given (tasks.extract.entities)
+and builds the entities, mentions, relationships and facts tables with the column names of
+packs.format.TABLE_COLUMNS.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from packs.format import ENTITIES, FACTS, MENTIONS, RELATIONSHIPS, TABLE_COLUMNS, fact_id
+from tasks.extract.entities import RawEntity, resolve_entities
+from tasks.extract.schema import Extraction
+
+_SCHEMAS = {
+    ENTITIES: {"id": pl.Utf8, "name": pl.Utf8, "type": pl.Utf8, "description": pl.Utf8,
+               "aliases": pl.List(pl.Utf8)},
+    MENTIONS: {"section_id": pl.Utf8, "entity_id": pl.Utf8},
+    RELATIONSHIPS: {"source_id": pl.Utf8, "target_id": pl.Utf8, "relation": pl.Utf8,
+                    "evidence": pl.Utf8, "section_id": pl.Utf8},
+    FACTS: {"id": pl.Utf8, "text": pl.Utf8, "entity_id": pl.Utf8, "section_id": pl.Utf8},
+}
+assert all(tuple(_SCHEMAS[t]) == TABLE_COLUMNS[t] for t in _SCHEMAS), "columns drifted"
+
+
+def _frame(table: str, rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=_SCHEMAS[table])
+
+
+def assemble(extractions: list[tuple[str, Extraction]]) -> dict[str, pl.DataFrame]:
+    """Resolve entities across all sections and build the entities, mentions, relationships
+    and facts tables (deterministic for a given input; sorted rows).
+
+    Names used by a relationship or fact but missing from the section's entity list become
+    entities of type "other" rather than being dropped.
+    """
+    raws: list[RawEntity] = []
+    for sid, ex in extractions:
+        declared = set()
+        for e in ex.entities:
+            raws.append(RawEntity(e.name, e.type, e.description, tuple(e.aliases), sid))
+            declared.add(e.name.lower())
+        extra = [r.source for r in ex.relationships] + [r.target for r in ex.relationships]
+        extra += [f.entity for f in ex.facts]
+        for name in extra:
+            if name.lower() not in declared:
+                declared.add(name.lower())
+                raws.append(RawEntity(name, "other", "", (), sid))
+    res = resolve_entities(raws)
+
+    mentions = sorted({(r.section_id, res.lookup(r.name)) for r in raws
+                       if res.lookup(r.name) is not None})
+    rels: dict[tuple, dict] = {}
+    facts: dict[str, dict] = {}
+    for sid, ex in extractions:
+        for r in ex.relationships:
+            src, tgt = res.lookup(r.source), res.lookup(r.target)
+            if src is None or tgt is None or src == tgt:
+                continue
+            rels.setdefault((src, tgt, r.relation, sid), {
+                "source_id": src, "target_id": tgt, "relation": r.relation,
+                "evidence": r.evidence, "section_id": sid})
+        for f in ex.facts:
+            eid = res.lookup(f.entity)
+            if eid is None:
+                continue
+            fid = fact_id(f.text, sid)
+            facts.setdefault(fid, {"id": fid, "text": f.text, "entity_id": eid,
+                                   "section_id": sid})
+    return {
+        ENTITIES: _frame(ENTITIES, [
+            {"id": e.id, "name": e.name, "type": e.type, "description": e.description,
+             "aliases": e.aliases} for e in res.entities]),
+        MENTIONS: _frame(MENTIONS, [{"section_id": s, "entity_id": e} for s, e in mentions]),
+        RELATIONSHIPS: _frame(RELATIONSHIPS, [rels[k] for k in sorted(rels)]),
+        FACTS: _frame(FACTS, [facts[k] for k in sorted(facts)]),
+    }
