@@ -107,7 +107,7 @@ def test_search_result_shape_and_json(pack):
 
 def test_quality_filter_drops_short_sections(pack):
     result = pack.search("What is a broker?", max_results=12)
-    assert all(s.quality >= 0.3 for s in result.sections)
+    assert result.sections and all(s.quality >= 0.3 for s in result.sections)
     assert "Glossary > Broker" not in [s.heading_path for s in result.sections]
 
 
@@ -122,7 +122,7 @@ def test_quality_fallback_uses_whole_articles(pack):
 
 def test_use_enhancements_false_keeps_gate_and_quality(pack):
     result = pack.search("How many times is a failed job retried?", use_enhancements=False)
-    assert all(s.stages == ["vector"] for s in result.sections)
+    assert result.sections and all(s.stages == ["vector"] for s in result.sections)
     assert "QUERY_FTS_INDEX" not in result.cypher_query
     assert not result.related and not result.facts.facts and not result.fewshot
     assert all(s.quality >= 0.3 for s in result.sections)
@@ -155,7 +155,7 @@ def test_neighbours_expansion_is_the_best_section_of_the_best_linked_articles(pa
     assert sorted((sid, art) for sid, art, _ in scores) == sorted(
         (r.id, r.article_id) for r in full)
     by_id = {r.id: r.similarity for r in full}
-    assert all(abs(sim - by_id[sid]) < 1e-5 for sid, _, sim in scores)
+    assert scores and all(abs(sim - by_id[sid]) < 1e-5 for sid, _, sim in scores)
     best: dict[str, object] = {}
     for r in full:
         if r.article_id != top.article_id and (
@@ -261,7 +261,7 @@ def test_a_decisive_bm25_match_weighs_double_in_prose_only(pack, tmp_path, embed
 def test_graph_rerank_modes_and_sparse_graph(pack, tmp_path, embedder):
     weighted = pack.search("retries", graph_rerank=True, graph_rerank_mode="weighted",
                            use_cache=False)
-    assert all("graph_rerank" in s.stages for s in weighted.sections)
+    assert weighted.sections and all("graph_rerank" in s.stages for s in weighted.sections)
     assert not any("graph_rerank" in s.stages for s in pack.search("retries").sections)
     assert "multi_doc" in pack.search("retries", use_cache=False).timings_ms  # enough links
     sparse_dir = build_pack(tmp_path, embedder, name="sparse", links=[("overview", "retries")])

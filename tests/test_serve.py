@@ -67,7 +67,7 @@ def test_one_deployment_per_source_on_its_pack_toml_cron(tmp_path) -> None:
     assert set(hourly.tags) == {"pack:hourly", "scheduled"}
     assert hourly.description == "Hourly docs"
     every = build_deployments(tmp_path, out, tmp_path / "w", every=timedelta(seconds=30))
-    assert all(d.schedules[0].schedule.interval == timedelta(seconds=30) for d in every)
+    assert every and all(d.schedules[0].schedule.interval == timedelta(seconds=30) for d in every)
     assert every[0].parameters["work_dir"] == str((tmp_path / "w").resolve())
 
 
