@@ -81,6 +81,10 @@ DEGREES = (
     "MATCH (e:Entity)-[:RELATED_TO]-(o:Entity) WHERE o.id <> e.id "
     "RETURN e.id, e.name, e.type, count(DISTINCT o.id) AS d ORDER BY d DESC, e.name"
 )
+EDGES_AMONG = (
+    "MATCH (a:Entity)-[r:RELATED_TO]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids "
+    "AND a.id <> b.id RETURN DISTINCT a.id, b.id, r.relation LIMIT $limit"
+)
 FACTS_BY_TEXT = (
     "MATCH (e:Entity)-[:HAS_FACT]->(f:Fact) WHERE f.text IN $texts "
     "RETURN f.text, f.section_id, e.id, e.name"
@@ -228,6 +232,14 @@ class Browse:
         items = [{"id": r[0], "name": r[1] or "", "type": r[2] or "", "weight": int(r[3]),
                   "relation": r[4] or ""} for r in rows]
         return Page(items=items, total=int(total), offset=offset, limit=limit)
+
+    def edges_among(self, entity_ids: list[str], limit: int = 200) -> list[tuple[str, str, str]]:
+        """(source id, target id, relation) of relations between the given entities, at
+        most `limit` (a page of neighbours drawn as a graph, not a star)."""
+        if not entity_ids:
+            return []
+        return [(r[0], r[1], r[2] or "") for r in
+                self.db.read(EDGES_AMONG, {"ids": list(entity_ids), "limit": int(limit)})]
 
     def degrees(self) -> list[tuple[str, str, str, int]]:
         """(id, name, type, neighbours) of every entity with a neighbour, the most

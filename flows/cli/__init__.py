@@ -2,7 +2,7 @@
 
 Thin by design: each command parses its arguments, calls one library function and prints.
 Commands live by job: build (`build.py`), query and search (`query.py`), looking into and
-shipping packs (`admin.py`), evaluation (`evaluate.py`), the scheduled rebuild server
+shipping packs (`admin.py`), the explorer web page (`explore.py`), evaluation (`evaluate.py`), the scheduled rebuild server
 (`serve.py`); `common.py` holds the exit codes and the error edge.
 `--json` prints machine-readable output. Exit codes: 0 success, 1 the work failed (a build
 that published nothing, a query that errored), 2 bad input (unknown source, invalid
@@ -17,7 +17,7 @@ import sys
 
 import typer
 
-from flows.cli import admin, build, evaluate, query, serve
+from flows.cli import admin, build, evaluate, explore, query, serve
 from flows.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PARTIAL, OptionError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_PARTIAL", "OptionError", "app", "main"]
@@ -28,7 +28,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for _group in (build, query, admin, evaluate, serve):  # the order `kpack --help` lists them
+for _group in (build, query, admin, explore, evaluate, serve):  # the order `kpack --help` lists them
     _group.register(app)
 
 
