@@ -44,8 +44,11 @@ def pack_summary(served: Served) -> dict:
 
 def index(request: Request) -> HTMLResponse:
     ex = explorer(request)
+    label = param(request, "pack")
     packs = [pack_summary(s) for s in ex.served.values()]
-    return page(request, "index.html", {"packs": packs, "served": None})
+    # Every pack is listed; `pack` marks the one the other pages default to.
+    return page(request, "index.html", {"packs": packs,
+                                        "served": ex.get(label) if label else None})
 
 
 def _build_rows(served: Served) -> list[dict]:
