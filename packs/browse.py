@@ -250,6 +250,23 @@ class Browse:
                                  for r in self.db.read(DEGREES, {})]
             return self._degrees
 
+    def fact_sources(self, texts: list[str], section_ids: list[str]) -> dict[str, dict]:
+        """Fact text → {section_id} of the section among `section_ids` it was drawn from
+        (the facts of a search result come from its sections). Format 3 packs read the
+        sections' precomputed graphs (primary-key lookups); older packs search the facts
+        by text (`facts_by_text`, which also names each fact's entity)."""
+        if not texts:
+            return {}
+        if not self.db.has_graph:
+            return self.facts_by_text(texts)
+        wanted, out = set(texts), {}
+        graphs = self.db.section_graphs(list(section_ids))
+        for sid in section_ids:
+            for text in graphs.get(sid, {}).get("facts", []):
+                if text in wanted:
+                    out.setdefault(text, {"section_id": sid})
+        return out
+
     def facts_by_text(self, texts: list[str]) -> dict[str, dict]:
         """Fact text → {section_id, entity_id, entity} for the texts that are facts of the
         pack (the first one found when a text repeats)."""

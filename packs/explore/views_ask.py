@@ -65,7 +65,9 @@ def _facts(ex: Explorer, label: str | None, result: SearchResult) -> list[dict]:
         missing = [t for t in texts if t not in found]
         if not missing:
             break
-        for text, where in served.pack.browse.facts_by_text(missing).items():
+        sections = [s.id for s in (*result.sections, *result.related)
+                    if s.pack in (None, served.label)]
+        for text, where in served.pack.browse.fact_sources(missing, sections).items():
             found[text] = {**where, "pack": served.label}
     return [{"text": t, **found.get(t, {})} for t in texts]
 

@@ -100,8 +100,8 @@ def entity(request: Request) -> HTMLResponse:
         entity=chosen, facts=browse.entity_facts(chosen.id),
         mentions=browse.mentions(chosen.id, moffset, MENTIONS_PAGE),
         graph=graph_data(served, chosen),
-        elsewhere=[s.label for s, _ in _candidates(ex, "", chosen.name)
-                   if s.label != served.label],
+        elsewhere=[s.label for s in ex.served.values() if s.label != served.label
+                   and s.pack.browse.entities_named(chosen.name)],
     )
     return page(request, "entity.html", context, switch="/entity", switch_params=switch)
 
