@@ -121,6 +121,15 @@ def test_the_answer_links_markers_to_verified_citations_and_sections(client):
     assert "RetryPolicy.max_attempts defaults to 5." in html  # a fact, linked to its section
 
 
+def test_asking_every_pack_at_once_labels_each_citation(client):
+    html = client.get("/ask", params={"q": QUESTION}).text  # no pack: the PackSet
+    assert "packs: kestrel, hostile" in html
+    links = re.findall(r'class="cite-section" href="/section/[0-9a-f]+\?pack=(\w+)', html)
+    assert links and set(links) <= {"kestrel", "hostile"} and "kestrel" in links
+    for sid, label in re.findall(r'href="/section/([0-9a-f]+)\?pack=(\w+)', html):
+        assert client.get(f"/section/{sid}", params={"pack": label}).status_code == 200
+
+
 def test_every_pack_text_is_escaped(client):
     pages = [client.get(p).text for p in (
         "/", "/?pack=hostile", "/ask?q=how+do+I+descale+a+kettle",
