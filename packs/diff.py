@@ -38,6 +38,20 @@ def _place(row: dict) -> tuple:
     return (row.get("url"), row.get("heading_path"), row.get("chunk"))
 
 
+def _by_place(sections: dict[str, dict], ids: set[str]) -> dict[tuple, list[str]]:
+    """The ids grouped by place, each group in id order; sections without a heading path
+    (frames that lack the column) have no place and never pair up."""
+    out: dict[tuple, list[str]] = {}
+    for i in sorted(ids):
+        place = _place(sections[i])
+        out.setdefault(place if place[1] is not None else ("", i, None), []).append(i)
+    return out
+
+
+def _place_key(place: tuple) -> tuple:
+    return tuple(str(x) for x in place)
+
+
 def _entity_text(row: dict) -> tuple:
     return (row.get("description") or "", tuple(sorted(row.get("aliases") or ())))
 
@@ -53,9 +67,13 @@ def diff_rows(old: Rows, new: Rows) -> dict:
 
     old_sec = {r["id"]: r for r in old[fmt.SECTIONS]}
     new_sec = {r["id"]: r for r in new[fmt.SECTIONS]}
-    gone = {_place(old_sec[i]): i for i in set(old_sec) - set(new_sec)}
-    came = {_place(new_sec[i]): i for i in set(new_sec) - set(old_sec)}
-    edited = sorted(set(gone) & set(came), key=lambda p: tuple(map(str, p)))
+    gone = _by_place(old_sec, set(old_sec) - set(new_sec))
+    came = _by_place(new_sec, set(new_sec) - set(old_sec))
+    # A page may repeat a heading path: the removed and added sections of one place pair
+    # up in id order, the rest stay removals or additions.
+    edited = [(place, a, b) for place in sorted(set(gone) & set(came), key=_place_key)
+              for a, b in zip(gone[place], came[place])]
+    n_gone, n_came = sum(map(len, gone.values())), sum(map(len, came.values()))
 
     old_ent = {r["id"]: r for r in old[fmt.ENTITIES]}
     new_ent = {r["id"]: r for r in new[fmt.ENTITIES]}
@@ -66,14 +84,14 @@ def diff_rows(old: Rows, new: Rows) -> dict:
     return {
         "pages": {"added": len(added), "changed": len(changed), "removed": len(removed),
                   "unchanged": len(new_pages) - len(added) - len(changed)},
-        "sections": {"added": len(came) - len(edited), "changed": len(edited),
-                     "removed": len(gone) - len(edited),
+        "sections": {"added": n_came - len(edited), "changed": len(edited),
+                     "removed": n_gone - len(edited),
                      "unchanged": len(set(new_sec) & set(old_sec))},
         "entities": {"added": len(ent_added), "changed": len(ent_changed),
                      "removed": len(ent_removed)},
         "pages_added": added, "pages_changed": changed, "pages_removed": removed,
-        "sections_changed": [{"url": p[0], "heading_path": p[1], "old_id": gone[p],
-                              "new_id": came[p]} for p in edited[:LISTED]],
+        "sections_changed": [{"url": p[0], "heading_path": p[1], "old_id": a, "new_id": b}
+                             for p, a, b in edited[:LISTED]],
         "entities_added": sorted(new_ent[i]["name"] for i in ent_added)[:LISTED],
         "entities_changed": sorted(new_ent[i]["name"] for i in ent_changed)[:LISTED],
         "entities_removed": sorted(old_ent[i]["name"] for i in ent_removed)[:LISTED],

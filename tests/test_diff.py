@@ -45,6 +45,20 @@ def test_an_edited_section_and_a_redescribed_entity_are_changes():
                                "entities +1 ~1 -1")
 
 
+def test_a_repeated_heading_path_pairs_sections_one_to_one():
+    place = ("u", "Page > Example", 0)
+    old = _rows({"u": "1"}, [("a", *place), ("b", *place), ("c", *place)], [])
+    new = _rows({"u": "2"}, [("x", *place), ("y", *place)], [])
+    assert diff_rows(old, new)["sections"] == {"added": 0, "changed": 2, "removed": 1,
+                                               "unchanged": 0}
+    # Rows without heading paths (a first build's frames) never pair up.
+    bare = {**new, fmt.SECTIONS: [{"id": i, "url": "u"} for i in "xyz"]}
+    empty = _rows({}, [], [])
+    assert diff_rows(empty, bare)["sections"]["added"] == 3
+    assert diff_rows({**old, fmt.SECTIONS: [{"id": "a", "url": "u"}]}, bare)["sections"] == {
+        "added": 3, "changed": 0, "removed": 1, "unchanged": 0}
+
+
 def test_builds_are_read_without_polars_wherever_they_are(tmp_path, embedder):
     built = tmp_path / "built"
     build_pack(built, embedder)
