@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render-rounds", type=int, default=15)
     ap.add_argument("--out", type=Path, default=None, help="also write the report here")
     args = ap.parse_args(argv)
-    print(common.machine_line())
+    machine = common.machine_line()
+    print(machine)
     pack_dir = args.pack
     if pack_dir is None:
         from benchmarks import corpora
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         pack, label = packset.packs[0], packset.labels[0]
         m = pack.manifest
-        lines = [f"pack {label}: {m.counts.articles} pages, {m.counts.sections} sections, "
+        lines = [machine, f"pack {label}: {m.counts.articles} pages, {m.counts.sections} sections, "
                  f"{m.counts.entities} entities, {m.counts.relationships} relations "
                  f"(build {m.build_id})"]
         lines += ask_latency(base, pack, label, questions(args.questions), args.rounds)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,12 +28,16 @@ from benchmarks.explore_latency import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E
 QUESTION = "How do I choose an embedding model when I have no internet?"
 
 
-def build_example(out: Path) -> Path:
-    """`kpack build sources/example --out OUT`, with the CLI of this interpreter's venv."""
+def build_example(tmp: Path) -> Path:
+    """`kpack build sources/example` of a copy of the example and the docs it reads (so
+    the page shows no path of this checkout), with the CLI of this interpreter's venv."""
+    copy = tmp / "knowledge-packs"
+    shutil.copytree(ROOT / "sources/example", copy / "sources/example")
+    shutil.copytree(ROOT / "docs", copy / "docs", ignore=shutil.ignore_patterns("*.png"))
     kpack = Path(sys.executable).with_name("kpack")
-    subprocess.run([str(kpack), "build", str(ROOT / "sources/example"), "--out", str(out)],
-                   check=True)
-    return out / "example"
+    subprocess.run([str(kpack), "build", str(copy / "sources/example"), "--out",
+                    str(tmp / "out")], check=True)
+    return tmp / "out" / "example"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="kpack-shot-") as tmp:
-        pack = args.pack or build_example(Path(tmp) / "out")
+        pack = args.pack or build_example(Path(tmp))
         base, _, stop = serve([pack])
         try:
             with sync_playwright() as p:
