@@ -55,7 +55,8 @@ EDITED = "Queues > Priority queues"
 
 
 def publish_tables(root: Path, name: str, build_id: str, tables: dict[str, pl.DataFrame],
-                   embedder: Embedder, description: str = "") -> Path:
+                   embedder: Embedder, description: str = "",
+                   previous: str | None = None) -> Path:
     """Publish `tables` as build `build_id` of `root/name` (the build's publish path)."""
     pack_dir = root / name
     manifest = Manifest(
@@ -67,7 +68,7 @@ def publish_tables(root: Path, name: str, build_id: str, tables: dict[str, pl.Da
         durations={"fetch": 1.5, "split": 0.2, "extract": 3.0, "embed": 2.5},
         avg_links_per_article=len(tables[fmt.LINKS]) / len(tables[fmt.ARTICLES]),
         extra={"extract_stats": {"calls": 4, "cost_usd": 0.0123, "cache_hits": 2},
-               "guard": "passed"},
+               "guard": "passed", "previous_build": previous},
     )
     publish(pack_dir, build_id, lambda tmp: write_build(tmp, tables, manifest))
     return pack_dir
@@ -152,7 +153,7 @@ def explorer_packs(root: Path, embedder: Embedder) -> dict[str, Path]:
                                                       "fetched")
     layout.append_history(kestrel, "b0004", "crashed", "its process died holding the lock")
     publish_tables(root, "kestrel", "b0005", _second_kestrel_build(embedder), embedder,
-                   "Kestrel job scheduler docs")
+                   "Kestrel job scheduler docs", previous="b0001")
     layout.append_history(kestrel, "b0005", "published", "pages +1 ~1 -1 (3 unchanged)")
     _saved_scorecard(kestrel)
     hostile = publish_tables(root, "hostile", "b0001", _hostile_tables(embedder), embedder,

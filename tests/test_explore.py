@@ -178,6 +178,7 @@ def test_builds_diff_and_eval(client):
     assert statuses == [("published", "b0005"), ("crashed", "b0004"), ("failed", "b0003"),
                         ("refused", "b0002"), ("published", "b0001")]
     assert "extract 3.0" in builds and "$0.0123" in builds
+    assert 'href="/diff?pack=kestrel&amp;from=b0001&amp;to=b0005"' in builds
     diff = client.get("/diff?pack=kestrel").text  # defaults: previous build → current
     counts = dict(re.findall(r'<tr data-kind="(\w+)"><th>\w+</th><td class="added">(\d+)',
                              diff))
