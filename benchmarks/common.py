@@ -140,7 +140,7 @@ class BuiltPack:
 def fingerprint(pages: Sequence[Page], model: str, settings: str = "") -> str:
     """Of the pages, the model, the extra pack.toml settings and the parser and splitter
     versions."""
-    from tasks.split import SPLITTER_VERSION
+    from tasks.sections import SPLITTER_VERSION
     from tasks.stages.fetch import VERSION as FETCH_VERSION
 
     h = hashlib.sha256(f"{LAYOUT_VERSION}\0{FETCH_VERSION}\0{SPLITTER_VERSION}\0{model}\0"

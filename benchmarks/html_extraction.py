@@ -5,7 +5,7 @@
 Two checks, each run for every candidate setting in one process (so the numbers compare):
 
 1. article-extraction-benchmark (181 news/blog pages, gold `articleBody` in
-   ground-truth.json). Each page goes through `tasks.fetch_parse.html_to_markdown` -- the
+   ground-truth.json). Each page goes through `tasks.fetch.parse.html_to_markdown` -- the
    exact code a build runs (decoding, <pre> wrapping, trafilatura, Markdown tidy) -- and the
    Markdown is scored against `articleBody`.
 2. Doc-like pages from readability-test-pages, against the reference `expected.html`:
@@ -62,7 +62,7 @@ import lxml.html  # noqa: E402
 import trafilatura  # noqa: E402
 
 from packs.markdown import line_kinds  # noqa: E402
-from tasks import fetch_parse  # noqa: E402
+from tasks.fetch import parse as fetch_parse  # noqa: E402
 
 DOC_PAGES = (
     "google-sre-book-1",

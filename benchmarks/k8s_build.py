@@ -176,7 +176,7 @@ def measure(args: argparse.Namespace, base: str) -> int:
         import polars as pl
 
         from packs.embedding import Embedder
-        from tasks.embed import embedding_text
+        from tasks.vectors import embedding_text
 
         sections = pl.read_parquet(Path(summary["build_dir"]) / "tables" / "sections.parquet")
         texts = [embedding_text(h, c) for h, c in zip(sections["heading_path"], sections["content"])]

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "PREFECT_HOME": f"{tmp}/home", "HF_HUB_OFFLINE": "1",
                "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
         env.pop("PREFECT_API_URL", None)
-        kpack = [sys.executable, "-m", "flows.cli"]
+        kpack = [sys.executable, "-m", "packs.cli"]
         subprocess.run([*kpack, "server", "start", "--port", "4297"], cwd=ROOT, env=env,
                        check=True, capture_output=True)
         try:

@@ -87,7 +87,7 @@ def raw_encode(build_dir: str) -> None:
     import polars as pl
 
     from packs.embedding import Embedder
-    from tasks.embed import embedding_text
+    from tasks.vectors import embedding_text
 
     sections = pl.read_parquet(Path(build_dir) / "tables" / "sections.parquet",
                                columns=["heading_path", "content"])

@@ -34,14 +34,14 @@ from flows.plan import (
 )
 from flows.preflight import preflight
 from flows.runners import task_runner, worker_slots
-from flows.settings import quiet_libraries, result_settings
+from flows.settings import quiet_libraries, result_settings, stage_logging
 from flows.summary import build_stats, fetch_reasons, shortfalls
 from packs.layout import append_history
 from tasks import faults, shards, stages
-from tasks import lock as pack_lock
-from tasks.guard import GuardError
-from tasks.lock import PackLockedError
-from tasks.publish import new_build_id
+from tasks.publish import lock as pack_lock
+from tasks.publish.atomic import new_build_id
+from tasks.publish.guard import GuardError
+from tasks.publish.lock import PackLockedError
 from tasks.sources import SourceConfig, load_source, resolve_embedding_model
 from tasks.stages import isolated
 from tasks.stages.common import BuildContext, Record, write_state
@@ -71,6 +71,7 @@ def _run_name() -> str:
 
 def run_stage(name: str, ctx: BuildContext, shard: shards.Shard | None, inputs: dict):
     """Run stage `name` (tasks.stages) on one shard, or once for the pack."""
+    stage_logging()  # here, so it holds in whichever process runs the task
     faults.check(ctx.faults, name, shard.index if shard else None,
                  ctx.work.pack_dir / "faults" / ctx.build_id)
     if shard is None and ctx.isolate_reduce and name in ISOLATED_STAGES:
@@ -87,6 +88,19 @@ def _cache_key(task_ctx, params: dict) -> str | None:
 
 
 stage_task = task(run_stage, name="stage", cache_key_fn=_cache_key, persist_result=True)
+
+
+def retry_condition(task, task_run, state) -> bool:
+    """Prefect's `retry_condition_fn`: a stage error is retried unless it is terminal
+    (tasks.stages.is_terminal: a rejected API key, an open circuit breaker, a bad config):
+    retrying those only repeats the error, after a delay, with another page of tracebacks."""
+    exc = state.data if isinstance(state.data, BaseException) else None
+    if exc is None:
+        try:
+            state.result(raise_on_failure=True)
+        except BaseException as raised:  # the task's own exception, re-raised by Prefect
+            exc = raised
+    return not stages.is_terminal(exc)
 
 
 class Pipeline:
@@ -120,7 +134,7 @@ class Pipeline:
         future = stage_task.with_options(
             name=name, task_run_name=run_name, retries=module.RETRIES,
             retry_delay_seconds=getattr(module, "RETRY_DELAY_S", 1),
-            retry_condition_fn=stages.retry_condition,
+            retry_condition_fn=retry_condition,
             refresh_cache=refresh or None,
         ).submit(name, ctx or self.ctx, shard, inputs, wait_for=wait_for)
         self.meta[future] = (name, shard, inputs, ctx)
@@ -245,7 +259,7 @@ def build_pack(
     When the pages and every stage's settings equal those the published build was made
     from, nothing is split, extracted, embedded or republished: the summary says "no
     changes" and names the current build (readers keep the build they have).
-    The build holds the pack's lock (tasks.lock) from start to end: a second build of
+    The build holds the pack's lock (tasks.publish.lock) from start to end: a second build of
     the same pack is refused, and runs of builds that died are marked Crashed.
     A build the publish guard finds clearly worse than the current one fails and
     publishes nothing, unless `force`.

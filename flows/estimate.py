@@ -14,8 +14,8 @@ from prefect import flow
 from flows.build import Pipeline, fetch_all
 from flows.plan import build_context, extract_config, plan_shards
 from flows.settings import quiet_libraries, result_settings
-from tasks import extract as extract_core
-from tasks.publish import new_build_id
+from tasks.extract import core as extract_core
+from tasks.publish.atomic import new_build_id
 from tasks.sources import load_source
 
 
@@ -35,7 +35,7 @@ def estimate_pack(
     split = pipe.wait(pipe.map("split", lambda s: {"fetch": by_shard[s.index]}).values())
     xcfg = extract_config(source, "claude", None)
     total: dict = defaultdict(int)
-    from tasks.extract_claude import remembered
+    from tasks.extract.claude import remembered
     from tasks.stages.extract import _settings, known_outputs
 
     settings = _settings(dataclasses.replace(ctx, extract=xcfg))

@@ -16,10 +16,10 @@ from packs.embedding import ModelInfo
 from packs.embedding import describe as describe_model
 from packs.format import FORMAT_VERSION, QUERY_MODULE_VERSION
 from packs.manifest import EmbeddingInfo
-from tasks import extract as extract_core
 from tasks import faults, shards, stages
-from tasks import fetch as fetch_core
-from tasks import split as split_core
+from tasks import sections as split_core
+from tasks.extract import core as extract_core
+from tasks.fetch import pages as fetch_core
 from tasks.sources import CONFIG_FILE, SourceConfig, SourceError, resolve_embedding_model
 from tasks.stages.common import (
     BuildContext,

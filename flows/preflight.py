@@ -84,8 +84,8 @@ def _resolve(host: str) -> list[str]:
 
 def host_refusals(source: SourceConfig, allow_private: bool) -> Counter[str]:
     """Reason → count of the http(s) URLs that fetching would refuse outright."""
-    from tasks.fetch_policy import DEFAULT_GITHUB_RAW_BASE as RAW
-    from tasks.fetch_policy import (
+    from tasks.fetch.policy import DEFAULT_GITHUB_RAW_BASE as RAW
+    from tasks.fetch.policy import (
         check_addresses,
         effective_allowed_hosts,
         host_allowed,

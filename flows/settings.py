@@ -1,7 +1,8 @@
 """Prefect settings the project needs, applied once by each entry point.
 
 Prefect reads its settings when it is first imported, so an entry point calls
-`configure_prefect_env()` before anything imports Prefect: `kpack` (`flows.cli.main`),
+`configure_prefect_env()` before anything imports Prefect: `kpack` (`flows.cli.register`,
+which `packs.cli.main` loads for the build commands),
 `flows.schedule.serve` (whose flow-run subprocesses inherit the environment), the
 benchmarks' `benchmarks.common.setup()` and the tests' conftest. Importing a module never
 changes a setting. A value the user has set in the environment always wins.
@@ -61,6 +62,18 @@ def quiet_libraries() -> None:
     at INFO for every page)."""
     for name in ("httpx", "httpcore", "trafilatura", "htmldate", "courlan", "urllib3"):
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def stage_logging() -> None:
+    """The stages' `kpack.*` lines at INFO in this process (the flow's, or a Dask worker's).
+
+    The stages log with the standard library (tasks/ imports no Prefect);
+    PREFECT_LOGGING_EXTRA_LOGGERS gives the `kpack` logger Prefect's API handler, which files
+    each line under the task run it was written in, but leaves its level to the root
+    logger's WARNING. A level the user set is kept."""
+    kpack = logging.getLogger("kpack")
+    if kpack.level == logging.NOTSET:
+        kpack.setLevel(logging.INFO)
 
 
 def run_environment(work_dir: Path) -> dict[str, str]:

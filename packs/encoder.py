@@ -2,7 +2,7 @@
 
 A build writes `encoder/model.onnx` (the fp32 ONNX export of its embedding model)
 and `encoder/tokenizer.json`, and records each file's sha256 and size in the manifest's
-`encoder` block (`tasks/encoder.py`). `load_shipped` checks both against the manifest and
+`encoder` block (`tasks/encoder_export.py`). `load_shipped` checks both against the manifest and
 returns an `Embedder` running on ONNX Runtime with the manifest's prefixes, pooling and
 window: the same vectors the build's query side would compute, with no model hub, no
 cache, no torch and no sentence-transformers.

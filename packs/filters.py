@@ -6,7 +6,7 @@ Three filters, each optional (`SearchOptions.url_prefix`, `.content_kind`, `.lan
   section's URL from its start; a path prefix (``/docs/tasks/``; a leading ``/`` is added
   when missing) matches the URL's path from its start, whatever the scheme and host.
 - **content_kind**: ``"code"`` keeps sections whose words are mostly inside code fences
-  (`Section.is_code`, decided at build time by tasks.split), ``"prose"`` the others.
+  (`Section.is_code`, decided at build time by tasks.sections), ``"prose"`` the others.
 - **language**: a *programming* language of the section's fenced code blocks, from the
   fence info string (```` ```yaml ````), normalised by `normalise_language` (``py`` →
   ``python``, ``sh``/``bash``/``console`` → ``shell``, ``yml`` → ``yaml``, ...). Format-2

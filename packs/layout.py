@@ -4,9 +4,9 @@
     <pack>/builds/<id>/         published builds (ids sort by time: they are start times)
     <pack>/builds/.tmp-<id>/    a build being written (removed when it fails)
     <pack>/history.jsonl        one line per build run: published, no changes, refused, failed
-    <pack>/.build.lock          held by the build that writes the pack (tasks/lock.py)
+    <pack>/.build.lock          held by the build that writes the pack (tasks/publish/lock.py)
 
-Publishing (tasks/publish.py), installing an archive (packs/install.py) and opening a pack
+Publishing (tasks/publish/atomic.py), installing an archive (packs/install.py) and opening a pack
 (packs/pack.py) all go through here, so they agree on what `current` may name, how it is
 replaced (a temp file and a rename: readers never see a half-written pointer) and which
 builds a prune keeps (`prune`: one rule for both).

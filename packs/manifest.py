@@ -46,7 +46,7 @@ class KeywordVectorsInfo(BaseModel):
 
     present: bool = False
     dim: int = 0
-    version: str = ""  # the keyword-text recipe (tasks.embed.KEYWORD_VERSION)
+    version: str = ""  # the keyword-text recipe (tasks.vectors.KEYWORD_VERSION)
 
 
 class EncoderFile(BaseModel):

@@ -11,7 +11,7 @@ start-up and per-query overhead on small CPUs. Vectors match the torch path to ~
 `OnnxEncoder.load` returns None when a folder does not fit this recipe (no tokenizer.json,
 an unsupported pooling mode, extra modules such as Dense layers), or when no export exists
 and none can be made (no torch/onnx installed, or the exporter failed): the caller then uses
-sentence-transformers itself. A published pack carries its export (`tasks/encoder.py`,
+sentence-transformers itself. A published pack carries its export (`tasks/encoder_export.py`,
 read back by `packs/encoder.py`), so the query side needs no export at all.
 """
 

@@ -89,7 +89,7 @@ class PackConfig(BaseModel):
     # shard is the unit of retries, caching and distribution. The shard count is a power
     # of two (at most 512), so a shard holds shard_pages / 2 .. shard_pages pages.
     shard_pages: int = Field(default=200, ge=1, le=100_000)
-    # The publish guard (tasks/guard.py): the current build stays when more than this
+    # The publish guard (tasks/publish/guard.py): the current build stays when more than this
     # share of the new build's sections failed extraction ...
     guard_max_failed_share: float = Field(default=0.2, ge=0.0, le=1.0)
     # ... or when it lost more than this share of the current build's pages (fetch

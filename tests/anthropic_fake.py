@@ -11,7 +11,7 @@ What it does for POST /v1/messages:
 - checks the key (`Authorization: Bearer <key>` or `x-api-key`): 401 otherwise;
 - answers a forced tool call (`tool_choice: {"type": "tool", "name": ...}`) with a tool_use
   block whose input is a deterministic extraction of the text between <section> and
-  </section> in the first user message (by default `tasks.offline_extract`; pass `responder`
+  </section> in the first user message (by default `tasks.extract.offline`; pass `responder`
   for anything else) — or plain text when no tool is forced;
 - reports realistic `usage`: tokens are counted as words and punctuation runs (close to a
   BPE tokenizer on English and JSON), plus TOOL_USE_OVERHEAD tokens for a forced tool;
@@ -124,7 +124,7 @@ def boundary_responder(request: dict) -> dict:
 
 
 def _answer(title: str, heading: str, section: str) -> dict:
-    from tasks.offline_extract import extract_offline
+    from tasks.extract.offline import extract_offline
 
     out = extract_offline(title, heading, section)
     entities = [{**e, "description": e["description"][:160]} for e in out["entities"][:12]]

@@ -22,7 +22,7 @@ from packs import format as fmt
 from packs import layout
 from packs.embedding import Embedder
 from packs.manifest import EmbeddingInfo, ExtractorInfo, Manifest
-from tasks.publish import publish, write_build
+from tasks.publish.atomic import publish, write_build
 
 PWNED = "window.__pwned"  # what a hostile script would set, were it ever run
 EVIL_URL = "javascript:alert(document.domain)//evil"

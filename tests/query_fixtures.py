@@ -1,5 +1,5 @@
 """Small real packs for the query tests: hand-written sections, the real offline embedder,
-published through the build's real publish path (tasks.publish).
+published through the build's real publish path (tasks.publish.atomic).
 
 `build_pack(root, embedder)` returns the pack folder (`root/<name>/` with `current` and
 `builds/<id>/`). Everything is deterministic so tests can assert exact rankings.
@@ -17,7 +17,7 @@ import pytest
 from packs import format as fmt
 from packs.embedding import Embedder
 from packs.manifest import EmbeddingInfo, ExtractorInfo, Manifest
-from tasks.publish import publish, write_build
+from tasks.publish.atomic import publish, write_build
 
 BASE = "https://docs.kestrel.test"
 

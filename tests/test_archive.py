@@ -19,9 +19,9 @@ from loopback_site import LoopbackSite
 from query_fixtures import embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 from typer.testing import CliRunner
 
-from flows.cli.admin import register
 from packs import KnowledgePack
 from packs.archive import ArchiveError, pack_archive, sha256_file
+from packs.cli.admin import register
 from packs.install import DownloadError, install, list_packs, parse_size
 
 QUESTION = "Where do jobs go after they exhaust their retries?"

@@ -22,12 +22,14 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.build import BuildError, run_build
-from flows.cli import app
 from packs import KnowledgePack
 from packs import format as fmt
+from packs.cli import make_app
 from packs.embedding import EmbeddingModelError
 from tests.anthropic_fake import FakeAnthropic, default_responder
 from tests.conftest import OFFLINE_MODEL
+
+app = make_app()
 
 PAGES = {
     "index.html": """<!doctype html><html><head><title>Garden Guide</title></head><body>
@@ -362,3 +364,34 @@ def test_cost_cap_publishes_a_partial_pack_and_the_next_build_completes_it(
         assert full["status"] == "published" and not full["partial"]
         # only what the cap left out (small ones share a request)
         assert 0 < fake.stats.requests - calls <= len(skipped)
+
+
+
+def test_stage_lines_are_filed_under_their_task_run(prefect_harness) -> None:
+    """The stages log with the standard library (no Prefect in tasks/); the flow's settings
+    give the `kpack` logger Prefect's API handler (which files a line under the task run it
+    was written in) at INFO. The tests keep run logs off the API (conftest), so this checks
+    what the handler would send, not the server."""
+    import logging
+
+    from prefect import flow, task
+    from prefect.logging.handlers import APILogHandler
+
+    from flows.build import stage_logging
+
+    @task(name="probe-stage")
+    def probe():
+        stage_logging()
+        log = logging.getLogger("kpack.build")
+        record = log.makeRecord(log.name, logging.INFO, __file__, 0, "split 1/1: 3 sections",
+                                (), None)
+        routed = any(isinstance(h, APILogHandler) for h in logging.getLogger("kpack").handlers)
+        return log.isEnabledFor(logging.INFO), routed, APILogHandler().prepare(record)
+
+    @flow(name="probe-flow")
+    def probe_flow():
+        return probe()
+
+    enabled, routed, prepared = probe_flow()
+    assert enabled and routed
+    assert prepared["task_run_id"] is not None and prepared["name"] == "kpack.build"

@@ -16,12 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.build import run_build
-from flows.cli import app
 from packs import format as fmt
-from tasks import lock
-from tasks.guard import GuardError
+from packs.cli import make_app
+from tasks.publish import lock
+from tasks.publish.guard import GuardError
 from tests.anthropic_fake import FakeAnthropic
 from tests.small_site import serve_site, write_source
+
+app = make_app()
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -168,7 +170,7 @@ def _build_on_its_own_server(source: Path, tmp_path: Path, **env: str):
     own PREFECT_HOME, no PREFECT_API_URL), so the build starts a temporary server."""
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"), **env}
     env.pop("PREFECT_API_URL", None)
-    return ([sys.executable, "-m", "flows.cli", "build", str(source), "--out",
+    return ([sys.executable, "-m", "packs.cli", "build", str(source), "--out",
              str(tmp_path / "out")], env)
 
 

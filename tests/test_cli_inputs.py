@@ -6,7 +6,9 @@ import pytest
 from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
 from typer.testing import CliRunner
 
-from flows.cli import app
+from packs.cli import make_app
+
+app = make_app()
 
 
 @pytest.mark.parametrize(("args", "message"), [

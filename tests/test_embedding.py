@@ -66,7 +66,7 @@ def test_a_folder_that_does_not_fit_onnx_falls_back_or_fails_clearly(tmp_path) -
 def test_embed_vectors_equal_encode_in_key_order_and_known_ones_are_reused(tmp_path) -> None:
     import polars as pl
 
-    from tasks.embed import embed_sections, embedding_text
+    from tasks.vectors import embed_sections, embedding_text
 
     embedder = Embedder(OFFLINE_MODEL)
     texts = [t for t in TEXTS if t] * 2  # duplicates share one vector

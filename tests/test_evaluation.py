@@ -16,8 +16,8 @@ from answer_fake import cited_answer
 from query_fixtures import FEWSHOT, embedder, pack_dir, url_of  # noqa: F401 (fixtures)
 from typer.testing import CliRunner
 
-from flows.cli.evaluate import register
 from packs import KnowledgePack
+from packs.cli.evaluate import register
 from packs.eval_judge import RUBRIC, judge_answer
 from packs.eval_metrics import (
     Source,

@@ -214,8 +214,8 @@ def test_the_gate_abstains_with_its_reason(client):
 
 PROBE = """
 import json, sys
-from flows.cli import app  # what `kpack explore` loads first
-import flows.cli.explore
+from packs.cli import make_app
+make_app(plugins=False)  # what `kpack explore` builds (a runtime command: no plugins)
 from starlette.testclient import TestClient
 from packs.explore.cli import open_app
 app, packset = open_app(sys.argv[1:])
@@ -224,8 +224,8 @@ with TestClient(app, base_url="http://127.0.0.1") as c:
                                              "/entity?name=Worker")]
 packset.close()
 bad = sorted(m for m in sys.modules if m.split(".")[0] in
-             ("tasks", "prefect", "torch", "sentence_transformers", "polars", "pyarrow")
-             or m in ("flows.build", "flows.plan", "flows.server"))
+             ("tasks", "flows", "prefect", "torch", "sentence_transformers", "polars",
+              "pyarrow"))
 print(json.dumps({"codes": codes, "loaded": bad}))
 """
 

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from packs.format import TABLE_COLUMNS, content_hash, entity_id, fact_id
-from tasks import llm_errors, llm_store
-from tasks.extract import (
+from tasks.extract.batching import reserve_usd
+from tasks.extract.core import (
     PROMPT_VERSION,
     ExtractConfig,
     ExtractConfigError,
@@ -24,8 +24,9 @@ from tasks.extract import (
     extract_sections,
     resolve_kind,
 )
-from tasks.extract_plan import reserve_usd
-from tasks.offline_extract import CO_OCCURS, OFFLINE_NOTE, extract_offline, topic_of
+from tasks.extract.offline import CO_OCCURS, OFFLINE_NOTE, extract_offline, topic_of
+from tasks.llm import failures as llm_failures
+from tasks.llm import store as llm_store
 from tests.anthropic_fake import FakeAnthropic, FakeClock
 
 HPA_TEXT = (
@@ -276,7 +277,7 @@ def test_auth_failure_stops_the_stage_with_one_clear_error(monkeypatch, tmp_path
     df = corpus(40)
     fc = FakeClock()
     with FakeAnthropic(api_key="right-key") as fake:
-        with pytest.raises(llm_errors.FatalError, match=r"ANTHROPIC_API_KEY was rejected \(401\)"):
+        with pytest.raises(llm_failures.FatalError, match=r"ANTHROPIC_API_KEY was rejected \(401\)"):
             extract_sections(df, ExtractConfig(base_url=fake.base_url, concurrency=4),
                              clock=fc.clock, sleep=fc.sleep)
         assert fake.stats.requests <= 4  # at most the calls already in flight

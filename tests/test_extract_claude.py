@@ -11,9 +11,10 @@ import polars as pl
 import pytest
 
 from packs.llm.costs import cost_usd
-from tasks import llm_errors, llm_store
-from tasks.extract import ExtractConfig, extract_sections, request_key
-from tasks.extract_prompt import BATCH_TOOL_NAME, TOOL_NAME
+from tasks.extract.core import ExtractConfig, extract_sections, request_key
+from tasks.extract.prompt import BATCH_TOOL_NAME, TOOL_NAME
+from tasks.llm import failures as llm_failures
+from tasks.llm import store as llm_store
 from tasks.stages.extract import known_outputs, output_rows
 from tests.anthropic_fake import FakeAnthropic, FakeClock, default_responder
 from tests.loopback_site import free_port
@@ -204,7 +205,7 @@ def test_a_dead_api_stops_the_stage_after_a_few_calls():
     config = ExtractConfig(base_url=f"http://127.0.0.1:{port}", concurrency=4,
                            batch_token_budget=0)
     store = llm_store.ResponseStore()
-    with pytest.raises(llm_errors.CircuitOpen, match=r"5 calls in a row .* failed .*reachable") as info:
+    with pytest.raises(llm_failures.CircuitOpen, match=r"5 calls in a row .* failed .*reachable") as info:
         run(df, config, store, fc=fc)
     assert "\n" not in str(info.value)
     attempts = len(store.ledger())
@@ -215,7 +216,7 @@ def test_a_dead_api_stops_the_stage_after_a_few_calls():
 def test_answers_that_keep_failing_stop_the_stage():
     df = corpus(30, seed=1)
     with FakeAnthropic(responder=lambda request: {"entities": "unusable"}) as fake:
-        with pytest.raises(llm_errors.CircuitOpen, match="last 5 answers were all unusable"):
+        with pytest.raises(llm_failures.CircuitOpen, match="last 5 answers were all unusable"):
             run(df, ExtractConfig(base_url=fake.base_url, batch_token_budget=0,
                                   concurrency=2))
         assert fake.stats.requests <= 2 * (5 + 2)
@@ -296,6 +297,6 @@ def test_batch_items_that_error_are_retried_directly_or_failed():
 def test_a_rejected_key_stops_batch_mode_too(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong")
     with FakeAnthropic(api_key="right") as fake:
-        with pytest.raises(llm_errors.FatalError, match="401"):
+        with pytest.raises(llm_failures.FatalError, match="401"):
             run(corpus(3), ExtractConfig(base_url=fake.base_url, mode="batch"))
         assert fake.stats.batches == 0 and fake.stats.requests == 0

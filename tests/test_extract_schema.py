@@ -13,10 +13,10 @@ import jsonschema
 import pytest
 
 from packs.llm.costs import MIN_CACHEABLE_TOKENS, min_cacheable_tokens
-from tasks.extract import TOOL, assemble
-from tasks.extract_examples import EXAMPLES
-from tasks.extract_prompt import SYSTEM_PROMPT, batch_tool, prefix_tokens
-from tasks.extract_schema import (
+from tasks.extract.core import TOOL, assemble
+from tasks.extract.examples import EXAMPLES
+from tasks.extract.prompt import SYSTEM_PROMPT, batch_tool, prefix_tokens
+from tasks.extract.schema import (
     EXTRACTION_SCHEMA,
     MAX_NAME_CHARS,
     Extraction,

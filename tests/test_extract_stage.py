@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tasks import llm_errors, stages
+from tasks.llm import failures as llm_failures
 from tasks.shards import Shard
 from tasks.stages import extract as stage
 from tasks.stages.common import Record
@@ -86,9 +86,11 @@ def test_the_stage_remembers_a_failure_and_stops_asking(tmp_path, split, monkeyp
 def test_retry_condition_refuses_terminal_errors():
     from prefect.states import Failed
 
-    assert not stages.retry_condition(None, None, Failed(data=llm_errors.FatalError("401")))
-    assert not stages.retry_condition(None, None, Failed(data=llm_errors.CircuitOpen("dead")))
-    assert stages.retry_condition(None, None, Failed(data=OSError("disk")))
+    from flows.build import retry_condition
+
+    assert not retry_condition(None, None, Failed(data=llm_failures.FatalError("401")))
+    assert not retry_condition(None, None, Failed(data=llm_failures.CircuitOpen("dead")))
+    assert retry_condition(None, None, Failed(data=OSError("disk")))
 
 
 def _flow_runs(pack: str) -> list:

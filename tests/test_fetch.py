@@ -13,7 +13,9 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
-from tasks.fetch import (
+from packs.retry import RetryPolicy, backoff_s, is_retryable, retry_after_s
+from tasks.fetch.markdown_source import split_front_matter, strip_shortcodes
+from tasks.fetch.pages import (
     USER_AGENT,
     FetchConfig,
     Page,
@@ -21,18 +23,14 @@ from tasks.fetch import (
     html_to_markdown,
     markdown_document,
 )
-from tasks.fetch_markdown import split_front_matter, strip_shortcodes
-from tasks.fetch_parse import choose_charset, classify, parse_document, sniff_binary
-from tasks.fetch_policy import (
+from tasks.fetch.parse import choose_charset, classify, parse_document, sniff_binary
+from tasks.fetch.policy import (
     address_refusal,
-    backoff_delay,
     check_addresses,
     effective_allowed_hosts,
     format_size,
     github_rewrite,
     host_allowed,
-    parse_retry_after,
-    retry_delay,
 )
 
 try:
@@ -285,21 +283,33 @@ def test_host_allowed() -> None:
     assert effective_allowed_hosts(("docs.example.com",), RAW) == ("docs.example.com",)
 
 
-def test_parse_retry_after() -> None:
+def test_retry_after_in_seconds_milliseconds_or_an_http_date() -> None:
     now = datetime(2024, 1, 1, tzinfo=UTC)
-    assert parse_retry_after("120", now) == 120.0
-    assert parse_retry_after(format_datetime(now + timedelta(seconds=90), usegmt=True), now) == 90.0
-    assert parse_retry_after(format_datetime(now - timedelta(seconds=90), usegmt=True), now) == 0.0
-    assert parse_retry_after("soon", now) is None
-    assert parse_retry_after(None, now) is None
+    assert retry_after_s({"retry-after": "120"}, now) == 120.0
+    assert retry_after_s({"retry-after": "1.5"}, now) == 1.5
+    assert retry_after_s({"retry-after-ms": "1500", "retry-after": "9"}, now) == 1.5
+    date = format_datetime(now + timedelta(seconds=90), usegmt=True)
+    assert retry_after_s({"retry-after": date}, now) == 90.0
+    past = format_datetime(now - timedelta(seconds=90), usegmt=True)
+    assert retry_after_s({"retry-after": past}, now) == 0.0
+    assert retry_after_s({"retry-after": "soon"}, now) is None
+    assert retry_after_s({}, now) is None
+    assert retry_after_s(None) is None
 
 
 def test_backoff_is_jittered_exponential_and_capped() -> None:
-    assert [backoff_delay(n, 0.0) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]
-    assert backoff_delay(3, 0.999) < 4.0
-    assert backoff_delay(20, 0.5, cap=30.0) <= 30.0
-    assert retry_delay(1, 7.0, 0.5, cap=30.0) == 7.0
-    assert retry_delay(1, 3600.0, 0.5, cap=30.0) == 30.0
+    assert [backoff_s(n, 0.0) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]
+    assert backoff_s(3, 0.999) < 4.0
+    assert backoff_s(20, 0.5, cap=30.0) <= 30.0
+    policy = RetryPolicy(max_retry_after_s=30.0)
+    assert policy.delay(1, 7.0, 0.5) == 7.0
+    assert policy.delay(1, 3600.0, 0.5) == 30.0
+    assert policy.delay(2, None, 0.0) == 1.0
+
+
+def test_one_list_of_retryable_statuses() -> None:
+    assert [s for s in (200, 304, 400, 401, 404, 408, 409, 429, 500, 501, 503, 529)
+            if is_retryable(s)] == [408, 409, 429, 500, 503, 529]
 
 
 def test_format_size() -> None:
@@ -685,7 +695,7 @@ def test_per_host_delay_spaces_requests() -> None:
 
 
 def test_front_matter_only_markdown_keeps_description_or_title() -> None:
-    from tasks.fetch import markdown_document
+    from tasks.fetch.pages import markdown_document
 
     title, text, _ = markdown_document(
         '---\ntitle: "Configuration"\ndescription: >\n  Resources for configuring Pods.\n---\n',

@@ -174,7 +174,7 @@ def test_vocabulary_counts_each_term_once_per_section(tmp_path):
     # the build counts with polars; it must agree with the reader's pure-Python count
     import json
 
-    from tasks.store import write_terms
+    from tasks.publish.kuzu_store import write_terms
 
     texts = ["Pods and pods", "Pod restart\nclasses of status", "node\n```\nrun\n```"]
     pl.DataFrame({"heading_path": ["", "", ""], "content": texts}).write_parquet(

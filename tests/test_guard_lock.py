@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from tasks import lock
-from tasks.guard import BuildFacts, check
+from tasks.publish import lock
+from tasks.publish.guard import BuildFacts, check
 
 PAGES = {f"https://d.test/{i}": f"h{i}" for i in range(10)}
 SHARES = {"max_failed_share": 0.2, "max_loss_share": 0.5}

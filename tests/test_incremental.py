@@ -21,11 +21,13 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.build import run_build
-from flows.cli import app
 from packs import KnowledgePack
 from packs import format as fmt
+from packs.cli import make_app
 from tests.anthropic_fake import FakeAnthropic
 from tests.conftest import OFFLINE_MODEL
+
+app = make_app()
 
 PAGES = {
     "kettles.md": "# Kettles\n\nA kettle boils water.\n\n## Descaling\n\nUse citric acid "

@@ -40,7 +40,7 @@ def _flip(path: Path, offset: int, size: int = 4096) -> None:
 def _kpack(*args: str, cache: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "KPACK_CACHE_DIR": str(cache)}
     env.pop("KPACK_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "packs.cli", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
 
 

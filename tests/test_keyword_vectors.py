@@ -15,7 +15,7 @@ from test_packset import GARDEN, build_small_pack
 from packs import KnowledgePack
 from packs import format as fmt
 from packs.embedding import Embedder
-from tasks import embed as embed_core
+from tasks import vectors as embed_core
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -1,5 +1,5 @@
 from packs.format import article_id
-from tasks.links import canonical_url, degree_centrality, links_in_markdown, resolve_links
+from tasks.link_graph import canonical_url, degree_centrality, links_in_markdown, resolve_links
 
 
 def test_canonical_url_folds_equivalent_forms() -> None:

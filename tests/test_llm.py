@@ -10,9 +10,12 @@ from email.utils import format_datetime
 import pytest
 
 from packs.llm.costs import PRICES, cost_usd, price_for
-from packs.llm.errors import retry_after_s
-from tasks import llm, llm_errors, llm_guards, llm_store
-from tasks.extract import TOOL_NAME, build_request, dump_extraction, parse_extraction
+from packs.retry import retry_after_s
+from tasks.extract.core import TOOL_NAME, build_request, dump_extraction, parse_extraction
+from tasks.llm import failures as llm_failures
+from tasks.llm import guards
+from tasks.llm import layers as llm
+from tasks.llm import store as llm_store
 from tests.anthropic_fake import FakeAnthropic, FakeClock
 from tests.loopback_site import free_port
 
@@ -25,7 +28,7 @@ def make_llm(base_url: str, tmp_path, fc: FakeClock, *, concurrency=4, max_retri
     provider = llm.AnthropicProvider(key, base_url=base_url, timeout_s=5)
     cache = llm_store.ResponseStore(ledger=tmp_path / "ledger.jsonl")
     return llm.LLM(provider, cache, model="claude-haiku-4-5", prompt_version="test-v1",
-                   concurrency=concurrency, max_retries=max_retries, budget=llm_guards.Budget(cap),
+                   concurrency=concurrency, max_retries=max_retries, budget=guards.Budget(cap),
                    clock=fc.clock, sleep=fc.sleep, rng=random.Random(0), run_id="run-1",
                    base_url=base_url)
 
@@ -87,7 +90,7 @@ def test_malformed_output_is_repaired_with_the_validation_error(tmp_path, fc):
 def test_output_still_invalid_after_repair_fails_and_is_never_cached(tmp_path, fc):
     with FakeAnthropic(script=["malformed", "no_tool", "ok"]) as fake:
         client = make_llm(fake.base_url, tmp_path, fc)
-        with pytest.raises(llm_errors.ItemError, match="invalid output after one repair"):
+        with pytest.raises(llm_failures.ItemError, match="invalid output after one repair"):
             call(client)
         assert fake.stats.requests == 2
         out = call(client)  # not cached: the next call asks again
@@ -119,7 +122,7 @@ def test_529_and_500_back_off_with_jitter(tmp_path, fc):
 def test_retries_exhausted_fails_the_item_and_caches_nothing(tmp_path, fc):
     with FakeAnthropic(script=["529"] * 3 + ["ok"]) as fake:
         client = make_llm(fake.base_url, tmp_path, fc, max_retries=2)
-        with pytest.raises(llm_errors.ItemError, match="gave up after 3 attempts: HTTP 529"):
+        with pytest.raises(llm_failures.ItemError, match="gave up after 3 attempts: HTTP 529"):
             call(client)
         assert fake.stats.requests == 3 and len(fc.sleeps) == 2
         assert not call(client).cached
@@ -128,9 +131,9 @@ def test_retries_exhausted_fails_the_item_and_caches_nothing(tmp_path, fc):
 def test_401_fails_fast_and_poisons_later_calls(tmp_path, fc):
     with FakeAnthropic(api_key="the-real-key") as fake:
         client = make_llm(fake.base_url, tmp_path, fc, key="wrong-key")
-        with pytest.raises(llm_errors.FatalError, match=r"ANTHROPIC_API_KEY was rejected \(401\)"):
+        with pytest.raises(llm_failures.FatalError, match=r"ANTHROPIC_API_KEY was rejected \(401\)"):
             call(client)
-        with pytest.raises(llm_errors.FatalError):
+        with pytest.raises(llm_failures.FatalError):
             call(client, "another section")
         assert fake.stats.requests == 1 and fc.sleeps == []
 
@@ -138,14 +141,14 @@ def test_401_fails_fast_and_poisons_later_calls(tmp_path, fc):
 def test_400_fails_the_item_without_retrying(tmp_path, fc):
     with FakeAnthropic(script=["400"]) as fake:
         client = make_llm(fake.base_url, tmp_path, fc)
-        with pytest.raises(llm_errors.ItemError, match="HTTP 400"):
+        with pytest.raises(llm_failures.ItemError, match="HTTP 400"):
             call(client)
         assert fake.stats.requests == 1 and fc.sleeps == []
 
 
 def test_connection_errors_are_retried(tmp_path, fc):
     client = make_llm(f"http://127.0.0.1:{free_port()}", tmp_path, fc, max_retries=2)
-    with pytest.raises(llm_errors.ItemError, match="gave up after 3 attempts: APIConnectionError"):
+    with pytest.raises(llm_failures.ItemError, match="gave up after 3 attempts: APIConnectionError"):
         call(client)
     assert len(fc.sleeps) == 2
     assert [r["status"] for r in client.cache.ledger()] == ["connection_error"] * 3
@@ -154,24 +157,24 @@ def test_connection_errors_are_retried(tmp_path, fc):
 def test_budget_refuses_calls_that_could_pass_the_cap(tmp_path, fc):
     with FakeAnthropic() as fake:
         client = make_llm(fake.base_url, tmp_path, fc, cap=0.0005)
-        with pytest.raises(llm_errors.BudgetExhausted, match="max_cost_usd"):
+        with pytest.raises(llm_failures.BudgetExhausted, match="max_cost_usd"):
             call(client, estimate=0.001)
         assert fake.stats.requests == 0
 
 
 def test_budget_accounting():
-    budget = llm_guards.Budget(1.0)
+    budget = guards.Budget(1.0)
     budget.reserve(0.6)
-    with pytest.raises(llm_errors.BudgetExhausted):
+    with pytest.raises(llm_failures.BudgetExhausted):
         budget.reserve(0.5)  # 0.6 in flight + 0.5 > 1.0
     budget.settle(0.6, 0.2)
     budget.reserve(0.5)
     assert budget.spent == pytest.approx(0.2)
-    llm_guards.Budget(None).reserve(1e9)  # no cap
+    guards.Budget(None).reserve(1e9)  # no cap
 
 
 def test_rate_limiter_pauses_every_worker(fc):
-    limiter = llm_guards.RateLimiter(2, clock=fc.clock, sleep=fc.sleep)
+    limiter = guards.RateLimiter(2, clock=fc.clock, sleep=fc.sleep)
     limiter.pause_all(5.0)
     with limiter:
         pass

@@ -7,10 +7,10 @@ from packs import filters
 from packs import markdown as md
 from packs.citations import markers
 from packs.retrieval.extractive import segment
-from tasks.embed import key_phrases
-from tasks.fetch_markdown import markdown_document
-from tasks.offline_extract import extract_offline
-from tasks.split import code_fraction, split_markdown
+from tasks.extract.offline import extract_offline
+from tasks.fetch.markdown_source import markdown_document
+from tasks.sections import code_fraction, split_markdown
+from tasks.vectors import key_phrases
 
 
 def kinds(text: str) -> list[str]:
@@ -128,7 +128,7 @@ def test_fetch_keeps_fenced_markdown_as_is():
 
 def test_empty_anchors_go_so_the_first_heading_can_be_the_title():
     """An mdBook chapter keeps link targets for its old headings before its first one."""
-    from tasks.split import page_title
+    from tasks.sections import page_title
 
     source = ('<!-- Old headings. Do not remove or links may break. -->\n\n'
               '<a id="writing-error-messages"></a>\n<A NAME=\'old\' ></A>\n\n'

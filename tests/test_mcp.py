@@ -31,7 +31,7 @@ def test_stdio_server_searches_and_asks_a_pack(pack_dir):
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "flows.cli", "mcp", str(pack_dir)],
+        args=["-m", "packs.cli", "mcp", str(pack_dir)],
         env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
              "TOKENIZERS_PARALLELISM": "false"},
         cwd=str(ROOT),
@@ -238,7 +238,7 @@ def test_cli_mcp_fails_cleanly_on_a_bad_pack(tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from flows.cli.admin import register
+    from packs.cli.admin import register
 
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     register(app)

@@ -15,9 +15,9 @@ from packs import PackSet
 from packs import format as fmt
 from packs.embedding import Embedder
 from packs.manifest import EmbeddingInfo, ExtractorInfo, Manifest
-from tasks import embed as embed_core
-from tasks.publish import publish, write_build
-from tasks.split import code_fraction
+from tasks import vectors as embed_core
+from tasks.publish.atomic import publish, write_build
+from tasks.sections import code_fraction
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -245,7 +245,9 @@ def test_labels_are_unique_for_packs_with_the_same_name(two_packs):
 def test_cli_single_and_several_packs(two_packs, monkeypatch):
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from packs.cli import make_app
+
+    app = make_app()
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     runner = CliRunner()

@@ -19,7 +19,7 @@ from packs.embedding import EmbeddingModelError
 from packs.encoder import sha256_file
 from packs.extras import BUILD_INSTALL, MCP_INSTALL, build_missing_message
 from packs.manifest import read_manifest
-from tasks.encoder import OPT_OUT_REASON, write_encoder
+from tasks.encoder_export import OPT_OUT_REASON, write_encoder
 from tests.conftest import OFFLINE_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ BUILD_SIDE = ("torch", "sentence_transformers", "huggingface_hub", "prefect", "t
 
 
 def _with_encoder(root: Path, embedder, precision: str = "fp32", name: str = "kestrel") -> Path:
-    """A Kestrel pack whose build carries the encoder tasks.encoder writes at publish."""
+    """A Kestrel pack whose build carries the encoder tasks.encoder_export writes at publish."""
     pack = build_pack(root, embedder, name=name)
     build = pack / fmt.BUILDS_DIR / "b0001"
     manifest = read_manifest(build)
@@ -157,12 +157,12 @@ def test_build_and_mcp_on_a_runtime_install_say_what_to_install(monkeypatch, tmp
     msg = build_missing_message()
     assert msg == ("kpack build needs the build dependencies (prefect, torch not installed; "
                    f"this is the query runtime): {BUILD_INSTALL}")
-    out = _child("from flows.cli import main\nsys.argv = ['kpack', 'build', 'sources/example']\n"
+    out = _child("from packs.cli import main\nsys.argv = ['kpack', 'build', 'sources/example']\n"
                  "main()", block=("prefect",))
     assert out.returncode == 1
     assert out.stderr.strip() == ("error: kpack build needs the build dependencies (prefect not "
                                   f"installed; this is the query runtime): {BUILD_INSTALL}")
-    out = _child(f"from flows.cli import main\nsys.argv = ['kpack', 'mcp', {str(tmp_path)!r}]\n"
+    out = _child(f"from packs.cli import main\nsys.argv = ['kpack', 'mcp', {str(tmp_path)!r}]\n"
                  "main()", block=("mcp",))
     assert out.returncode == 1
     assert out.stderr.strip().endswith(MCP_INSTALL)

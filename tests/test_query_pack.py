@@ -362,7 +362,9 @@ def test_questions_are_embedded_on_the_onnx_backend(pack_dir, embedder, monkeypa
 def test_cli_search_and_query_json(pack_dir, monkeypatch):
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from packs.cli import make_app
+
+    app = make_app()
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("KPACK_EMBEDDING_MODEL", raising=False)

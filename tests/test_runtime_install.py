@@ -66,7 +66,7 @@ def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
 def example_pack(runtime, tmp_path_factory) -> Path:
     """sources/example built by this (full) install's kpack."""
     out = tmp_path_factory.mktemp("full-install")
-    done = _run([sys.executable, "-m", "flows.cli", "build", str(ROOT / "sources/example"),
+    done = _run([sys.executable, "-m", "packs.cli", "build", str(ROOT / "sources/example"),
                  "--out", str(out)], ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     return out / "example"

@@ -12,7 +12,7 @@ from query_fixtures import FACTS, build_pack, embedder, pack_dir  # noqa: F401 (
 
 from packs import KnowledgePack
 from packs import format as fmt
-from tasks.store import section_graphs, write_tables
+from tasks.publish.kuzu_store import section_graphs, write_tables
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -301,7 +301,7 @@ def test_a_build_killed_during_embedding_recomputes_only_unfinished_shards(
         env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(),
                "KPACK_FAULTS": "embed@3:sleep=60"}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "flows.cli", "build", str(source), "--out", str(out),
+            [sys.executable, "-m", "packs.cli", "build", str(source), "--out", str(out),
              "--work-dir", str(work), "--task-runner", "threads:1"],
             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)

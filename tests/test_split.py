@@ -1,6 +1,6 @@
 import re
 
-from tasks.split import chunk_text, sections_from_markdown, split_markdown
+from tasks.sections import chunk_text, sections_from_markdown, split_markdown
 
 PAGE = """---
 ignored: front matter is removed by fetch, not here
@@ -114,7 +114,7 @@ def test_code_sections_are_flagged() -> None:
 def test_a_page_without_title_takes_its_leading_heading():
     import polars as pl
 
-    from tasks.split import split_pages
+    from tasks.sections import split_pages
 
     pages = pl.DataFrame({
         "url": ["https://book.test/ch03-01-variables.html", "https://book.test/notes.md",

@@ -1,4 +1,4 @@
-"""The isolated Kuzu writer (tasks.store.load_kuzu_isolated): a real child process loading a
+"""The isolated Kuzu writer (tasks.publish.kuzu_store.load_kuzu_isolated): a real child process loading a
 real pack's tables."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from packs import format as fmt
 from packs.embedding import Embedder
-from tasks import store
+from tasks.publish import kuzu_store as store
 from tests.test_packset import GARDEN, build_small_pack
 
 

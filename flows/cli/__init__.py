@@ -1,45 +1,22 @@
-"""`kpack`: build, query and inspect knowledge packs.
+"""The build side's `kpack` commands: build (`build.py`), serve and server (`serve.py`).
 
-Thin by design: each command parses its arguments, calls one library function and prints.
-Commands live by job: build (`build.py`), query and search (`query.py`), looking into and
-shipping packs (`admin.py`), the explorer web page (`explore.py`), evaluation (`evaluate.py`), the scheduled rebuild server
-(`serve.py`); `common.py` holds the exit codes and the error edge.
-`--json` prints machine-readable output. Exit codes: 0 success, 1 the work failed (a build
-that published nothing, a query that errored), 2 bad input (unknown source, invalid
-urls.txt or pack.toml, a failed preflight, an unreadable or damaged pack, a mismatched
-model, bad options), 3 `build --strict` published a pack with failed sources or a
-partial one. Errors are one line; set KPACK_DEBUG=1 to get the full traceback.
+The `kpack` entry point lives on the query side (packs/cli/); it loads `register` here
+through the `kpack.commands` entry point group (pyproject.toml) for any command line that
+is not a runtime command. `register` applies the project's Prefect settings first
+(flows.settings), before any command can import Prefect.
 """
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
-from flows.cli import admin, build, evaluate, explore, query, serve
-from flows.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PARTIAL, OptionError
-
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_PARTIAL", "OptionError", "app", "main"]
-
-app = typer.Typer(
-    help="Turn a list of URLs into a self-contained, queryable knowledge pack.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-for _group in (build, query, admin, explore, evaluate, serve):  # the order `kpack --help` lists them
-    _group.register(app)
+from flows.cli import build, serve
 
 
-def main() -> None:
-    """The `kpack` entry point: the project's Prefect settings first (flows.settings), then
-    the command."""
+def register(app: typer.Typer) -> None:
+    """Add build, serve and server to `app`, with the project's Prefect settings applied."""
     from flows.settings import configure_prefect_env
 
     configure_prefect_env()
-    app(prog_name="kpack")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    for group in (build, serve):
+        group.register(app)

@@ -1,5 +1,5 @@
 """`kpack build`: build (or rebuild) one source's pack and publish it; `--estimate` prints
-what the Claude extraction would cost instead. Exit codes: see flows/cli/common.py."""
+what the Claude extraction would cost instead. Exit codes: see packs/cli/common.py."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from flows.cli.common import EXIT_PARTIAL, core_input_errors, fail, print_json
+from flows.cli.common import build_input_errors
+from packs.cli.common import EXIT_PARTIAL, fail, print_json
 
 
 def _fail(exc: BaseException) -> NoReturn:
-    fail(exc, core_input_errors())
+    fail(exc, build_input_errors())
 
 
 def build(

@@ -1,6 +1,6 @@
 """`kpack serve`: rebuild every source's pack on its schedule, through Prefect.
 
-`register(app)` adds the command to the main `kpack` app (flows/cli/__init__.py). Exit codes as
+`register(app)` adds the command to the main `kpack` app (packs/cli/__init__.py, through the kpack.commands entry point). Exit codes as
 there: 0 stopped cleanly, 1 the server or a run failed to start, 2 bad input (no
 sources, an invalid urls.txt or pack.toml, a bad --task-runner). KPACK_DEBUG=1 re-raises.
 """
@@ -13,7 +13,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from flows.cli.common import EXIT_FAILED, fail
+from packs.cli.common import EXIT_FAILED, fail
 
 
 def _fail(exc: BaseException) -> NoReturn:

@@ -9,5 +9,5 @@
 
 The `anthropic` SDK (about 2 s to import) is imported only inside the functions that need
 it, so importing this package, the build flow or `packs.search` never pays for it. The
-build's cache / validate / retry / rate-limit layers live in `tasks/llm.py` on top of this.
+build's cache / validate / retry / rate-limit layers live in `tasks/llm/layers.py` on top of this.
 """

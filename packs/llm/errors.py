@@ -4,9 +4,10 @@
   timeouts, unparseable responses): the ones callers degrade on or retry.
 - `is_terminal` (query side): the request or credentials are wrong (400, 401, 403, 404); no
   fallback should hide it, the caller raises `SynthesisError`.
-- `classify` (build side): "transient" (408, 409, 429, 5xx, connection errors, timeouts,
-  unparseable responses: ask again, honouring Retry-After), "fatal" (401, 402, 403, 404:
-  stop the stage) or "item" (any other 4xx: this one request fails), with a one-line message.
+- `classify` (build side): "transient" (the statuses `packs.retry` retries, connection
+  errors, timeouts, unparseable responses: ask again, honouring Retry-After), "fatal" (401,
+  402, 403, 404: stop the stage) or "item" (any other status: this one request fails),
+  with a one-line message.
 - `counts_against_breaker`: a transport failure, as opposed to 429 (the API pacing us).
 - `is_terminal_error_type`: an error `type` of the API's error body (a Message Batches item
   reports its failure that way) that asking again will not fix.
@@ -17,10 +18,10 @@ SDK is loaded, so the checks read it from `sys.modules`.
 
 from __future__ import annotations
 
-import email.utils
 import sys
-from datetime import UTC, datetime
 from typing import Any
+
+from packs.retry import is_retryable, retry_after_s
 
 
 class SynthesisError(RuntimeError):
@@ -66,7 +67,7 @@ def classify(exc: Exception, *, model: str, base_url: str) -> tuple[str, str, fl
         if status == 404:
             return ("fatal", f"model {model!r} or endpoint not found (404) at {base_url}: "
                     f"{detail}. Check extractor_model in pack.toml.", None)
-        if status in (408, 409, 429) or status >= 500:
+        if is_retryable(status):
             return ("transient", f"HTTP {status}: {detail}", retry_after_s(exc.response.headers))
         return ("item", f"request rejected (HTTP {status}): {detail}", None)
     if isinstance(exc, sdk.APIConnectionError):  # includes APITimeoutError
@@ -92,30 +93,3 @@ TERMINAL_ERROR_TYPES = frozenset({
 def is_terminal_error_type(error_type: str) -> bool:
     """True for an error body `type` that a retry cannot fix (bad request, auth, billing)."""
     return error_type in TERMINAL_ERROR_TYPES
-
-
-def retry_after_s(headers: Any) -> float | None:
-    """Seconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if any."""
-    if headers is None:
-        return None
-    seconds = _float(headers.get("retry-after-ms"))
-    if seconds is not None:
-        return max(0.0, seconds / 1000)
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    seconds = _float(value)
-    if seconds is not None:
-        return max(0.0, seconds)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None  # unparseable: the caller falls back to exponential backoff
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _float(value: str | None) -> float | None:
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None

@@ -7,7 +7,7 @@ Every stage module has the same shape (after graphrag's `index/workflows/`):
                          extract, embed, keywords); "pack": once over all shards (links,
                          resolve, publish: the reduce steps and the single writer)
     INPUTS               the stages whose records it reads
-    RETRIES              how often Prefect retries a failed run of it
+    RETRIES              how often the flow retries a failed run of it
     settings(ctx)        what in the build settings changes its output
     key(ctx, shard, inputs) -> str | None
                          its content key: its settings and its inputs' keys (None when it
@@ -15,14 +15,16 @@ Every stage module has the same shape (after graphrag's `index/workflows/`):
     complete(ctx, key)   whether a finished output for that key exists
     needs_rerun(record, ctx)
                          (optional) a cached record of it that must run again
-    TERMINAL_ERRORS      (optional) exception types Prefect must not retry
+    TERMINAL_ERRORS      (optional) exception types never worth a retry
     run(ctx, shard, inputs, progress=None) -> Record
                          read the inputs' Parquet, call the pure core in tasks/, write its
                          Parquet named by the key, return a small Record
 
 `inputs` maps a stage name to its Record (shard scope: the same shard's) or to the list of
 every shard's records (pack scope). Progress is reported through the `progress(done,
-total)` callback; stages import nothing from `flows/`.
+total)` callback and lines through the `kpack.build` logger (tasks.stages.common.log);
+stages import nothing from `flows/` and nothing of Prefect: the flow (flows/build.py)
+wraps them in tasks and owns their retries.
 """
 
 from __future__ import annotations
@@ -57,19 +59,6 @@ def needs_rerun(name: str, record, ctx=None) -> bool:
         return True
     check = getattr(_MODULES[name], "needs_rerun", None)
     return bool(check and check(record, ctx))
-
-
-def retry_condition(task, task_run, state) -> bool:
-    """Prefect's `retry_condition_fn`: a stage error is retried by Prefect unless it is
-    terminal (a rejected API key, an open circuit breaker, a bad config): retrying those
-    only repeats the error, after a delay, with another page of tracebacks."""
-    exc = state.data if isinstance(state.data, BaseException) else None
-    if exc is None:
-        try:
-            state.result(raise_on_failure=True)
-        except BaseException as raised:  # the task's own exception, re-raised by Prefect
-            exc = raised
-    return not is_terminal(exc)
 
 
 def is_terminal(exc: BaseException | None) -> bool:

@@ -26,24 +26,18 @@ import polars as pl
 
 from packs import format as fmt
 from packs.manifest import EmbeddingInfo
-from tasks.extract import ExtractConfig
-from tasks.fetch_model import FetchConfig
+from tasks.extract.core import ExtractConfig
+from tasks.fetch.types import FetchConfig
 
 ProgressFn = Callable[[int, int], None]
 STATE_FILE = "state.json"
 
 
-def logger() -> logging.Logger | logging.LoggerAdapter:
-    """Prefect's run logger inside a run; the module logger when a stage runs on its own."""
-    try:
-        from prefect import get_run_logger
-        from prefect.exceptions import MissingContextError
-    except ImportError:  # pragma: no cover - prefect is a build dependency
-        return logging.getLogger("kpack.build")
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return logging.getLogger("kpack.build")
+# Every stage logs here, with the standard library only: the flow's settings route the
+# `kpack` loggers to the run logs of the task they are called in (Prefect's
+# PREFECT_LOGGING_EXTRA_LOGGERS, flows/settings.py), and a stage run on its own (a test, a
+# child process) logs as any library does.
+log = logging.getLogger("kpack.build")
 
 
 @dataclass(frozen=True)
@@ -90,7 +84,8 @@ class BuildContext:
     isolate_reduce: bool = False  # run resolve and publish in a child process (isolated.py)
     guard_max_failed_share: float = 0.2
     guard_max_loss_share: float = 0.5
-    query_encoder: str = "fp32"  # pack.toml query_encoder: what publish ships (tasks.encoder)
+    # pack.toml query_encoder: what publish ships (tasks.encoder_export)
+    query_encoder: str = "fp32"
 
 
 @dataclass(frozen=True)
@@ -152,8 +147,8 @@ def parquet_rows(path: str | Path) -> int:
 class LogProgress:
     """A progress callback that logs plain lines at every ~10% (and at the end)."""
 
-    def __init__(self, label: str, log: logging.Logger | logging.LoggerAdapter | None = None):
-        self.label, self.log, self.next_pct = label, log or logger(), 0
+    def __init__(self, label: str, logger: logging.Logger | None = None):
+        self.label, self.log, self.next_pct = label, logger or log, 0
 
     def __call__(self, done: int, total: int, *_: object) -> None:
         pct = 100 * done // max(total, 1)

@@ -14,14 +14,14 @@ import numpy as np
 import polars as pl
 
 from packs.embedding import Embedder
-from tasks import embed as embed_core
+from tasks import vectors as embed_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,
     LogProgress,
     ProgressFn,
     Record,
-    logger,
+    log,
     parquet_rows,
     stage_key,
     write_parquet,
@@ -71,14 +71,13 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
     out = output(ctx, content_key)
     work: dict = {}
     if not out.is_file():
-        log = logger()
         sections = inputs["split"].table("sections", SECTION_COLUMNS)
         known = known_vectors(shard.previous_outputs(NAME), "content_hash", "embedding",
                               set(sections["content_hash"].to_list()))
         embedder = Embedder(ctx.model)
         vectors, stats = embed_core.embed_sections(
             sections, embedder, known,
-            progress=progress or LogProgress(f"embed {shard.label}", log))
+            progress=progress or LogProgress(f"embed {shard.label}"))
         write_parquet(vectors, out)
         work = {"computed": stats.computed, "cached": stats.cached,
                 "encode_seconds": round(stats.seconds, 3)}

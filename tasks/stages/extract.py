@@ -34,17 +34,18 @@ from pathlib import Path
 
 import polars as pl
 
-from tasks import extract as extract_core
-from tasks import llm_errors, llm_store
-from tasks.extract_claude import Memory, Settings, remembered
-from tasks.offline_extract import OFFLINE_VERSION
+from tasks.extract import core as extract_core
+from tasks.extract.claude import Memory, Settings, remembered
+from tasks.extract.offline import OFFLINE_VERSION
+from tasks.llm import failures as llm_failures
+from tasks.llm import store as llm_store
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,
     LogProgress,
     ProgressFn,
     Record,
-    logger,
+    log,
     stage_key,
     write_parquet,
 )
@@ -58,7 +59,7 @@ RETRY_DELAY_S = 10
 SECTION_COLUMNS = ["id", "page_title", "heading_path", "content", "content_hash"]
 SCHEMA = {"section_id": pl.Utf8, "request_key": pl.Utf8, "status": pl.Utf8,
           "reason": pl.Utf8, "data": pl.Utf8, "attempts": pl.Int64, "dropped": pl.Utf8}
-TERMINAL_ERRORS = (llm_errors.FatalError, extract_core.ExtractConfigError)  # never retried
+TERMINAL_ERRORS = (llm_failures.FatalError, extract_core.ExtractConfigError)  # never retried
 WORK_KEYS = ("calls", "retries", "repairs", "batched_calls", "batched_sections", "batch_split",
              "cache_hits", "cache_misses", "input_tokens", "output_tokens",
              "cache_read_input_tokens", "cache_creation_input_tokens", "cost_usd",
@@ -164,7 +165,7 @@ def output_rows(sections: pl.DataFrame, result: extract_core.ExtractResult) -> p
         if sid in data:
             status = "ok"
         elif f is not None:
-            status = "failed" if f["kind"] == llm_errors.DETERMINISTIC else "transient"
+            status = "failed" if f["kind"] == llm_failures.DETERMINISTIC else "transient"
         else:
             status = "skipped" if sid in skipped else "missing"
         reason = f["reason"] if f else ("cost cap reached" if sid in skipped else None)
@@ -199,7 +200,6 @@ def counts(df: pl.DataFrame, ctx: BuildContext) -> dict:
 def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         progress: ProgressFn | None = None) -> Record:
     start = time.perf_counter()
-    log = logger()
     content_key = key(ctx, shard, inputs)
     out = output(ctx, content_key)
     work: dict = {}
@@ -215,7 +215,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         store = llm_store.ResponseStore(known, journal=journal, ledger=ledger)
         result = extract_core.extract_sections(
             sections, config, store, kind=ctx.extract_kind, memory=memory,
-            progress=progress or LogProgress(f"extract {shard.label}", log))
+            progress=progress or LogProgress(f"extract {shard.label}"))
         write_parquet(output_rows(sections, result), out)
         journal.unlink(missing_ok=True)
         stats = result.stats

@@ -13,14 +13,14 @@ from collections import Counter
 
 import polars as pl
 
-from tasks import fetch as fetch_core
+from tasks.fetch import pages as fetch_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,
     LogProgress,
     ProgressFn,
     Record,
-    logger,
+    log,
     stage_key,
     write_parquet,
 )
@@ -72,13 +72,12 @@ def reason_of(error: str | None) -> str:
 def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         progress: ProgressFn | None = None) -> Record:
     start = time.perf_counter()
-    log = logger()
     urls = shard_urls(shard)
     previous = _previous_pages(shard, set(urls))
     log.info("fetch %s: %d URLs (%d known from the last build)", shard.label, len(urls),
              len(previous))
     pages = fetch_core.fetch_pages(urls, ctx.fetch, previous=previous,
-                                   progress=progress or LogProgress(f"fetch {shard.label}", log))
+                                   progress=progress or LogProgress(f"fetch {shard.label}"))
     rows = []
     for page in pages:
         row = {col: getattr(page, col) for col in PAGE_COLUMNS}

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tasks.stages.common import BuildContext, logger
+from tasks.stages.common import BuildContext, log
 
 TIMEOUT_S = 6 * 3600
 _FAILED = 3  # the child's exit code when the stage raised (its exception is pickled)
@@ -40,7 +40,6 @@ def run(name: str, ctx: BuildContext, inputs: dict):
         request.write_bytes(pickle.dumps((name, ctx, inputs)))
         proc = subprocess.Popen([sys.executable, "-m", "tasks.stages.isolated", str(request),
                                  str(reply)], stderr=subprocess.PIPE, text=True)
-        log = logger()
         assert proc.stderr is not None
         for line in proc.stderr:  # relay as it comes: progress stays visible
             level, _, message = line.rstrip("\n").partition(" ")

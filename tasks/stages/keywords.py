@@ -14,13 +14,13 @@ import time
 import polars as pl
 
 from packs.embedding import Embedder
-from tasks import embed as embed_core
+from tasks import vectors as embed_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,
     ProgressFn,
     Record,
-    logger,
+    log,
     parquet_rows,
     stage_key,
     write_parquet,
@@ -72,7 +72,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         vectors, stats = embed_core.embed_keywords(sections, names, Embedder(ctx.model), known)
         write_parquet(vectors, out)
         work = {"computed": stats.computed, "cached": stats.cached}
-        logger().info("keywords %s: %d keyword vectors encoded, %d reused, %.1f s",
+        log.info("keywords %s: %d keyword vectors encoded, %d reused, %.1f s",
                       shard.label, stats.computed, stats.cached, stats.seconds)
     return Record(NAME, content_key, shard.index, {"keywords": str(out)},
                   {"keywords": parquet_rows(out)}, time.perf_counter() - start, work=work)

@@ -10,13 +10,13 @@ import time
 
 import polars as pl
 
-from tasks import links as links_core
+from tasks import link_graph as links_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,
     ProgressFn,
     Record,
-    logger,
+    log,
     parquet_rows,
     stage_key,
     write_parquet,
@@ -56,6 +56,6 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
                  .select("url", "final_url", "links").collect())
         write_parquet(links_core.links_table(pages), out)
     rows = parquet_rows(out)
-    logger().info("links: %d links between pages of the pack", rows)
+    log.info("links: %d links between pages of the pack", rows)
     return Record(NAME, content_key, None, {"links": str(out)}, {"links": rows},
                   time.perf_counter() - start)

@@ -1,6 +1,6 @@
 """publish (once per pack, the single writer): every shard's outputs → the pack's tables,
 its Kuzu database and manifest, verified, then made current atomically
-(`tasks.publish`). Never cached: it runs whenever the inputs changed.
+(`tasks.publish.atomic`). Never cached: it runs whenever the inputs changed.
 
 Besides the stage records, `inputs` carries `fingerprint` (what the build was made
 from, for the next build's no-change check), `durations` and `stats` (aggregated by the
@@ -20,13 +20,13 @@ from packs import format as fmt
 from packs import layout
 from packs.diff import diff_builds, diff_tables, summary_line
 from packs.manifest import ExtractorInfo, Manifest, SourceRecord, read_manifest
-from tasks import publish as publish_core
-from tasks.encoder import write_encoder
-from tasks.extract import extractor_info
-from tasks.guard import BuildFacts, GuardError
-from tasks.guard import check as guard_check
+from tasks.encoder_export import write_encoder
+from tasks.extract.core import extractor_info
+from tasks.publish import atomic as publish_core
+from tasks.publish.guard import BuildFacts, GuardError
+from tasks.publish.guard import check as guard_check
 from tasks.shards import Shard
-from tasks.stages.common import BuildContext, ProgressFn, logger
+from tasks.stages.common import BuildContext, ProgressFn, log
 
 NAME = "publish"
 VERSION = "publish-v1"
@@ -93,7 +93,6 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
     The manifest records `inputs_fingerprint` (see flows.build) so that the next build
     can tell it has nothing new, and `changes`, the diff against the build it replaces.
     """
-    log = logger()
     pages = _pages(inputs)
     resolved = inputs["resolve"]
     tables = publish_core.assemble_tables(
@@ -198,7 +197,7 @@ def _facts(pages: pl.DataFrame, sections: int, entities: int, failed: int) -> Bu
 
 def _guard(ctx: BuildContext, inputs: dict, pages: pl.DataFrame, failed: int,
            pack_root: Path, current_id: str | None) -> None:
-    """GuardError when this build must not replace the current one (tasks.guard)."""
+    """GuardError when this build must not replace the current one (tasks.publish.guard)."""
     new = _facts(pages, sum(r.rows["sections"] for r in inputs["split"]),
                  inputs["resolve"].rows[fmt.ENTITIES], failed)
     current = None

@@ -1,5 +1,5 @@
 """resolve (once per pack): every shard's extractions → the entities, mentions,
-relationships and facts tables (`tasks.extract.assemble`: entity resolution across the
+relationships and facts tables (`tasks.extract.core.assemble`: entity resolution across the
 whole pack, deterministic ids).
 
 A reduce step: the same entity is named in many shards. Its key is the digests of the
@@ -16,13 +16,13 @@ from pathlib import Path
 import polars as pl
 
 from packs import format as fmt
-from tasks import extract as extract_core
+from tasks.extract import core as extract_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,
     ProgressFn,
     Record,
-    logger,
+    log,
     parquet_rows,
     stage_key,
     write_parquet,
@@ -69,6 +69,6 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         for name, table in tables.items():
             write_parquet(table, Path(paths[name]))
     rows = {t: parquet_rows(p) for t, p in paths.items()}
-    logger().info("resolve: %d entities, %d relationships, %d facts", rows[fmt.ENTITIES],
+    log.info("resolve: %d entities, %d relationships, %d facts", rows[fmt.ENTITIES],
                   rows[fmt.RELATIONSHIPS], rows[fmt.FACTS])
     return Record(NAME, content_key, None, paths, rows, time.perf_counter() - start)

@@ -1,6 +1,6 @@
 """split (per shard): the shard's pages → sections-<key>.parquet.
 
-Sections by heading, chunked to the model's window (`tasks.split`); the code-fence
+Sections by heading, chunked to the model's window (`tasks.sections`); the code-fence
 languages of each section (`Section.languages`, for the query filter) are read here too,
 so the publish step only concatenates.
 """
@@ -12,13 +12,13 @@ import time
 import polars as pl
 
 from packs.filters import fence_languages
-from tasks import split as split_core
+from tasks import sections as split_core
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,
     ProgressFn,
     Record,
-    logger,
+    log,
     parquet_rows,
     stage_key,
     write_parquet,
@@ -60,7 +60,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
             fence_languages, return_dtype=pl.List(pl.Utf8)).alias("languages"))
         write_parquet(sections, out)
     rows = parquet_rows(out)
-    logger().info("split %s: %d sections from %d pages", shard.label, rows,
+    log.info("split %s: %d sections from %d pages", shard.label, rows,
                   fetched.rows["usable"])
     return Record(NAME, content_key, shard.index, {"sections": str(out)}, {"sections": rows},
                   time.perf_counter() - start)

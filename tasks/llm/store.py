@@ -2,7 +2,7 @@
 
 The cache key (`cache_key`) hashes the request (no secrets in it: the key lives in the
 client) plus a version constant, so an unchanged section costs nothing on a rebuild. Only
-validated output is stored (`tasks.llm.LLM.structured` decides what that is). Each run
+validated output is stored (`tasks.llm.layers.LLM.structured` decides what that is). Each run
 writes its own files: a journal of new responses (JSON lines, so a killed run keeps what it
 paid for; `read_journal` reads it back) and a ledger row per API attempt with its token
 usage and $. One writer per file, so many workers on a shared filesystem never write the

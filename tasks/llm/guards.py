@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from tasks.llm_errors import BudgetExhausted, CircuitOpen
+from tasks.llm.failures import BudgetExhausted, CircuitOpen
 
 
 class RateLimiter:

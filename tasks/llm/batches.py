@@ -4,7 +4,7 @@ until the batch ends or a timeout passes, read the results.
 `run_batch` never retries and never waits past its deadline; whatever did not come back
 (the batch could not be created, timed out, or items expired or were canceled) is left out
 of the outcome, and the caller sends those requests as ordinary calls. Accounting (ledger,
-cost, budget) belongs to the caller (`tasks.llm.LLM.batch`).
+cost, budget) belongs to the caller (`tasks.llm.layers.LLM.batch`).
 
 Failures: 401/402/403 raise `FatalError` (as for direct calls); any other error while
 creating or polling (a 404: an endpoint without the Batches API) ends the batch attempt
@@ -21,7 +21,7 @@ import anthropic
 
 from packs.llm.errors import classify, is_terminal_error_type
 from packs.llm.usage import Completion, completion_of
-from tasks.llm_errors import DETERMINISTIC, TRANSIENT, FatalError
+from tasks.llm.failures import DETERMINISTIC, TRANSIENT, FatalError
 
 
 @dataclass

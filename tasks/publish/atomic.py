@@ -21,7 +21,7 @@ from packs import format as fmt
 from packs import integrity, layout
 from packs.manifest import KeywordVectorsInfo, Manifest, read_manifest
 from packs.vendor import write_zipapp
-from tasks.store import count_rows_isolated, load_kuzu_isolated, write_tables
+from tasks.publish.kuzu_store import count_rows_isolated, load_kuzu_isolated, write_tables
 
 log = logging.getLogger("kpack.publish")
 
@@ -56,7 +56,7 @@ def write_build(
     write_zipapp(build_dir / fmt.VENDORED_MODULE)
     manifest.counts = manifest.counts.model_copy(update=result.counts)
     if result.keyword_vectors:
-        from tasks.embed import KEYWORD_VERSION
+        from tasks.vectors import KEYWORD_VERSION
 
         manifest.keyword_vectors = KeywordVectorsInfo(present=True, dim=dim,
                                                       version=KEYWORD_VERSION)
@@ -131,10 +131,10 @@ def assemble_tables(
     `pages` has one row per URL with a `usable` flag (or its `text`, usable when not
     null); `sections` carries its `embedding` (and `keyword_embedding`, if built).
     Articles are the usable pages; their word count sums their sections and their
-    centrality is degree over LINKS_TO (see tasks.links.degree_centrality). Sections come
+    centrality is degree over LINKS_TO (see tasks.link_graph.degree_centrality). Sections come
     back as a lazy frame, streamed to the pack's Parquet by `write_build`.
     """
-    from tasks.links import canonical_url, degree_centrality
+    from tasks.link_graph import canonical_url, degree_centrality
 
     usable_flag = pl.col("usable") if "usable" in pages.columns else pl.col("text").is_not_null()
     usable = pages.filter(usable_flag)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from packs.llm.costs import cost_usd, min_cacheable_tokens
-from tasks.extract_prompt import (
+from tasks.extract.prompt import (
     BATCH_MAX_OUTPUT_TOKENS,
     CHARS_PER_TOKEN,
     MAX_OUTPUT_TOKENS,

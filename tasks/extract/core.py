@@ -1,14 +1,14 @@
 """EXTRACT: sections in; entities, mentions, relationships and facts out.
 
-Two extractors produce the same per-section shape (`Extraction`, tasks.extract_schema):
-- **claude** (`tasks.extract_claude`): forced tool calls through `tasks.llm` (cache →
+Two extractors produce the same per-section shape (`Extraction`, tasks.extract.schema):
+- **claude** (`tasks.extract.claude`): forced tool calls through `tasks.llm.layers` (cache →
   retry → circuit breaker → rate limit → provider). The tool schema is generated from the
   validating models; answers are salvaged item by item and repaired only when most of an
   answer is lost; small sections share a request (`batch_token_budget`), or all go through
   the Message Batches API (`mode="batch"`); deterministic failures are remembered;
-- **offline**: the deterministic heuristics of `tasks.offline_extract` (no key needed).
+- **offline**: the deterministic heuristics of `tasks.extract.offline` (no key needed).
 
-`assemble` (pure) then resolves entities across the whole pack (`tasks.entities`) and builds
+`assemble` (pure) then resolves entities across the whole pack (`tasks.extract.entities`) and builds
 the four tables with the column names of `packs.format.TABLE_COLUMNS`.
 
 Shell: `extract_sections` (calls the API through a `llm_store.ResponseStore` the caller fills
@@ -31,9 +31,10 @@ import polars as pl
 from packs.format import ENTITIES, FACTS, MENTIONS, RELATIONSHIPS, TABLE_COLUMNS, fact_id
 from packs.llm.client import API_KEY_ENV, BASE_URL_ENV
 from packs.llm.costs import PRICES_AS_OF, price_for
-from tasks import extract_claude, extract_plan, llm, llm_errors, llm_guards, llm_store
-from tasks.entities import RawEntity, resolve_entities
-from tasks.extract_prompt import (  # noqa: F401 (re-exported: the prompt's public names)
+from tasks.extract import batching, claude
+from tasks.extract.entities import RawEntity, resolve_entities
+from tasks.extract.offline import OFFLINE_NOTE, extract_offline
+from tasks.extract.prompt import (  # noqa: F401 (re-exported: the prompt's public names)
     BATCH_TOOL_NAME,
     MAX_OUTPUT_TOKENS,
     PROMPT_VERSION,
@@ -44,7 +45,7 @@ from tasks.extract_prompt import (  # noqa: F401 (re-exported: the prompt's publ
     build_request,
     user_message,
 )
-from tasks.extract_schema import (  # noqa: F401 (re-exported)
+from tasks.extract.schema import (  # noqa: F401 (re-exported)
     ENTITY_TYPES,
     EntityOut,
     Extraction,
@@ -54,7 +55,10 @@ from tasks.extract_schema import (  # noqa: F401 (re-exported)
     parse_extraction,
     salvage,
 )
-from tasks.offline_extract import OFFLINE_NOTE, extract_offline
+from tasks.llm import failures as llm_failures
+from tasks.llm import guards
+from tasks.llm import layers as llm
+from tasks.llm import store as llm_store
 
 # --- config + result ----------------------------------------------------------------------
 
@@ -262,7 +266,7 @@ def estimate_cost(sections: pl.DataFrame, config: ExtractConfig,
 
     Sections whose request key is in `known` (answers already held) or in `remembered`
     (failures that will not be asked again) cost nothing. The rest are planned into requests
-    exactly as a run would (`tasks.extract_plan`: batching, prompt-cache pricing, the
+    exactly as a run would (`tasks.extract.batching`: batching, prompt-cache pricing, the
     Message Batches discount with mode "batch"). Returns {sections, cached, remembered,
     to_call, calls, input_tokens, uncached_input_tokens, cache_write_tokens,
     cache_read_tokens, output_tokens, cost_usd, model, mode, price_known, prices_as_of}.
@@ -271,8 +275,8 @@ def estimate_cost(sections: pl.DataFrame, config: ExtractConfig,
     first, _ = _distinct(rows, config.model)
     todo = [row for key, row in first.items() if key not in known and key not in remembered]
     units = [[todo[i] for i in unit] for unit in
-             extract_plan.plan_units(todo, config.batch_token_budget)]
-    est = extract_plan.estimate(units, config.model, batch_api=config.mode == "batch")
+             batching.plan_units(todo, config.batch_token_budget)]
+    est = batching.estimate(units, config.model, batch_api=config.mode == "batch")
     return {
         "sections": len(rows), "cached": sum(k in known for k in first),
         "remembered": sum(k in remembered and k not in known for k in first),
@@ -287,7 +291,7 @@ def extract_sections(
     store: llm_store.ResponseStore | None = None,
     *,
     kind: str | None = None,
-    memory: extract_claude.Memory | None = None,
+    memory: claude.Memory | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = llm.default_sleep,
     progress: Callable[[int, int], None] | None = None,
@@ -303,8 +307,8 @@ def extract_sections(
 
     Per-section problems do not raise: failed sections are in `failures` with the reason
     and its kind, sections skipped by the cost cap in `not_extracted`. Raises
-    ExtractConfigError for an unusable config, llm_errors.FatalError when the API rejects the
-    key/account/model, and llm_errors.CircuitOpen when calls or answers keep failing (the stage
+    ExtractConfigError for an unusable config, llm_failures.FatalError when the API rejects the
+    key/account/model, and llm_failures.CircuitOpen when calls or answers keep failing (the stage
     stops; no further calls are made).
     """
     started = time.perf_counter()
@@ -329,7 +333,7 @@ def extract_sections(
         return _result(ExtractResult(sorted(extractions, key=lambda p: p[0])), stats,
                        extractor_info(kind, config), started)
     return _extract_claude(rows, config, store or llm_store.ResponseStore(),
-                           memory or extract_claude.Memory(), clock=clock, sleep=sleep,
+                           memory or claude.Memory(), clock=clock, sleep=sleep,
                            progress=progress, rng=rng or random.Random(), started=started)
 
 
@@ -341,7 +345,7 @@ def _result(result: ExtractResult, stats: dict, info: dict, started: float) -> E
 
 
 def _extract_claude(rows: list[dict], config: ExtractConfig, store: llm_store.ResponseStore,
-                    memory: extract_claude.Memory, *, clock, sleep, progress,
+                    memory: claude.Memory, *, clock, sleep, progress,
                     rng: random.Random, started: float) -> ExtractResult:
     api_key = os.environ[API_KEY_ENV].strip()
     base_url = config.base_url or os.environ.get(BASE_URL_ENV) or None
@@ -349,7 +353,7 @@ def _extract_claude(rows: list[dict], config: ExtractConfig, store: llm_store.Re
     run_id = uuid.uuid4().hex
     client = llm.LLM(provider, store, model=config.model, prompt_version=PROMPT_VERSION,
                      concurrency=config.concurrency, max_retries=config.max_retries,
-                     budget=llm_guards.Budget(config.max_cost_usd), clock=clock, sleep=sleep,
+                     budget=guards.Budget(config.max_cost_usd), clock=clock, sleep=sleep,
                      rng=rng, run_id=run_id, base_url=provider.base_url,
                      breaker_threshold=config.breaker_threshold)
     first, groups = _distinct(rows, config.model)
@@ -361,16 +365,16 @@ def _extract_claude(rows: list[dict], config: ExtractConfig, store: llm_store.Re
         if progress:
             progress(done, total)
 
-    settings = extract_claude.Settings(
+    settings = claude.Settings(
         model=config.model, concurrency=config.concurrency,
         batch_token_budget=config.batch_token_budget, batch_api=config.mode == "batch",
         failure_retries=config.failure_retries, retry_failed=config.retry_failed,
         batch_poll_s=config.batch_poll_s, batch_timeout_s=config.batch_timeout_s)
     estimate = estimate_cost(pl.DataFrame(rows), config, frozenset(
         k for k in first if store.get(k) is not None), frozenset(
-        k for k in first if extract_claude.remembered(memory.failures.get(k), settings)))
+        k for k in first if claude.remembered(memory.failures.get(k), settings)))
     try:
-        run = extract_claude.run(client, settings, first, memory, tick)
+        run = claude.run(client, settings, first, memory, tick)
     finally:
         provider.client.close()
 
@@ -402,8 +406,8 @@ def _extract_claude(rows: list[dict], config: ExtractConfig, store: llm_store.Re
         "batched_sections": run.counters["batched_sections"],
         "batch_split": run.counters["batch_split"],
         "cache_hits": hits, "cache_misses": total - hits, "failed": len(failures),
-        "failed_deterministic": by_kind[llm_errors.DETERMINISTIC],
-        "failed_transient": by_kind[llm_errors.TRANSIENT],
+        "failed_deterministic": by_kind[llm_failures.DETERMINISTIC],
+        "failed_transient": by_kind[llm_failures.TRANSIENT],
         "failed_remembered": sum(bool(f["remembered"]) for f in failures),
         "not_extracted": len(not_extracted),
         "dropped_items": sum(run_dropped.values()), "dropped": dict(run_dropped),

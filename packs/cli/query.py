@@ -1,5 +1,5 @@
 """`kpack query | search`: answer a question from one pack or several, or rank their
-sections for it. Exit codes: see flows/cli/common.py."""
+sections for it. Exit codes: see packs/cli/common.py."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from flows.cli.common import OptionError, core_input_errors, fail, print_json
+from packs.cli.common import OptionError, fail, print_json, query_input_errors
 
 
 def _fail(exc: BaseException) -> NoReturn:
-    fail(exc, core_input_errors())
+    fail(exc, query_input_errors())
 
 
 def _search_options(max_results: int, no_enhancements: bool,

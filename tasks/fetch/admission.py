@@ -19,9 +19,8 @@ import socket
 import urllib.robotparser
 from urllib.parse import urljoin, urlsplit
 
-from tasks.fetch_client import Outcome, PoliteClient
-from tasks.fetch_model import FetchConfig
-from tasks.fetch_policy import (
+from tasks.fetch.client import Outcome, PoliteClient
+from tasks.fetch.policy import (
     REDIRECT_STATUS,
     check_addresses,
     effective_allowed_hosts,
@@ -29,6 +28,7 @@ from tasks.fetch_policy import (
     ip_literal,
     redact,
 )
+from tasks.fetch.types import FetchConfig
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309 asks crawlers to read at least 500 KiB
 log = logging.getLogger("kpack.fetch")

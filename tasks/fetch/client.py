@@ -1,12 +1,13 @@
 """The fetch stage's polite HTTP client: one GET at a time, per-host limits, retries.
 
-`PoliteClient.get` is a GET with retries on transient failures (429, 5xx, network errors;
-jittered backoff, Retry-After honoured); `get_once` is one attempt, holding one of the
-host's connection slots and keeping the per-host delay between request starts. Bodies are
-streamed and capped. Whether a URL may be requested at all is `tasks.fetch_guard`.
+`PoliteClient.get` is a GET with retries on transient failures (the statuses of
+`packs.retry`, network errors; its jittered backoff, Retry-After honoured); `get_once` is
+one attempt, holding one of the host's connection slots and keeping the per-host delay
+between request starts. Bodies are streamed and capped. Whether a URL may be requested at
+all is `tasks.fetch.admission`.
 
 Per-URL problems are raised as `Outcome` (terminal: status + reason) or `Transient`
-(retried); the crawler (`tasks.fetch_http`) turns them into a Page.
+(retried); the crawler (`tasks.fetch.crawler`) turns them into a Page.
 """
 
 from __future__ import annotations
@@ -17,21 +18,15 @@ import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
-from tasks.fetch_model import FetchConfig, Sleep
-from tasks.fetch_parse import is_text_type, media_type
-from tasks.fetch_policy import (
-    REDIRECT_STATUS,
-    RETRYABLE_STATUS,
-    format_size,
-    parse_retry_after,
-    retry_delay,
-)
+from packs.retry import RetryPolicy, is_retryable, retry_after_s
+from tasks.fetch.parse import is_text_type, media_type
+from tasks.fetch.policy import REDIRECT_STATUS, format_size
+from tasks.fetch.types import FetchConfig, Sleep
 
 ACCEPT = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
 log = logging.getLogger("kpack.fetch")
@@ -98,12 +93,17 @@ class PoliteClient:
         self.sleep = sleep
         self.host_slots: dict[str, asyncio.Semaphore] = {}
         self.host_next: dict[str, float] = {}
+        # The fetch caps its backoff where it caps Retry-After: a page is not worth a
+        # longer wait than the server may ask for.
+        self.policy = RetryPolicy(max_retries=config.max_retries,
+                                  backoff_cap_s=config.max_retry_after_s,
+                                  max_retry_after_s=config.max_retry_after_s)
 
     async def get(self, url: str, headers: dict[str, str]) -> Hop:
         """GET with retries on transient failures (jittered backoff, Retry-After honoured).
         Raises Outcome once the retries are spent or the failure is terminal."""
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.config.max_retries + 1),
+            stop=stop_after_attempt(self.policy.max_retries + 1),
             wait=self._wait,
             retry=retry_if_exception_type(Transient),
             sleep=self.sleep,
@@ -122,9 +122,7 @@ class PoliteClient:
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         retry_after = exc.retry_after if isinstance(exc, Transient) else None
-        return retry_delay(
-            state.attempt_number, retry_after, random.random(), cap=self.config.max_retry_after_s
-        )
+        return self.policy.delay(state.attempt_number, retry_after, random.random())
 
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -171,9 +169,8 @@ async def _read_response(response: httpx.Response, max_bytes: int, typed: bool) 
     if status in REDIRECT_STATUS or status == 304:
         return Hop(status, response.headers)
     reason = f"HTTP {status} {response.reason_phrase}".rstrip()
-    if status in RETRYABLE_STATUS:
-        retry_after = parse_retry_after(response.headers.get("retry-after"), datetime.now(UTC))
-        raise Transient(reason, status, retry_after)
+    if is_retryable(status):
+        raise Transient(reason, status, retry_after_s(response.headers))
     if not 200 <= status < 300:  # other 4xx, and 3xx that are not redirects (300, 305)
         raise Outcome("failed", reason, status)
     mtype = media_type(response.headers.get("content-type"))

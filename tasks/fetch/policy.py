@@ -1,13 +1,12 @@
 """Pure rules for the fetch stage: which URLs and addresses may be fetched, GitHub rewrites,
-retry timing. No I/O here; `tasks.fetch` calls these from its network shell.
+redaction. No I/O here; `tasks.fetch.pages` calls these from its network shell. When to
+retry is the one policy in `packs.retry`.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
 DEFAULT_GITHUB_RAW_BASE = "https://raw.githubusercontent.com"
@@ -27,7 +26,6 @@ METADATA_ADDRESSES = frozenset(
 
 PRIVATE_HINT = "set allow_private_hosts = true in pack.toml or --allow-private-hosts"
 
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504, 529})
 REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 
 
@@ -148,38 +146,6 @@ def github_rewrite(url: str, raw_base: str = DEFAULT_GITHUB_RAW_BASE) -> Rewrite
             "or a repository (github.com/<owner>/<repo>) for its README"
         ),
     )
-
-
-def parse_retry_after(value: str | None, now: datetime) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date), or None if
-    absent or unreadable. A date in the past gives 0."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - now).total_seconds())
-
-
-def backoff_delay(attempt: int, rand: float, *, base: float = 1.0, cap: float = 30.0) -> float:
-    """Jittered exponential backoff before retry number `attempt` (1-based):
-    base * 2**(attempt-1), capped, scaled by a factor in [0.5, 1.0) from `rand` in [0, 1)."""
-    ceiling = min(cap, base * 2 ** (attempt - 1))
-    return ceiling * (0.5 + rand / 2)
-
-
-def retry_delay(attempt: int, retry_after: float | None, rand: float, *, cap: float) -> float:
-    """The wait before retry `attempt`: the server's Retry-After when it gave one (up to
-    `cap`), otherwise jittered exponential backoff (up to `cap`)."""
-    if retry_after is not None:
-        return min(retry_after, cap)
-    return backoff_delay(attempt, rand, cap=cap)
 
 
 def format_size(n: int) -> str:

@@ -1,6 +1,6 @@
 """`kpack eval`: retrieval metrics (and graded answers) of a pack on a questions file.
 
-`register(app)` adds the command to the main `kpack` app (flows/cli/__init__.py). Exit codes: 0 success, 1 the evaluation failed
+`register(app)` adds the command to the main `kpack` app (packs/cli/__init__.py). Exit codes: 0 success, 1 the evaluation failed
 (e.g. Claude refused the grading requests), 2 bad input (unreadable pack or questions
 file, eval questions in the pack's few-shot pool). KPACK_DEBUG=1 re-raises.
 The scorecard is kept next to the pack (`<pack>/eval/<build id>.json`; `--no-save` skips
@@ -14,7 +14,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from flows.cli.common import fail, print_json
+from packs.cli.common import fail, print_json
 
 
 def _fail(exc: BaseException) -> NoReturn:

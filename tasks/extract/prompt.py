@@ -5,7 +5,7 @@ Prompt caching: the tools and the system prompt are the fixed prefix of every re
 (the API caches in the order tools → system → messages), with a cache breakpoint on the
 system block. A prefix shorter than the model's minimum (packs.llm.costs.MIN_CACHEABLE_TOKENS;
 4,096 tokens for Claude Haiku 4.5) is silently not cached, so the worked examples in
-`tasks.extract_examples` bring the prefix past it (`prefix_tokens` estimates it; a test
+`tasks.extract.examples` bring the prefix past it (`prefix_tokens` estimates it; a test
 checks it). A batch request's tool lists one key per section, so each batch size is its
 own prefix, cached on first use.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import re
 
-from tasks.extract_examples import EXAMPLES
-from tasks.extract_schema import (
+from tasks.extract.examples import EXAMPLES
+from tasks.extract.schema import (
     ENTITY_TYPES,
     EXTRACTION_SCHEMA,
     MAX_ENTITIES,

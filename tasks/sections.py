@@ -25,7 +25,7 @@ import polars as pl
 
 from packs import format as fmt
 from packs.markdown import heading, iter_lines_with_fences
-from tasks.links import canonical_url
+from tasks.link_graph import canonical_url
 
 SPLITTER_VERSION = "split-v4"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)

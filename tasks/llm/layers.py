@@ -14,8 +14,9 @@
   and say how much of it survived (`quality`). Only an answer that is unusable, or lost most
   of its items, goes back to the model once as a `tool_result` with `is_error`; the better
   of the two answers is kept, and an item fails only when neither is usable.
-- **retry** (`LLM.call`): transient errors (429, 408, 409, 5xx, 529 overloaded, connection
-  errors, timeouts) back off exponentially with jitter, honouring Retry-After. Terminal
+- **retry** (`LLM.call`): transient errors (the statuses of `packs.retry`: 408, 409, 429,
+  5xx, 529 overloaded; connection errors, timeouts) wait as the one retry policy says
+  (`packs.retry.RetryPolicy`: Retry-After honoured, else exponential backoff with jitter). Terminal
   errors are never retried: 400/413/422 fail the one item; 401/402/403/404 raise `FatalError`
   and poison the `LLM` object so every later call fails at once (a bad key is reported once,
   not hammered N times). The SDK's own retries are off (`max_retries=0`) so that the clock and
@@ -35,8 +36,8 @@
 The client, error classification, usage parsing and prices are the shared layer in
 `packs/llm/` (the query side uses it too); this module adds the build's layers on top. The
 layers it composes live next to it, one job each: the cache and ledger in
-`tasks.llm_store`, the rate limiter, cost cap and circuit breaker in `tasks.llm_guards`,
-the error classes in `tasks.llm_errors`.
+`tasks.llm.store`, the rate limiter, cost cap and circuit breaker in `tasks.llm.guards`,
+the error classes in `tasks.llm.failures`.
 """
 
 from __future__ import annotations
@@ -52,10 +53,12 @@ from packs.llm import client as llm_client
 from packs.llm.costs import cost_usd
 from packs.llm.errors import classify, counts_against_breaker, is_api_error
 from packs.llm.usage import Completion, Usage, completion_of
-from tasks.llm_errors import DETERMINISTIC, TRANSIENT, BudgetExhausted, FatalError, ItemError
-from tasks.llm_guards import Breaker, Budget, RateLimiter
-from tasks.llm_store import ResponseStore, cache_key, now_iso
+from packs.retry import RetryPolicy
+from tasks.llm.failures import DETERMINISTIC, TRANSIENT, BudgetExhausted, FatalError, ItemError
+from tasks.llm.guards import Breaker, Budget, RateLimiter
+from tasks.llm.store import ResponseStore, cache_key, now_iso
 
+# A Claude call is worth a longer wait than a page: its answer is paid for and cached.
 MAX_BACKOFF_S = 60.0
 MAX_RETRY_AFTER_S = 600.0
 REPAIR_BELOW = 0.5  # repair when less than half of an answer's items validated
@@ -109,7 +112,8 @@ class LLM:
         self.cache = cache
         self.model = model
         self.prompt_version = prompt_version
-        self.max_retries = max_retries
+        self.policy = RetryPolicy(max_retries=max_retries, backoff_cap_s=MAX_BACKOFF_S,
+                                  max_retry_after_s=MAX_RETRY_AFTER_S)
         self.budget = budget
         self.limiter = RateLimiter(concurrency, clock=clock, sleep=sleep)
         self.clock = clock
@@ -191,7 +195,7 @@ class LLM:
         self.budget.reserve(estimate_usd)
         actual = 0.0
         try:
-            for attempt in range(self.max_retries + 1):
+            for attempt in range(self.policy.max_retries + 1):
                 if self.fatal is not None:
                     raise FatalError(str(self.fatal))
                 self.breaker.check()
@@ -216,17 +220,17 @@ class LLM:
                     if counts_against_breaker(exc):
                         self.breaker.attempt(False, message)
                         self.breaker.check()
-                    if attempt == self.max_retries:
+                    if attempt == self.policy.max_retries:
                         raise ItemError(
                             f"gave up after {attempt + 1} attempts: {message}", TRANSIENT
                         ) from exc
                     with self._lock:
                         self.counters.retries += 1
-                    if wait is not None:
-                        wait = min(wait, MAX_RETRY_AFTER_S)
+                    asked = wait  # the server's Retry-After, if it gave one
+                    with self._lock:  # one random stream, shared by the stage's workers
+                        wait = self.policy.delay(attempt + 1, asked, self.rng.random())
+                    if asked is not None:  # one worker's Retry-After pauses them all
                         self.limiter.pause_all(wait)
-                    else:
-                        wait = self._backoff(attempt)
                     self.sleep(wait)
                     continue
                 self.breaker.attempt(True)
@@ -243,11 +247,11 @@ class LLM:
     def batch(self, items: dict[str, tuple[dict, float, str]], *, poll_s: float,
               timeout_s: float):
         """Send `items` (custom_id → (request, estimate_usd, item_id)) through the Message
-        Batches API (`tasks.llm_batches.run_batch`) at half price, with ledger rows (purpose
+        Batches API (`tasks.llm.batches.run_batch`) at half price, with ledger rows (purpose
         "batch"), counters and the cost cap. Items the cap does not admit are returned in
         `skipped`; items that did not come back are in neither `completions` nor `errors`
         (send them as ordinary calls). Raises FatalError / CircuitOpen like `call`."""
-        from tasks.llm_batches import BatchOutcome, run_batch
+        from tasks.llm.batches import BatchOutcome, run_batch
 
         if self.fatal is not None:
             raise FatalError(str(self.fatal))
@@ -287,12 +291,6 @@ class LLM:
     def _row(self, key: str, item_id: str, purpose: str, attempt: int) -> dict:
         return {"run_id": self.run_id, "key": key, "item_id": item_id, "model": self.model,
                 "purpose": purpose, "attempt": attempt}
-
-    def _backoff(self, attempt: int) -> float:
-        # "Equal jitter": half fixed, half random, so workers spread out but still wait.
-        ceiling = min(MAX_BACKOFF_S, 2.0 ** attempt)
-        with self._lock:
-            return ceiling / 2 + self.rng.random() * ceiling / 2
 
     def _record(self, row: dict, *, status: str, http_status: int | None = None,
                 usage: Usage | None = None, cost: float = 0.0, error: str | None = None,

@@ -4,8 +4,8 @@ For each URL, in order: scheme check → GitHub rewrite → [per hop: allowed ho
 guard (resolved addresses; metadata endpoints always refused) → robots.txt → GET with
 retries → redirect?] → size-capped body → parse (in a worker thread). The whole URL runs
 under one wall-clock cap (`total_timeout_s`), so retries and redirects cannot stretch it.
-The guards are `tasks.fetch_guard`; the GET, its retries and the per-host limits are
-`tasks.fetch_client`; this module walks one URL through them and builds its Page.
+The guards are `tasks.fetch.admission`; the GET, its retries and the per-host limits are
+`tasks.fetch.client`; this module walks one URL through them and builds its Page.
 
 Per-URL problems are raised inside as `Outcome` (terminal) or `Transient` (retried by
 tenacity) and turned into a Page at the top of `Crawler.page`; nothing else is caught.
@@ -25,11 +25,11 @@ from urllib.request import url2pathname
 import httpx
 
 from packs.format import content_hash
-from tasks.fetch_client import Hop, Outcome, PoliteClient, new_async_client
-from tasks.fetch_guard import UrlGuard
-from tasks.fetch_model import FetchConfig, Page, Sleep
-from tasks.fetch_parse import parse_document
-from tasks.fetch_policy import REDIRECT_STATUS, format_size, github_rewrite, redact
+from tasks.fetch.admission import UrlGuard
+from tasks.fetch.client import Hop, Outcome, PoliteClient, new_async_client
+from tasks.fetch.parse import parse_document
+from tasks.fetch.policy import REDIRECT_STATUS, format_size, github_rewrite, redact
+from tasks.fetch.types import FetchConfig, Page, Sleep
 
 log = logging.getLogger("kpack.fetch")
 

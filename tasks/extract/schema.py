@@ -37,7 +37,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from tasks.entities import normalize_name
+from tasks.extract.entities import normalize_name
 
 ENTITY_TYPES = (
     "concept", "term", "code", "api", "command", "config_option", "library", "tool",

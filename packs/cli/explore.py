@@ -1,6 +1,6 @@
 """`kpack explore`: a read-only local web page to look inside packs, ask them and judge
 them (packs/explore/). Runs on the query runtime plus `knowledge-packs[explore]`; imports
-nothing of the build side (no Prefect). Exit codes as in flows/cli/common.py: 2 for an
+nothing of the build side (no Prefect). Exit codes as in packs/cli/common.py: 2 for an
 unreadable pack or an address it cannot listen on, 1 for a missing extra.
 """
 
@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from flows.cli.common import fail
+from packs.cli.common import fail
 
 
 def explore(

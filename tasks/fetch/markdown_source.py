@@ -1,6 +1,6 @@
 """Markdown handling for the fetch stage (pure): front matter, Hugo shortcodes, links.
 
-Also the link helpers that `tasks.fetch_parse` uses on trafilatura's Markdown. Fences and
+Also the link helpers that `tasks.fetch.parse` uses on trafilatura's Markdown. Fences and
 headings are read by `packs.markdown`.
 """
 

@@ -335,9 +335,9 @@ def _free_bytes(folder: Path) -> int | None:
 
 
 def _child(args: list[str], timeout_s: float, where: Path | None = None) -> dict:
-    """Run `python -m tasks.store ARGS`, its JSON reply. While it runs, the file system of
-    `where` is watched: full (under FULL_BYTES free) for FULL_FOR_S seconds in a row, the
-    child is stopped and the error says the disk is full."""
+    """Run `python -m tasks.publish.kuzu_store ARGS`, its JSON reply. While it runs, the
+    file system of `where` is watched: full (under FULL_BYTES free) for FULL_FOR_S seconds
+    in a row, the child is stopped and the error says the disk is full."""
     import contextlib
     import json
     import subprocess
@@ -346,8 +346,8 @@ def _child(args: list[str], timeout_s: float, where: Path | None = None) -> dict
     import time
 
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "tasks.store", *args], stdout=out,
-                                stderr=err, text=True)
+        proc = subprocess.Popen([sys.executable, "-m", "tasks.publish.kuzu_store", *args],
+                                stdout=out, stderr=err, text=True)
         deadline, full_since = time.monotonic() + timeout_s, None
         try:
             while proc.poll() is None:
@@ -411,7 +411,7 @@ def _main(argv: list[str]) -> None:
             conn.close()
             db.close()
     else:
-        raise SystemExit("usage: python -m tasks.store load DB TABLES DIM | count DB")
+        raise SystemExit("usage: python -m tasks.publish.kuzu_store load DB TABLES DIM | count DB")
 
 
 if __name__ == "__main__":

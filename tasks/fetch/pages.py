@@ -1,13 +1,13 @@
 """The fetch stage: a list of URLs in, one `Page` per URL out (same order).
 
 `fetch_pages` is the entry point; the rules it applies are pure functions elsewhere:
-`tasks.fetch_policy` (address guard, allowed hosts, GitHub rewrites, retry timing) and
-`tasks.fetch_parse` (content typing, charsets, HTML/Markdown → Markdown).
+`tasks.fetch.policy` (address guard, allowed hosts, GitHub rewrites, retry timing) and
+`tasks.fetch.parse` (content typing, charsets, HTML/Markdown → Markdown).
 
-The network engine is `tasks.fetch_http` (the per-URL walk: redirects, size and time
-caps), on `tasks.fetch_guard` (allowed hosts, addresses, robots.txt) and
-`tasks.fetch_client` (GET, retries, per-host limits); the public types are in
-`tasks.fetch_model`.
+The network engine is `tasks.fetch.crawler` (the per-URL walk: redirects, size and time
+caps), on `tasks.fetch.admission` (allowed hosts, addresses, robots.txt) and
+`tasks.fetch.client` (GET, retries, per-host limits); the public types are in
+`tasks.fetch.types`.
 
 Failures never raise: each becomes a Page with status "failed", "unsupported" or
 "disallowed" and a human reason. Only programming errors propagate.
@@ -21,10 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from tasks.fetch_http import fetch_all
-from tasks.fetch_markdown import markdown_document
-from tasks.fetch_model import USER_AGENT, VERSION, FetchConfig, Page, Sleep
-from tasks.fetch_parse import html_to_markdown
+from tasks.fetch.crawler import fetch_all
+from tasks.fetch.markdown_source import markdown_document
+from tasks.fetch.parse import html_to_markdown
+from tasks.fetch.types import USER_AGENT, VERSION, FetchConfig, Page, Sleep
 
 __all__ = [
     "USER_AGENT",

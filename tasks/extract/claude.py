@@ -1,4 +1,4 @@
-"""Claude extraction of one run's sections (`tasks.extract.extract_sections` calls `run`).
+"""Claude extraction of one run's sections (`tasks.extract.core.extract_sections` calls `run`).
 
 Each distinct request (identical sections are asked once) goes through, in order:
 
@@ -8,11 +8,11 @@ Each distinct request (identical sections are asked once) goes through, in order
    earlier build recorded and retried `failure_retries` times already: listed again with
    its reason, no call, until the prompt or model changes (the request key changes) or
    `retry_failed` is set. Transient failures (429/5xx/timeouts) are always asked again;
-3. **requests** for the rest, planned by `tasks.extract_plan` (small sections batched),
+3. **requests** for the rest, planned by `tasks.extract.batching` (small sections batched),
    sent directly from a thread pool, or with mode "batch" through the Message Batches API
    first and directly for whatever does not come back.
 
-Answers are salvaged item by item (`tasks.extract_schema.salvage`). In a batched answer a
+Answers are salvaged item by item (`tasks.extract.schema.salvage`). In a batched answer a
 section whose part is unusable, or lost most of its items, is asked again on its own (with
 the one-repair rule of `LLM.structured`); the others are cached per section at once.
 """
@@ -26,16 +26,18 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from packs.llm.usage import Completion, Usage
-from tasks import llm, llm_errors, llm_store
-from tasks.extract_plan import plan_units, reserve_usd
-from tasks.extract_prompt import (
+from tasks.extract.batching import plan_units, reserve_usd
+from tasks.extract.prompt import (
     BATCH_TOOL_NAME,
     PROMPT_VERSION,
     TOOL_NAME,
     build_batch_request,
     build_request,
 )
-from tasks.extract_schema import Salvaged, dump_extraction, salvage, section_key
+from tasks.extract.schema import Salvaged, dump_extraction, salvage, section_key
+from tasks.llm import failures as llm_failures
+from tasks.llm import layers as llm
+from tasks.llm import store as llm_store
 
 
 @dataclass
@@ -111,9 +113,9 @@ class _Extraction:
                 estimate_usd=reserve_usd([row], self.s.model), item_id=row["id"],
                 content_hash=row.get("content_hash"), completion=completion)
             self.run.results[key] = out.value
-        except llm_errors.BudgetExhausted:
+        except llm_failures.BudgetExhausted:
             self.run.skipped.add(key)
-        except llm_errors.ItemError as exc:
+        except llm_failures.ItemError as exc:
             self.fail(key, str(exc), exc.kind)
 
     def unit(self, keys: list[str]) -> None:
@@ -129,11 +131,11 @@ class _Extraction:
                 request, key=llm_store.cache_key(request, PROMPT_VERSION),
                 item_id=",".join(r["id"] for r in rows), purpose="extract-batch",
                 estimate_usd=reserve_usd(rows, self.s.model), usage=usage)
-        except llm_errors.BudgetExhausted:
+        except llm_failures.BudgetExhausted:
             self.run.skipped.update(keys)
             return
-        except llm_errors.ItemError as exc:
-            if exc.kind == llm_errors.TRANSIENT:
+        except llm_failures.ItemError as exc:
+            if exc.kind == llm_failures.TRANSIENT:
                 for k in keys:
                     self.fail(k, str(exc), exc.kind)
                 return
@@ -217,9 +219,9 @@ class _Extraction:
                 else:
                     self.batch_answer(keys, completion)
                 self.tick(keys)
-            elif cid in outcome.errors and outcome.errors[cid][0] == llm_errors.DETERMINISTIC:
+            elif cid in outcome.errors and outcome.errors[cid][0] == llm_failures.DETERMINISTIC:
                 if len(keys) == 1:
-                    self.fail(keys[0], outcome.errors[cid][1], llm_errors.DETERMINISTIC)
+                    self.fail(keys[0], outcome.errors[cid][1], llm_failures.DETERMINISTIC)
                     self.tick(keys)
                 else:
                     direct.extend([k] for k in keys)
@@ -250,7 +252,7 @@ def run(client: llm.LLM, s: Settings, rows: dict[str, dict], memory: Memory,
         elif remembered(memory.failures.get(key), s):
             before = memory.failures[key]
             ex.run.failures[key] = {"reason": before.get("reason") or "failed earlier",
-                                    "kind": llm_errors.DETERMINISTIC,
+                                    "kind": llm_failures.DETERMINISTIC,
                                     "attempts": int(before.get("attempts") or 1),
                                     "remembered": True}
             tick([key])

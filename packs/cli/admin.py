@@ -1,7 +1,7 @@
 """`kpack diff | inspect | verify | mcp | pack | install | list`: look into packs, serve
 them to agents, and ship them as archives.
 
-Thin commands, `--json` for machines; exit codes as in flows/cli/common.py. Bad input
+Thin commands, `--json` for machines; exit codes as in packs/cli/common.py. Bad input
 for diff, inspect and verify is what it is for build and query; for the others it is an
 unreadable pack, a refused or mismatched archive, a missing file or a bad value.
 """
@@ -13,7 +13,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from flows.cli.common import core_input_errors, fail, print_json
+from packs.cli.common import fail, print_json, query_input_errors
 
 MAX_SIZE_ENV = "KPACK_MAX_INSTALL_SIZE"
 
@@ -44,14 +44,14 @@ def diff(
     new: Annotated[Path, typer.Argument(help="New pack or build folder.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
 ) -> None:
-    """Pages added/changed/removed, sections and entities between two builds."""
+    """Pages, sections and entities added, changed and removed between two builds."""
     try:
         from packs.diff import diff_builds, summary_line
         from packs.layout import resolve_build_dir
 
         result = diff_builds(resolve_build_dir(old), resolve_build_dir(new))
     except Exception as exc:  # the CLI edge
-        fail(exc, core_input_errors())
+        fail(exc, query_input_errors())
     if as_json:
         print_json(result)
         return
@@ -72,7 +72,7 @@ def inspect(
 
         manifest = read_manifest(resolve_build_dir(pack))
     except Exception as exc:  # the CLI edge
-        fail(exc, core_input_errors())
+        fail(exc, query_input_errors())
     if as_json:
         print_json(manifest.model_dump())
         return
@@ -105,7 +105,7 @@ def verify(
         sums = read_manifest(build).checksums
         checked = verify_files(build, sums)
     except Exception as exc:  # the CLI edge
-        fail(exc, core_input_errors())
+        fail(exc, query_input_errors())
     if not checked:
         typer.echo(f"{build}: this build has no checksums (built before they were recorded); "
                    "nothing to verify")

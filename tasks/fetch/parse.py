@@ -3,7 +3,7 @@ turning HTML, Markdown or plain text into (title, markdown, links). No network, 
 
 HTML goes through trafilatura (main content only, as Markdown) and is then tidied so that
 headings are ATX headings without permalink clutter, code blocks are ``` fences set off by
-blank lines, and links are absolute. Markdown goes through `tasks.fetch_markdown`.
+blank lines, and links are absolute. Markdown goes through `tasks.fetch.markdown_source`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ import lxml.html
 from lxml import etree
 
 from packs.markdown import Fence, line_kinds
-from tasks.fetch_markdown import INLINE_CODE, LINK, collect_link, markdown_document, resolve_link
+from tasks.fetch.markdown_source import (
+    INLINE_CODE,
+    LINK,
+    collect_link,
+    markdown_document,
+    resolve_link,
+)
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown"})

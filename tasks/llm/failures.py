@@ -1,7 +1,7 @@
 """What can go wrong in an LLM call, as exception classes the build's callers catch.
 
-The layered client (`tasks.llm`), its guards (`tasks.llm_guards`) and the Message Batches
-path (`tasks.llm_batches`) raise these; the extract stage decides from the class whether to
+The layered client (`tasks.llm.layers`), its guards (`tasks.llm.guards`) and the Message Batches
+path (`tasks.llm.batches`) raise these; the extract stage decides from the class whether to
 stop the stage (`FatalError`), skip one item (`ItemError`, whose `kind` says whether a later
 build should ask again) or stop spending (`BudgetExhausted`). Classifying an API error into
 one of these is shared with the query side: `packs.llm.errors.classify`.

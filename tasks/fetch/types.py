@@ -1,6 +1,6 @@
 """The fetch stage's public types: `FetchConfig` (how to fetch) and `Page` (one result).
 
-Kept apart from `tasks.fetch` so the network engine (`tasks.fetch_http` and the modules
+Kept apart from `tasks.fetch.pages` so the network engine (`tasks.fetch.crawler` and the modules
 it uses) can build Pages without importing the module that drives it.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tasks.fetch_policy import DEFAULT_GITHUB_RAW_BASE
+from tasks.fetch.policy import DEFAULT_GITHUB_RAW_BASE
 
 if TYPE_CHECKING:
     from tasks.sources import PackConfig

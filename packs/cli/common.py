@@ -1,0 +1,47 @@
+"""What every `kpack` command shares: exit codes, the one-line error edge, JSON output.
+
+Exit codes: 0 success, 1 the work failed, 2 bad input, 3 `build --strict` published a
+pack with failed sources or a partial one. Which exceptions count as bad input is each
+command group's call (`fail(exc, bad_input)`); KPACK_DEBUG=1 re-raises instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import NoReturn
+
+import typer
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_PARTIAL = 3  # kpack build --strict: published, but sources failed or the pack is partial
+
+
+class OptionError(ValueError):
+    """A malformed option on the command line (--option, --pack, --embedding-model)."""
+
+
+def query_input_errors() -> tuple[type[BaseException], ...]:
+    """Bad input for query, search, diff, inspect and verify: an unreadable or damaged
+    pack, a mismatched model, bad options, an empty question."""
+    from packs.embedding import EmbeddingModelError
+    from packs.format import PackFormatError
+    from packs.options import OptionsError
+    from packs.pipeline import QuestionError
+
+    return (PackFormatError, EmbeddingModelError, FileNotFoundError, OptionsError,
+            OptionError, QuestionError)
+
+
+def fail(exc: BaseException, bad_input: tuple[type[BaseException], ...]) -> NoReturn:
+    """The CLI edge: print `error: <exc>` on one line and exit 2 when `exc` is one of
+    `bad_input`, else 1. Re-raises `exc` when KPACK_DEBUG is set."""
+    if os.environ.get("KPACK_DEBUG"):
+        raise exc
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT if isinstance(exc, bad_input) else EXIT_FAILED)
+
+
+def print_json(data: object) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
