@@ -109,7 +109,12 @@ def build_pack(
     tag_flow_run(flow_run.get_id(), f"pack:{source.name}")
     with pack_lock.held(Path(out_dir) / source.name, build_id, warn=log.warning) as held:
         if held.replaced and held.replaced.get("build_id"):
-            mark_crashed(source.name, str(held.replaced["build_id"]), log)
+            dead = str(held.replaced["build_id"])
+            mark_crashed(source.name, dead, log)
+            # A killed build wrote no history line of its own: the pack's history says so.
+            append_history(Path(out_dir) / source.name, dead, "crashed",
+                           f"its process died holding the pack's lock; found by build "
+                           f"{build_id}")
         ctx = build_context(source, build_id, out_dir, work_dir, embedding_model, extractor,
                             allow_private_hosts, max_cost_usd, force,
                             retry_failed)

@@ -169,6 +169,11 @@ class PackDB:
                 rows.append(result.get_next())
             return rows
 
+    def read(self, statement: str, params: dict) -> list[list]:
+        """Rows of one of packs/browse.py's lookups (the explorer's reads): run like the
+        query side's own statements, serialised, not prepared, not logged."""
+        return self._run(statement, params, None)
+
     def _prepared_statement(self, statement: str):
         """`statement` prepared on this connection, once (call with the lock held). The
         cache holds a few fixed statements and `by_key`'s; it is cleared, not grown, past

@@ -20,8 +20,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packs import layout
 from packs.citations import precision as citation_precision
 from packs.eval_judge import DEFAULT_JUDGE_MODEL, Judgement, judge_answer
 from packs.eval_metrics import DEFAULT_KS, NDCG_K, distinct_sources, mean_metrics, score_ranking
@@ -148,3 +151,16 @@ def evaluate(pack: KnowledgePack, questions: Sequence[Question],
         citation_precision=n_verified / n_cits if n_cits else None,
         answer_usage=answer_usage, judge_usage=judge_usage,
         seconds=round(time.perf_counter() - t0, 2), per_question=rows)
+
+
+def save_report(report: EvalReport, build_dir: Path, questions_file: str = "") -> Path | None:
+    """Keep `report` as the last scorecard of its build, next to the pack
+    (`<pack>/eval/<build_id>.json`, packs.layout; never inside the published build), where
+    `kpack explore` shows it. Returns the path, or None for a build folder standing alone
+    (no pack folder to keep it in). OSError when the pack folder is not writable."""
+    root = layout.pack_root_of(build_dir)
+    if root is None:
+        return None
+    data = {**report.to_dict(), "questions_file": questions_file,
+            "saved_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    return layout.save_eval_report(root, report.build_id, data)

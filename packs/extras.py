@@ -5,6 +5,7 @@ tokenizers, pydantic, anthropic, typer). The extras add the rest:
 
     [build]  kpack build / serve: Prefect, torch, sentence-transformers, trafilatura, ...
     [mcp]    kpack mcp: the Model Context Protocol SDK
+    [explore] kpack explore: Starlette, Jinja2, uvicorn, markdown-it-py and nh3
     [offline] the packaged all-MiniLM-L6-v2 (demos, tests, CI)
 
 The check uses `importlib.util.find_spec`, so it imports none of those packages.
@@ -16,6 +17,9 @@ import importlib.util
 
 BUILD_INSTALL = "pip install 'knowledge-packs[build]'"
 MCP_INSTALL = "pip install 'knowledge-packs[mcp]'"
+EXPLORE_INSTALL = "pip install 'knowledge-packs[explore]'"
+# What `kpack explore` imports (import names) beyond the query runtime.
+EXPLORE_MODULES = ("starlette", "jinja2", "uvicorn", "markdown_it", "nh3")
 # One module per [build] requirement that `kpack build` imports (import names, not
 # distribution names): enough to tell a runtime-only install from a build install.
 BUILD_MODULES = ("prefect", "torch", "sentence_transformers", "trafilatura", "lxml_html_clean",

@@ -123,3 +123,80 @@ def resolve_build_dir(path: str | os.PathLike[str]) -> Path:
             f"{p}: '{fmt.CURRENT_FILE}' names build {build_id!r}, but {build} has no "
             f"{fmt.MANIFEST_FILE}")
     return build
+
+
+def read_history(pack_root: Path) -> list[dict]:
+    """The lines of `<pack>/history.jsonl`, oldest first ([] without the file). A line that
+    is not a JSON object (a torn write, a hand edit) comes back as status "unreadable" with
+    its text in `detail`, so nothing in the file is hidden."""
+    path = pack_root / HISTORY_FILE
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            entry = None
+        if not isinstance(entry, dict):
+            entry = {"at": "", "build_id": "", "status": "unreadable", "detail": line[:500]}
+        out.append(entry)
+    return out
+
+
+def pack_root_of(build_dir: Path) -> Path | None:
+    """The pack folder that holds `build_dir` as `builds/<id>/`, or None for a build
+    folder standing alone (copied or unpacked elsewhere: it has no history of its own)."""
+    build_dir = Path(build_dir).resolve()
+    root = build_dir.parent.parent
+    if build_dir.parent.name == fmt.BUILDS_DIR and (root / fmt.CURRENT_FILE).is_file():
+        return root
+    return None
+
+
+# `kpack eval` scorecards live beside the builds, not inside them: a build folder is
+# immutable and checksummed once published.
+EVAL_DIR = "eval"
+
+
+def eval_report_path(pack_root: Path, build_id: str) -> Path:
+    """Where the scorecard of `kpack eval` on build `build_id` is kept."""
+    if not valid_build_id(build_id):
+        raise ValueError(f"invalid build id {build_id!r}")
+    return pack_root / EVAL_DIR / f"{build_id}.json"
+
+
+def save_eval_report(pack_root: Path, build_id: str, report: dict) -> Path:
+    """Write `report` as `<pack>/eval/<build_id>.json` (a temp file renamed over, so a
+    reader never sees half of it; the last evaluation of a build replaces the one before).
+    Returns the path; OSError when the pack folder is not writable."""
+    path = eval_report_path(pack_root, build_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def latest_eval_report(pack_root: Path, build_id: str | None = None
+                       ) -> tuple[str, dict] | None:
+    """(build id, scorecard) of the last `kpack eval` saved for `build_id`, else of the
+    newest build evaluated (ids sort by time); None when none was saved. PackFormatError
+    when the file is not a JSON object."""
+    folder = pack_root / EVAL_DIR
+    if not folder.is_dir():
+        return None
+    saved = sorted(p.stem for p in folder.glob("*.json") if valid_build_id(p.stem))
+    if not saved:
+        return None
+    chosen = build_id if build_id in saved else saved[-1]
+    path = folder / f"{chosen}.json"
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise fmt.PackFormatError(f"{path}: unreadable scorecard: {exc}") from exc
+    if not isinstance(report, dict):
+        raise fmt.PackFormatError(f"{path}: the scorecard is not a JSON object")
+    return chosen, report

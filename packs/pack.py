@@ -24,6 +24,7 @@ import numpy as np
 
 from packs import filters, integrity, pipeline
 from packs import format as fmt
+from packs.browse import Browse
 from packs.db import PackDB
 from packs.embedding import (
     BACKEND_ENV,
@@ -59,6 +60,7 @@ class KnowledgePack:
         self._vocabulary: gate.Vocabulary | None = None
         self._titles: titles.TitleIndex | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._browse: Browse | None = None
         self.cache: TTLCache = cache if cache is not None else TTLCache()
 
     # --- opening ------------------------------------------------------------------------
@@ -142,6 +144,16 @@ class KnowledgePack:
                 f"the pack needs {self.manifest.embedding.model!r} "
                 f"(dim {self.manifest.embedding.dim})")
         return emb
+
+    @property
+    def browse(self) -> Browse:
+        """Read-only lookups for looking inside the pack (packs/browse.py): a section by id
+        with its entities, facts and linked pages; an entity with its mentions and its
+        neighbours, page by page. What `kpack explore` shows."""
+        with self._lock:
+            if self._browse is None:
+                self._browse = Browse(self.db)
+            return self._browse
 
     def embed_query(self, text: str) -> np.ndarray:
         """The question's unit vector (ONNX Runtime when the model allows; see

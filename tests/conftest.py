@@ -35,3 +35,14 @@ def prefect_harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests (those using pytest-playwright's `page`) run last. Its sync Playwright
+    is session-scoped and keeps its asyncio loop marked as running in the main thread
+    until the session ends: every asyncio.run() after the first browser test (the MCP
+    client, anyio, fetches inside a running loop) would fail."""
+    browser = [item for item in items if "page" in getattr(item, "fixturenames", ())]
+    if browser:
+        last = {id(item) for item in browser}
+        items[:] = [item for item in items if id(item) not in last] + browser

@@ -8,6 +8,7 @@ import json
 import math
 import re
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import typer
@@ -36,6 +37,7 @@ from packs.eval_questions import (
     parse_gold,
 )
 from packs.evaluation import evaluate
+from packs.layout import latest_eval_report
 from packs.result import RankedSection
 from packs.urls import canonical_url
 from tests.anthropic_fake import FakeAnthropic
@@ -215,6 +217,14 @@ def test_cli_table_json_and_exit_codes(pack_dir, tmp_path):
                                  "--k", "3", "--no-gate"])
     data = json.loads(res.output)
     assert data["ks"] == [3] and "recall@3" in data["overall"]
+    # The scorecard is kept beside the pack, not in its checksummed build folder.
+    saved = Path(data["saved_to"])
+    assert saved == Path(pack_dir) / "eval" / f"{data['build_id']}.json"
+    kept = json.loads(saved.read_text())
+    assert kept["overall"] == data["overall"] and kept["questions_file"] == str(qfile)
+    assert latest_eval_report(Path(pack_dir), data["build_id"])[1]["overall"] == data["overall"]
+    res = runner.invoke(_app(), ["eval", str(pack_dir), "-q", str(qfile), "--no-save"])
+    assert res.exit_code == 0 and "scorecard saved" not in res.output
     assert data["options"]["gate_threshold"] == -1.0
     bad = _write(tmp_path, [{"id": "x"}])
     res = runner.invoke(_app(), ["eval", str(pack_dir), "-q", str(bad)])

@@ -43,3 +43,39 @@ def test_history_is_one_json_line_per_run(tmp_path) -> None:
     layout.append_history(tmp_path / "p", "b2", "refused", "guard")
     lines = [json.loads(x) for x in (tmp_path / "p" / layout.HISTORY_FILE).read_text().splitlines()]
     assert [(x["build_id"], x["status"]) for x in lines] == [("b1", "published"), ("b2", "refused")]
+
+
+def test_history_is_read_whole_and_a_torn_line_is_shown_not_hidden(tmp_path) -> None:
+    assert layout.read_history(tmp_path) == []
+    layout.append_history(tmp_path, "b1", "published", "pages +2")
+    with (tmp_path / layout.HISTORY_FILE).open("a") as f:
+        f.write('{"at": "2026-01-0\n')  # a write cut short
+    layout.append_history(tmp_path, "b2", "crashed", "died")
+    rows = layout.read_history(tmp_path)
+    assert [r["status"] for r in rows] == ["published", "unreadable", "crashed"]
+    assert rows[1]["detail"] == '{"at": "2026-01-0'
+
+
+def test_a_build_knows_its_pack_folder_unless_it_stands_alone(tmp_path) -> None:
+    _builds(tmp_path, "b1")
+    layout.set_current(tmp_path, "b1")
+    assert layout.pack_root_of(tmp_path / fmt.BUILDS_DIR / "b1") == tmp_path.resolve()
+    assert layout.pack_root_of(tmp_path / "elsewhere") is None
+
+
+def test_eval_scorecards_are_kept_per_build_beside_the_builds(tmp_path) -> None:
+    assert layout.latest_eval_report(tmp_path) is None
+    path = layout.save_eval_report(tmp_path, "b1", {"overall": {"mrr": 0.5}})
+    assert path == tmp_path / "eval" / "b1.json"
+    layout.save_eval_report(tmp_path, "b2", {"overall": {"mrr": 0.7}})
+    layout.save_eval_report(tmp_path, "b1", {"overall": {"mrr": 0.6}})  # the last one wins
+    assert layout.latest_eval_report(tmp_path, "b1") == ("b1", {"overall": {"mrr": 0.6}})
+    assert layout.latest_eval_report(tmp_path, "b9")[0] == "b2"  # else the newest build's
+    assert layout.latest_eval_report(tmp_path)[0] == "b2"
+    assert not list((tmp_path / "eval").glob(".*"))  # no temp file left behind
+    with pytest.raises(ValueError):
+        layout.save_eval_report(tmp_path, "../escape", {})
+    (tmp_path / "eval" / "b3.json").write_text("[1, 2]")
+    with pytest.raises(fmt.PackFormatError, match="not a JSON object"):
+        layout.latest_eval_report(tmp_path)
+    assert json.loads(path.read_text()) == {"overall": {"mrr": 0.6}}

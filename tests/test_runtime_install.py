@@ -3,7 +3,8 @@ runtime, no extras) opens a pack built by the full install and ranks like it.
 
 `make test` (and so CI) builds that venv fresh (`make setup-runtime`) and points
 KPACK_RUNTIME_PYTHON at its interpreter; without it these tests are skipped. The last test
-adds the `[mcp]` extra to that venv and talks to `kpack mcp` there with a real MCP client.
+adds the `[mcp]` extra to that venv and talks to `kpack mcp` there with a real MCP client;
+the one after adds `[explore]` and asks `kpack explore` there over HTTP.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import anyio
 import pytest
 
 from packs import KnowledgePack
-from packs.extras import BUILD_INSTALL, MCP_INSTALL
+from packs.extras import BUILD_INSTALL, EXPLORE_INSTALL, MCP_INSTALL
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME_ENV = "KPACK_RUNTIME_PYTHON"
@@ -119,6 +120,20 @@ def test_build_and_mcp_in_the_runtime_venv_say_what_to_install(runtime, example_
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         f"error: kpack mcp needs the MCP SDK, which this install lacks: {MCP_INSTALL}"]
+    done = _run([kpack, "explore", str(example_pack)], tmp_path)
+    assert done.returncode == 1
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: kpack explore needs ") and line.endswith(EXPLORE_INSTALL)
+
+
+def test_kpack_diff_runs_on_the_runtime(runtime, example_pack, tmp_path) -> None:
+    done = _run([str(runtime.parent / "kpack"), "diff", str(example_pack), str(example_pack),
+                 "--json"], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    diff = json.loads(done.stdout)
+    with KnowledgePack.open(example_pack) as pack:
+        assert diff["pages"]["unchanged"] == pack.manifest.counts.articles
+        assert diff["sections"]["unchanged"] == pack.manifest.counts.sections
 
 
 def _missing_build() -> list[str]:
@@ -146,4 +161,28 @@ def test_the_mcp_server_runs_on_the_runtime_plus_mcp(runtime, example_pack, tmp_
     assert result.content[0].text.startswith("Context from pack 'example'")
     installed = _run([str(runtime), "-c", "import importlib.util as u; print("
                       "[m for m in ('torch', 'prefect') if u.find_spec(m)])"], tmp_path)
+    assert installed.stdout.strip() == "[]"
+
+
+def test_the_explorer_runs_on_the_runtime_plus_explore(runtime, example_pack, tmp_path) -> None:
+    """After the MCP test: adds [explore] to the runtime venv and asks the explorer there."""
+    import httpx
+
+    done = _run([str(runtime), "-m", "pip", "install", "--quiet", "-c",
+                 str(ROOT / "requirements.lock"), f"{ROOT}[explore]"], ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    proc = subprocess.Popen([str(runtime.parent / "kpack"), "explore", str(example_pack),
+                             "--port", "0"], cwd=tmp_path, env=_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read()[-3000:]
+        page = httpx.get(url + "ask", params={"q": QUESTIONS[1]}, timeout=120)
+        assert page.status_code == 200 and 'data-verified="true"' in page.text
+        assert httpx.get(url + "static/vendor/cytoscape.min.js", timeout=30).status_code == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    installed = _run([str(runtime), "-c", "import importlib.util as u; print("
+                      "[m for m in ('torch', 'prefect', 'polars') if u.find_spec(m)])"], tmp_path)
     assert installed.stdout.strip() == "[]"

@@ -26,6 +26,7 @@ import pytest
 
 from flows.build import run_build
 from packs import format as fmt
+from packs.layout import read_history
 from tasks import shards
 from tests.anthropic_fake import FakeAnthropic
 from tests.conftest import OFFLINE_MODEL
@@ -332,6 +333,10 @@ def test_a_build_killed_during_embedding_recomputes_only_unfinished_shards(
         states = {r.name: r.state.type.value for r in client.read_flow_runs()
                   if (r.parameters or {}).get("out_dir") == str(out.resolve())}
     assert sorted(states.values()) == ["COMPLETED", "CRASHED"], states
+    # ... and the pack's history says so (kpack explore's /builds shows it).
+    history = read_history(out / "topics")
+    assert [h["status"] for h in history] == ["crashed", "published"], history
+    assert history[0]["build_id"] != summary["build_id"] == history[1]["build_id"]
     assert {p.name for p in finished} <= {p.name for p in (work / "topics" / "embed").iterdir()}
 
 

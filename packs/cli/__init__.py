@@ -2,11 +2,11 @@
 
 Thin by design: each command parses its arguments, calls one library function and prints.
 The runtime commands live here, on the query side, and import nothing of the build:
-query and search (`query.py`), looking into and shipping packs (`admin.py`), evaluation
-(`evaluate.py`); `common.py` holds the exit codes and the error edge. The build side adds
-its commands (build, serve, server) through the `kpack.commands` entry point group
-(pyproject.toml), loaded only when the command asked for is not a runtime one, so
-`kpack search` never loads Prefect, `tasks` or `flows`.
+query and search (`query.py`), looking into and shipping packs (`admin.py`), the explorer
+web page (`explore.py`), evaluation (`evaluate.py`); `common.py` holds the exit codes and
+the error edge. The build side adds its commands (build, serve, server) through the
+`kpack.commands` entry point group (pyproject.toml), loaded only when the command asked
+for is not a runtime one, so `kpack search` never loads Prefect, `tasks` or `flows`.
 
 `--json` prints machine-readable output. Exit codes: 0 success, 1 the work failed (a build
 that published nothing, a query that errored), 2 bad input (unknown source, invalid
@@ -22,17 +22,17 @@ from importlib.metadata import entry_points
 
 import typer
 
-from packs.cli import admin, evaluate, query
+from packs.cli import admin, evaluate, explore, query
 from packs.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PARTIAL, OptionError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_PARTIAL", "OptionError", "main",
            "make_app"]
 
 PLUGIN_GROUP = "kpack.commands"
-RUNTIME_GROUPS = (query, admin, evaluate)  # the order `kpack --help` lists them
+RUNTIME_GROUPS = (query, admin, explore, evaluate)  # the order `kpack --help` lists them
 # The commands of RUNTIME_GROUPS: a command line naming one of these loads no plugin.
 RUNTIME_COMMANDS = frozenset({"query", "search", "diff", "inspect", "verify", "mcp", "pack",
-                              "install", "list", "eval"})
+                              "install", "list", "eval", "explore"})
 
 
 def make_app(plugins: bool = True) -> typer.Typer:

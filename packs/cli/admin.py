@@ -44,7 +44,7 @@ def diff(
     new: Annotated[Path, typer.Argument(help="New pack or build folder.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
 ) -> None:
-    """Pages added/changed/removed, sections and entities between two builds."""
+    """Pages, sections and entities added, changed and removed between two builds."""
     try:
         from packs.diff import diff_builds, summary_line
         from packs.layout import resolve_build_dir

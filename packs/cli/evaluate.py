@@ -3,6 +3,8 @@
 `register(app)` adds the command to the main `kpack` app (packs/cli/__init__.py). Exit codes: 0 success, 1 the evaluation failed
 (e.g. Claude refused the grading requests), 2 bad input (unreadable pack or questions
 file, eval questions in the pack's few-shot pool). KPACK_DEBUG=1 re-raises.
+The scorecard is kept next to the pack (`<pack>/eval/<build id>.json`; `--no-save` skips
+it), where `kpack explore` shows the last one.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def eval_(
     per_question: Annotated[bool, typer.Option("--per-question", help="Print one line per question.")] = False,
     embedding_model: Annotated[str | None, typer.Option(help="Local copy of the pack's model.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full report (overall, per kind, per question) as JSON.")] = False,
+    save: Annotated[bool, typer.Option(help="Keep the scorecard next to the pack (<pack>/eval/<build id>.json), where kpack explore shows it.")] = True,
 ) -> None:
     """Score PACK's retrieval on the QUESTIONS file: recall@k, MRR and nDCG@10 per question
     and overall, against the gold sources. When ANTHROPIC_API_KEY is set, answers to
@@ -57,12 +60,29 @@ def eval_(
         with KnowledgePack.open(pack, embedding_model=embedding_model) as kp:
             report = evaluate(kp, qs, options, ks=tuple(k or DEFAULT_KS), binary=binary,
                               judge=client, judge_model=judge_model, answers=answers)
+            build_dir = kp.path
     except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
         _fail(exc)
+    saved = _save(report, build_dir, questions) if save else None
     if as_json:
-        print_json(report.to_dict())
+        print_json({**report.to_dict(), "saved_to": str(saved) if saved else None})
         return
     typer.echo(format_report(report, per_question))
+    if saved:
+        typer.echo(f"scorecard saved to {saved} (kpack explore shows it)")
+
+
+def _save(report, build_dir: Path, questions: Path) -> Path | None:
+    """Keep the scorecard (packs.evaluation.save_report) and return where, or None. A
+    pack folder that is not writable costs a warning on stderr only: the evaluation
+    itself succeeded."""
+    from packs.evaluation import save_report
+
+    try:
+        return save_report(report, build_dir, str(questions))
+    except OSError as exc:
+        typer.echo(f"warning: scorecard not saved: {exc}", err=True)
+        return None
 
 
 def format_report(report, per_question: bool = False) -> str:

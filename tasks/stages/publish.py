@@ -138,6 +138,9 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
             "embed_stats": stats.get("embed", {}),
             "shards": stats.get("shards", {}),
             "inputs_fingerprint": inputs["fingerprint"],
+            # The publish guard's verdict on this build (a refused build is not published:
+            # its verdict is in history.jsonl).
+            "guard": "skipped (--force)" if ctx.force else "passed",
         },
     )
     t0 = time.perf_counter()

@@ -1,0 +1,42 @@
+"""`kpack explore`: a read-only local web page to look inside packs, ask them and judge
+them (packs/explore/). Runs on the query runtime plus `knowledge-packs[explore]`; imports
+nothing of the build side (no Prefect). Exit codes as in packs/cli/common.py: 2 for an
+unreadable pack or an address it cannot listen on, 1 for a missing extra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from packs.cli.common import fail
+
+
+def explore(
+    packs: Annotated[list[Path], typer.Argument(help="Pack folders (or build folders) to explore; the first is the default, the others a click away.")],
+    host: Annotated[str, typer.Option(help="Address to listen on. The default serves this machine only; the explorer has no login, so think twice before 0.0.0.0.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on; 0 picks a free one.")] = 8765,
+) -> None:
+    """Serve a read-only web page on HOST:PORT to look inside PACKS: every pack, asking with
+    citations and the sections behind them, sections, entities and their neighbourhood
+    graph, build history, diffs between builds and the last eval scorecard. Prints one
+    line, the URL, then serves until Ctrl-C."""
+    try:
+        from packs.explore.cli import serve
+
+        serve(packs, host=host, port=port, out=typer.echo)
+    except KeyboardInterrupt:
+        pass
+    except Exception as exc:  # the CLI edge
+        from packs.embedding import EmbeddingModelError
+        from packs.explore.cli import ExploreError
+        from packs.format import PackFormatError
+
+        fail(exc, (PackFormatError, EmbeddingModelError, ExploreError, FileNotFoundError))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `explore` to `app`."""
+    app.command(name="explore")(explore)
