@@ -5,9 +5,9 @@ build flow (the session's Prefect harness), the product runs, the baselines, the
 from __future__ import annotations
 
 import json
-import re
 import math
 import random
+import re
 
 import pytest
 
