@@ -15,9 +15,10 @@ checked against the manifest:
   hashes to its checksum. The encoder is hashed by its loader (packs/encoder.py); the
   Parquet tables and packs.pyz, which no query reads, by `verify`. Hashing a large
   database on every open would dominate a cold start, so a successful hash of a file of
-  1 MiB or more is remembered in a stamp file under the user's cache folder ($KPACK_CACHE_DIR), keyed by the file's
-  device, inode, size, mtime and ctime: any write to the file changes ctime, and ctime
-  cannot be set back from user space, so a stamp never vouches for bytes it did not hash.
+  1 MiB or more is remembered in a stamp file under the user's cache folder
+  ($KPACK_CACHE_DIR), keyed by the file's device, inode, size, mtime and ctime: any
+  write to the file changes ctime, and ctime cannot be set back from user space, so a
+  stamp never vouches for bytes it did not hash.
 - `verify(build_dir, sums)`: every file, fully, no stamps (`kpack verify`, `kpack install`).
 
 A caller that must open an unchecked pack says so (`KnowledgePack.open(..., verify=False)`,

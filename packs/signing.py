@@ -30,21 +30,26 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING, Union
 
 from packs import format as fmt
 from packs.manifest import Manifest, manifest_bytes, parse_manifest
+
+# cryptography is imported where a key is used: opening a pack without `trust` (the common
+# case) should not pay its import (about 0.1 s).
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 SCHEME = "ed25519"
 PASSPHRASE_ENV = "KPACK_SIGNING_PASSPHRASE"
 MAX_KEY_BYTES = 16 * 1024
 MAX_SIGNATURE_BYTES = 4096
 
-PublicKey = str | os.PathLike[str] | Ed25519PublicKey
-Trust = PublicKey | Sequence[PublicKey]
+PublicKey = Union[str, os.PathLike, "Ed25519PublicKey"]  # noqa: UP007 (a string member)
+Trust = Union[PublicKey, Sequence[PublicKey]]  # noqa: UP007
 
 
 class SignatureError(fmt.PackFormatError):
@@ -56,6 +61,8 @@ class SignatureError(fmt.PackFormatError):
 
 def key_id(public: Ed25519PublicKey) -> str:
     """A short name for a public key: the first 16 hex digits of its raw bytes' sha256."""
+    from cryptography.hazmat.primitives import serialization
+
     raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()[:16]
 
@@ -64,6 +71,9 @@ def generate_keypair(private_path: Path, public_path: Path | None = None) -> tup
     """Write a new Ed25519 key pair: `private_path` (PEM PKCS#8, mode 0600, encrypted when
     $KPACK_SIGNING_PASSPHRASE is set) and `public_path` (default `<private>.pub`). Returns
     (private path, public path, key id). FileExistsError rather than overwrite a key."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     public_path = public_path or private_path.with_name(private_path.name + ".pub")
     for path in (private_path, public_path):
         if path.exists():
@@ -98,6 +108,9 @@ def _read_key_file(path: Path, what: str) -> bytes:
 def load_private_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:
     """An Ed25519 private key from a PEM (PKCS#8) or OpenSSH file; SignatureError names
     what is wrong (not a key, another algorithm, a wrong or missing passphrase)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     path = Path(path).expanduser()
     data = _read_key_file(path, "private key")
     passphrase = os.environ.get(PASSPHRASE_ENV)
@@ -118,6 +131,9 @@ def load_private_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:
 
 def load_public_key(source: PublicKey) -> Ed25519PublicKey:
     """An Ed25519 public key: a key object, or a PEM or OpenSSH (`ssh-ed25519 ...`) file."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     if isinstance(source, Ed25519PublicKey):
         return source
     path = Path(source).expanduser()
@@ -137,6 +153,8 @@ def load_public_key(source: PublicKey) -> Ed25519PublicKey:
 
 def trusted_keys(trust: Trust) -> list[Ed25519PublicKey]:
     """The keys of `trust` (one key or file, or a sequence); SignatureError when empty."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     items = [trust] if isinstance(trust, (str, os.PathLike, Ed25519PublicKey)) else list(trust)
     if not items:
         raise SignatureError("trust names no public key; pass the signer's .pub file")
@@ -176,6 +194,8 @@ def check(build_dir: Path, manifest: bytes, trust: Trust) -> str:
     """Check that `manifest` (the build's manifest.json bytes) is signed by a key of
     `trust`; returns that key's id. SignatureError: unsigned, malformed, or not signed by
     a trusted key (tampered after signing, or signed by someone else)."""
+    from cryptography.exceptions import InvalidSignature
+
     keys = trusted_keys(trust)
     record = read_signature(build_dir)
     if record is None:
