@@ -44,7 +44,7 @@ from packs.retrieval import context as context_stage
 from packs.retrieval import gate, hybrid
 
 # Gate threshold passed to the per-pack searches so that none of them gates itself.
-_NO_GATE = -2.0
+_NO_GATE = -1.0  # the lowest cosine similarity: every pack passes
 
 
 class PackSet:
