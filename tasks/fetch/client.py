@@ -26,7 +26,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from packs.retry import RetryPolicy, is_retryable, retry_after_s
 from tasks.fetch.parse import is_text_type, media_type
 from tasks.fetch.policy import REDIRECT_STATUS, format_size
-from tasks.fetch.types import FetchConfig, Sleep
+from tasks.fetch.types import AuthError, FetchConfig, Sleep
 
 ACCEPT = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
 log = logging.getLogger("kpack.fetch")
@@ -135,7 +135,10 @@ class PoliteClient:
         """One GET. Redirects and 304 come back as hops; 429/5xx and network errors raise
         Transient; other 4xx, oversize bodies and (when `typed`) unsupported types raise
         Outcome."""
-        async with self._host_slot((urlsplit(url).hostname or "").lower()):
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        headers = {**headers, **self._auth_headers(host, parts.scheme.lower())}
+        async with self._host_slot(host):
             try:
                 async with self.client.stream("GET", url, headers=headers) as response:
                     return await _read_response(response, max_bytes, typed)
@@ -145,6 +148,14 @@ class PoliteClient:
                 raise Transient(_describe(exc, self.config.timeout_s)) from None
             except httpx.HTTPError as exc:  # unsupported protocol, bad encoding, proxy
                 raise Outcome("failed", _describe(exc, self.config.timeout_s)) from None
+
+    def _auth_headers(self, host: str, scheme: str) -> dict[str, str]:
+        """The pack.toml [[auth]] headers for this host (values from the environment, read
+        per request and kept nowhere); an unset variable fails the URL with its name."""
+        try:
+            return {a.header: a.value() for a in self.config.auth if a.applies(host, scheme)}
+        except AuthError as exc:
+            raise Outcome("failed", str(exc)) from None
 
     @asynccontextmanager
     async def _host_slot(self, host: str) -> AsyncIterator[None]:

@@ -25,6 +25,7 @@ from urllib.request import url2pathname
 import httpx
 
 from packs.format import content_hash
+from packs.urls import strip_userinfo
 from tasks.fetch.admission import UrlGuard
 from tasks.fetch.client import Hop, Outcome, PoliteClient, new_async_client
 from tasks.fetch.parse import parse_document
@@ -160,7 +161,8 @@ class Crawler:
             location = hop.headers.get("location")
             if not location:
                 raise Outcome("failed", f"HTTP {hop.status} redirect without a Location header")
-            target = urljoin(target, location.strip())
+            # Credentials in a redirect are neither followed nor recorded (final_url).
+            target = strip_userinfo(urljoin(target, location.strip()))
             if target.split("#", 1)[0] in visited:
                 raise Outcome("failed", f"redirect loop: {redact(target)} was already visited")
             target = self._rewrite(target, trace)
@@ -199,7 +201,7 @@ class Crawler:
             last_modified=last_modified,
             title=parsed.title,
             text=parsed.text,
-            links=parsed.links,
+            links=[strip_userinfo(link) for link in parsed.links],
         )
 
     async def _local(self, url: str, trace: _Trace) -> Page:
@@ -219,7 +221,7 @@ class Crawler:
             content_hash=content_hash(body),
             title=parsed.title,
             text=parsed.text,
-            links=parsed.links,
+            links=[strip_userinfo(link) for link in parsed.links],
         )
 
 

@@ -9,6 +9,8 @@ import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from packs.urls import strip_userinfo
+
 DEFAULT_GITHUB_RAW_BASE = "https://raw.githubusercontent.com"
 GITHUB_HOSTS = frozenset({"github.com", "www.github.com"})
 
@@ -159,10 +161,4 @@ def format_size(n: int) -> str:
 
 def redact(url: str) -> str:
     """`url` without user:password, for log lines."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    return parts._replace(netloc=netloc).geturl()
+    return strip_userinfo(url)
