@@ -213,3 +213,12 @@ def test_undecodable_text_in_an_unverified_database_is_the_damaged_pack_error(
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "the pack is damaged" in errors[0], res.stderr[-2000:]
     assert "Traceback" not in res.stderr
+
+
+def test_undecodable_few_shot_examples_are_the_damaged_pack_error(tmp_path) -> None:
+    from packs.retrieval.fewshot import load_examples
+
+    path = tmp_path / "examples.jsonl"
+    path.write_bytes(b'{"question": "caf\xe9?", "answer": "a"}\n')
+    with pytest.raises(PackCorruptError, match="not UTF-8 text"):
+        load_examples(path)
