@@ -5,7 +5,7 @@
 On a copy of the pack's current build (so the real pack and its stamps are untouched),
 with an empty KPACK_CACHE_DIR, this times, each `--rounds` times (median reported):
 
-- `KnowledgePack.open` + close with the manifest's checksums removed (no check: the floor);
+- `KnowledgePack.open(..., verify=False)` + close (no check: the floor);
 - the first open of a database version: sizes plus a full sha256 of pack.db;
 - a later open: sizes plus the remembered stamp (a stat);
 - `kpack verify`'s full check of every file;
@@ -63,16 +63,14 @@ def main(argv: list[str] | None = None) -> int:
         if not manifest.checksums:  # a pack from before checksums: add them to the copy
             manifest.checksums = integrity.checksums(build)
         sums = manifest.checksums
-        bare = manifest.model_copy(update={"checksums": {}})
         db_mb = (build / fmt.DB_FILE).stat().st_size / 1e6
         total_mb = sum(int(e["bytes"]) for e in sums.values()) / 1e6
 
         def open_close() -> None:
-            KnowledgePack.open(build).close()
+            KnowledgePack.open(build, verify=False).close()
 
-        bare.write(build)
-        floor = _ms(open_close, args.rounds)
         manifest.write(build)
+        floor = _ms(open_close, args.rounds)
         stamps = Path(tmp) / "cache" / "verified"
         cold = _ms(lambda: integrity.check_on_open(build, sums), args.rounds,
                    before=lambda: shutil.rmtree(stamps, ignore_errors=True))

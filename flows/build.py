@@ -108,13 +108,12 @@ def build_pack(
     source = load_source(source_dir)
     tag_flow_run(flow_run.get_id(), f"pack:{source.name}")
     with pack_lock.held(Path(out_dir) / source.name, build_id, warn=log.warning) as held:
+        if held.replaced is not None:  # a build died holding the lock (kill -9, OOM)
+            append_history(Path(out_dir) / source.name,
+                           str(held.replaced.get("build_id") or "unknown"), "crashed",
+                           f"taken over by build {build_id}: {held.replaced_reason}")
         if held.replaced and held.replaced.get("build_id"):
-            dead = str(held.replaced["build_id"])
-            mark_crashed(source.name, dead, log)
-            # A killed build wrote no history line of its own: the pack's history says so.
-            append_history(Path(out_dir) / source.name, dead, "crashed",
-                           f"its process died holding the pack's lock; found by build "
-                           f"{build_id}")
+            mark_crashed(source.name, str(held.replaced["build_id"]), log)
         ctx = build_context(source, build_id, out_dir, work_dir, embedding_model, extractor,
                             allow_private_hosts, max_cost_usd, force,
                             retry_failed)

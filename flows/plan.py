@@ -52,6 +52,7 @@ def fetch_config(source: SourceConfig, allow_private_hosts: bool) -> fetch_core.
         per_host_concurrency=cfg.per_host_concurrency,
         allowed_hosts=tuple(cfg.allowed_hosts),
         allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts,
+        auth=tuple(cfg.auth),
     )
 
 

@@ -144,6 +144,11 @@ def preflight(source: SourceConfig, out: Path, work: Path, *, model: str,
                         "extractor = auto (offline without a key)")
     if (why := model_problem(model)) is not None:
         problems.append(why)
+    for auth in source.config.auth:
+        try:
+            auth.value()
+        except ValueError as exc:  # AuthError: names the variable, never its value
+            problems.append(str(exc))
     allow_private = allow_private_hosts or source.config.allow_private_hosts
     refusals = host_refusals(source, allow_private)
     remote = sum(1 for u in source.urls if urlsplit(u.url).scheme in ("http", "https"))

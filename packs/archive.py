@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import json
 import os
 import re
 import stat
@@ -86,6 +87,7 @@ class PackedArchive:
     name: str
     build_id: str
     files: int
+    signed_by: str | None = None  # the signing key's id (packs.signing.key_id)
 
 
 def _tarinfo(name: str, *, size: int = 0, is_dir: bool = False, mtime: int = 0) -> tarfile.TarInfo:
@@ -99,20 +101,30 @@ def _tarinfo(name: str, *, size: int = 0, is_dir: bool = False, mtime: int = 0) 
     return info
 
 
-def pack_archive(pack_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None
-                 ) -> PackedArchive:
+def pack_archive(pack_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
+                 *, sign_key: str | os.PathLike[str] | None = None) -> PackedArchive:
     """Archive the current build of `pack_dir` (pack folder or build folder).
 
     `out` is the archive path, or a folder to write `<name>-<build_id>.tar.gz` into
     (default: the working folder). Also writes `<out>.sha256`. Both are written to temp
-    files and renamed, so a failed run leaves no half-written archive.
-    Raises PackFormatError for something that is not a pack, ArchiveError when the build
-    holds a symlink or special file (archives carry regular files only).
+    files and renamed, so a failed run leaves no half-written archive. The build's files
+    are checked against its manifest first (every file listed, every hash right), so an
+    archive never ships a damaged build. `sign_key`: an Ed25519 private key file; the
+    archive then carries `manifest.sig`, its signature of the manifest (packs/signing.py),
+    in place of any the build had.
+    Raises PackFormatError for something that is not a pack or is damaged or unverifiable
+    (SignatureError for an unusable key), ArchiveError when the build holds a symlink or
+    special file (archives carry regular files only).
     """
+    from packs import integrity, signing
     from packs.layout import resolve_build_dir
+    from packs.manifest import manifest_bytes
 
     build_dir = resolve_build_dir(pack_dir)
     manifest = read_manifest(build_dir)
+    integrity.verify(build_dir, manifest.checksums)
+    signature = (signing.sign(manifest_bytes(build_dir), signing.load_private_key(sign_key))
+                 if sign_key is not None else None)
     name, build_id = manifest.name, build_dir.name
     if not SAFE_NAME.match(name) or not SAFE_NAME.match(build_id):
         raise ArchiveError(f"{build_dir}: pack name {name!r} or build id {build_id!r} is not "
@@ -129,6 +141,8 @@ def pack_archive(pack_dir: str | os.PathLike[str], out: str | os.PathLike[str] |
     entries: list[tuple[str, Path | None]] = [(prefix, None)]
     for path in sorted(build_dir.rglob("*")):
         rel = path.relative_to(build_dir).as_posix()
+        if signature is not None and rel == fmt.SIGNATURE_FILE:
+            continue  # replaced by the new signature
         mode = path.lstat().st_mode
         if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             raise ArchiveError(f"{path}: not a regular file or folder; a pack archive holds "
@@ -155,12 +169,17 @@ def pack_archive(pack_dir: str | os.PathLike[str], out: str | os.PathLike[str] |
                     size = os.fstat(f.fileno()).st_size
                     tar.addfile(_tarinfo(arcname, size=size, mtime=mtime), f)
                 files += 1
+            if signature is not None:
+                tar.addfile(_tarinfo(f"{prefix}/{fmt.SIGNATURE_FILE}", size=len(signature),
+                                     mtime=mtime), io.BytesIO(signature))
+                files += 1
         digest = sha256_file(tmp)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
     checksum_path = target.with_name(target.name + CHECKSUM_SUFFIX)
     _write_atomic(checksum_path, f"{digest}  {target.name}\n".encode())
+    signer = json.loads(signature)["key_id"] if signature is not None else None
     return PackedArchive(path=target, checksum_path=checksum_path, sha256=digest,
                          size_bytes=target.stat().st_size, name=name, build_id=build_id,
-                         files=files)
+                         files=files, signed_by=signer)

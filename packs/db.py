@@ -49,6 +49,7 @@ from packs.cypher import (
     VECTOR_SEARCH,
 )
 from packs.filters import Filters, where
+from packs.integrity import PackCorruptError
 
 # `s.id IN $ids` reads each returned column of every section (7.9 ms for 3 ids on the
 # Kubernetes pack's 5,468 sections, growing with the pack); a primary-key lookup per id
@@ -137,6 +138,7 @@ class PackDB:
                  keyword_vectors: bool = False, has_graph: bool = False) -> None:
         import kuzu
 
+        self.path = db_path
         self._db = kuzu.Database(str(db_path), read_only=True)
         self._conn = kuzu.Connection(self._db)
         self._lock = threading.Lock()
@@ -162,17 +164,28 @@ class PackDB:
         if log is not None:
             log.add(statement)
         with self._lock:
-            result = self._conn.execute(self._prepared_statement(statement) if prepare
-                                        else statement, params)
-            rows = []
-            while result.has_next():
-                rows.append(result.get_next())
+            try:
+                result = self._conn.execute(self._prepared_statement(statement) if prepare
+                                            else statement, params)
+                rows = []
+                while result.has_next():
+                    rows.append(result.get_next())
+            except (RuntimeError, UnicodeDecodeError) as exc:
+                raise self.damaged(exc) from exc
             return rows
 
     def read(self, statement: str, params: dict) -> list[list]:
         """Rows of one of packs/browse.py's lookups (the explorer's reads): run like the
         query side's own statements, serialised, not prepared, not logged."""
         return self._run(statement, params, None)
+
+    def damaged(self, exc: BaseException) -> PackCorruptError:
+        """The error for a read that failed on the database's bytes (Kuzu's errors and
+        undecodable strings): the pack is damaged, one line, exit 2 at the CLI."""
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        return PackCorruptError(
+            f"{self.path}: reading the database failed ({type(exc).__name__}: {detail}): the "
+            "pack is damaged; run kpack verify, then reinstall or rebuild it")
 
     def _prepared_statement(self, statement: str):
         """`statement` prepared on this connection, once (call with the lock held). The
@@ -362,7 +375,10 @@ class PackDB:
         out = {}
         for sid, raw in self._by_key("s.id, s.graph", SECTION_GRAPHS, section_ids, log):
             if raw:
-                out[sid] = json.loads(raw)
+                try:
+                    out[sid] = json.loads(raw)
+                except ValueError as exc:
+                    raise self.damaged(exc) from exc
         return out
 
     def section_triples(self, section_ids: list[str], log: QueryLog | None = None):

@@ -11,6 +11,7 @@ A pack folder (what `kpack build --out DIR` produces as DIR/<name>/) looks like:
       current                 text file: the build id readers should open
       builds/<build_id>/
         manifest.json
+        manifest.sig          optional: the manifest's signature (packs/signing.py)
         pack.db               Kuzu database (node + rel tables, HNSW + FTS indexes)
         tables/*.parquet      the same data as plain Parquet (no Kuzu needed), plus
                               terms.json (the sections' vocabulary, format 3)
@@ -41,6 +42,9 @@ QUERY_MODULE_VERSION = "0.1.0"
 READABLE_FORMATS = frozenset({1, 2, 3})
 
 MANIFEST_FILE = "manifest.json"
+# The detached Ed25519 signature of manifest.json (packs/signing.py); optional, and the
+# one file of a build besides the manifest that the manifest's checksums do not list.
+SIGNATURE_FILE = "manifest.sig"
 DB_FILE = "pack.db"
 TABLES_DIR = "tables"
 BUILDS_DIR = "builds"

@@ -67,10 +67,14 @@ class Installed:
     sha256: str
     previous_build: str | None
     size_bytes: int
+    signed_by: str | None = None  # the trusted key that signed it (with trust=)
 
 
-def _validate(root: Path, name: str, build_id: str, label: str) -> None:
-    """The extracted pack names its one build, has a readable format, and opens."""
+def _validate(root: Path, name: str, build_id: str, label: str, trust=None) -> str | None:
+    """The extracted pack names its one build, has a readable format, every file matches
+    the manifest's checksums (which must list them all), it is signed by a key of `trust`
+    when given (returns that key's id), and it opens."""
+    from packs import integrity, signing
     from packs.pack import KnowledgePack
 
     current = layout.current_id(root)
@@ -90,11 +94,15 @@ def _validate(root: Path, name: str, build_id: str, label: str) -> None:
         if manifest.name != name:
             raise ArchiveError(f"{label}: folder {name!r} holds a pack whose manifest is "
                                f"named {manifest.name!r}")
+        signer = (signing.check(manifest_path.parent, manifest_path.read_bytes(), trust)
+                  if trust is not None else None)
+        integrity.verify(manifest_path.parent, manifest.checksums)
         # The manifest's own model, so that $KPACK_EMBEDDING_MODEL cannot fail the check.
-        KnowledgePack.open(root, embedding_model=manifest.embedding.model).close()
+        KnowledgePack.open(root, embedding_model=manifest.embedding.model, trust=trust).close()
     except PackFormatError as exc:
         # The temp path in the message would be gone by the time anyone reads it.
         raise ArchiveError(str(exc).replace(str(root), f"{label}:{name}")) from exc
+    return signer
 
 
 def _move_into_place(new_root: Path, dest: Path, build_id: str) -> str | None:
@@ -139,15 +147,24 @@ def install(
     max_bytes: int = DEFAULT_MAX_BYTES,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     fetch: Callable[[str, Path, int, float], bool] | None = None,
+    trust=None,
 ) -> Installed:
     """Verify and install a pack archive (a local path or an http(s) URL) into `into/<name>/`.
 
     The expected checksum is `sha256`, else the sidecar (`<archive>.sha256`, fetched next to
-    a URL); with neither, or on a mismatch, nothing is installed. `fetch` (default: httpx)
-    downloads a URL to a file and returns False for a 404. Returns what was installed.
-    Raises ArchiveError for a refused archive (checksum, unsafe entry, size, format, a pack
-    that does not open, a non-pack in the way), DownloadError for network failures.
+    a URL); with neither, or on a mismatch, nothing is installed. Every file of the build
+    must match the manifest's checksums. `trust` (public key files or keys, see
+    packs/signing.py): the manifest must be signed by one of them; anyone who can rewrite
+    an archive can rewrite its .sha256 too, so only a signature says who built a pack.
+    `fetch` (default: httpx) downloads a URL to a file and returns False for a 404.
+    Returns what was installed. Raises ArchiveError for a refused archive (checksum,
+    signature, unsafe entry, size, format, damage, a pack that does not open, a non-pack in
+    the way), DownloadError for network failures.
     """
+    if trust is not None:
+        from packs.signing import trusted_keys
+
+        trust = trusted_keys(trust)  # an unusable key fails before any download
     label = str(source)
     expected = checksum_from_text(sha256, "--sha256") if sha256 is not None else None
     into_dir = Path(into).expanduser()
@@ -190,12 +207,12 @@ def install(
             tree = staging / "tree"
             tree.mkdir()
             name, build_id = unpack(f, tree, max_bytes, label)
-        _validate(tree / name, name, build_id, label)
+        signer = _validate(tree / name, name, build_id, label, trust)
         dest = into_dir / name
         previous = _move_into_place(tree / name, dest, build_id)
         installed = True
         return Installed(name=name, build_id=build_id, path=dest, sha256=actual,
-                         previous_build=previous, size_bytes=_du(dest))
+                         previous_build=previous, size_bytes=_du(dest), signed_by=signer)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if created and not installed:

@@ -149,17 +149,32 @@ class Manifest(BaseModel):
 
 def read_manifest(build_dir: Path) -> Manifest:
     """Load and validate `build_dir/manifest.json`; PackFormatError says what is wrong."""
+    return parse_manifest(manifest_bytes(build_dir), build_dir)
+
+
+def manifest_bytes(build_dir: Path) -> bytes:
+    """The raw bytes of `build_dir/manifest.json` (what a signature covers)."""
     path = build_dir / MANIFEST_FILE
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return path.read_bytes()
     except FileNotFoundError as exc:
         raise PackFormatError(f"{build_dir}: not a knowledge pack (no {MANIFEST_FILE})") from exc
-    except (OSError, json.JSONDecodeError) as exc:
+    except OSError as exc:
         raise PackFormatError(f"{path}: unreadable manifest: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise PackFormatError(f"{path}: manifest is not a JSON object")
-    check_format(raw.get("format_version"), str(path))
+
+
+def parse_manifest(raw: bytes, build_dir: Path) -> Manifest:
+    """Validate manifest bytes read from `build_dir` (named in errors): JSON, a format
+    version this module reads, the fields. PackFormatError says what is wrong."""
+    path = build_dir / MANIFEST_FILE
     try:
-        return Manifest.model_validate(raw)
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PackFormatError(f"{path}: unreadable manifest: {exc}") from exc
+    if not isinstance(data, dict):
+        raise PackFormatError(f"{path}: manifest is not a JSON object")
+    check_format(data.get("format_version"), str(path))
+    try:
+        return Manifest.model_validate(data)
     except ValueError as exc:
         raise PackFormatError(f"{path}: invalid manifest: {exc}") from exc

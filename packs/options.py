@@ -2,7 +2,8 @@
 
 `SearchOptions` is frozen (hashable), so it is also part of the result-cache key. Build one
 directly, or pass keyword arguments to `search()` / `ask()`; unknown names raise
-`OptionsError` listing the valid ones.
+`OptionsError` listing the valid ones, and so does a value of the wrong type or outside its
+range (`BOUNDS`: every number has one; nothing is clamped).
 
 `use_enhancements=False` switches off the optional stages (query-term expansion, BM25,
 multi-query, cross-encoder, per-article diversification, graph rerank, multi-document
@@ -28,6 +29,9 @@ DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-12-v2"
 MAX_RESULTS_LIMIT = 1000
 # Longer questions are truncated: they cost embedding time and prompt tokens for nothing.
 MAX_QUESTION_CHARS = 2000
+# ... and a question this long is refused: truncating it would hide that something sent a
+# document, not a question (and splitting megabytes of it costs time for nothing).
+MAX_QUESTION_INPUT_CHARS = 16 * MAX_QUESTION_CHARS
 
 
 class OptionsError(ValueError):
@@ -39,7 +43,7 @@ class SearchOptions:
     """Every query-time switch, with its default.
 
     Retrieval
-      max_results: sections returned (clamped to 1..1000). The vector search brings
+      max_results: sections returned (1..1000). The vector search brings
         max(this, 30) candidates and BM25 max(this, 10) (packs.pipeline.CANDIDATES), so
         the first results are the same whether 1 or 10 are asked for; with the
         cross-encoder on, 2x this instead of this, and it scores them all (with
@@ -158,9 +162,6 @@ class SearchOptions:
 
     def __post_init__(self) -> None:
         _check_types(self)
-        # Clamp rather than fail: callers pass user input straight through.
-        object.__setattr__(self, "max_results", min(max(int(self.max_results), 1),
-                                                    MAX_RESULTS_LIMIT))
         if self.fusion not in ("rrf", "weighted", "minmax"):
             raise OptionsError(
                 f"fusion must be 'rrf', 'weighted' or 'minmax', got {self.fusion!r}")
@@ -181,8 +182,6 @@ class SearchOptions:
             raise OptionsError(f"keyword_weight must be within 0..1, got {self.keyword_weight}")
         if self.pack_mode not in ("general", "per_pack"):
             raise OptionsError(f"pack_mode must be 'general' or 'per_pack', got {self.pack_mode!r}")
-        object.__setattr__(self, "per_pack_results", min(max(int(self.per_pack_results), 1),
-                                                         MAX_RESULTS_LIMIT))
         try:
             url_prefix, kind, language = filters.validate(
                 self.url_prefix, self.content_kind, self.language)
@@ -191,11 +190,7 @@ class SearchOptions:
         object.__setattr__(self, "url_prefix", url_prefix)
         object.__setattr__(self, "content_kind", kind)
         object.__setattr__(self, "language", language)
-        for name in ("rrf_k", "fewshot_k", "max_articles", "per_article", "distinct_first",
-                     "linked_articles", "max_facts", "max_related", "max_tokens"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise OptionsError(f"{name} must be >= 0, got {value}")
+        _check_bounds(self)
 
     @classmethod
     def build(cls, base: SearchOptions | None = None, **overrides: object) -> SearchOptions:
@@ -214,6 +209,47 @@ class SearchOptions:
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
+
+
+# Every number's valid range (inclusive). Out of range is an error naming the option and
+# the range, never clamped: a typo such as max_results=-1 must not pass as some default.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "max_results": (1, MAX_RESULTS_LIMIT),
+    "per_pack_results": (1, MAX_RESULTS_LIMIT),
+    "rrf_k": (0, 10_000),
+    "bm25_decisive_weight": (0, 100),
+    "vector_weight": (0, 1),
+    "bm25_weight": (0, 1),
+    "linked_articles": (0, 100),
+    "max_related": (0, MAX_RESULTS_LIMIT),
+    "max_articles": (0, MAX_RESULTS_LIMIT),
+    "per_article": (0, MAX_RESULTS_LIMIT),
+    "distinct_first": (0, MAX_RESULTS_LIMIT),
+    "max_facts": (0, MAX_RESULTS_LIMIT),
+    "keyword_weight": (0, 1),
+    "gate_threshold": (-1, 1),  # a cosine similarity
+    "quality_threshold": (0, 1),
+    "fewshot_k": (0, 20),
+    "token_budget": (1, 1_000_000),
+    "answer_reserve": (0, 1_000_000),
+    "max_tokens": (1, 64_000),
+}
+MAX_NAME_CHARS = 200  # model names
+
+
+def _check_bounds(opts: SearchOptions) -> None:
+    """OptionsError for a number outside its BOUNDS or an empty or over-long model name."""
+    for name, (low, high) in BOUNDS.items():
+        value = getattr(opts, name)
+        if value is not None and not low <= value <= high:
+            side = f">= {low:g}" if value < low else f"<= {high:g}"
+            raise OptionsError(f"{name} must be {side} (within {low:g}..{high:g}), "
+                               f"got {value!r}")
+    for name in ("model", "expansion_model", "cross_encoder_model"):
+        value = getattr(opts, name)
+        if not value.strip() or len(value) > MAX_NAME_CHARS:
+            raise OptionsError(f"{name} must be a model name (1..{MAX_NAME_CHARS} characters), "
+                               f"got {value[:60]!r}")
 
 
 def _check_types(opts: SearchOptions) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from packs import filters, integrity, pipeline
+from packs import filters, integrity, pipeline, signing
 from packs import format as fmt
 from packs.browse import Browse
 from packs.db import PackDB
@@ -66,15 +66,25 @@ class KnowledgePack:
     # --- opening ------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | os.PathLike[str], *,
-             embedding_model: str | None = None) -> KnowledgePack:
+             embedding_model: str | None = None, verify: bool = True,
+             trust: signing.Trust | None = None) -> KnowledgePack:
         """Open a pack read-only.
 
         `embedding_model` (or env KPACK_EMBEDDING_MODEL) may name the manifest's model or
         a local copy of it; a different model raises EmbeddingModelError naming the one the
-        pack needs. PackFormatError for a missing, unreadable or unknown-format pack.
+        pack needs. The build's files are checked against its manifest's checksums
+        (packs/integrity.py); `verify=False` opens a pack without them, unchecked (a damaged
+        database may then crash the process). `trust`: a public key (file or key object)
+        or several; the manifest must carry a signature by one of them (packs/signing.py).
+        PackFormatError (or a subclass) for a missing, unreadable, unknown-format, damaged,
+        unverifiable or untrusted pack.
         """
+        if trust is not None and not verify:
+            raise ValueError("trust= checks the manifest's checksums: it cannot go with "
+                             "verify=False")
         build_dir = resolve_build_dir(path)
-        manifest = read_manifest(build_dir)
+        manifest = (signing.read_trusted_manifest(build_dir, trust) if trust is not None
+                    else read_manifest(build_dir))
         db_path = build_dir / fmt.DB_FILE
         if not db_path.exists():
             raise PackFormatError(f"{build_dir}: no {fmt.DB_FILE}; the build is incomplete")
@@ -90,7 +100,8 @@ class KnowledgePack:
                     f"{build_dir}: this pack was built with embedding model {needed} "
                     f"(dim {manifest.embedding.dim}), not {requested}{also} ({source}); "
                     f"give {needed} or a local copy of it, or leave it out")
-        integrity.check_on_open(build_dir, manifest.checksums)
+        if verify:
+            integrity.check_on_open(build_dir, manifest.checksums)
         try:
             db = PackDB(db_path, has_languages=manifest.format_version >= 2,
                         keyword_vectors=manifest.keyword_vectors.present,

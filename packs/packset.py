@@ -44,7 +44,7 @@ from packs.retrieval import context as context_stage
 from packs.retrieval import gate, hybrid
 
 # Gate threshold passed to the per-pack searches so that none of them gates itself.
-_NO_GATE = -2.0
+_NO_GATE = -1.0  # the lowest cosine similarity: every pack passes
 
 
 class PackSet:
@@ -58,8 +58,10 @@ class PackSet:
 
     @classmethod
     def open(cls, paths: Sequence[str | os.PathLike[str]], *,
-             embedding_models: Mapping[str, str] | None = None) -> PackSet:
-        """Open every pack read-only (see KnowledgePack.open).
+             embedding_models: Mapping[str, str] | None = None, verify: bool = True,
+             trust=None) -> PackSet:
+        """Open every pack read-only (see KnowledgePack.open, which `verify` and `trust`
+        are passed to).
 
         `embedding_models` maps a model id a pack was built with to where to load it from
         (a local folder), for models that are neither packaged nor in the hub cache. A pack
@@ -67,13 +69,14 @@ class PackSet:
         """
         models = dict(embedding_models or {})
         opened: list[KnowledgePack] = []
+        checks = {"verify": verify, "trust": trust}
         try:
             for path in paths:
-                build = KnowledgePack.open(path)
+                build = KnowledgePack.open(path, **checks)
                 model = models.get(build.manifest.embedding.model)
                 if model is not None:
                     build.close()
-                    build = KnowledgePack.open(path, embedding_model=model)
+                    build = KnowledgePack.open(path, embedding_model=model, **checks)
                 opened.append(build)
         except BaseException:
             for p in opened:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from packs import answer
 from packs.llm.usage import zero_query_usage
-from packs.options import MAX_QUESTION_CHARS, SearchOptions
+from packs.options import MAX_QUESTION_CHARS, MAX_QUESTION_INPUT_CHARS, SearchOptions
 from packs.result import SearchResult
 from packs.retrieval import candidates, context, gate, graph, selection
 from packs.retrieval.candidates import BM25_CANDIDATES, CANDIDATES
@@ -88,9 +88,20 @@ class QuestionError(ValueError):
 
 
 def clean_question(question: str) -> str:
-    """Trimmed question, capped at MAX_QUESTION_CHARS characters."""
+    """Trimmed question, capped at MAX_QUESTION_CHARS characters. QuestionError for an
+    empty question, one over MAX_QUESTION_INPUT_CHARS, or one that is not valid Unicode
+    text: lone surrogates, which is what bytes that are not UTF-8 become in sys.argv."""
     if not isinstance(question, str) or not question.strip():
         raise QuestionError("the question is empty; ask something, e.g. \"how do I ...?\"")
+    if len(question) > MAX_QUESTION_INPUT_CHARS:
+        raise QuestionError(f"the question is {len(question):,} characters long; ask in at "
+                            f"most {MAX_QUESTION_CHARS:,} (only those are used)")
+    bad = next((i for i, c in enumerate(question) if "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:
+        raw = ord(question[bad]) - 0xDC00 if "\udc80" <= question[bad] <= "\udcff" else None
+        what = f"byte 0x{raw:02x}" if raw is not None else f"U+{ord(question[bad]):04X}"
+        raise QuestionError(f"the question is not valid UTF-8 text ({what} at character "
+                            f"{bad + 1}); check the terminal's encoding and type it again")
     return " ".join(question.split())[:MAX_QUESTION_CHARS]
 
 

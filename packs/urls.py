@@ -9,6 +9,8 @@ import posixpath
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+# scheme://userinfo@ : the userinfo runs to the last "@" before the path, query or fragment.
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
 _INDEX_SUFFIXES = ("/index.html", "/index.htm", "/_index.md", "/index.md", "/readme.md")
 _EXTENSIONS = (".html", ".htm", ".md", ".markdown")
 
@@ -38,3 +40,13 @@ def canonical_url(url: str) -> str:
             break
     path = path.rstrip("/") or "/"
     return urlunsplit((scheme, host, path, parts.query, ""))
+
+
+def strip_userinfo(url: str) -> str:
+    """`url` without its `user:password@` part, otherwise unchanged (never raises). A pack
+    records no credentials: the build strips them from every URL it reads or follows."""
+    return _USERINFO.sub(r"\1", url, count=1)
+
+
+def has_userinfo(url: str) -> bool:
+    return _USERINFO.match(url) is not None

@@ -6,6 +6,7 @@ the file (and line) and say how to fix it, so a user can act on them without rea
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tomllib
@@ -17,6 +18,9 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from packs.urls import has_userinfo, strip_userinfo
+from tasks.fetch.types import HostAuth
+
 URLS_FILE = "urls.txt"
 CONFIG_FILE = "pack.toml"
 DEFAULT_EMBEDDING_MODEL = "BAAI/bge-base-en-v1.5"
@@ -25,6 +29,7 @@ EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?]+$")
+log = logging.getLogger("kpack.sources")
 
 
 class SourceError(ValueError):
@@ -61,6 +66,9 @@ class PackConfig(BaseModel):
     # Hosts the build may fetch from; empty means any public host.
     allowed_hosts: list[str] = Field(default_factory=list)
     allow_private_hosts: bool = False
+    # Headers for hosts that need credentials, each value read from an environment
+    # variable when the build runs ([[auth]] tables; tasks.fetch.types.HostAuth).
+    auth: list[HostAuth] = Field(default_factory=list, max_length=64)
     fetch_concurrency: int = Field(default=8, ge=1, le=64)
     per_host_concurrency: int = Field(default=2, ge=1, le=32)
     fetch_timeout_s: float = Field(default=20.0, gt=0, le=600)
@@ -133,7 +141,9 @@ def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
 
     Lines: an http(s) URL, a file:// URL, or a local path (relative to the file's folder).
     `#` starts a comment (at line start or after whitespace); blank lines are ignored;
-    duplicates are dropped keeping the first. Raises SourceError naming file:line.
+    duplicates are dropped keeping the first. Credentials in a URL (`user:password@`) are
+    removed with a warning, so that no pack, log or work file ever holds them (pack.toml's
+    [[auth]] passes them instead). Raises SourceError naming file:line.
     """
     entries: list[UrlEntry] = []
     seen: set[str] = set()
@@ -161,11 +171,17 @@ def _normalise_entry(line: str, base: Path, where: str) -> str:
         parts = urlsplit(line)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError as exc:
-        raise SourceError(f"{where}: {line!r} is not a valid URL ({exc})") from exc
+        raise SourceError(f"{where}: {strip_userinfo(line)!r} is not a valid URL ({exc})"
+                          ) from exc
     scheme = parts.scheme.lower()
     if scheme in ("http", "https"):
         if not parts.hostname:
-            raise SourceError(f"{where}: URL {line!r} has no host")
+            raise SourceError(f"{where}: URL {strip_userinfo(line)!r} has no host")
+        if has_userinfo(line):
+            line = strip_userinfo(line)
+            log.warning("%s: removed the user name and password from %s: a pack never "
+                        "stores credentials; give the site a header from an environment "
+                        "variable with [[auth]] in %s", where, line, CONFIG_FILE)
         return line
     if scheme == "file":
         if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
@@ -175,7 +191,8 @@ def _normalise_entry(line: str, base: Path, where: str) -> str:
         return _local_file(Path(unquote(parts.path)), line, where)
     if scheme and len(scheme) > 1:  # one letter would be a Windows drive
         raise SourceError(
-            f"{where}: unsupported scheme {scheme!r} in {line!r}; use http(s)://, file:// "
+            f"{where}: unsupported scheme {scheme!r} in {strip_userinfo(line)!r}; use "
+            "http(s)://, file:// "
             "or a local path"
         )
     path = Path(os.path.expanduser(line))

@@ -101,6 +101,29 @@ def test_a_second_build_of_a_pack_being_built_is_refused(prefect_harness, tmp_pa
         assert not (out / "tea" / lock.LOCK_FILE).exists()
 
 
+def test_a_killed_build_is_recorded_as_crashed_by_the_next_build(prefect_harness,
+                                                                  tmp_path) -> None:
+    """kill -9 leaves no history line of its own; the build that takes its lock over
+    writes one (#37)."""
+    import socket
+
+    with serve_site(tmp_path / "site") as base:
+        source = write_source(tmp_path / "tea", base)
+        out = tmp_path / "out"
+        (out / "tea").mkdir(parents=True)
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+        (out / "tea" / lock.LOCK_FILE).write_text(json.dumps(
+            {"host": socket.gethostname(), "pid": int(dead.stdout),
+             "build_id": "20260101T000000000Z"}))
+        result = run_build(source, out, work_dir=tmp_path / "work")
+    crashed, published = _history(out)
+    assert (crashed["build_id"], crashed["status"]) == ("20260101T000000000Z", "crashed")
+    assert f"taken over by build {result['build_id']}" in crashed["detail"]
+    assert f"its process {int(dead.stdout)} is gone" in crashed["detail"]
+    assert published["build_id"] == result["build_id"]
+
+
 def test_strict_exits_3_when_a_source_failed_and_the_run_says_partial(
         prefect_harness, tmp_path) -> None:
     from prefect.client.orchestration import get_client

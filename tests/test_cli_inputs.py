@@ -21,6 +21,21 @@ app = make_app()
     (["jobs?", "-o", "hybrid=1"], "hybrid must be true or false, got 1"),
     (["jobs?", "-o", "colour=red"], "unknown search option(s) ['colour']"),
     (["jobs?", "-o", "=3"], "write NAME=VALUE"),
+    # Every number has a range; nothing is clamped into it (#37).
+    (["jobs?", "-o", "max_results=-1"], "max_results must be >= 1 (within 1..1000), got -1"),
+    (["jobs?", "-o", "max_results=0"], "max_results must be >= 1 (within 1..1000), got 0"),
+    (["jobs?", "-k", "5000"], "max_results must be <= 1000 (within 1..1000), got 5000"),
+    (["jobs?", "-o", "per_pack_results=0"], "per_pack_results must be >= 1 (within 1..1000)"),
+    (["jobs?", "-o", "rrf_k=-1"], "rrf_k must be >= 0 (within 0..10000), got -1"),
+    (["jobs?", "-o", "vector_weight=2"], "vector_weight must be <= 1 (within 0..1), got 2"),
+    (["jobs?", "-o", "gate_threshold=5"], "gate_threshold must be <= 1 (within -1..1), got 5"),
+    (["jobs?", "-o", "quality_threshold=-0.1"], "quality_threshold must be >= 0 (within 0..1)"),
+    (["jobs?", "-o", "max_tokens=0"], "max_tokens must be >= 1 (within 1..64000), got 0"),
+    (["jobs?", "-o", "fewshot_k=1000"], "fewshot_k must be <= 20 (within 0..20), got 1000"),
+    (["jobs?", "-o", "max_facts=100000"], "max_facts must be <= 1000 (within 0..1000)"),
+    (["jobs?", "-o", 'model=""'], "model must be a model name"),
+    (["x" * 40_000], "the question is 40,000 characters long; ask in at most 2,000"),
+    (["caf\udce9?"], "the question is not valid UTF-8 text (byte 0xe9 at character 4)"),
 ])
 @pytest.mark.parametrize("command", ["query", "search"])
 def test_bad_questions_and_options_exit_2_with_one_line(pack_dir, command, args,
@@ -45,3 +60,20 @@ def test_help_has_no_double_negative_flags() -> None:
     for command in ("query", "search", "build", "eval"):
         res = CliRunner().invoke(app, [command, "--help"], terminal_width=200)
         assert "--no-no-" not in res.output and "--no-allow-private-hosts" not in res.output
+
+
+def test_a_question_that_is_not_utf8_is_one_line_in_a_real_process(pack_dir) -> None:
+    """Bytes that are not UTF-8 reach Python as surrogate escapes in sys.argv; they used to
+    fail in the tokenizer with "TextEncodeInput must be Union[...]" (exit 1)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LC_ALL": "C.UTF-8"}
+    env.pop("KPACK_DEBUG", None)
+    res = subprocess.run([sys.executable, "-m", "packs.cli", "search", str(pack_dir),
+                          b"how do I retry a caf\xe9 job?"], capture_output=True, timeout=300,
+                         env=env, check=False)
+    err = res.stderr.decode("utf-8", "replace").strip().splitlines()
+    assert res.returncode == 2 and len(err) == 1, err
+    assert "not valid UTF-8 text (byte 0xe9" in err[0]

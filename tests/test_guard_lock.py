@@ -73,6 +73,7 @@ def test_a_lock_whose_process_died_is_taken_over(tmp_path) -> None:
     taken = lock.acquire(root, "new", warn=warnings.append)
     assert json.loads(taken.path.read_text())["build_id"] == "new"
     assert taken.replaced["build_id"] == "old"
+    assert taken.replaced_reason == f"its process {int(dead.stdout)} is gone"
     assert warnings and f"its process {int(dead.stdout)} is gone" in warnings[0]
     assert not (root / "builds" / ".tmp-old").exists()
 

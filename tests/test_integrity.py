@@ -4,6 +4,7 @@ database, so that a corrupt pack.db is one clear error (exit 2), never a crashed
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from packs import KnowledgePack
 from packs import format as fmt
 from packs.archive import ArchiveError, pack_archive, sha256_file
 from packs.install import install
-from packs.integrity import PackCorruptError, check_on_open, verify
+from packs.integrity import PackCorruptError, PackUnverifiedError, check_on_open, verify
 from packs.layout import resolve_build_dir
 from packs.manifest import read_manifest
 
@@ -110,3 +111,114 @@ def test_install_refuses_an_archive_whose_gzip_crc_fails(pack_dir, tmp_path) -> 
     with pytest.raises(ArchiveError, match="not a valid"):
         install(bad, tmp_path / "installed", sha256=sha256_file(bad))
     assert not (tmp_path / "installed" / "kestrel").exists()
+
+
+# --- integrity is never optional by accident (#37) ----------------------------------------
+
+
+def _strip_checksums(build: Path) -> None:
+    manifest = build / fmt.MANIFEST_FILE
+    raw = json.loads(manifest.read_text(encoding="utf-8"))
+    raw["checksums"] = {}
+    manifest.write_text(json.dumps(raw), encoding="utf-8")
+
+
+def test_a_manifest_without_checksums_is_refused_unless_the_caller_opts_in(pack_dir, tmp_path,
+                                                                          monkeypatch) -> None:
+    monkeypatch.setenv("KPACK_CACHE_DIR", str(tmp_path / "cache"))
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    _strip_checksums(build)
+    with pytest.raises(PackUnverifiedError, match="no checksums"):
+        KnowledgePack.open(copy)
+    with KnowledgePack.open(copy, verify=False) as kp:  # the explicit opt-in
+        assert kp.search("Where do jobs go after they exhaust their retries?").sections
+    res = _kpack("search", str(copy), "how are jobs retried?", cache=tmp_path / "cache")
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no checksums" in lines[0] and "--allow-unverified" in lines[0]
+    ok = _kpack("search", str(copy), "how are jobs retried?", "--allow-unverified",
+                cache=tmp_path / "cache")
+    assert ok.returncode == 0 and ok.stdout.strip(), ok.stderr
+
+
+def test_checksums_removed_and_a_flipped_database_is_refused_not_searched(pack_dir,
+                                                                          tmp_path) -> None:
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    _strip_checksums(build)
+    db = build / fmt.DB_FILE
+    _flip(db, int(db.stat().st_size * 0.1) // 4096 * 4096)
+    res = _kpack("search", str(copy), "how are jobs retried?", cache=tmp_path / "cache")
+    assert res.returncode == 2 and res.stdout == "", (res.returncode, res.stdout[:200])
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_file_the_checksums_leave_out_is_refused(pack_dir, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("KPACK_CACHE_DIR", str(tmp_path / "cache"))
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    (build / fmt.TABLES_DIR / "extra.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(PackUnverifiedError, match=r"tables/extra.json not covered"):
+        KnowledgePack.open(copy)
+    with pytest.raises(PackUnverifiedError, match="not covered"):
+        verify(build, read_manifest(build).checksums)
+
+
+def test_a_malformed_checksum_entry_is_damage(pack_dir, tmp_path) -> None:
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    raw = json.loads((build / fmt.MANIFEST_FILE).read_text(encoding="utf-8"))
+    raw["checksums"]["../../etc/passwd"] = {"sha256": "0" * 64, "bytes": 1}
+    (build / fmt.MANIFEST_FILE).write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(PackCorruptError, match="malformed"):
+        KnowledgePack.open(copy)
+
+
+def test_a_small_file_a_query_reads_is_hashed_on_open(pack_dir, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("KPACK_CACHE_DIR", str(tmp_path / "cache"))
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    examples = build / fmt.FEWSHOT_EXAMPLES
+    text = examples.read_bytes()
+    examples.write_bytes(text.replace(b"e", b"E", 1))  # same size, other bytes
+    with pytest.raises(PackCorruptError, match="examples.jsonl does not match"):
+        KnowledgePack.open(copy)
+
+
+def test_kpack_verify_refuses_a_build_without_checksums(pack_dir, tmp_path) -> None:
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    _strip_checksums(build)
+    bad = _kpack("verify", str(copy), cache=tmp_path / "cache")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "no checksums" in bad.stderr
+    ok = _kpack("verify", str(copy), "--allow-unverified", cache=tmp_path / "cache")
+    assert ok.returncode == 0 and "nothing to verify" in ok.stdout
+
+
+def test_undecodable_text_in_an_unverified_database_is_the_damaged_pack_error(
+        pack_dir, tmp_path, monkeypatch) -> None:
+    """With the checks switched off, what a damaged database raises while it is read is
+    still the pack-damaged error (exit 2), not a raw UnicodeDecodeError."""
+    monkeypatch.setenv("KPACK_CACHE_DIR", str(tmp_path / "cache"))
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    db = build / fmt.DB_FILE
+    raw = bytearray(db.read_bytes())
+    at = raw.find(b"dead letter queue instead")
+    assert at > 0
+    raw[at:at + 2] = b"\xff\xfe"  # invalid UTF-8 in a stored string, same size
+    db.write_bytes(bytes(raw))
+    with KnowledgePack.open(copy, verify=False) as kp, \
+            pytest.raises(PackCorruptError, match="reading the database failed"):
+        kp.search("dead letter queue")
+    res = _kpack("search", str(copy), "dead letter queue", "--allow-unverified",
+                 cache=tmp_path / "cache")
+    assert res.returncode == 2, res.stderr[-2000:]
+    # (the model's loading progress bar may come first: this pack carries no encoder)
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "the pack is damaged" in errors[0], res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
+
+
+def test_undecodable_few_shot_examples_are_the_damaged_pack_error(tmp_path) -> None:
+    from packs.retrieval.fewshot import load_examples
+
+    path = tmp_path / "examples.jsonl"
+    path.write_bytes(b'{"question": "caf\xe9?", "answer": "a"}\n')
+    with pytest.raises(PackCorruptError, match="not UTF-8 text"):
+        load_examples(path)

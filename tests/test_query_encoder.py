@@ -18,6 +18,7 @@ from packs import format as fmt
 from packs.embedding import EmbeddingModelError
 from packs.encoder import sha256_file
 from packs.extras import BUILD_INSTALL, MCP_INSTALL, build_missing_message
+from packs.integrity import checksums
 from packs.manifest import read_manifest
 from tasks.encoder_export import OPT_OUT_REASON, write_encoder
 from tests.conftest import OFFLINE_MODEL
@@ -34,6 +35,7 @@ def _with_encoder(root: Path, embedder, precision: str = "fp32", name: str = "ke
     build = pack / fmt.BUILDS_DIR / "b0001"
     manifest = read_manifest(build)
     manifest.encoder = write_encoder(build, OFFLINE_MODEL, precision)
+    manifest.checksums = checksums(build)  # the publish step seals the encoder with the rest
     manifest.write(build)
     return pack
 

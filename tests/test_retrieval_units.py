@@ -263,9 +263,12 @@ def test_ttl_cache_expires_and_evicts_lru():
     assert cache.get("a") is None
 
 
-def test_options_clamp_validate_and_reject_unknown():
-    assert SearchOptions(max_results=0).max_results == 1
-    assert SearchOptions(max_results=5000).max_results == 1000
+def test_options_validate_ranges_and_reject_unknown():
+    # Out of range is refused, not clamped (#37: -o max_results=-1 was accepted).
+    for value in (0, -1, 5000):
+        with pytest.raises(OptionsError, match=r"max_results must be (>= 1|<= 1000) \(within 1..1000\)"):
+            SearchOptions(max_results=value)
+    assert SearchOptions(max_results=1000).max_results == 1000
     with pytest.raises(OptionsError, match="unknown search option"):
         SearchOptions.build(max_resluts=3)
     with pytest.raises(OptionsError, match="fusion"):

@@ -31,8 +31,8 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_PARTIAL", "OptionError", "main
 PLUGIN_GROUP = "kpack.commands"
 RUNTIME_GROUPS = (query, admin, explore, evaluate)  # the order `kpack --help` lists them
 # The commands of RUNTIME_GROUPS: a command line naming one of these loads no plugin.
-RUNTIME_COMMANDS = frozenset({"query", "search", "diff", "inspect", "verify", "mcp", "pack",
-                              "install", "list", "eval", "explore"})
+RUNTIME_COMMANDS = frozenset({"query", "search", "diff", "inspect", "verify", "mcp", "keygen",
+                              "pack", "install", "list", "eval", "explore"})
 
 
 def make_app(plugins: bool = True) -> typer.Typer:

@@ -1,5 +1,5 @@
-"""`kpack diff | inspect | verify | mcp | pack | install | list`: look into packs, serve
-them to agents, and ship them as archives.
+"""`kpack diff | inspect | verify | mcp | keygen | pack | install | list`: look into packs,
+serve them to agents, and ship them as archives (signed: packs/signing.py).
 
 Thin commands, `--json` for machines; exit codes as in packs/cli/common.py. Bad input
 for diff, inspect and verify is what it is for build and query; for the others it is an
@@ -23,7 +23,8 @@ def _distribute_input_errors() -> tuple[type[BaseException], ...]:
     from packs.embedding import EmbeddingModelError
     from packs.format import PackFormatError
 
-    return (ArchiveError, PackFormatError, EmbeddingModelError, FileNotFoundError, ValueError)
+    return (ArchiveError, PackFormatError, EmbeddingModelError, FileNotFoundError,
+            FileExistsError, ValueError)
 
 
 def _fail(exc: BaseException) -> NoReturn:
@@ -93,24 +94,34 @@ def inspect(
 
 def verify(
     pack: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
+    allow_unverified: Annotated[bool, typer.Option("--allow-unverified", help="Check what the manifest lists even when it has no checksums or leaves files out (exit 0).")] = False,
+    trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help="Also require the manifest's signature by this public key (repeatable: any of them).")] = None,
 ) -> None:
     """Check every file of a pack's build against the checksums in its manifest (opening a
-    pack checks sizes and the database only). Exit 2 names the first damaged file."""
+    pack hashes only the files a query reads). Exit 2 names the first damaged file, or a
+    manifest without checksums or that leaves files out (unless --allow-unverified), or a
+    signature that is missing or not by a --trust key."""
     try:
+        from packs import signing
         from packs.integrity import verify as verify_files
         from packs.layout import resolve_build_dir
         from packs.manifest import read_manifest
 
         build = resolve_build_dir(pack)
-        sums = read_manifest(build).checksums
-        checked = verify_files(build, sums)
+        manifest = (signing.read_trusted_manifest(build, trust) if trust
+                    else read_manifest(build))
+        checked = verify_files(build, manifest.checksums, allow_unverified=allow_unverified)
+        signature = signing.read_signature(build)
     except Exception as exc:  # the CLI edge
         fail(exc, query_input_errors())
     if not checked:
-        typer.echo(f"{build}: this build has no checksums (built before they were recorded); "
-                   "nothing to verify")
+        typer.echo(f"unverified: {build}: this build has no checksums (built before they were "
+                   "recorded); nothing to verify")
         return
-    typer.echo(f"ok: {build}: {len(checked)} files match their checksums")
+    signed = (f"; signed by trusted key {signature['key_id']}" if trust
+              else f"; signed by key {signature['key_id']} (not checked: pass --trust)"
+              if signature else "; not signed")
+    typer.echo(f"ok: {build}: {len(checked)} files match their checksums{signed}")
 
 
 def mcp(
@@ -133,16 +144,34 @@ def mcp(
         _fail(exc)
 
 
+def keygen(
+    key: Annotated[Path, typer.Argument(help="Private key file to write (the public key goes to KEY.pub).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Make an Ed25519 key pair for signing packs: KEY (private, mode 0600; encrypted when KPACK_SIGNING_PASSPHRASE is set) and KEY.pub (give it to whoever installs your packs)."""
+    try:
+        from packs.signing import generate_keypair
+
+        private, public, kid = generate_keypair(key)
+    except Exception as exc:  # the CLI edge
+        _fail(exc)
+    if as_json:
+        print_json({"private_key": str(private), "public_key": str(public), "key_id": kid})
+        return
+    typer.echo(f"wrote {private} (private: keep it secret) and {public} (public); key id {kid}")
+
+
 def pack(
     pack_dir: Annotated[Path, typer.Argument(help="Pack folder (or one build folder).")],
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Archive path (NAME.tar.gz) or a folder; default ./<name>-<build>.tar.gz.")] = None,
+    sign: Annotated[Path | None, typer.Option("--sign", metavar="KEY", help="Sign the manifest with this Ed25519 private key (kpack keygen); installs with --trust KEY.pub check it.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Archive PACK_DIR's current build as a .tar.gz, with its sha256 in NAME.tar.gz.sha256."""
+    """Archive PACK_DIR's current build as a .tar.gz, with its sha256 in NAME.tar.gz.sha256; every file is checked against the manifest first."""
     try:
         from packs.archive import pack_archive
 
-        rec = pack_archive(pack_dir, out)
+        rec = pack_archive(pack_dir, out, sign_key=sign)
     except Exception as exc:  # the CLI edge
         _fail(exc)
     if as_json:
@@ -152,6 +181,8 @@ def pack(
     typer.echo(f"wrote {rec.path} ({_human(rec.size_bytes)}, {rec.files} files): "
                f"{rec.name} build {rec.build_id}")
     typer.echo(f"sha256 {rec.sha256} (in {rec.checksum_path})")
+    if rec.signed_by:
+        typer.echo(f"signed with key {rec.signed_by}")
 
 
 def install(
@@ -160,26 +191,28 @@ def install(
     into: Annotated[Path, typer.Option(help="Folder the pack is installed into, as INTO/<name>/.")] = Path("out"),
     max_size: Annotated[str, typer.Option(envvar=MAX_SIZE_ENV, help="Refuse archives that expand (or download) past this size, e.g. 500M, 4G.")] = "4G",
     timeout: Annotated[float, typer.Option(help="Network timeout per connect/read, seconds (the whole download gets 10x).")] = 60.0,
+    trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help="Refuse the pack unless its manifest is signed by this public key (repeatable: any of them).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Verify an archive's checksum and contents, then install it atomically into INTO/<name>/.
+    """Verify an archive's checksum, contents and (with --trust) signature, then install it atomically into INTO/<name>/.
 
-    Refused: a missing or mismatched checksum, absolute paths, '..', links, devices, anything outside <name>/current and <name>/builds/<id>/, archives over --max-size, and pack formats this version cannot read. A refused install leaves INTO as it was.
+    Refused: a missing or mismatched checksum, absolute paths, '..', links, devices, anything outside <name>/current and <name>/builds/<id>/, archives over --max-size, pack formats this version cannot read, a file that does not match the manifest, and with --trust an unsigned pack or one not signed by a trusted key. A refused install leaves INTO as it was.
     """
     try:
         from packs.install import install as install_archive
         from packs.install import parse_size
 
         rec = install_archive(source, into, sha256=sha256, max_bytes=parse_size(max_size),
-                              timeout_s=timeout)
+                              timeout_s=timeout, trust=trust or None)
     except Exception as exc:  # the CLI edge
         _fail(exc)
     if as_json:
         print_json({**rec.__dict__, "path": str(rec.path)})
         return
     replaced = f" (was build {rec.previous_build})" if rec.previous_build else ""
+    signed = f", signed by trusted key {rec.signed_by}" if rec.signed_by else ""
     typer.echo(f"installed {rec.name} build {rec.build_id} into {rec.path}{replaced}; "
-               f"sha256 verified")
+               f"sha256 verified{signed}")
 
 
 def list_(
@@ -211,8 +244,8 @@ def list_(
 
 
 def register(app: typer.Typer) -> None:
-    """Add diff, inspect, verify, mcp, pack, install and list to `app`."""
+    """Add diff, inspect, verify, mcp, keygen, pack, install and list to `app`."""
     for name, command in (("diff", diff), ("inspect", inspect), ("verify", verify),
-                          ("mcp", mcp), ("pack", pack), ("install", install),
-                          ("list", list_)):
+                          ("mcp", mcp), ("keygen", keygen), ("pack", pack),
+                          ("install", install), ("list", list_)):
         app.command(name=name)(command)

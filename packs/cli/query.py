@@ -33,17 +33,21 @@ def _search_options(max_results: int, no_enhancements: bool,
     return opts
 
 
-def _open(pack: Path, embedding_model: str | None):
-    from packs import KnowledgePack
+def _checks(allow_unverified: bool, trust: list[Path] | None) -> dict[str, object]:
+    """--allow-unverified / --trust as KnowledgePack.open's verify= / trust=."""
+    if allow_unverified and trust:
+        raise OptionError("--trust checks the pack's checksums: it cannot go with "
+                          "--allow-unverified")
+    return {"verify": not allow_unverified, "trust": trust or None}
 
-    return KnowledgePack.open(pack, embedding_model=embedding_model)
 
-
-def _target(args: list[str], packs: list[Path] | None, models: list[str] | None):
+def _target(args: list[str], packs: list[Path] | None, models: list[str] | None,
+            checks: dict[str, object]):
     """(pack or PackSet, question) from `PACK QUESTION` or `--pack A --pack B QUESTION`.
 
     With several packs, --embedding-model takes MODEL_ID=FOLDER pairs (a local folder for
     a pack built with MODEL_ID); with one pack, a plain model name or folder as before.
+    `checks`: verify= and trust= for opening each pack.
     """
     if packs:
         if len(args) != 1:
@@ -58,18 +62,23 @@ def _target(args: list[str], packs: list[Path] | None, models: list[str] | None)
             mapping[model_id] = folder
         from packs import PackSet
 
-        return PackSet.open(packs, embedding_models=mapping), args[0]
+        return PackSet.open(packs, embedding_models=mapping, **checks), args[0]
     if len(args) != 2:
         raise OptionError("give PACK and QUESTION (or --pack PACK ... QUESTION)")
     if models and len(models) > 1:
         raise OptionError("one --embedding-model for one pack")
-    return _open(Path(args[0]), models[0] if models else None), args[1]
+    from packs import KnowledgePack
+
+    return KnowledgePack.open(Path(args[0]), embedding_model=models[0] if models else None,
+                              **checks), args[1]
 
 
 ARGS_HELP = "PACK QUESTION, or just QUESTION with --pack (several packs at once)."
 PACKS_HELP = "A pack folder to search; repeat for several packs (results fused by RRF, each labelled with its pack)."
 PER_PACK_HELP = "With several packs: keep the top N of each pack (pack_mode=per_pack) instead of one total cap."
 MODEL_HELP = "Local copy of the pack's model; with --pack, MODEL_ID=FOLDER (repeatable)."
+UNVERIFIED_HELP = "Open a pack whose manifest has no checksums (or leaves files out), unchecked: a damaged database may crash the process."
+TRUST_HELP = "Refuse a pack whose manifest is not signed by this public key (repeatable: any of them)."
 
 
 def _multi_options(opts: dict[str, object], per_pack: int | None) -> dict[str, object]:
@@ -86,13 +95,16 @@ def query(
     no_enhancements: Annotated[bool, typer.Option("--no-enhancements", help="Plain vector search (the gate and quality filter stay on).")] = False,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o hybrid=false -o url_prefix=/docs/tasks/.")] = None,
     embedding_model: Annotated[list[str] | None, typer.Option(help=MODEL_HELP)] = None,
+    allow_unverified: Annotated[bool, typer.Option("--allow-unverified", help=UNVERIFIED_HELP)] = False,
+    trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help=TRUST_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer dict as JSON.")] = False,
 ) -> None:
     """Answer QUESTION from PACK, or from every --pack (Claude when ANTHROPIC_API_KEY is set,
     else extractive)."""
     try:
         opts = _multi_options(_search_options(max_results, no_enhancements, option), per_pack)
-        target, question = _target(args, pack, embedding_model)
+        target, question = _target(args, pack, embedding_model,
+                                   _checks(allow_unverified, trust))
         with target as kp:
             result = kp.ask(question, **opts)
     except Exception as exc:  # the CLI edge
@@ -122,13 +134,16 @@ def search(
     option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o content_kind=code.")] = None,
     context: Annotated[bool, typer.Option("--context", help="Also print the assembled context (what an agent gets).")] = False,
     embedding_model: Annotated[list[str] | None, typer.Option(help=MODEL_HELP)] = None,
+    allow_unverified: Annotated[bool, typer.Option("--allow-unverified", help=UNVERIFIED_HELP)] = False,
+    trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help=TRUST_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the search result as JSON.")] = False,
 ) -> None:
     """Rank the sections of PACK (or of every --pack) for QUESTION and print them (no answer
     synthesis)."""
     try:
         opts = _multi_options(_search_options(max_results, no_enhancements, option), per_pack)
-        target, question = _target(args, pack, embedding_model)
+        target, question = _target(args, pack, embedding_model,
+                                   _checks(allow_unverified, trust))
         with target as kp:
             result = kp.search(question, **opts)
     except Exception as exc:  # the CLI edge

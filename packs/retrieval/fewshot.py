@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from packs.integrity import PackCorruptError
+
 
 @dataclass(frozen=True)
 class Example:
@@ -20,11 +22,17 @@ class Example:
 
 
 def load_examples(path: Path) -> list[Example]:
-    """Examples of a JSONL file; [] when absent. Lines without both fields are skipped."""
+    """Examples of a JSONL file; [] when absent. Lines without both fields are skipped.
+    PackCorruptError when the file is not UTF-8 (a damaged pack opened unverified)."""
     if not path.is_file():
         return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PackCorruptError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}): "
+                               "the pack is damaged; reinstall or rebuild it") from exc
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         line = line.strip()
         if not line:
             continue

@@ -22,6 +22,8 @@ from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 
 from packs.llm.client import text_of
+from packs.llm.neutralise import ANSWER_TAGS
+from packs.llm.neutralise import neutralise as neutralise_tags
 from packs.llm.usage import USAGE_FIELDS, query_usage
 from packs.result import RankedSection
 from packs.retrieval import extractive
@@ -90,10 +92,6 @@ class UnusableReply(RuntimeError):
 
 # --- the prompt ----------------------------------------------------------------------------
 
-# Anything that could read as one of the prompt's tags: an opening bracket (ASCII, fullwidth
-# or small form), optional slash and spaces, then a tag name of ours with any suffix.
-_TAG_LIKE = re.compile(r"[<＜﹤](?=\s*[/／]?\s*(?:pack_context|question|examples?)(?![a-z]))",
-                       re.I)
 
 
 def new_boundary() -> str:
@@ -102,8 +100,9 @@ def new_boundary() -> str:
 
 
 def neutralise(text: str) -> str:
-    """`text` with every tag-like string of the prompt's tags made inert (`<` → `&lt;`)."""
-    return _TAG_LIKE.sub("&lt;", text)
+    """`text` with every tag-shaped string of this prompt's tags made inert (`<` → `&lt;`;
+    the one rule for every prompt: packs/llm/neutralise.py)."""
+    return neutralise_tags(text, ANSWER_TAGS)
 
 
 def user_message(question: str, context: str, fewshot_block: str = "",

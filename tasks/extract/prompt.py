@@ -13,8 +13,8 @@ own prefix, cached on first use.
 from __future__ import annotations
 
 import json
-import re
 
+from packs.llm.neutralise import EXTRACTION_TAGS, neutralise
 from tasks.extract.examples import EXAMPLES
 from tasks.extract.schema import (
     ENTITY_TYPES,
@@ -35,8 +35,6 @@ CHARS_PER_TOKEN = 4.0
 # Tokens the API adds for a forced tool call (its tool-use system prompt), per Anthropic docs.
 TOOL_USE_OVERHEAD_TOKENS = 350
 
-_TAGS = ("section", "page_title", "heading_path", "text")
-_TAG_RE = re.compile(r"<(/?\s*(?:" + "|".join(_TAGS) + r")\b[^>]*)>", re.I)
 
 
 def _example_block(n: int, ex: dict) -> str:
@@ -85,8 +83,9 @@ def _system_prompt() -> str:
 
 
 def _escape(text: str) -> str:
-    # The page text must not be able to open or close any of the prompt's own tags.
-    return _TAG_RE.sub(lambda m: "&lt;" + m.group(1) + ">", text)
+    # The page text must not be able to open or close any of the prompt's own tags (the
+    # worked examples' <example_N> included): the one rule of packs/llm/neutralise.py.
+    return neutralise(text, EXTRACTION_TAGS)
 
 
 def user_message(page_title: str, heading_path: str, content: str) -> str:

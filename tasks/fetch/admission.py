@@ -19,13 +19,14 @@ import socket
 import urllib.robotparser
 from urllib.parse import urljoin, urlsplit
 
-from tasks.fetch.client import Outcome, PoliteClient
+from tasks.fetch.client import Outcome, PoliteClient, url_deadline
 from tasks.fetch.policy import (
     REDIRECT_STATUS,
     check_addresses,
     effective_allowed_hosts,
     host_allowed,
     ip_literal,
+    legacy_ipv4,
     redact,
 )
 from tasks.fetch.types import FetchConfig
@@ -64,6 +65,10 @@ class UrlGuard:
         host = (parts.hostname or "").rstrip(".")
         if not host:
             raise Outcome("failed", f"URL {redact(url)} has no host")
+        if (canonical := legacy_ipv4(host)) is not None:
+            raise Outcome("failed", f"host {host} is an IPv4 address in a legacy form (octal, "
+                                    f"hex or short), which clients read differently; write "
+                                    f"it as {canonical}")
         if not host_allowed(host, self.allowed):
             raise Outcome(
                 "failed",
@@ -116,7 +121,8 @@ class UrlGuard:
         """The parsed robots.txt of `origin`, or None meaning "allow all" (missing, 4xx,
         5xx, unreachable or refused; the last three are logged)."""
         url = f"{origin}/robots.txt"
-        try:
+        url_deadline.set(None)  # this task has its own cap, not the deadline of the URL
+        try:                    # that happened to start it
             async with asyncio.timeout(self.config.total_timeout_s):
                 for _ in range(self.config.max_redirects + 1):
                     await self.check(url, robots=False)

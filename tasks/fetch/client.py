@@ -17,6 +17,7 @@ import logging
 import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -26,10 +27,33 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from packs.retry import RetryPolicy, is_retryable, retry_after_s
 from tasks.fetch.parse import is_text_type, media_type
 from tasks.fetch.policy import REDIRECT_STATUS, format_size
-from tasks.fetch.types import FetchConfig, Sleep
+from tasks.fetch.types import AuthError, FetchConfig, Sleep
 
 ACCEPT = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
 log = logging.getLogger("kpack.fetch")
+
+# The wall-clock cap of the URL this task is fetching (the crawler's asyncio.timeout), so
+# that waiting for one of the host's connection slots pauses it: a URL queued behind slow
+# or hanging URLs of its host must not spend its time waiting (see `paused_deadline`).
+url_deadline: ContextVar[asyncio.Timeout | None] = ContextVar("url_deadline", default=None)
+
+
+@asynccontextmanager
+async def paused_deadline() -> AsyncIterator[None]:
+    """Stop the current URL's deadline clock (`url_deadline`) for the body; on leaving it,
+    the URL has the time it had left when the body began."""
+    deadline = url_deadline.get()
+    when = deadline.when() if deadline is not None else None
+    if deadline is None or when is None or deadline.expired():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    left = when - loop.time()
+    deadline.reschedule(None)
+    try:
+        yield
+    finally:
+        deadline.reschedule(loop.time() + left)
 
 
 class Outcome(Exception):
@@ -135,7 +159,10 @@ class PoliteClient:
         """One GET. Redirects and 304 come back as hops; 429/5xx and network errors raise
         Transient; other 4xx, oversize bodies and (when `typed`) unsupported types raise
         Outcome."""
-        async with self._host_slot((urlsplit(url).hostname or "").lower()):
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        headers = {**headers, **self._auth_headers(host, parts.scheme.lower())}
+        async with self._host_slot(host):
             try:
                 async with self.client.stream("GET", url, headers=headers) as response:
                     return await _read_response(response, max_bytes, typed)
@@ -146,22 +173,36 @@ class PoliteClient:
             except httpx.HTTPError as exc:  # unsupported protocol, bad encoding, proxy
                 raise Outcome("failed", _describe(exc, self.config.timeout_s)) from None
 
+    def _auth_headers(self, host: str, scheme: str) -> dict[str, str]:
+        """The pack.toml [[auth]] headers for this host (values from the environment, read
+        per request and kept nowhere); an unset variable fails the URL with its name."""
+        try:
+            return {a.header: a.value() for a in self.config.auth if a.applies(host, scheme)}
+        except AuthError as exc:
+            raise Outcome("failed", str(exc)) from None
+
     @asynccontextmanager
     async def _host_slot(self, host: str) -> AsyncIterator[None]:
         """Hold one of the host's connections; with a per-host delay, reserve the next
-        start time under the semaphore so concurrent requests space out."""
+        start time under the semaphore so concurrent requests space out. Neither wait
+        counts against the URL's deadline (`paused_deadline`)."""
         slot = self.host_slots.get(host)
         if slot is None:
             slot = self.host_slots[host] = asyncio.Semaphore(self.config.per_host_concurrency)
-        async with slot:
+        async with paused_deadline():  # queueing for the host is not the URL's time
+            await slot.acquire()
+        try:
             delay = self.config.per_host_delay_s
             if delay > 0:
                 now = asyncio.get_running_loop().time()
                 start = max(now, self.host_next.get(host, now))
                 self.host_next[host] = start + delay
                 if start > now:
-                    await self.sleep(start - now)
+                    async with paused_deadline():
+                        await self.sleep(start - now)
             yield
+        finally:
+            slot.release()
 
 
 async def _read_response(response: httpx.Response, max_bytes: int, typed: bool) -> Hop:

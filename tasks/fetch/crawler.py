@@ -25,8 +25,9 @@ from urllib.request import url2pathname
 import httpx
 
 from packs.format import content_hash
+from packs.urls import strip_userinfo
 from tasks.fetch.admission import UrlGuard
-from tasks.fetch.client import Hop, Outcome, PoliteClient, new_async_client
+from tasks.fetch.client import Hop, Outcome, PoliteClient, new_async_client, url_deadline
 from tasks.fetch.parse import parse_document
 from tasks.fetch.policy import REDIRECT_STATUS, format_size, github_rewrite, redact
 from tasks.fetch.types import FetchConfig, Page, Sleep
@@ -119,11 +120,14 @@ class Crawler:
         await self.guard.close()
 
     async def page(self, url: str) -> Page:
+        """The URL's Page. Never raises for one URL: its problems, expected or not, are
+        its status and reason, so that no URL can fail the shard it is in."""
         cap = self.config.total_timeout_s
         async with self.slots:
             trace = _Trace(url)  # fetched_at: when work on the URL starts, not when it queued
             try:
-                async with asyncio.timeout(cap):
+                async with asyncio.timeout(cap) as deadline:
+                    url_deadline.set(deadline)  # paused while queueing for a host slot
                     return await self._page(url, trace)
             except TimeoutError:
                 return trace.page("failed", f"timed out after {cap:g} s")
@@ -131,6 +135,13 @@ class Crawler:
                 trace.http_status = outcome.http_status or trace.http_status
                 trace.content_type = outcome.content_type or trace.content_type
                 return trace.page(outcome.status, outcome.reason)
+            except Exception as exc:  # the per-URL edge (see the docstring)
+                # An error no rule above foresaw (a URL httpx cannot parse, a parser bug):
+                # this URL's failure, logged with its traceback, reported with its reason.
+                log.warning("unexpected error fetching %s", redact(url), exc_info=True)
+                detail = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+                return trace.page("failed", f"unexpected error: {type(exc).__name__}"
+                                            + (f": {detail[:300]}" if detail else ""))
 
     async def _page(self, url: str, trace: _Trace) -> Page:
         scheme = urlsplit(url).scheme.lower()
@@ -160,7 +171,8 @@ class Crawler:
             location = hop.headers.get("location")
             if not location:
                 raise Outcome("failed", f"HTTP {hop.status} redirect without a Location header")
-            target = urljoin(target, location.strip())
+            # Credentials in a redirect are neither followed nor recorded (final_url).
+            target = strip_userinfo(urljoin(target, location.strip()))
             if target.split("#", 1)[0] in visited:
                 raise Outcome("failed", f"redirect loop: {redact(target)} was already visited")
             target = self._rewrite(target, trace)
@@ -199,7 +211,7 @@ class Crawler:
             last_modified=last_modified,
             title=parsed.title,
             text=parsed.text,
-            links=parsed.links,
+            links=[strip_userinfo(link) for link in parsed.links],
         )
 
     async def _local(self, url: str, trace: _Trace) -> Page:
@@ -219,7 +231,7 @@ class Crawler:
             content_hash=content_hash(body),
             title=parsed.title,
             text=parsed.text,
-            links=parsed.links,
+            links=[strip_userinfo(link) for link in parsed.links],
         )
 
 

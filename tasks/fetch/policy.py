@@ -6,8 +6,12 @@ retry is the one policy in `packs.retry`.
 from __future__ import annotations
 
 import ipaddress
+import re
+import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from packs.urls import strip_userinfo
 
 DEFAULT_GITHUB_RAW_BASE = "https://raw.githubusercontent.com"
 GITHUB_HOSTS = frozenset({"github.com", "www.github.com"})
@@ -79,6 +83,23 @@ def ip_literal(host: str) -> str | None:
         return str(ipaddress.ip_address(bare.split("%", 1)[0]))
     except ValueError:
         return None
+
+
+_NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$", re.I)
+
+
+def legacy_ipv4(host: str) -> str | None:
+    """The dotted-decimal form of a host written as a legacy IPv4 literal (octal such as
+    0177.0.0.1, hex, a single number, fewer than four parts), which inet_aton, httpx and
+    browsers read differently; None for a canonical address or a host name."""
+    labels = host.rstrip(".").split(".")
+    if not all(_NUMERIC_LABEL.match(label) for label in labels) or len(labels) > 4:
+        return None
+    try:
+        canonical = socket.inet_ntoa(socket.inet_aton(host))
+    except OSError:
+        return "a valid dotted-decimal address"  # numeric, but no address at all
+    return None if canonical == host else canonical
 
 
 def host_allowed(host: str, allowed_hosts: tuple[str, ...]) -> bool:
@@ -159,10 +180,4 @@ def format_size(n: int) -> str:
 
 def redact(url: str) -> str:
     """`url` without user:password, for log lines."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    return parts._replace(netloc=netloc).geturl()
+    return strip_userinfo(url)

@@ -1,4 +1,5 @@
-"""The fetch stage's public types: `FetchConfig` (how to fetch) and `Page` (one result).
+"""The fetch stage's public types: `FetchConfig` (how to fetch), `HostAuth` (a header a
+host gets, from an environment variable) and `Page` (one result).
 
 Kept apart from `tasks.fetch.pages` so the network engine (`tasks.fetch.crawler` and the modules
 it uses) can build Pages without importing the module that drives it.
@@ -6,11 +7,16 @@ it uses) can build Pages without importing the module that drives it.
 
 from __future__ import annotations
 
+import base64
+import os
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from tasks.fetch.policy import DEFAULT_GITHUB_RAW_BASE
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from tasks.fetch.policy import DEFAULT_GITHUB_RAW_BASE, host_allowed
 
 if TYPE_CHECKING:
     from tasks.sources import PackConfig
@@ -19,6 +25,81 @@ VERSION = "0.1.0"
 USER_AGENT = f"knowledge-packs/{VERSION} (+https://github.com/knowledge-packs)"
 
 Sleep = Callable[[float], Awaitable[None]]
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
+_HOST = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
+_RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+
+
+class AuthError(ValueError):
+    """An auth header cannot be sent: its variable is unset or holds an unusable value.
+    The message names the variable, never its value."""
+
+
+class HostAuth(BaseModel):
+    """One `[[auth]]` entry of pack.toml: a header sent with every request to `host`, its
+    value read from the environment variable `env` when the request is made. The value is
+    never stored: not in pack.toml, the pack, its manifest, the work folder, logs or
+    Prefect (only the variable's name travels with the build's settings). Credentials in a
+    URL (`https://user:password@host/`) are stripped when urls.txt is read; this is how a
+    site that needs them gets them.
+
+    `scheme`: "raw" sends the variable as the header's whole value, "bearer" as
+    `Bearer <value>`, "basic" reads `user:password` and sends HTTP Basic. `host` matches
+    exactly (case-insensitive) or, as `*.example.com`, its subdomains too. With
+    `https_only` (the default) the header goes over https only, so a redirect to http
+    cannot leak it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    host: str
+    env: str
+    header: str = "Authorization"
+    scheme: Literal["raw", "bearer", "basic"] = "raw"
+    https_only: bool = True
+
+    @field_validator("host")
+    @classmethod
+    def _valid_host(cls, v: str) -> str:
+        if not _HOST.match(v):
+            raise ValueError("a host name such as docs.example.com or *.example.com (no "
+                             "scheme, port or path)")
+        return v.lower()
+
+    @field_validator("env")
+    @classmethod
+    def _valid_env(cls, v: str) -> str:
+        if not _ENV_NAME.match(v):
+            raise ValueError("the name of an environment variable, such as DOCS_TOKEN")
+        return v
+
+    @field_validator("header")
+    @classmethod
+    def _valid_header(cls, v: str) -> str:
+        if not _HEADER_NAME.match(v) or v.lower() in _RESERVED_HEADERS:
+            raise ValueError("an HTTP header name such as Authorization or X-Api-Key")
+        return v
+
+    def applies(self, host: str, scheme: str) -> bool:
+        return host_allowed(host, (self.host,)) and (scheme == "https" or not self.https_only)
+
+    def value(self) -> str:
+        """The header's value from the environment; AuthError (naming the variable, not
+        its value) when it is unset or holds a line break."""
+        raw = os.environ.get(self.env)
+        if not raw:
+            raise AuthError(f"pack.toml [[auth]] for {self.host} reads ${self.env}, which is "
+                            "not set here; set it where the build (and every worker) runs")
+        if any(c in raw for c in "\r\n\x00"):
+            raise AuthError(f"${self.env} (pack.toml [[auth]] for {self.host}) holds a line "
+                            "break; set it to one line")
+        if self.scheme == "bearer":
+            return f"Bearer {raw}"
+        if self.scheme == "basic":
+            return "Basic " + base64.b64encode(raw.encode("utf-8")).decode("ascii")
+        return raw
 
 
 @dataclass(frozen=True)
@@ -39,6 +120,7 @@ class FetchConfig:
     respect_robots: bool = True
     user_agent: str = USER_AGENT
     github_raw_base: str = DEFAULT_GITHUB_RAW_BASE  # tests point this at a loopback server
+    auth: tuple[HostAuth, ...] = ()  # per-host headers from environment variables
 
     def __post_init__(self) -> None:
         for name in (
@@ -65,7 +147,7 @@ class FetchConfig:
     @classmethod
     def from_pack(cls, pack: PackConfig, **overrides: object) -> FetchConfig:
         """A FetchConfig from a `tasks.sources.PackConfig` (fetch_* fields, allowed_hosts,
-        allow_private_hosts, max_page_bytes), with keyword overrides on top."""
+        allow_private_hosts, max_page_bytes, auth), with keyword overrides on top."""
         values: dict[str, object] = {
             "timeout_s": pack.fetch_timeout_s,
             "max_bytes": pack.max_page_bytes,
@@ -73,6 +155,7 @@ class FetchConfig:
             "per_host_concurrency": pack.per_host_concurrency,
             "allowed_hosts": tuple(pack.allowed_hosts),
             "allow_private_hosts": pack.allow_private_hosts,
+            "auth": tuple(pack.auth),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

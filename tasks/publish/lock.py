@@ -83,14 +83,16 @@ class Lock:
     path: Path
     build_id: str
     replaced: dict | None = None  # the holder of a stale lock taken over (a dead build)
+    replaced_reason: str | None = None  # why that lock was stale ("its process 12 is gone")
 
 
 def acquire(pack_root: Path, build_id: str, warn=None) -> Lock:
     """Take the pack's lock for `build_id`; PackLockedError when a live build holds it.
-    The Lock names the holder of a stale lock it replaced: that build died."""
+    The Lock names the holder of a stale lock it replaced (that build died) and why the
+    lock was stale; the flow records the dead build as `crashed` in history.jsonl."""
     pack_root.mkdir(parents=True, exist_ok=True)
     path = pack_root / LOCK_FILE
-    replaced = None
+    replaced = replaced_reason = None
     for _ in range(3):
         try:
             _create(path, build_id)
@@ -105,7 +107,7 @@ def acquire(pack_root: Path, build_id: str, warn=None) -> Lock:
                     f"{pack_root.name}: another build ({h.get('build_id', '?')}, pid "
                     f"{h.get('pid', '?')} on {h.get('host', '?')}, since {since}) is running; "
                     f"wait for it, or delete {path} if no build is running") from None
-            replaced = _holder(path)
+            replaced, replaced_reason = _holder(path), reason
             if warn:
                 warn(f"taking over the lock of {pack_root.name} from build "
                      f"{replaced.get('build_id', '?')}: {reason}")
@@ -115,7 +117,7 @@ def acquire(pack_root: Path, build_id: str, warn=None) -> Lock:
     else:
         raise PackLockedError(f"{pack_root.name}: could not take {path}; try again")
     layout.remove_temp_dirs(pack_root)
-    return Lock(path, build_id, replaced)
+    return Lock(path, build_id, replaced, replaced_reason)
 
 
 def release(lock: Lock) -> None:
