@@ -4,6 +4,8 @@ never becomes Cypher). packs/db.py runs them; the tests run each on a real datab
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from packs import format as fmt
 
 SECTION_COLS = ("s.id, s.article_id, s.url, s.title, s.heading_path, s.content, "
@@ -101,3 +103,10 @@ SECTION_TRIPLES = (
     "UNION MATCH (s:Section)-[:MENTIONS]->(e:Entity)<-[r:RELATED_TO]-(o:Entity) "
     "WHERE s.id IN $ids RETURN s.id, o.name, r.relation, e.name"
 )
+
+
+def file_literal(path: Path | str) -> str:
+    """`path` as a Cypher string literal, for the statements that take no parameter for
+    their file (COPY ... FROM, LOAD FROM): backslashes and quotes escaped, so a folder
+    named like "it's" still loads."""
+    return "'" + Path(path).as_posix().replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packs import format as fmt
+from packs.cypher import file_literal
 
 if TYPE_CHECKING:
     import polars as pl
@@ -111,11 +112,6 @@ def diff_tables(old: dict[str, pl.DataFrame], new: dict[str, pl.DataFrame]) -> d
     return diff_rows(rows(old), rows(new))
 
 
-def _literal(path: Path) -> str:
-    """`path` as a Cypher string literal (LOAD FROM takes no parameter for its file)."""
-    return "'" + str(path).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def read_rows(build_dir: Path) -> Rows:
     """The COLUMNS of a build's articles, sections and entities tables. PackFormatError
     when a table is missing or unreadable."""
@@ -132,7 +128,7 @@ def read_rows(build_dir: Path) -> Rows:
                 raise fmt.PackFormatError(f"{build_dir}: no {fmt.TABLES_DIR}/{path.name}; "
                                           "not a complete build")
             try:
-                result = conn.execute(f"LOAD FROM {_literal(path)} RETURN {', '.join(cols)}")
+                result = conn.execute(f"LOAD FROM {file_literal(path)} RETURN {', '.join(cols)}")
             except RuntimeError as exc:
                 raise fmt.PackFormatError(f"{path}: unreadable table: {exc}") from exc
             rows = []

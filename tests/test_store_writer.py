@@ -39,3 +39,14 @@ def test_a_writer_whose_disk_stays_full_is_stopped(tables, tmp_path, monkeypatch
     with pytest.raises(store.StoreError, match="its disk stayed full for 0 s"):
         store.load_kuzu_isolated(tmp_path / "pack.db", tables, 384)
     assert time.monotonic() - t0 < 10
+
+
+def test_tables_in_a_folder_with_quotes_load(tables, tmp_path):
+    """COPY ... FROM takes its file as a string literal: a quote or a backslash in the
+    output folder's name must not break the statement (it failed the whole build)."""
+    import shutil
+
+    odd = tmp_path / "it's a \\ folder"
+    shutil.copytree(tables, odd / "tables")
+    result = store.load_kuzu(odd / "pack.db", odd / "tables", 384)
+    assert result.counts[fmt.ARTICLES] > 2 and result.counts[fmt.SECTIONS] > 2

@@ -20,6 +20,7 @@ import kuzu
 import polars as pl
 
 from packs import format as fmt
+from packs.cypher import file_literal
 
 log = logging.getLogger("kpack.store")
 
@@ -65,7 +66,8 @@ def load_kuzu(db_path: Path, tables_dir: Path, dim: int) -> StoreResult:
         for table, name in (("Article", fmt.ARTICLES), ("Section", fmt.SECTIONS),
                             ("Entity", fmt.ENTITIES), ("Fact", fmt.FACTS)):
             if scan[name].select(pl.len()).collect().item():
-                conn.execute(f"COPY {table} FROM '{(tables_dir / f'{name}.parquet').as_posix()}'")
+                conn.execute(f"COPY {table} FROM "
+                             f"{file_literal(tables_dir / f'{name}.parquet')}")
         with tempfile.TemporaryDirectory(prefix="kpack-store-") as tmp:
             edges = [
                 ("HAS_SECTION", sections, "src", "dst", ids[fmt.ARTICLES], ids[fmt.SECTIONS]),
@@ -82,7 +84,7 @@ def load_kuzu(db_path: Path, tables_dir: Path, dim: int) -> StoreResult:
             for rel, lf, src, dst, src_ids, dst_ids in edges:
                 path, kept, dropped[rel] = _edges(rel, lf, src, dst, src_ids, dst_ids, Path(tmp))
                 if kept:
-                    conn.execute(f"COPY {rel} FROM '{path.as_posix()}'")
+                    conn.execute(f"COPY {rel} FROM {file_literal(path)}")
         for rel, n in dropped.items():
             if n:
                 log.warning("dropped %d %s edges whose endpoints are not in the pack", n, rel)
