@@ -19,7 +19,8 @@ checked against the manifest:
   ($KPACK_CACHE_DIR), keyed by the file's device, inode, size, mtime and ctime: any
   write to the file changes ctime, and ctime cannot be set back from user space, so a
   stamp never vouches for bytes it did not hash.
-- `verify(build_dir, sums)`: every file, fully, no stamps (`kpack verify`, `kpack install`).
+- `verify(build_dir, sums)`: every file, fully, no stamps (`kpack verify`, `kpack install`);
+  it lists every damaged file, not only the first.
 
 A caller that must open an unchecked pack says so (`KnowledgePack.open(..., verify=False)`,
 `--allow-unverified`); a damaged database may then crash the process.
@@ -44,7 +45,12 @@ OPT_OUT = "pass --allow-unverified (KnowledgePack.open(..., verify=False)) to op
 
 class PackCorruptError(fmt.PackFormatError):
     """A file of the build does not match the manifest's checksum (or is missing), or the
-    database could not be read: the pack is damaged."""
+    database could not be read: the pack is damaged. `damaged` holds one line per damaged
+    file when every file was checked (`verify`)."""
+
+    def __init__(self, message: str, damaged: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.damaged = list(damaged or [])
 
 
 class PackUnverifiedError(fmt.PackFormatError):
@@ -116,16 +122,32 @@ def _check_hash(build_dir: Path, rel: str, entry: dict) -> None:
             "damaged; reinstall or rebuild it (kpack verify lists every damaged file)")
 
 
+def _damage(path: Path, rel: str, entry: dict) -> str | None:
+    """Why one listed file does not match the manifest, or None when it does."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return f"{rel} is missing ({exc.strerror})"
+    if size != entry.get("bytes"):
+        return f"{rel} is {size:,} bytes, the manifest says {entry.get('bytes'):,}"
+    if sha256_of(path) != entry.get("sha256"):
+        return f"{rel} does not match its checksum in the manifest"
+    return None
+
+
 def verify(build_dir: Path, sums: dict, *, allow_unverified: bool = False) -> list[str]:
     """Hash every listed file; the relative paths checked. PackUnverifiedError when the
     manifest has no checksums or leaves a file out (unless `allow_unverified`: then the
-    listed files only); PackCorruptError names the first file that is missing, has the
-    wrong size or the wrong hash."""
+    listed files only); PackCorruptError lists every file that is missing, has the wrong
+    size or the wrong hash (one line each in `.damaged`), not only the first."""
     if not allow_unverified:
         require_coverage(build_dir, sums)
-    _check_sizes(build_dir, sums)
-    for rel, entry in sums.items():
-        _check_hash(build_dir, rel, entry)
+    damaged = [why for rel, entry in sums.items()
+               if (why := _damage(build_dir / rel, rel, entry))]
+    if damaged:
+        raise PackCorruptError(
+            f"{build_dir}: {len(damaged)} of {len(sums)} files are damaged: "
+            f"{'; '.join(damaged)}; reinstall or rebuild the pack", damaged)
     return list(sums)
 
 

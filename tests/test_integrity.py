@@ -100,6 +100,25 @@ def test_kpack_verify_checks_every_file(pack_dir, tmp_path) -> None:
     assert bad.returncode == 2 and "sections.parquet does not match" in bad.stderr
 
 
+def test_kpack_verify_lists_every_damaged_file(pack_dir, tmp_path) -> None:
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    _flip(build / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet", 0, 8)
+    (build / fmt.TABLES_DIR / f"{fmt.ARTICLES}.parquet").unlink()
+    with open(build / fmt.DB_FILE, "ab") as f:
+        f.write(b"x")
+    with pytest.raises(PackCorruptError) as caught:
+        verify(build, read_manifest(build).checksums)
+    assert len(caught.value.damaged) == 3, caught.value.damaged
+    bad = _kpack("verify", str(copy), cache=tmp_path / "cache")
+    lines = bad.stderr.strip().splitlines()
+    assert bad.returncode == 2, bad.stderr
+    assert sorted(line.split()[1] for line in lines[:-1]) == sorted(
+        [f"{fmt.TABLES_DIR}/{fmt.SECTIONS}.parquet", f"{fmt.TABLES_DIR}/{fmt.ARTICLES}.parquet",
+         fmt.DB_FILE]), lines
+    assert all(line.startswith("damaged: ") for line in lines[:-1])
+    assert lines[-1].startswith("error: ") and "3 of" in lines[-1] and "listed above" in lines[-1]
+
+
 def test_install_refuses_an_archive_whose_gzip_crc_fails(pack_dir, tmp_path) -> None:
     packed = pack_archive(pack_dir, tmp_path / "kestrel.tar.gz")
     raw = bytearray(packed.path.read_bytes())

@@ -98,9 +98,12 @@ def verify(
     trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help="Also require the manifest's signature by this public key (repeatable: any of them).")] = None,
 ) -> None:
     """Check every file of a pack's build against the checksums in its manifest (opening a
-    pack hashes only the files a query reads). Exit 2 names the first damaged file, or a
-    manifest without checksums or that leaves files out (unless --allow-unverified), or a
-    signature that is missing or not by a --trust key."""
+    pack hashes only the files a query reads). Exit 2 lists every damaged file, one line
+    each, then the error line; or names a manifest without checksums or that leaves files
+    out (unless --allow-unverified), or a signature that is missing or not by a --trust
+    key."""
+    from packs.integrity import PackCorruptError
+
     try:
         from packs import signing
         from packs.integrity import verify as verify_files
@@ -112,6 +115,14 @@ def verify(
                     else read_manifest(build))
         checked = verify_files(build, manifest.checksums, allow_unverified=allow_unverified)
         signature = signing.read_signature(build)
+    except PackCorruptError as exc:
+        for line in exc.damaged:
+            typer.echo(f"damaged: {line}", err=True)
+        if exc.damaged:  # listed above: the error line only counts them
+            exc = PackCorruptError(f"{build}: {len(exc.damaged)} of "
+                                   f"{len(manifest.checksums)} files are damaged (listed "
+                                   "above); reinstall or rebuild the pack")
+        fail(exc, query_input_errors())
     except Exception as exc:  # the CLI edge
         fail(exc, query_input_errors())
     if not checked:
