@@ -39,6 +39,9 @@ LAYOUT_VERSION = "pages-v1"
 # this module first.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# A build that finds no Prefect server starts a temporary one and leaves nothing behind
+# (benchmarks/cli_latency.py measures the kept server on purpose).
+os.environ.setdefault("KPACK_SERVER_IDLE_S", "0")
 configure_prefect_env()
 
 

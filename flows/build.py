@@ -20,10 +20,10 @@ from prefect.states import Completed
 from flows import server
 from flows.artifacts import publish_report
 from flows.plan import build_context, inputs_fingerprint, plan_shards, variant
-from flows.preflight import preflight
+from flows.preflight import BuildInputs, check_build_inputs
 from flows.runners import task_runner, worker_slots
 from flows.scheduler import BuildError, Scheduler, retry_condition, stage_logging
-from flows.settings import quiet_libraries, result_settings
+from flows.settings import build_updates, quiet_libraries
 from flows.summary import build_stats, fetch_reasons, shortfalls
 from packs.layout import append_history
 from tasks import stages
@@ -31,7 +31,7 @@ from tasks.publish import lock as pack_lock
 from tasks.publish.atomic import new_build_id
 from tasks.publish.guard import GuardError
 from tasks.publish.lock import PackLockedError
-from tasks.sources import SourceConfig, load_source, resolve_embedding_model
+from tasks.sources import SourceConfig, load_source
 from tasks.stages.common import BuildContext, write_state
 from tasks.stages.publish import unchanged_build
 
@@ -230,6 +230,7 @@ def run_build(
     task_runner_setting: str | None = None,
     force: bool = False,
     retry_failed: bool = False,
+    inputs: BuildInputs | None = None,
     log=None,
 ) -> dict:
     """Validate the source, then run the build flow with results stored in the work dir.
@@ -237,18 +238,18 @@ def run_build(
     The work directory defaults to `<out_dir>/.work`; it holds the intermediates that
     make rebuilds cheap. It may be a shared filesystem that Dask workers on other machines
     reach at the same path (see deployments/README.md). The flow reports to the Prefect
-    server `flows.server.api_for_build` finds or starts; `log` gets a line when a
-    temporary one has to be started.
+    server `flows.server.api_for_build` finds or starts; `log` gets a line when one has
+    to be started. `inputs`: the inputs as `flows.preflight.check_build_inputs` checked
+    them (the CLI checks them before it imports this module); None checks them here.
     """
-    source = load_source(source_dir)  # fail fast, before Prefect starts
-    out = Path(out_dir)
-    work = Path(work_dir) if work_dir else out / ".work"
-    preflight(source, out, work, model=resolve_embedding_model(source.config, embedding_model),
-              extractor=extractor, allow_private_hosts=allow_private_hosts)
+    inputs = inputs or check_build_inputs(  # fail fast, before a server starts
+        source_dir, out_dir, work_dir, embedding_model=embedding_model, extractor=extractor,
+        allow_private_hosts=allow_private_hosts)
+    source, out, work = inputs.source, inputs.out, inputs.work
     quiet_libraries()
     build_id = new_build_id()
     try:
-        with result_settings(work), server.api_for_build(log=log):
+        with server.api_for_build(log=log, updates=build_updates(work)):
             flow_fn = (build_pack.with_options(task_runner=task_runner(task_runner_setting))
                        if task_runner_setting else build_pack)
             return flow_fn(

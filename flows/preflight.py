@@ -2,16 +2,21 @@
 
 Without it, problems surfaced late and one per build: offline, the default model failed
 only after 2 minutes of hub retries; then the private-host refusal appeared on the next
-build. `preflight` checks, in one pass, and reports every problem in one line:
+build. `check_build_inputs` reads the source folder (urls.txt, pack.toml) and then
+`preflight` checks, in one pass, and reports every problem in one line:
 
 - the embedding model is on this machine (a folder, the packaged copy, or the hub
-  cache), or the hub answers; offline it fails at once, without hub retries;
+  cache), or the hub answers; offline it fails at once, without hub retries. Files are
+  looked at, nothing is imported: torch, sentence-transformers and huggingface_hub
+  cost seconds to import, and a typo must be reported in the time `kpack inspect` takes;
 - the hosts: when every URL would be refused (private addresses, allowed_hosts), it
   says so up front with the reason and the count;
 - an API key exists when the extractor is "claude";
 - the output and work folders are writable.
 
-`PreflightError` is bad input (exit 2 in the CLI).
+`PreflightError` is bad input (exit 2 in the CLI). Nothing here imports Prefect: the CLI
+runs these checks before it loads the build (flows/cli/build.py), so bad input is
+reported in about the time of `kpack inspect` (benchmarks/cli_latency.py).
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tasks.sources import SourceConfig
+from tasks.sources import SourceConfig, load_source, resolve_embedding_model
 
 HUB_TIMEOUT_S = 5.0
 DNS_TIMEOUT_S = 5.0
@@ -43,8 +49,40 @@ def _truthy(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _hub_cache() -> Path:
+    """The Hugging Face hub cache folder, as huggingface_hub computes it."""
+    if os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(os.environ.get("HF_HUB_CACHE") or os.environ["HUGGINGFACE_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+    return Path(os.path.expanduser(home)) / "hub"
+
+
+def hub_snapshot(model_id: str) -> Path | None:
+    """The cached snapshot folder of hub model `model_id` (the revision refs/main names,
+    else any snapshot holding a config), or None. A bare name is also looked up under
+    sentence-transformers/, as sentence-transformers does."""
+    ids = [model_id] if "/" in model_id else [model_id, f"sentence-transformers/{model_id}"]
+    for repo_id in ids:
+        repo = _hub_cache() / ("models--" + repo_id.replace("/", "--"))
+        try:
+            ref = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
+        except OSError:
+            ref = ""
+        candidates = [repo / "snapshots" / ref] if ref else []
+        snapshots = repo / "snapshots"
+        if snapshots.is_dir():
+            candidates += sorted(snapshots.iterdir())
+        for folder in candidates:
+            if (folder / "config.json").is_file() or (folder / "modules.json").is_file():
+                return folder
+    return None
+
+
 def model_problem(name: str) -> str | None:
-    """Why the embedding model cannot be loaded here, or None."""
+    """Why the embedding model cannot be loaded here, or None: a local folder, the copy
+    in an installed package (packs.embedding.resolve_model), the hub cache (files only),
+    else, when online, the hub's answer about the id."""
     from packs.embedding import EmbeddingModelError, resolve_model
 
     try:
@@ -54,13 +92,8 @@ def model_problem(name: str) -> str | None:
     if Path(resolved.load_from).is_dir():
         return None
     model_id = resolved.load_from
-    try:
-        from huggingface_hub import snapshot_download
-
-        snapshot_download(model_id, local_files_only=True)
+    if hub_snapshot(model_id) is not None:
         return None
-    except (OSError, ValueError):
-        pass  # not in the hub cache
     if _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE"):
         return (f"embedding model {model_id!r} is not on this machine and HF_HUB_OFFLINE is "
                 f"set: {OFFLINE_FIX}")
@@ -159,3 +192,33 @@ def preflight(source: SourceConfig, out: Path, work: Path, *, model: str,
                         + (f" (and {more} more reasons)" if more > 0 else ""))
     if problems:
         raise PreflightError(f"{source.name}: " + "; ".join(problems))
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    """A build's inputs, read and checked: what `run_build` needs before Prefect starts."""
+
+    source: SourceConfig
+    out: Path
+    work: Path
+    model: str  # the embedding model the build will use (flag, env, or pack.toml)
+
+
+def check_build_inputs(source_dir: str | Path, out_dir: str | Path,
+                       work_dir: str | Path | None = None, *,
+                       embedding_model: str | None = None, extractor: str | None = None,
+                       allow_private_hosts: bool = False,
+                       run_preflight: bool = True) -> BuildInputs:
+    """Read the source folder (urls.txt, pack.toml) and run the preflight (unless
+    `run_preflight` is False: a caller ran it moments ago); the checked inputs. Raises
+    SourceError (tasks.sources) for a missing folder or invalid file, with its file and
+    line, and PreflightError listing every other problem. Imports neither Prefect nor
+    the embedding libraries (see the module doc)."""
+    source = load_source(source_dir)
+    out = Path(out_dir)
+    work = Path(work_dir) if work_dir else out / ".work"
+    model = resolve_embedding_model(source.config, embedding_model)
+    if run_preflight:
+        preflight(source, out, work, model=model, extractor=extractor,
+                  allow_private_hosts=allow_private_hosts)
+    return BuildInputs(source, out, work, model)

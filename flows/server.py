@@ -1,46 +1,68 @@
 """Which Prefect server a build reports to, and `kpack server start|stop|status`.
 
-Starting a temporary Prefect server costs 10-60 s, which dwarfed small builds (an 11 s
-build took 68 s; a no-change rebuild of 5 pages 19 s). So a build looks for a server in
-this order (`api_for_build`):
+Starting a Prefect server costs 10-20 s on an idle machine and more under load, which
+dwarfed small builds (a no-change rebuild of 40 pages: 25 s wall for a 0.4 s flow). So a
+build looks for a server in this order (`api_for_build`):
 
 1. `PREFECT_API_URL`, when the user or a deployment set one;
-2. the persistent local server of `kpack server start`, found through its state file
-   `$PREFECT_HOME/kpack-server.json` and a health check;
-3. otherwise a temporary server, started here rather than by Prefect: the kernel sends
-   it SIGTERM when the build's process dies (PR_SET_PDEATHSIG), so a build that crashes
-   or is killed with -9 never leaves a ~225 MB server behind, and it is stopped when the
-   build ends.
+2. the local server of this `PREFECT_HOME`: started by `kpack server start` (it runs until
+   `kpack server stop`), or kept by an earlier build (it stops by itself after
+   `KPACK_SERVER_IDLE_S`, default 600 s, with no request and no build using it);
+3. otherwise it starts that kept server, in the background, and uses it.
 
-The persistent server is `prefect server start` with its UI, in its own session,
-logging to `$PREFECT_HOME/kpack-server.log`; it keeps its runs in Prefect's database in
-`$PREFECT_HOME`, the same one temporary servers use, so earlier builds stay visible.
+`KPACK_SERVER_IDLE_S=0` keeps nothing: each build then starts a temporary server that the
+kernel stops when the build's process dies (PR_SET_PDEATHSIG), as Prefect's ephemeral mode.
+
+One server per PREFECT_HOME: `$PREFECT_HOME/kpack-server.json` names its home, port, pid
+and a random token; starters take `kpack-server.lock` in turn; the starter binds the port
+itself before anything starts (flows/ports.py), so of two starts on one port exactly one
+wins and the other names the owner. A record is believed only when the process answering
+on its port says, at `/kpack-identity`, that it is that pid of that home with that token:
+a dead or reused pid is reported as gone, never as running. Builds hold a shared lock on
+`kpack-server.lease` while they use a kept server, which stops only when it can take that
+lock exclusively (flows/server_main.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
+import http.client
 import json
 import os
+import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 STATE_FILE = "kpack-server.json"
+START_LOCK = "kpack-server.lock"
+LEASE_FILE = "kpack-server.lease"
 LOG_FILE = "kpack-server.log"
+TEMPORARY_LOG = "kpack-temporary-server.log"
+IDENTITY_PATH = "/kpack-identity"
 DEFAULT_PORT = 4200
-START_TIMEOUT_S = 120.0
+IDLE_ENV = "KPACK_SERVER_IDLE_S"
+DEFAULT_IDLE_S = 600.0
+TIMEOUT_ENV = "KPACK_SERVER_START_TIMEOUT_S"
+BASE_TIMEOUT_S = 120.0  # on an idle machine; scaled by the load average per core
+MAX_TIMEOUT_S = 1200.0
 _PR_SET_PDEATHSIG = 1
+_SPAWNED: list[subprocess.Popen] = []  # reaped now and then, so none lingers as a zombie
 
 
 class ServerError(RuntimeError):
     """A Prefect server could not be started or reached; the message says what to do."""
+
+
+class ServerSettingError(ValueError):
+    """KPACK_SERVER_IDLE_S or KPACK_SERVER_START_TIMEOUT_S is not a number of seconds."""
 
 
 @dataclass(frozen=True)
@@ -49,134 +71,372 @@ class ServerInfo:
     pid: int
     port: int
     started_at: float
+    home: str = ""
+    token: str = ""
+    kind: str = "started"  # "started": kpack server start; "kept": started by a build
+    idle_s: float = 0.0  # stops after this long unused; 0: runs until stopped
 
     @property
     def ui(self) -> str:
         return self.url.removesuffix("/api")
 
 
-def prefect_home() -> Path:
-    from prefect.settings import get_current_settings
+def home() -> Path:
+    """Prefect's home folder ($PREFECT_HOME, default ~/.prefect), without importing Prefect."""
+    return Path(os.path.expanduser(os.environ.get("PREFECT_HOME") or "~/.prefect")).resolve()
 
-    return Path(get_current_settings().home).expanduser()
+
+def _seconds(env: str, default: float) -> float:
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ServerSettingError(f"{env} must be a number of seconds (0 or more), got {raw!r}")
+    return value
+
+
+def duration(seconds: float) -> str:
+    """`seconds` in words for messages: "45 s", "10 min", "2 h"."""
+    if seconds < 120:
+        return f"{seconds:g} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def idle_setting() -> float:
+    """Seconds a kept server waits unused before it stops ($KPACK_SERVER_IDLE_S, default
+    600); 0 keeps none (a temporary server per build)."""
+    return _seconds(IDLE_ENV, DEFAULT_IDLE_S)
+
+
+def start_timeout() -> tuple[float, str]:
+    """How long to wait for a server to answer, and why: $KPACK_SERVER_START_TIMEOUT_S,
+    else 120 s times the 1-minute load average per core (at least 1, at most 1200 s)."""
+    if os.environ.get(TIMEOUT_ENV, "").strip():
+        return _seconds(TIMEOUT_ENV, BASE_TIMEOUT_S), TIMEOUT_ENV
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    scaled = min(MAX_TIMEOUT_S, BASE_TIMEOUT_S * max(1.0, load / cores))
+    return scaled, f"load average {load:.1f} on {cores} cores"
+
+
+def read_state(folder: Path | None = None) -> ServerInfo | None:
+    """The server record of a PREFECT_HOME, believed or not (see `running`)."""
+    try:
+        data = json.loads(((folder or home()) / STATE_FILE).read_text(encoding="utf-8"))
+        return ServerInfo(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _write_state(folder: Path, info: ServerInfo) -> None:
+    tmp = folder / f".{STATE_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(asdict(info)), encoding="utf-8")
+    os.replace(tmp, folder / STATE_FILE)
+
+
+def _get(url: str, timeout_s: float) -> tuple[int, bytes] | None:
+    """(status, body) of a plain GET, or None when nothing answers. The standard library's
+    client: an httpx client builds an SSL context first (0.1-0.2 s), and every build asks."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+    try:
+        conn.request("GET", parts.path or "/")
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
+
+
+def identify(root: str, timeout_s: float = 2.0) -> dict | None:
+    """What the kpack server at `root` (http://127.0.0.1:PORT) says it is: pid, home,
+    token, port; None when nothing, or no kpack server, answers there."""
+    got = _get(root + IDENTITY_PATH, timeout_s)
+    try:
+        data = json.loads(got[1]) if got and got[0] == 200 else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and data.get("kpack") == 1 else None
 
 
 def healthy(url: str, timeout_s: float = 2.0) -> bool:
     """Whether the Prefect API at `url` answers its health check."""
-    import httpx
+    if not url.startswith("http://"):  # https (a remote API): httpx, with TLS
+        import httpx
 
+        try:
+            return httpx.get(f"{url}/health", timeout=timeout_s).status_code == 200
+        except httpx.HTTPError:
+            return False
+    got = _get(f"{url}/health", timeout_s)
+    return bool(got) and got[0] == 200
+
+
+def pid_alive(pid: int) -> bool:
     try:
-        return httpx.get(f"{url}/health", timeout=timeout_s).status_code == 200
-    except httpx.HTTPError:
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return False
+    except PermissionError:
+        return True  # someone else's process: alive, and not ours
+    return True
+
+
+def answers_as(info: ServerInfo, timeout_s: float = 2.0) -> bool:
+    """Whether the process answering on info's port is the server info names: its pid is
+    alive and it reports that pid, home and token."""
+    if not pid_alive(info.pid):
+        return False
+    ident = identify(info.ui, timeout_s)
+    return bool(ident) and (ident.get("pid"), ident.get("home"), ident.get("token")) == (
+        info.pid, info.home, info.token)
 
 
 def running() -> ServerInfo | None:
-    """The `kpack server start` server, when its state file names one that answers."""
-    path = prefect_home() / STATE_FILE
+    """The server of this PREFECT_HOME, when its record is true (see `answers_as`)."""
+    info = read_state()
+    return info if info is not None and answers_as(info) else None
+
+
+@contextlib.contextmanager
+def _flock(path: Path, mode: int) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        info = ServerInfo(**json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
-        return None
-    return info if healthy(info.url) else None
+        fcntl.flock(fd, mode)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
-def _free_port(preferred: int | None = None) -> int:
-    for port in ([preferred] if preferred else []) + [0]:
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return s.getsockname()[1]
-    raise ServerError("no free port on 127.0.0.1")
+def _reap() -> None:
+    _SPAWNED[:] = [p for p in _SPAWNED if p.poll() is None]
 
 
-def _wait(url: str, proc: subprocess.Popen, timeout_s: float, log: Path | None) -> None:
+def _spawn(sock, folder: Path, token: str, idle_s: float, port: int) -> subprocess.Popen:
+    env = {**os.environ, "PREFECT_HOME": str(folder),
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
+    env.pop("PREFECT_API_URL", None)  # the server is the API; it talks to no other
+    # the UI calls the API it was served from, on whichever port that is
+    env.setdefault("PREFECT_UI_API_URL", f"http://127.0.0.1:{port}/api")
+    fd = sock.fileno()
+    with (folder / LOG_FILE).open("ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.server_main", "--fd", str(fd), "--port", str(port),
+             "--home", str(folder), "--token", token, "--idle", str(idle_s)],
+            pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, env=env)  # its own session: it outlives its starter
+    _SPAWNED.append(proc)
+    return proc
+
+
+def _timeout_message(what: str, waited: float, why: str, log: Path) -> str:
+    return (f"{what} did not answer within {waited:.0f} s ({why}); set {TIMEOUT_ENV} to wait "
+            f"longer, or run `kpack server start` once and let builds use it (log: {log})")
+
+
+def _wait(info: ServerInfo, proc: subprocess.Popen, timeout_s: float, why: str,
+          log: Path) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            where = f"; see {log}" if log else ""
             raise ServerError(f"the Prefect server exited with code {proc.returncode} while "
-                              f"starting{where}")
-        if healthy(url, timeout_s=1.0):
+                              f"starting; see {log}")
+        if answers_as(info, timeout_s=1.0):
             return
         time.sleep(0.2)
-    proc.terminate()
-    raise ServerError(f"the Prefect server did not answer at {url} within {timeout_s:.0f} s")
+    raise ServerError(_timeout_message("the Prefect server", timeout_s, why, log))
 
 
-def start(port: int = DEFAULT_PORT, timeout_s: float = START_TIMEOUT_S) -> tuple[ServerInfo, bool]:
-    """Start the persistent server in the background and wait until it answers.
+def start(port: int = DEFAULT_PORT, *, kind: str = "started", idle_s: float = 0.0,
+          timeout_s: float | None = None) -> tuple[ServerInfo, bool]:
+    """Start this PREFECT_HOME's server in the background and wait until it answers.
 
-    Returns (info, started): started is False when one was already running. Raises
-    ServerError when the port is taken by something else or the server does not come up.
-    """
-    info = running()
-    if info is not None:
-        return info, False
-    if _free_port(port) != port:
-        raise ServerError(f"port {port} is in use; pick another with --port")
-    home = prefect_home()
-    home.mkdir(parents=True, exist_ok=True)
-    log = home / LOG_FILE
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-             "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)  # its own process group: stop() ends it and its children
-    info = ServerInfo(url=f"http://127.0.0.1:{port}/api", pid=proc.pid, port=port,
-                      started_at=time.time())
-    _wait(info.url, proc, timeout_s, log)
-    tmp = home / f".{STATE_FILE}.tmp"
-    tmp.write_text(json.dumps(asdict(info)), encoding="utf-8")
-    os.replace(tmp, home / STATE_FILE)
-    return info, True
+    `port` 0 takes any free port. `kind` "started" (kpack server start) runs until
+    stopped; "kept" (a build) stops after `idle_s` unused. Returns (info, started):
+    started is False when one was already running (a kept one asked for by `kpack
+    server start` then stays until stopped). Raises flows.ports.PortTakenError naming
+    the owner of a taken port, ServerError when the server does not come up in time
+    (`start_timeout`)."""
+    from flows import ports
+
+    folder = home()
+    with _flock(folder / START_LOCK, fcntl.LOCK_EX):
+        _reap()
+        info = running()
+        if info is not None:
+            if kind == "started" and info.kind == "kept":
+                info = replace(info, kind="started", idle_s=0.0)
+                _write_state(folder, info)  # the server reads it: no idle stop any more
+            return info, False
+        token = secrets.token_hex(16)
+        sock = ports.claim(port)
+        try:
+            port = sock.getsockname()[1]
+            proc = _spawn(sock, folder, token, idle_s, port)
+        finally:
+            sock.close()  # the server holds its own copy
+        info = ServerInfo(url=f"http://127.0.0.1:{port}/api", pid=proc.pid, port=port,
+                          started_at=time.time(), home=str(folder), token=token, kind=kind,
+                          idle_s=idle_s)
+        _write_state(folder, info)
+        waited, why = (timeout_s, "the timeout asked for") if timeout_s else start_timeout()
+        try:
+            _wait(info, proc, waited, why, folder / LOG_FILE)
+        except ServerError:
+            _terminate(proc.pid)
+            (folder / STATE_FILE).unlink(missing_ok=True)
+            raise
+        return info, True
 
 
-def stop() -> ServerInfo | None:
-    """Stop the persistent server (its whole process group); the info of the one stopped,
-    or None when there was none."""
-    path = prefect_home() / STATE_FILE
-    try:
-        info = ServerInfo(**json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
-        return None
+def _terminate(pid: int, grace_s: float = 10.0) -> None:
+    """SIGTERM the process group `pid` leads, SIGKILL it after `grace_s`."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(info.pid, signal.SIGTERM)
-        for _ in range(50):
-            os.killpg(info.pid, 0)
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            os.killpg(pid, 0)
+            _reap()
             time.sleep(0.1)
-        os.killpg(info.pid, signal.SIGKILL)
-    path.unlink(missing_ok=True)
-    return info
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _is_server_process(info: ServerInfo) -> bool:
+    """The pid still runs the server this record started (its token is on its command
+    line): a pid reused by another program is never signalled."""
+    from flows.ports import _cmdline
+
+    return answers_as(info) or (pid_alive(info.pid) and info.token != ""
+                                and info.token in _cmdline(info.pid))
+
+
+def stop() -> tuple[ServerInfo | None, bool]:
+    """Stop this PREFECT_HOME's server (its whole process group). Returns (record, was
+    running): (None, False) when there is no record; (record, False) for a record whose
+    process was already gone (the record is removed)."""
+    folder = home()
+    info = read_state(folder)
+    if info is None:
+        return None, False
+    alive = _is_server_process(info)
+    if alive:
+        _terminate(info.pid)
+    with contextlib.suppress(OSError):
+        if read_state(folder) == info:
+            (folder / STATE_FILE).unlink()
+    return info, alive
+
+
+@contextlib.contextmanager
+def _api_url(url: str, updates: dict | None = None) -> Iterator[None]:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    before = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = url  # for processes the build starts (Dask workers)
+    try:
+        with temporary_settings(updates={**(updates or {}), PREFECT_API_URL: url}):
+            yield
+    finally:
+        if before is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = before
+
+
+@contextlib.contextmanager
+def api_for_build(log=None, timeout_s: float | None = None,
+                  updates: dict | None = None) -> Iterator[str]:
+    """Point Prefect at a server for the duration of a build (see the module doc), with
+    the Prefect settings `updates` (setting → value) applied too; yields "configured",
+    "started", "kept" or "temporary". `log` gets one line when a server is started.
+    Raises ServerError (one line, what to do) when none comes up in time."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if PREFECT_API_URL.value():
+        with temporary_settings(updates=updates or {}):
+            yield "configured"
+        return
+    idle = idle_setting()
+    if idle <= 0:
+        if log:
+            log(f"starting a temporary Prefect server for this build ({IDLE_ENV}=0 keeps "
+                "none; `kpack server start` starts one for every build)")
+        with _temporary(timeout_s) as url, _api_url(url, updates):
+            try:
+                yield "temporary"
+            finally:
+                _flush_workers()
+        return
+    folder = home()
+    # held while the build runs: the kept server stops only when no build holds it
+    with _flock(folder / LEASE_FILE, fcntl.LOCK_SH):
+        info = running()
+        if info is None:
+            info, started = start(0, kind="kept", idle_s=idle, timeout_s=timeout_s)
+            if started and log:
+                log(f"started a Prefect server for builds in the background: UI {info.ui} "
+                    f"(stops after {duration(idle)} unused; `kpack server stop` stops it "
+                    f"now, {IDLE_ENV}=0 keeps none)")
+        with _api_url(info.url, updates):
+            yield info.kind
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _temporary_server(timeout_s: float) -> tuple[subprocess.Popen, str]:
-    """A Prefect API server for one build: the same command Prefect's ephemeral mode runs,
-    tied to this process's life."""
+@contextlib.contextmanager
+def _temporary(timeout_s: float | None) -> Iterator[str]:
+    """A Prefect API server for one build: the command Prefect's ephemeral mode runs, on a
+    port claimed here, logging to $PREFECT_HOME/kpack-temporary-server.log (a server
+    stopped while starting prints a traceback), stopped when the build ends or dies."""
     import prefect
     from prefect.settings import get_current_settings
 
-    port = _free_port()
+    from flows import ports
+
+    folder = home()
+    folder.mkdir(parents=True, exist_ok=True)
+    sock = ports.claim(0)
+    port = sock.getsockname()[1]
     env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
            "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
            "PREFECT__SERVER_FINAL": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parents[1]),
-         "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "error", "--lifespan", "on"],
-        env=env, stdin=subprocess.DEVNULL,
-        preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+    log = folder / TEMPORARY_LOG
+    with sock, log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parents[1]),
+             "--factory", "prefect.server.api.server:create_app", "--fd", str(sock.fileno()),
+             "--log-level", "error", "--lifespan", "on"],
+            env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            pass_fds=(sock.fileno(),),
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
     url = f"http://127.0.0.1:{port}/api"
-    _wait(url, proc, timeout_s, None)
-    return proc, url
+    try:
+        waited, why = (timeout_s, "the timeout asked for") if timeout_s else start_timeout()
+        deadline = time.monotonic() + waited
+        while not healthy(url, timeout_s=1.0):
+            if proc.poll() is not None:
+                raise ServerError(f"the temporary Prefect server exited with code "
+                                  f"{proc.returncode} while starting; see {log}")
+            if time.monotonic() > deadline:
+                raise ServerError(_timeout_message("the temporary Prefect server", waited,
+                                                   why, log))
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 FLUSH_TIMEOUT_S = 15.0
@@ -192,45 +452,3 @@ def _flush_workers() -> None:
 
     for worker in (APILogWorker, EventsWorker):
         worker.drain_all(timeout=FLUSH_TIMEOUT_S)
-
-
-@contextlib.contextmanager
-def api_for_build(log=None, timeout_s: float = START_TIMEOUT_S) -> Iterator[str]:
-    """Point Prefect at a server for the duration of a build (see the module doc);
-    yields "configured", "persistent" or "temporary"."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    if PREFECT_API_URL.value():
-        yield "configured"
-        return
-    info = running()
-    proc = None
-    if info is not None:
-        url, kind = info.url, "persistent"
-    else:
-        if log:
-            log("starting a temporary Prefect server (run `kpack server start` once to "
-                "skip this on every build)")
-        proc, url = _temporary_server(timeout_s)
-        kind = "temporary"
-    before = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = url  # for processes the build starts (Dask workers)
-    try:
-        with temporary_settings(updates={PREFECT_API_URL: url}):
-            try:
-                yield kind
-            finally:
-                if proc is not None:
-                    _flush_workers()
-    finally:
-        if before is None:
-            os.environ.pop("PREFECT_API_URL", None)
-        else:
-            os.environ["PREFECT_API_URL"] = before
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()

@@ -42,19 +42,40 @@ def results_dir(work_dir: Path) -> Path:
     return (Path(work_dir) / "prefect-results").resolve()
 
 
+def result_updates(work_dir: Path) -> dict:
+    """Prefect setting → value that persist task results under `results_dir(work_dir)`
+    (for temporary_settings; flows.server.api_for_build applies them with the API URL in
+    one go: each temporary_settings rebuilds every Prefect setting, 0.1-0.4 s)."""
+    from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, PREFECT_RESULTS_PERSIST_BY_DEFAULT
+
+    return {PREFECT_LOCAL_STORAGE_PATH: str(results_dir(work_dir)),
+            PREFECT_RESULTS_PERSIST_BY_DEFAULT: True}
+
+
+HEARTBEAT_ENVS = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
+
+
+def build_updates(work_dir: Path) -> dict:
+    """The Prefect settings a `kpack build` run gets: `result_updates`, and no flow-run
+    heartbeat unless the user set its frequency. Prefect's heartbeat thread sleeps in 1 s
+    steps and the flow waits for it at its end: 0-1 s on every build (0.5 s on average,
+    a third of a no-change rebuild), for heartbeats that only an automation the project
+    does not install would read; a build that died is marked Crashed by the next build of
+    its pack (flows.build.mark_crashed)."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY
+
+    updates = result_updates(work_dir)
+    if not any(os.environ.get(name) for name in HEARTBEAT_ENVS):
+        updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
+    return updates
+
+
 def result_settings(work_dir: Path):
     """A context manager (Prefect's temporary_settings) persisting task results under
     `results_dir(work_dir)`, for a build or estimate run in this process."""
-    from prefect.settings import (
-        PREFECT_LOCAL_STORAGE_PATH,
-        PREFECT_RESULTS_PERSIST_BY_DEFAULT,
-        temporary_settings,
-    )
+    from prefect.settings import temporary_settings
 
-    return temporary_settings(updates={
-        PREFECT_LOCAL_STORAGE_PATH: str(results_dir(work_dir)),
-        PREFECT_RESULTS_PERSIST_BY_DEFAULT: True,
-    })
+    return temporary_settings(updates=result_updates(work_dir))
 
 
 def quiet_libraries() -> None:

@@ -15,6 +15,10 @@ os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="kpack-prefect-hom
 # database lock) and builds waited on it. Run logs are a large share of what test builds
 # write to it, and no test reads them from the API, so they stay on the console.
 os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
+# No background Prefect server or warm build process outlives a test: a build that finds
+# no server starts a temporary one (flows/server.py). Tests of the kept server set their
+# own value and stop what they start.
+os.environ["KPACK_SERVER_IDLE_S"] = "0"
 # Tests decide for themselves whether Claude is reachable.
 for _var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "KPACK_EMBEDDING_MODEL"):
     os.environ.pop(_var, None)

@@ -54,7 +54,8 @@ def runtime() -> Path:
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KPACK_", "ANTHROPIC_"))}
     # A fresh ONNX cache: the runtime must need none (the pack carries its encoder).
-    return {**env, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return {**env, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+            "KPACK_SERVER_IDLE_S": "0"}  # its build keeps no server behind
 
 
 def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:

@@ -1,4 +1,5 @@
-"""The build side's `kpack` commands: build (`build.py`), serve and server (`serve.py`).
+"""The build side's `kpack` commands: build (`build.py`), serve (`serve.py`) and server
+(`server.py`).
 
 The `kpack` entry point lives on the query side (packs/cli/); it loads `register` here
 through the `kpack.commands` entry point group (pyproject.toml) for any command line that
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import typer
 
-from flows.cli import build, serve
+from flows.cli import build, serve, server
 
 
 def register(app: typer.Typer) -> None:
@@ -18,5 +19,5 @@ def register(app: typer.Typer) -> None:
     from flows.settings import configure_prefect_env
 
     configure_prefect_env()
-    for group in (build, serve):
+    for group in (build, serve, server):
         group.register(app)

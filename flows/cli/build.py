@@ -33,11 +33,15 @@ def build(
 ) -> None:
     """Build (or rebuild) the pack of SOURCE and publish it atomically into OUT/<name>/.
 
-    Before anything is fetched, a preflight checks the config, the embedding model, the
-    hosts, the API key and the output folder (exit 2 with every problem in one line).
-    A build the publish guard finds clearly worse than the current one publishes nothing
-    and exits 1 (--force overrides); a second build of a pack that is being built is
-    refused. With --strict, failed sources or a partial pack exit 3."""
+    Before anything is fetched or Prefect is loaded, the inputs are checked: urls.txt,
+    pack.toml, the embedding model, the hosts, the API key, the output folder (exit 2 with
+    every problem in one line). The build reports to $PREFECT_API_URL, to the server of
+    `kpack server start`, or to one it starts and keeps in the background (stopped after
+    $KPACK_SERVER_IDLE_S unused, default 600 s; `kpack server stop`), and it leaves a warm
+    build process there too, so the next build starts at once (KPACK_SERVER_IDLE_S=0 keeps
+    nothing). A build the publish guard finds clearly worse than the current one publishes
+    nothing and exits 1 (--force overrides); a second build of a pack that is being built
+    is refused. With --strict, failed sources or a partial pack exit 3."""
     from packs.extras import MissingExtraError, build_missing_message
 
     if needs := build_missing_message():  # a runtime-only install: say what to add
@@ -45,23 +49,67 @@ def build(
     if estimate:
         _estimate(source, out, work_dir, embedding_model, extractor, allow_private_hosts, as_json)
         return
+    request = {"source": str(source), "out": str(out),
+               "work_dir": str(work_dir) if work_dir else None,
+               "embedding_model": embedding_model, "extractor": extractor,
+               "allow_private_hosts": allow_private_hosts, "max_cost": max_cost,
+               "task_runner": task_runner, "force": force, "strict": strict,
+               "as_json": as_json, "retry_failed": retry_failed}
+    try:  # bad input is reported before Prefect is imported or a server started
+        from flows import warm
+        from flows.preflight import check_build_inputs
+        from flows.runners import parse_task_runner
+        from flows.server import idle_setting
+
+        parse_task_runner(task_runner)
+        idle_setting()
+        inputs = check_build_inputs(source, out, work_dir, embedding_model=embedding_model,
+                                    extractor=extractor,
+                                    allow_private_hosts=allow_private_hosts)
+    except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
+        _fail(exc)
+    code = warm.run(request)
+    if code is None:  # no warm build process for this home (yet): build here
+        try:
+            code = run_request(request, inputs)
+        finally:
+            warm.spawn()
+    raise typer.Exit(code)
+
+
+def run_request(request: dict, inputs=None) -> int:
+    """Run the build `request` (the options of a `kpack build` command line, as built in
+    `build`) in this process and print its outcome; the exit code. `inputs` are the
+    checked inputs (flows.preflight.BuildInputs); None reads them again without the
+    preflight (the caller ran it: the warm build process, flows/warm.py)."""
     try:
         from flows.build import run_build, shortfalls
+        from flows.preflight import check_build_inputs
         from flows.settings import console_errors_one_line
 
         console_errors_one_line()
+        inputs = inputs or check_build_inputs(
+            request["source"], request["out"], request["work_dir"],
+            embedding_model=request["embedding_model"], extractor=request["extractor"],
+            allow_private_hosts=request["allow_private_hosts"], run_preflight=False)
         summary = run_build(
-            source, out, work_dir=work_dir, embedding_model=embedding_model,
-            extractor=extractor, allow_private_hosts=allow_private_hosts, max_cost_usd=max_cost,
-            task_runner_setting=task_runner, force=force, retry_failed=retry_failed,
+            request["source"], request["out"], work_dir=request["work_dir"],
+            embedding_model=request["embedding_model"], extractor=request["extractor"],
+            allow_private_hosts=request["allow_private_hosts"],
+            max_cost_usd=request["max_cost"], task_runner_setting=request["task_runner"],
+            force=request["force"], retry_failed=request["retry_failed"], inputs=inputs,
             log=lambda line: typer.echo(line, err=True),
         )
     except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
-        _fail(exc)
-    _print_build(summary, as_json)
-    if strict and shortfalls(summary):
+        try:
+            _fail(exc)
+        except typer.Exit as done:
+            return done.exit_code
+    _print_build(summary, request["as_json"])
+    if request["strict"] and shortfalls(summary):
         typer.echo(f"strict: {'; '.join(shortfalls(summary))}", err=True)
-        raise typer.Exit(EXIT_PARTIAL)
+        return EXIT_PARTIAL
+    return 0
 
 
 def _print_build(summary: dict, as_json: bool) -> None:

@@ -1,4 +1,5 @@
-"""`kpack serve`: rebuild every source's pack on its schedule, through Prefect.
+"""`kpack serve`: rebuild every source's pack on its schedule, through Prefect (the
+Prefect server itself: `kpack server`, flows/cli/server.py).
 
 `register(app)` adds the command to the main `kpack` app (packs/cli/__init__.py, through the kpack.commands entry point). Exit codes as
 there: 0 stopped cleanly, 1 the server or a run failed to start, 2 bad input (no
@@ -13,7 +14,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from packs.cli.common import EXIT_FAILED, fail
+from packs.cli.common import fail
 
 
 def _fail(exc: BaseException) -> NoReturn:
@@ -53,60 +54,6 @@ def serve(
         _fail(exc)
 
 
-server_app = typer.Typer(help="A persistent local Prefect server (with its UI) that builds use "
-                         "instead of starting a temporary one each time.",
-                         no_args_is_help=True)
-
-
-@server_app.command("start")
-def server_start(
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port on 127.0.0.1.")] = 4200,
-) -> None:
-    """Start the server in the background, wait until it answers, and return. Its runs
-    and logs live in $PREFECT_HOME (default ~/.prefect)."""
-    from flows import server
-
-    try:
-        info, started = server.start(port)
-    except Exception as exc:  # the CLI edge
-        _fail(exc)
-    verb = "started" if started else "already running"
-    typer.echo(f"Prefect server {verb}: UI {info.ui}, API {info.url} (pid {info.pid}); "
-               "kpack build uses it from now on")
-
-
-@server_app.command("stop")
-def server_stop() -> None:
-    """Stop the server that `kpack server start` started."""
-    from flows import server
-
-    info = server.stop()
-    typer.echo(f"stopped the Prefect server on port {info.port}" if info
-               else "no kpack Prefect server is running")
-
-
-@server_app.command("status")
-def server_status() -> None:
-    """Say whether builds have a server: PREFECT_API_URL, the persistent one, or none
-    (each build then starts a temporary one). Exit 1 when none answers."""
-    from prefect.settings import PREFECT_API_URL
-
-    from flows import server
-
-    configured = PREFECT_API_URL.value()
-    if configured:
-        state = "answers" if server.healthy(configured) else "does NOT answer"
-        typer.echo(f"PREFECT_API_URL={configured} ({state}); builds report there")
-        raise typer.Exit(0 if state == "answers" else EXIT_FAILED)
-    info = server.running()
-    if info is None:
-        typer.echo("no Prefect server: each build starts a temporary one "
-                   "(kpack server start to keep one running)")
-        raise typer.Exit(EXIT_FAILED)
-    typer.echo(f"running: UI {info.ui}, API {info.url} (pid {info.pid})")
-
-
 def register(app: typer.Typer) -> None:
-    """Add `kpack serve` and `kpack server start|stop|status` to `app`."""
+    """Add `kpack serve` to `app`."""
     app.command(name="serve")(serve)
-    app.add_typer(server_app, name="server")
