@@ -11,6 +11,8 @@ Keys (one series per pack, so the Artifacts page shows each pack's history):
     build-report-<pack>       the markdown build report
     sources-<pack>            one row per URL: status, HTTP status, error, change
     pack-<pack>               file:// link to the published pack folder
+
+and, on each extract shard's task run (keyless), its Claude calls, tokens and cost.
 """
 
 from __future__ import annotations
@@ -136,6 +138,38 @@ def chain(*callbacks: Callable[..., None] | None) -> Callable[..., None]:
             cb(*args)
 
     return progress
+
+
+# --- per shard ------------------------------------------------------------------------------
+
+
+def shard_cost_artifact(pack: str, shard, record) -> UUID | None:
+    """A markdown artifact on the current task run (an extract shard's): its sections,
+    API calls, cache hits, tokens and USD (flows.summary.extract_by_shard). Returns its
+    id; None outside a task run, for a shard that made no call and found no cached
+    answer (the offline extractor), or when the API refused it (logged: the report is
+    observability and never fails the build)."""
+    from prefect.context import TaskRunContext
+
+    from flows.report import SHARD_HEADER, shard_row
+    from flows.summary import extract_by_shard
+
+    rows = extract_by_shard([record], shard.count)
+    if TaskRunContext.get() is None or not rows:
+        return None
+    from prefect.artifacts import create_markdown_artifact
+
+    row = rows[0]
+    text = "\n".join([f"# Extract shard {row['shard']} of {pack}", "",
+                      "| " + " | ".join(SHARD_HEADER) + " |", "|" + "---|" * len(SHARD_HEADER),
+                      "| " + " | ".join(shard_row(row)) + " |", ""])
+    try:
+        return create_markdown_artifact(
+            markdown=text, description=f"Claude calls and cost of extract shard "
+                                       f"{row['shard']} of {pack}")
+    except _API_ERRORS as exc:
+        log.warning("extract shard %s: no cost artifact (%s)", row["shard"], exc)
+        return None
 
 
 # --- publishing the report -----------------------------------------------------------------

@@ -117,6 +117,7 @@ def _extract_section(summary: dict) -> list[str]:
                      f"({_num(stats['pages'])} pages)"])
     if rows:
         lines += _table(["", "value"], rows)
+    lines += shard_lines(stats.get("by_shard") or [])
     dropped = stats.get("dropped") or {}
     if dropped:
         lines += ["Invalid items dropped from otherwise usable answers, by reason:", ""]
@@ -130,6 +131,30 @@ def _extract_section(summary: dict) -> list[str]:
             for f in failures[:MAX_LISTED]])
         lines += _more(failures, MAX_LISTED, total)
     return lines
+
+
+SHARD_HEADER = ["shard", "sections", "API calls", "cache hits", "input tokens",
+                "output tokens", "cost"]
+
+
+def shard_row(row: dict) -> list[str]:
+    """One extract shard's cells (extract_by_shard's row), in SHARD_HEADER's order."""
+    cost = f"${float(row.get('cost_usd', 0.0)):.4f}"
+    if row.get("reused"):
+        cost += " (output reused)"
+    return [str(row.get("shard", "")), *(_num(row.get(k, 0)) for k in (
+        "sections", "calls", "cache_hits", "input_tokens", "output_tokens")), cost]
+
+
+def shard_lines(by_shard: list[dict]) -> list[str]:
+    """The per-shard calls and cost, costliest first (at most MAX_LISTED rows)."""
+    if not by_shard:
+        return []
+    ranked = sorted(by_shard, key=lambda r: (-float(r.get("cost_usd", 0.0)),
+                                             -int(r.get("calls", 0))))
+    lines = ["Calls and cost per shard (costliest first):", ""]
+    lines += _table(SHARD_HEADER, [shard_row(r) for r in ranked[:MAX_LISTED]])
+    return lines + _more(ranked, MAX_LISTED)
 
 
 def _embed_section(summary: dict) -> list[str]:
@@ -190,8 +215,54 @@ def report_markdown(summary: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+# The Prefect UI shows a table artifact in a column about 830 px wide at a 1400 px window
+# and never wraps a cell: with the full URL first, every column past http_status was off
+# screen (2026-11-27, Prefect 3.8.8 UI). So the short columns come first, the page is named
+# by the tail of its path, long errors are cut (the manifest has them whole), and the full
+# URL, a link, comes last.
+PAGE_CHARS = 30
+ERROR_CHARS = 32
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def page_name(url: str | None, limit: int = PAGE_CHARS) -> str:
+    """The tail of a URL's path, at most `limit` characters: whole segments from the end,
+    "…/" in front when some were left out (`https://h/docs/a/b/` → "docs/a/b/"); the host
+    for a URL with no path."""
+    from urllib.parse import unquote, urlsplit
+
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    path = unquote(parts.path)
+    segments = [seg for seg in path.split("/") if seg]
+    if not segments:
+        return _clip(parts.netloc or url, limit)
+    name = "/".join(segments) + ("/" if path.endswith("/") else "")
+    if len(name) <= limit:
+        return name
+    name = segments[-1] + ("/" if path.endswith("/") else "")
+    if len(name) > limit - 2:  # one long segment: its end
+        return "…" + name[-(limit - 1):]
+    for seg in reversed(segments[:-1]):
+        if len(seg) + 1 + len(name) > limit - 2:
+            break
+        name = f"{seg}/{name}"
+    return "…/" + name
+
+
+def _row(url, status, http, change, error, content_hash) -> dict:
+    return {"page": page_name(url), "status": status, "http": http, "change": change,
+            "error": _clip(error or "", ERROR_CHARS), "hash": (content_hash or "")[:10],
+            "url": url}
+
+
 def sources_rows(sources: list[dict], changes: dict | None = None) -> list[dict]:
-    """One table row per URL: url, status, http_status, change, error, content_hash (short).
+    """One table row per URL: page (the tail of its path), status, http (the HTTP status),
+    change, error (cut to ERROR_CHARS), hash (content hash, short), url (whole, last).
 
     `change` is added / changed / unchanged from `changes` (packs.diff shape) when given;
     URLs removed since the previous build get a row of their own with status "removed".
@@ -211,12 +282,10 @@ def sources_rows(sources: list[dict], changes: dict | None = None) -> list[dict]
         if have_diff and s.get("status") in ("ok", "not_modified"):
             change = "added" if url in added else "changed" if url in changed else \
                 "unchanged" if complete else ""
-        rows.append({"url": url, "status": s.get("status"), "http_status": s.get("http_status"),
-                     "change": change, "error": s.get("error") or "",
-                     "content_hash": (s.get("content_hash") or "")[:12]})
+        rows.append(_row(url, s.get("status"), s.get("http_status"), change, s.get("error"),
+                         s.get("content_hash")))
     for url in changes.get("pages_removed") or ():
-        rows.append({"url": url, "status": "removed", "http_status": None, "change": "removed",
-                     "error": "", "content_hash": ""})
+        rows.append(_row(url, "removed", None, "removed", "", ""))
     return rows
 
 
@@ -241,9 +310,11 @@ def capped_rows(rows: list[dict], max_rows: int = MAX_TABLE_ROWS,
             break
         kept.append(row)
     if len(kept) < len(rows):
-        kept.append({"url": f"... and {len(rows) - len(kept)} more URLs: see manifest.json "
-                            "sources (kpack inspect PACK)", "status": "", "http_status": None,
-                     "change": "", "error": "", "content_hash": ""})
+        more = _row(None, "", None, "", "", "")
+        more["page"] = f"... and {len(rows) - len(kept)} more"
+        more["url"] = (f"... and {len(rows) - len(kept)} more URLs: see manifest.json sources "
+                       "(kpack inspect PACK)")
+        kept.append(more)
     return kept
 
 

@@ -105,10 +105,15 @@ def task_runner(setting: str | None = None) -> TaskRunner:
 
 def local_cluster_kwargs(workers: int, cores: int | None = None) -> dict:
     """A local Dask cluster of `workers` processes with one task slot each; the cores
-    are divided among them (ONNX Runtime threads of the embedding model, BLAS)."""
+    are divided among them (ONNX Runtime threads of the embedding model, BLAS). Workers
+    get time to exit when the cluster closes (flows/dask_nanny.py); the dashboard takes
+    any free port (":0"; None meant 8787, and a second cluster warned that it was taken).
+    Imports distributed."""
+    from flows.dask_nanny import GracefulNanny
+
     share = str(max(1, (cores or os.cpu_count() or 1) // workers))
     return {"n_workers": workers, "processes": True, "threads_per_worker": 1,
-            "dashboard_address": None,
+            "dashboard_address": ":0", "worker_class": GracefulNanny,
             "env": {"KPACK_EMBED_THREADS": share, "OMP_NUM_THREADS": share}}
 
 

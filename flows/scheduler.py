@@ -36,7 +36,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import CachePolicy
 from prefect.futures import PrefectFuture, as_completed
 
-from flows.artifacts import stage_progress
+from flows.artifacts import shard_cost_artifact, stage_progress
 from flows.settings import stage_logging
 from tasks import faults, shards, stages
 from tasks.publish.guard import GuardError
@@ -62,7 +62,10 @@ def run_stage(name: str, ctx: BuildContext, shard: shards.Shard | None, inputs: 
                  ctx.work.pack_dir / "faults" / ctx.build_id)
     if shard is None and ctx.isolate_reduce and name in ISOLATED_STAGES:
         return isolated.run(name, ctx, inputs)
-    return stages.get(name).run(ctx, shard, inputs)
+    record = stages.get(name).run(ctx, shard, inputs)
+    if name == "extract":  # its calls and cost, on its task run in the UI
+        shard_cost_artifact(ctx.pack, shard, record)
+    return record
 
 
 @dataclass

@@ -39,10 +39,30 @@ def extract_totals(records: list[Record], pages: int) -> dict:
     return out
 
 
+SHARD_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd")
+
+
+def extract_by_shard(records: list[Record], count: int) -> list[dict]:
+    """One row per extract shard, in shard order: its label (`i/n`), sections, this run's
+    API calls, cache hits, tokens and USD, and whether its output was reused whole.
+    Empty when no shard made a call or found a cached answer (the offline extractor)."""
+    rows = []
+    for r in sorted(records, key=lambda r: r.shard if r.shard is not None else -1):
+        row = {"shard": f"{(r.shard or 0) + 1}/{count}", "sections": r.rows.get("sections", 0)}
+        for k in SHARD_KEYS:
+            v = r.work.get(k, 0)
+            row[k] = round(float(v), 6) if k == "cost_usd" else int(v)
+        row["reused"] = bool(r.info.get("reused"))
+        rows.append(row)
+    if not any(row["calls"] or row["cache_hits"] or row["cost_usd"] for row in rows):
+        return []
+    return rows
+
+
 def build_stats(pipe: Scheduler, shard_pages: int, slots: int = 0) -> dict:
-    """The summary's "stats": extraction (work, failures, cost), embedding (computed vs
-    cached vectors) and the shard layout (with the cluster's task slots it was cut for),
-    from the stage records the scheduler collected."""
+    """The summary's "stats": extraction (work, failures, cost; per shard in "by_shard"),
+    embedding (computed vs cached vectors) and the shard layout (with the cluster's task
+    slots it was cut for), from the stage records the scheduler collected."""
     pages = sum(r.rows.get("usable", 0) for r in pipe.records["fetch"])
     extract = extract_totals(pipe.records["extract"], pages)
     sections = sum(r.rows["sections"] for r in pipe.records["split"])
@@ -55,6 +75,9 @@ def build_stats(pipe: Scheduler, shard_pages: int, slots: int = 0) -> dict:
         embed["keyword_vectors"] = {"computed": kw, "cached": sections - kw}
     extract_stats = {**extract, "sections": sections, "reused_shards": sum(
         bool(r.info.get("reused")) for r in pipe.records["extract"])}
+    by_shard = extract_by_shard(pipe.records["extract"], pipe.count)
+    if by_shard:
+        extract_stats["by_shard"] = by_shard
     return {"extract": extract_stats, "embed": embed,
             "shards": {"count": pipe.count, "non_empty": len(pipe.layout),
                        "shard_pages": shard_pages, "slots": slots,

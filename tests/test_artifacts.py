@@ -9,8 +9,11 @@ import pytest
 
 from flows.artifacts import ProgressArtifact, artifact_key, chain, publish_report
 from flows.report import (
+    ERROR_CHARS,
     MAX_TABLE_ROWS,
+    PAGE_CHARS,
     capped_rows,
+    page_name,
     report_markdown,
     sources_rows,
     with_manifest,
@@ -107,8 +110,27 @@ def test_sources_rows_mark_changes_and_removed_urls() -> None:
     assert change == {"new": ("ok", "added"), "edited": ("ok", "changed"),
                       "same": ("not_modified", "unchanged"), "404": ("failed", ""),
                       "gone": ("removed", "removed")}
-    assert rows[0]["content_hash"] == "abcdef012345"
+    assert rows[0]["hash"] == "abcdef0123"
     assert [r["change"] for r in sources_rows(SUMMARY["sources"])] == ["", "", "", ""]
+
+
+def test_sources_rows_put_short_columns_first_and_cut_long_cells() -> None:
+    """The Prefect UI never wraps a table cell: with the full URL first, the columns
+    past http_status were off screen at 1400 px."""
+    url = ("https://kubernetes.io/docs/tasks/configure-pod-container/"
+           "configure-persistent-volume-storage/")
+    [row] = sources_rows([{"url": url, "status": "failed", "http_status": 404,
+                           "error": "HTTP 404 Not Found: " + "x" * 200}])
+    assert list(row) == ["page", "status", "http", "change", "error", "hash", "url"]
+    assert len(row["page"]) <= PAGE_CHARS and row["page"].startswith("…")
+    assert row["page"].endswith("persistent-volume-storage/")
+    assert len(row["error"]) <= ERROR_CHARS and row["error"].startswith("HTTP 404 Not Found")
+    assert row["url"] == url and row["http"] == 404
+    assert page_name("https://a.example/docs/intro/") == "docs/intro/"
+    assert page_name("file:///srv/docs/guide.md") == "srv/docs/guide.md"
+    assert page_name("https://a.example/") == "a.example"
+    assert page_name("https://a.example/docs/concepts/workloads/pods/init-containers/") == \
+        "…/pods/init-containers/"
 
 
 def test_artifacts_of_a_large_pack_stay_under_prefects_event_limit() -> None:
