@@ -26,7 +26,6 @@ lock exclusively (flows/server_main.py).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import http.client
 import json
@@ -45,7 +44,6 @@ STATE_FILE = "kpack-server.json"
 START_LOCK = "kpack-server.lock"
 LEASE_FILE = "kpack-server.lease"
 LOG_FILE = "kpack-server.log"
-TEMPORARY_LOG = "kpack-temporary-server.log"
 IDENTITY_PATH = "/kpack-identity"
 DEFAULT_PORT = 4200
 IDLE_ENV = "KPACK_SERVER_IDLE_S"
@@ -53,7 +51,6 @@ DEFAULT_IDLE_S = 600.0
 TIMEOUT_ENV = "KPACK_SERVER_START_TIMEOUT_S"
 BASE_TIMEOUT_S = 120.0  # on an idle machine; scaled by the load average per core
 MAX_TIMEOUT_S = 1200.0
-_PR_SET_PDEATHSIG = 1
 _SPAWNED: list[subprocess.Popen] = []  # reaped now and then, so none lingers as a zombie
 
 
@@ -235,7 +232,7 @@ def _spawn(sock, folder: Path, token: str, idle_s: float, port: int) -> subproce
     return proc
 
 
-def _timeout_message(what: str, waited: float, why: str, log: Path) -> str:
+def timeout_message(what: str, waited: float, why: str, log: Path) -> str:
     return (f"{what} did not answer within {waited:.0f} s ({why}); set {TIMEOUT_ENV} to wait "
             f"longer, or run `kpack server start` once and let builds use it (log: {log})")
 
@@ -250,7 +247,7 @@ def _wait(info: ServerInfo, proc: subprocess.Popen, timeout_s: float, why: str,
         if answers_as(info, timeout_s=1.0):
             return
         time.sleep(0.2)
-    raise ServerError(_timeout_message("the Prefect server", timeout_s, why, log))
+    raise ServerError(timeout_message("the Prefect server", timeout_s, why, log))
 
 
 def start(port: int = DEFAULT_PORT, *, kind: str = "started", idle_s: float = 0.0,
@@ -367,11 +364,13 @@ def api_for_build(log=None, timeout_s: float | None = None,
         if log:
             log(f"starting a temporary Prefect server for this build ({IDLE_ENV}=0 keeps "
                 "none; `kpack server start` starts one for every build)")
-        with _temporary(timeout_s) as url, _api_url(url, updates):
+        from flows.temporary_server import flush_workers, temporary
+
+        with temporary(timeout_s) as url, _api_url(url, updates):
             try:
                 yield "temporary"
             finally:
-                _flush_workers()
+                flush_workers()
         return
     folder = home()
     # held while the build runs: the kept server stops only when no build holds it
@@ -385,70 +384,3 @@ def api_for_build(log=None, timeout_s: float | None = None,
                     f"now, {IDLE_ENV}=0 keeps none)")
         with _api_url(info.url, updates):
             yield info.kind
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-@contextlib.contextmanager
-def _temporary(timeout_s: float | None) -> Iterator[str]:
-    """A Prefect API server for one build: the command Prefect's ephemeral mode runs, on a
-    port claimed here, logging to $PREFECT_HOME/kpack-temporary-server.log (a server
-    stopped while starting prints a traceback), stopped when the build ends or dies."""
-    import prefect
-    from prefect.settings import get_current_settings
-
-    from flows import ports
-
-    folder = home()
-    folder.mkdir(parents=True, exist_ok=True)
-    sock = ports.claim(0)
-    port = sock.getsockname()[1]
-    env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
-           "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
-           "PREFECT__SERVER_FINAL": "1"}
-    log = folder / TEMPORARY_LOG
-    with sock, log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parents[1]),
-             "--factory", "prefect.server.api.server:create_app", "--fd", str(sock.fileno()),
-             "--log-level", "error", "--lifespan", "on"],
-            env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            pass_fds=(sock.fileno(),),
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
-    url = f"http://127.0.0.1:{port}/api"
-    try:
-        waited, why = (timeout_s, "the timeout asked for") if timeout_s else start_timeout()
-        deadline = time.monotonic() + waited
-        while not healthy(url, timeout_s=1.0):
-            if proc.poll() is not None:
-                raise ServerError(f"the temporary Prefect server exited with code "
-                                  f"{proc.returncode} while starting; see {log}")
-            if time.monotonic() > deadline:
-                raise ServerError(_timeout_message("the temporary Prefect server", waited,
-                                                   why, log))
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-FLUSH_TIMEOUT_S = 15.0
-
-
-def _flush_workers() -> None:
-    """Send the run logs and events this process still queues to the server, before a
-    temporary server stops. Otherwise Prefect's workers retry them against the stopped
-    server when the process exits: about a minute after the build's last line, then
-    "Error logging to API". Waits at most FLUSH_TIMEOUT_S per worker."""
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
-
-    for worker in (APILogWorker, EventsWorker):
-        worker.drain_all(timeout=FLUSH_TIMEOUT_S)
