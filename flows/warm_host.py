@@ -249,7 +249,11 @@ def run_child(conn: socket.socket, fds: list[int], request: dict, log: Path) -> 
               f"from {os.getppid()})", file=sys.stderr)
     from flows.cli.build import run_request
 
-    code = run_request(request["request"])
+    try:
+        code = run_request(request["request"])
+    except KeyboardInterrupt:  # the caller's Ctrl-C: answer now; task threads end later
+        print("interrupted", file=sys.stderr)
+        code = 130
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     with log.open("ab") as out:

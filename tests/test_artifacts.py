@@ -339,3 +339,58 @@ def test_publish_report_copes_with_sparse_summaries(prefect_harness, summary) ->
 
     ids = build()
     assert "report" in ids and ("link" in ids) == ("pack" in summary)
+
+
+def _extract_record(shard: int, **work):
+    from tasks.stages.common import Record
+
+    return Record("extract", f"k{shard}", shard, {}, {"sections": 7}, 0.1, work=work)
+
+
+def test_the_report_lists_calls_and_cost_per_shard_costliest_first() -> None:
+    from flows.summary import extract_by_shard
+
+    records = [_extract_record(0, calls=1, cache_hits=6, input_tokens=300, output_tokens=40,
+                               cost_usd=0.001),
+               _extract_record(1, calls=3, cache_hits=4, input_tokens=900, output_tokens=120,
+                               cost_usd=0.0031),
+               _extract_record(2)]  # an unchanged shard: no call, nothing paid
+    by_shard = extract_by_shard(records, 3)
+    assert [r["shard"] for r in by_shard] == ["1/3", "2/3", "3/3"]
+    md = report_markdown({"extract_stats": {"sections": 21, "calls": 4, "cache_hits": 10,
+                                            "cost_usd": 0.0041, "by_shard": by_shard}})
+    table = md[md.index("Calls and cost per shard"):]
+    assert table.index("| 2/3 | 7 | 3 | 4 | 900 | 120 | $0.0031 |") < \
+        table.index("| 1/3 | 7 | 1 | 6 | 300 | 40 | $0.0010 |") < table.index("| 3/3 |")
+    assert extract_by_shard([_extract_record(0)], 1) == []  # offline: no table at all
+
+
+def test_an_extract_shard_leaves_its_calls_and_cost_on_its_task_run(prefect_harness) -> None:
+    from prefect import flow, task
+    from prefect.client.orchestration import get_client
+    from prefect.context import TaskRunContext
+
+    from flows.artifacts import shard_cost_artifact
+    from tasks.shards import Shard
+
+    shard = Shard(index=1, count=4, plan="unused")
+    paid = _extract_record(1, calls=2, cache_hits=5, input_tokens=900, output_tokens=120,
+                           cost_usd=0.0031)
+
+    @task
+    def extract_shard(record):
+        return shard_cost_artifact("tea", shard, record), TaskRunContext.get().task_run.id
+
+    @flow
+    def build():
+        return extract_shard(paid), extract_shard(_extract_record(1))
+
+    (artifact_id, task_run_id), (nothing, _) = build()
+    assert nothing is None and shard_cost_artifact("tea", shard, paid) is None  # no run
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterId
+
+    with get_client(sync_client=True) as client:
+        [artifact] = client.read_artifacts(artifact_filter=ArtifactFilter(
+            id=ArtifactFilterId(any_=[artifact_id])))
+    assert artifact.task_run_id == task_run_id and artifact.type == "markdown"
+    assert "| 2/4 | 7 | 2 | 5 | 900 | 120 | $0.0031 |" in artifact.data

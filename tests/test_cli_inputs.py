@@ -77,3 +77,66 @@ def test_a_question_that_is_not_utf8_is_one_line_in_a_real_process(pack_dir) -> 
     err = res.stderr.decode("utf-8", "replace").strip().splitlines()
     assert res.returncode == 2 and len(err) == 1, err
     assert "not valid UTF-8 text (byte 0xe9" in err[0]
+
+
+BAD_BUILD_PROBE = r"""
+import json, sys
+from packs.cli import main
+
+results = []
+for args in json.loads(sys.argv[1]):
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    results.append(code)
+heavy = ("prefect", "torch", "sentence_transformers", "huggingface_hub", "transformers",
+         "trafilatura", "polars")
+print(json.dumps({"codes": results, "loaded": [m for m in heavy if m in sys.modules]}))
+"""
+
+
+def test_bad_build_input_exits_2_in_one_line_before_prefect_or_the_model_load(tmp_path) -> None:
+    """urls.txt, pack.toml, a missing folder, an absent model, a bad task runner: each one
+    line and exit 2, without importing Prefect or the embedding libraries (they cost
+    seconds; benchmarks/cli_latency.py measures the whole command)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def source(name: str, urls: str, toml: str = "") -> str:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "urls.txt").write_text(urls)
+        if toml:
+            (folder / "pack.toml").write_text(toml)
+        return str(folder)
+
+    good = "https://example.org/a\n"
+    out = str(tmp_path / "out")
+    cases = {
+        "urls.txt:1: one URL or path per line": ["build", source("typo", "htp:/x y\n"), "-o", out],
+        "pack.toml:1: keep_builds: '3' is not a whole number": [
+            "build", source("toml", good, 'keep_builds = "3"\n'), "-o", out],
+        "unknown source": ["build", str(tmp_path / "nowhere"), "-o", out],
+        "'no-such/model' is not on this machine and HF_HUB_OFFLINE is set": [
+            "build", source("model", good), "-o", out, "--embedding-model", "no-such/model"],
+        "unknown task runner 'cluster'": [
+            "build", source("runner", good), "-o", out, "--task-runner", "cluster"],
+    }
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("KPACK_DEBUG", None)
+    done = subprocess.run([sys.executable, "-c", BAD_BUILD_PROBE, json.dumps(list(cases.values()))],
+                          cwd=Path(__file__).resolve().parents[1], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["codes"] == [2] * len(cases), done.stderr
+    assert report["loaded"] == [], "bad input must be reported before heavy imports"
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == len(cases) and all(line.startswith("error: ") for line in lines)
+    for expected, line in zip(cases, lines):
+        assert expected in line, (expected, line)

@@ -3,6 +3,8 @@ Builds on a real Dask cluster: tests/test_shards.py."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from flows.runners import (
@@ -82,3 +84,31 @@ def test_worker_slots_count_a_clusters_threads_and_say_when_there_is_no_schedule
             task_runner(f"tcp://127.0.0.1:{free_port()}") as runner, \
             pytest.raises(TaskRunnerSettingError, match="cannot reach the Dask scheduler"):
         worker_slots(runner)
+
+
+def _slow_exit() -> None:
+    """In a worker process: make its interpreter take 5 s to exit, as a worker that has
+    run the build's stages does on a loaded machine."""
+    import atexit
+    import time
+
+    atexit.register(time.sleep, 5)
+
+
+def test_local_cluster_workers_get_time_to_exit_without_the_nannys_kill(caplog) -> None:
+    """distributed's Nanny waited 4 s, then logged "Worker process still alive after 4.0
+    seconds, killing" for each worker of a Dask build."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    from flows.runners import local_cluster_kwargs
+
+    caplog.set_level(logging.WARNING, logger="distributed.nanny")
+    with LocalCluster(host="127.0.0.1", **local_cluster_kwargs(1)) as cluster, \
+            Client(cluster) as client:
+        [pid] = client.run(os.getpid).values()
+        client.run(_slow_exit)
+    assert not [r for r in caplog.records if "still alive" in r.getMessage()]
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # exited, not left behind
