@@ -17,7 +17,7 @@ export HF_HUB_OFFLINE = 1
 export PREFECT_SERVER_ANALYTICS_ENABLED = false
 export DO_NOT_TRACK = 1
 
-.PHONY: demo test lint setup setup-dev setup-runtime lock
+.PHONY: demo test lint setup setup-dev setup-runtime lock dist
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,15 @@ lint: setup-dev
 
 test: setup-dev setup-runtime lint
 	KPACK_RUNTIME_PYTHON=$(abspath $(RUNTIME_VENV))/bin/python $(BIN)/python -m pytest -q
+
+# The package as a wheel, for installing where this checkout is not (knowledge-packs is
+# not on PyPI yet): dist/knowledge_packs-<version>-py3-none-any.whl, then
+# `pip install dist/knowledge_packs-*.whl` (add [build], [offline], ... as needed).
+dist: $(BIN)/python
+	rm -rf dist
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
+	rm -rf build  # setuptools' in-tree build folder: a stale copy of the sources
+	@ls dist/*.whl
 
 # Re-resolve every dependency from pyproject.toml in a fresh venv and pin the result.
 lock:
