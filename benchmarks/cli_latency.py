@@ -215,7 +215,7 @@ def measure(mode: str, rounds: int, env: dict, source: Path, bad: list[list[str]
     return t
 
 
-def table(mode: str, t: dict[str, list[float]]) -> str:
+def table(mode: str, t: dict[str, list[float]], burners_count: int) -> str:
     med = {k: statistics.median(v) for k, v in t.items() if v}
     rows = "".join(f"| {k} | {', '.join(f'{x:.2f}' for x in v)} | {med[k]:.2f} |\n"
                    for k, v in t.items() if v and k != "load average")
@@ -224,8 +224,9 @@ def table(mode: str, t: dict[str, list[float]]) -> str:
     budget = 3 * med["inspect (rebuild rounds)"] + med["its fetch stage"]
     second = med["second no-change rebuild"]
     verdict = lambda ok: "met" if ok else "MISSED"  # noqa: E731
+    added = f", {burners_count} CPU burners of ours" if burners_count else ", none of ours"
     return (f"### {mode} (load average {min(t['load average']):.1f}-"
-            f"{max(t['load average']):.1f} on {os.cpu_count()} cores)\n\n"
+            f"{max(t['load average']):.1f} on {os.cpu_count()} cores{added})\n\n"
             "| command | wall s, each round | median s |\n|---|---|---:|\n" + rows +
             f"\n- bad input / inspect = {bad:.2f} (goal <= 3): {verdict(bad <= 3)}\n"
             f"- first no-change rebuild / trivial flow = {first:.2f} (goal <= 1.5): "
@@ -263,9 +264,10 @@ def main(argv: list[str] | None = None) -> int:
             say(f"first build of {args.pages} pages: {seconds:.1f} s")
             try:
                 for mode in args.modes.split(","):
-                    with burners(args.burners if mode == "load" else 0):
+                    count = args.burners if mode == "load" else 0
+                    with burners(count):
                         t = measure(mode, args.rounds, env, source, bad, pack, say)
-                    texts.append(table(mode, t))
+                    texts.append(table(mode, t, count))
                     say(texts[-1])
             finally:
                 stop_all(env)

@@ -233,8 +233,10 @@ def _spawn(sock, folder: Path, token: str, idle_s: float, port: int) -> subproce
 
 
 def timeout_message(what: str, waited: float, why: str, log: Path) -> str:
-    return (f"{what} did not answer within {waited:.0f} s ({why}); set {TIMEOUT_ENV} to wait "
-            f"longer, or run `kpack server start` once and let builds use it (log: {log})")
+    """One line: what did not answer, how long was waited and why that long, what to do."""
+    return (f"{what} did not answer within {waited:.0f} s ({why}); the machine may be busy: "
+            f"set {TIMEOUT_ENV}=SECONDS (or `kpack server start --timeout SECONDS`) to wait "
+            f"longer (log: {log})")
 
 
 def _wait(info: ServerInfo, proc: subprocess.Popen, timeout_s: float, why: str,
