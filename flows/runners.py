@@ -100,7 +100,11 @@ def task_runner(setting: str | None = None) -> TaskRunner:
         return DaskTaskRunner(address=spec.address)
     if spec.workers:
         return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(spec.workers))
-    return DaskTaskRunner()
+    from flows.dask_nanny import GracefulNanny
+
+    # Dask's default layout, with workers that get time to exit (flows/dask_nanny.py)
+    return DaskTaskRunner(cluster_kwargs={"worker_class": GracefulNanny,
+                                          "dashboard_address": ":0"})
 
 
 def local_cluster_kwargs(workers: int, cores: int | None = None) -> dict:

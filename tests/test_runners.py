@@ -66,6 +66,10 @@ def test_runner_objects(monkeypatch) -> None:
     assert isinstance(local, DaskTaskRunner)
     assert local.cluster_kwargs["n_workers"] == 2 and local.address is None
     assert local.cluster_kwargs["processes"] is True
+    from flows.dask_nanny import GracefulNanny
+
+    assert task_runner("dask").cluster_kwargs["worker_class"] is GracefulNanny
+    assert local.cluster_kwargs["worker_class"] is GracefulNanny
     remote = task_runner("dask://127.0.0.1:8786")
     assert remote.address == "tcp://127.0.0.1:8786"
 
