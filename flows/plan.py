@@ -69,23 +69,29 @@ def extract_config(source: SourceConfig, kind: str | None, max_cost_usd: float |
 
 
 def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int,
-                slots: int = 0) -> list[shards.Shard]:
+                slots: int = 0, lastmod: dict[str, str] | None = None) -> list[shards.Shard]:
     """Assign URLs to shards (more of them with `slots` cluster task slots to fill, see
-    shards.shard_count), write each non-empty shard's URL list into the work dir, and
-    attach each shard's lineage (the last build's outputs for its pages)."""
-    count = shards.shard_count(len(urls), shard_pages, slots)
-    groups = shards.assign(urls, count)
-    plan_dir = ctx.work.stage("plan") / stage_key("plan", count, urls)
-    plan_dir.mkdir(parents=True, exist_ok=True)
+    shards.shard_count; the last build's count while the pages stay near it, see
+    shards.stable_count), write each non-empty shard's URL list into the work dir (with
+    each page's sitemap `lastmod` after a tab), and attach each shard's lineage (the last
+    build's outputs for its pages)."""
     state = read_state(ctx.work)
     before = int(state.get("count") or 0)
+    count = shards.stable_count(len(urls), shard_pages, slots, previous=before)
+    groups = shards.assign(urls, count)
+    lastmod = lastmod or {}
+    plan_key = (stage_key("plan", count, urls, sorted(lastmod.items())) if lastmod
+                else stage_key("plan", count, urls))
+    plan_dir = ctx.work.stage("plan") / plan_key
+    plan_dir.mkdir(parents=True, exist_ok=True)
     layout = []
     for index, group in enumerate(groups):
         if not group:
             continue
         path = plan_dir / f"{index}.txt"
         if not path.is_file():
-            path.write_text("".join(u + "\n" for u in group), encoding="utf-8")
+            path.write_text("".join(u + (f"\t{lastmod[u]}" if u in lastmod else "") + "\n"
+                                    for u in group), encoding="utf-8")
         parents = shards.lineage(index, count, before)
         previous = tuple(
             (name, previous_outputs(state, name, variant(ctx, name), parents))
