@@ -123,10 +123,9 @@ def _read_xml(first: bytes, rest: Iterator[bytes]) -> Iterator[tuple[str, Entry]
                 parser.close()
             else:
                 parser.feed(chunk)
-            pending = list(parser.read_events())
         except etree.XMLSyntaxError as exc:
             raise SitemapError(f"not valid XML ({exc})") from None
-        for event, elem in pending:
+        for event, elem in parser.read_events():
             name = _local(elem.tag)
             if kind is None:  # the root element decides what the file is
                 if name not in ROOTS:
