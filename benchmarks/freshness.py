@@ -116,7 +116,15 @@ def write_site(root: Path, versions: list[int], base: str) -> None:
 
 
 def serve(root: Path, port: int) -> None:
-    """Serve `root` on 127.0.0.1:`port` with ETags; /__stats and /__reset for counts."""
+    """Serve `root` on 127.0.0.1:`port` until killed (the `--serve` child)."""
+    server = make_server(root, port)
+    print("READY", flush=True)
+    server.serve_forever()
+
+
+def make_server(root: Path, port: int) -> ThreadingHTTPServer:
+    """A server of `root` on 127.0.0.1:`port` with ETags; /__stats and /__reset for the
+    counts by kind (page_200, page_304, sitemap_200, ..., bytes, bytes_page, ...)."""
     counts: Counter = Counter()
     lock = threading.Lock()
 
@@ -166,8 +174,7 @@ def serve(root: Path, port: int) -> None:
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
-    print("READY", flush=True)
-    server.serve_forever()
+    return server
 
 
 def server_call(port: int, path: str) -> dict:
@@ -178,32 +185,31 @@ def server_call(port: int, path: str) -> dict:
 # --- builds -----------------------------------------------------------------------------
 
 
-def child(source: str, out: str, work: str) -> None:
-    """Run one build in this process; print its summary and this process's peak RSS."""
+def one_build(source: str | Path, out: str | Path, work: str | Path) -> dict:
+    """Run one build in this process: its seconds, this process's peak RSS, its status
+    and freshness counts."""
     from flows.build import run_build
 
     start = time.perf_counter()
     summary = run_build(source, out, work_dir=work, task_runner_setting="threads")
     seconds = time.perf_counter() - start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak_kb / 1024,
-                                  "status": summary.get("status"),
-                                  "freshness": summary.get("freshness")}, default=str),
-          flush=True)
+    return {"seconds": seconds, "peak_rss_mb": peak_kb / 1024,
+            "status": summary.get("status"), "freshness": summary.get("freshness")}
 
 
-def build(folder: Path, source: Path, out: Path, work: Path, port: int, label: str) -> dict:
+def child(source: str, out: str, work: str) -> None:
+    """The `--child` process: one build; prints its result as a RESULT line."""
+    print("RESULT " + json.dumps(one_build(source, out, work), default=str), flush=True)
+
+
+def build(folder: Path, source: Path, out: Path, work: Path, port: int, label: str,
+          in_process: bool = False) -> dict:
     server_call(port, "/__reset")
-    log = folder / f"build-{label}.log"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    with log.open("w") as fh:
-        proc = subprocess.run([sys.executable, __file__, "--child", str(source), str(out),
-                               str(work)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=fh, text=True, check=False)
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
-    if proc.returncode or not lines:
-        raise RuntimeError(f"build {label} failed (exit {proc.returncode}); see {log}")
-    result = json.loads(lines[-1][len("RESULT "):])
+    if in_process:
+        result = one_build(source, out, work)
+    else:
+        result = _build_in_child(folder, source, out, work, label)
     result["requests"] = server_call(port, "/__stats")
     result["label"] = label
     pages = (result.get("freshness") or {}).get("pages") or {}
@@ -222,7 +228,24 @@ def source_folder(path: Path, base: str, trust: str) -> Path:
     return path
 
 
-def run_size(pages: int, change: float, base_dir: Path, seed: int = 38) -> list[dict]:
+def _build_in_child(folder: Path, source: Path, out: Path, work: Path, label: str) -> dict:
+    log = folder / f"build-{label}.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    with log.open("w") as fh:
+        proc = subprocess.run([sys.executable, __file__, "--child", str(source), str(out),
+                               str(work)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=fh, text=True, check=False)
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        raise RuntimeError(f"build {label} failed (exit {proc.returncode}); see {log}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def run_size(pages: int, change: float, base_dir: Path, seed: int = 38,
+             in_process: bool = False) -> list[dict]:
+    """The five steps of the module docstring on a site of `pages` pages; one row per
+    build. `in_process`: the server in a thread and the builds in this process (the
+    tests' way; the RSS column then means nothing)."""
     folder = base_dir / f"freshness-{pages}"
     shutil.rmtree(folder, ignore_errors=True)
     site = folder / "site"
@@ -231,15 +254,26 @@ def run_size(pages: int, change: float, base_dir: Path, seed: int = 38) -> list[
     base = f"http://127.0.0.1:{port}"
     versions = [0] * pages
     write_site(site, versions, base)
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(site), str(port)],
-                              stdout=subprocess.PIPE, text=True)
-    rng = random.Random(seed)
-    try:
+    if in_process:
+        httpd = make_server(site.resolve(), port)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        stop = httpd.shutdown
+    else:
+        server = subprocess.Popen([sys.executable, __file__, "--serve", str(site), str(port)],
+                                  stdout=subprocess.PIPE, text=True)
         assert server.stdout.readline().strip() == "READY"
+
+        def stop() -> None:
+            server.terminate()
+            server.wait(timeout=10)
+
+    rng = random.Random(seed)
+    go = lambda *a: build(*a, in_process=in_process)  # noqa: E731
+    try:
         source = source_folder(folder / "source", base, "auto")
         out, work = folder / "out", folder / "work"
         print(f"{pages:,} pages: first build", flush=True)
-        rows = [build(folder, source, out, work, port, "first build")]
+        rows = [go(folder, source, out, work, port, "first build")]
         for step in ("rebuild, lastmod not yet trusted", "rebuild, lastmod trusted"):
             for i in rng.sample(range(pages), max(1, round(pages * change))):
                 versions[i] += 1
@@ -252,14 +286,13 @@ def run_size(pages: int, change: float, base_dir: Path, seed: int = 38) -> list[
                 for name in ("out", "work"):
                     shutil.copytree(folder / name, folder / f"{name}-never", symlinks=True)
                 never = source_folder(folder / "source-never", base, "never")
-                cold = build(folder, never, folder / "out-never", folder / "work-never", port,
-                             "same rebuild, trust_lastmod = never")
+                cold = go(folder, never, folder / "out-never", folder / "work-never", port,
+                          "same rebuild, trust_lastmod = never")
             print(f"{pages:,} pages: {step}", flush=True)
-            rows.append(build(folder, source, out, work, port, step))
+            rows.append(go(folder, source, out, work, port, step))
         rows.append(cold)
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        stop()
     for row in rows:
         row["pages"] = pages
     return rows
@@ -303,7 +336,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--child", nargs=3, metavar=("SOURCE", "OUT", "WORK"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--serve", nargs=2, metavar=("ROOT", "PORT"), help=argparse.SUPPRESS)
-    parser.add_argument("--results", type=Path, default=RESULTS, help=argparse.SUPPRESS)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--in-process", action="store_true",
+                        help="serve and build in this process, on the Prefect server "
+                             "configured (tests); the RSS column then means nothing")
     args = parser.parse_args(argv)
     if args.child:
         child(*args.child)
@@ -311,15 +347,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.serve:
         serve(Path(args.serve[0]).resolve(), int(args.serve[1]))
         return
-    from flows import server as prefect_server
-
     print(common.machine_line(), flush=True)
-    info, _ = prefect_server.start(port=PREFECT_PORT)
-    os.environ["PREFECT_API_URL"] = info.url
-    try:
-        rows = [r for n in args.pages for r in run_size(n, args.change, args.out)]
-    finally:
-        prefect_server.stop()
+    if args.in_process:
+        rows = [r for n in args.pages for r in run_size(n, args.change, args.out,
+                                                        in_process=True)]
+    else:
+        rows = _with_prefect_server(lambda: [r for n in args.pages for r in run_size(
+            n, args.change, args.out)])
     text = table(rows)
     print(text)
     text += summary(rows, args.change)
@@ -328,6 +362,19 @@ def main(argv: list[str] | None = None) -> None:
     with args.results.open("a", encoding="utf-8") as fh:
         fh.write(f"\n## {common.machine_line()}\n\n`python benchmarks/freshness.py --pages "
                  f"{' '.join(map(str, args.pages))} --change {args.change}`\n\n{text}")
+
+
+def _with_prefect_server(work):
+    """Run `work()` with one Prefect server on PREFECT_PORT (a temp PREFECT_HOME) that
+    every build reports to, so that no build pays for starting one."""
+    from flows import server as prefect_server
+
+    info, _ = prefect_server.start(port=PREFECT_PORT)
+    os.environ["PREFECT_API_URL"] = info.url
+    try:
+        return work()
+    finally:
+        prefect_server.stop()
 
 
 def summary(rows: list[dict], change: float) -> str:
