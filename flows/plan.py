@@ -8,6 +8,7 @@ Raises SourceError for settings the model cannot honour (see `chunking`).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -27,7 +28,10 @@ from tasks.stages.common import (
     previous_outputs,
     read_state,
     stage_key,
+    write_text,
 )
+
+LAYOUT_FILE = "layout.json"  # the last plan's count and what it was cut for
 
 
 def chunking(source: SourceConfig, embedder: ModelInfo) -> tuple[int, int]:
@@ -77,7 +81,10 @@ def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int,
     build's outputs for its pages)."""
     state = read_state(ctx.work)
     before = int(state.get("count") or 0)
-    count = shards.stable_count(len(urls), shard_pages, slots, previous=before)
+    count = shards.stable_count(len(urls), shard_pages, slots,
+                                previous=_comparable(ctx, before, shard_pages, slots))
+    write_text(ctx.work.stage("plan") / LAYOUT_FILE,
+               json.dumps({"count": count, "shard_pages": shard_pages, "slots": slots}))
     groups = shards.assign(urls, count)
     lastmod = lastmod or {}
     plan_key = (stage_key("plan", count, urls, sorted(lastmod.items())) if lastmod
@@ -98,6 +105,17 @@ def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int,
             for name in ("fetch", "extract", "embed", "keywords"))
         layout.append(shards.Shard(index, count, str(path), previous))
     return layout
+
+
+def _comparable(ctx: BuildContext, before: int, shard_pages: int, slots: int) -> int:
+    """The last completed build's shard count when it was cut with the same shard_pages
+    and task slots (else 0: a changed setting gets the layout it asks for at once)."""
+    try:
+        last = json.loads((ctx.work.stage("plan") / LAYOUT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    same = last == {"count": before, "shard_pages": shard_pages, "slots": slots}
+    return before if same else 0
 
 
 def variant(ctx: BuildContext, name: str) -> str:
