@@ -287,3 +287,19 @@ def test_a_source_whose_sitemaps_give_no_pages_fails_with_their_reasons(
             run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
         history = (tmp_path / "out" / "docs" / "history.jsonl").read_text()
         assert '"status": "failed"' in history and "HTTP 404" in history
+
+
+def test_kpack_build_prints_the_page_outcomes(capsys) -> None:
+    from flows.cli.build import _print_build
+
+    counts = {"articles": 3, "sections": 9, "entities": 4, "facts": 2, "links": 1}
+    fresh = {"pages": {"skipped_lastmod": 9702, "not_modified": 198, "changed": 100}}
+    _print_build({"status": "no changes", "pack": "out/docs", "build_id": "b1",
+                  "seconds": 2.5, "counts": counts, "freshness": fresh}, as_json=False)
+    assert capsys.readouterr().out.splitlines() == [
+        "no changes: out/docs stays at build b1 (2.5 s)",
+        "pages: 9,702 skipped by lastmod, 198 not modified (304), 100 changed"]
+    _print_build({"status": "published", "pack": "out/docs", "build_id": "b2",
+                  "seconds": 9.0, "counts": counts, "freshness": fresh, "partial": False,
+                  "extractor": {"kind": "offline"}, "failed_sources": []}, as_json=False)
+    assert "pages: 9,702 skipped by lastmod" in capsys.readouterr().out
