@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="kpack-freshness-prefect-"))
 
 from benchmarks import common  # noqa: E402
+from benchmarks.scale_build import free_port  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "freshness.md"
 PREFECT_PORT = 18850
@@ -250,7 +251,7 @@ def run_size(pages: int, change: float, base_dir: Path, seed: int = 38,
     shutil.rmtree(folder, ignore_errors=True)
     site = folder / "site"
     site.mkdir(parents=True)
-    port = common_free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     versions = [0] * pages
     write_site(site, versions, base)
@@ -296,14 +297,6 @@ def run_size(pages: int, change: float, base_dir: Path, seed: int = 38,
     for row in rows:
         row["pages"] = pages
     return rows
-
-
-def common_free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def table(rows: list[dict]) -> str:
