@@ -254,3 +254,20 @@ def test_expand_asks_conditionally_and_keeps_a_failed_sitemaps_entries(site, tmp
         "url": site.url("/sitemap.xml"),
         "error": "HTTP 503 Service Unavailable; its 4 entries from the last build are kept"}]
     assert len(list((tmp_path / "work" / "src" / "sitemaps").glob("*.parquet"))) == 2
+
+
+def test_the_walk_holds_a_bounded_number_of_entries(site, monkeypatch) -> None:
+    """Past ENTRIES_PER_KEPT_PAGE x max_urls entries (or MIN_ENTRIES), further files are
+    not read, each saying why: an index of huge sitemaps cannot fill the memory."""
+    from tasks.fetch import sitemap_walk
+
+    monkeypatch.setattr(sitemap_walk, "MIN_ENTRIES", 0)
+    site.route("/sitemap.xml", _xml(index([site.url(f"/s{i}.xml") for i in range(3)])))
+    for i in range(3):
+        site.route(f"/s{i}.xml", _xml(urlset([(site.url(f"/p{i}-{j}"), None)
+                                              for j in range(5)])))
+    result = asyncio.run(walk([site.url("/sitemap.xml")], CONFIG, 2, Previous(), max_urls=2))
+    held = sum(len(v) for v in result.entries.values())
+    assert held == 2 * sitemap_walk.ENTRIES_PER_KEPT_PAGE  # the index's 3, then 5 pages
+    notes = [f.error for f in result.files if f.error]
+    assert notes and all("raise [sitemap] max_urls to read more" in n for n in notes)

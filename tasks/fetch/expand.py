@@ -69,8 +69,8 @@ def expand(work: WorkDir, source: SourceConfig, config: FetchConfig, *,
     folder = work.stage(FOLDER)
     previous, old_names = _read_previous(folder)
     opts = source.config.sitemap
-    job = walk(roots, config, opts.max_depth, previous, sleep=sleep or asyncio.sleep,
-               transport=transport)
+    job = walk(roots, config, opts.max_depth, previous, max_urls=opts.max_urls,
+               sleep=sleep or asyncio.sleep, transport=transport)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

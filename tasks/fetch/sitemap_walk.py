@@ -31,6 +31,10 @@ from tasks.fetch.sitemap import MAX_UNCOMPRESSED, SitemapError, read_sitemap
 from tasks.fetch.types import FetchConfig, Sleep
 
 MAX_FILES = 1000  # sitemap files one source may lead to (50,000 pages each at most)
+# Entries held at most, as a multiple of the pages kept ([sitemap] max_urls): include and
+# exclude are applied after the walk, so it reads more than it keeps, but not without end.
+ENTRIES_PER_KEPT_PAGE = 4
+MIN_ENTRIES = 200_000
 
 
 @dataclass(frozen=True)
@@ -96,11 +100,14 @@ class Walk:
 
 
 async def walk(roots: list[str], config: FetchConfig, max_depth: int, previous: Previous, *,
-               sleep: Sleep = asyncio.sleep,
+               max_urls: int = 50_000, sleep: Sleep = asyncio.sleep,
                transport: httpx.AsyncBaseTransport | None = None) -> Walk:
-    """Read every sitemap reachable from `roots` (see the module docstring)."""
+    """Read every sitemap reachable from `roots` (see the module docstring). Memory stays
+    bounded: past max(ENTRIES_PER_KEPT_PAGE x `max_urls`, MIN_ENTRIES) entries, further
+    files are not read (each says so)."""
     client = new_async_client(config, transport)
-    walker = _Walker(config, client, sleep, max_depth, previous)
+    walker = _Walker(config, client, sleep, max_depth, previous,
+                     max(ENTRIES_PER_KEPT_PAGE * max_urls, MIN_ENTRIES))
     async with client:
         try:
             await asyncio.gather(*(walker.file(url, url, 0) for url in roots))
@@ -111,7 +118,7 @@ async def walk(roots: list[str], config: FetchConfig, max_depth: int, previous: 
 
 class _Walker:
     def __init__(self, config: FetchConfig, client: httpx.AsyncClient, sleep: Sleep,
-                 max_depth: int, previous: Previous) -> None:
+                 max_depth: int, previous: Previous, max_entries: int) -> None:
         self.config = config
         self.http = PoliteClient(config, client, sleep)
         self.guard = UrlGuard(config, self.http)
@@ -121,6 +128,8 @@ class _Walker:
         self.visited: set[str] = set()
         self.entries: dict[str, list[Listed]] = {}
         self.files: list[FileResult] = []
+        self.max_entries = max_entries
+        self.held = 0  # entries kept so far
 
     async def file(self, url: str, root: str, depth: int) -> None:
         if url in self.visited:
@@ -131,6 +140,10 @@ class _Walker:
         if len(self.visited) > MAX_FILES:
             result.error = f"more than {MAX_FILES} sitemap files; the rest were not read"
             return
+        if self.held >= self.max_entries:
+            result.error = (f"not read: the sitemaps already list {self.held:,} entries "
+                            "(raise [sitemap] max_urls to read more)")
+            return
         prev = self.previous.files.get(url) or {}
         try:
             async with self.slots:
@@ -140,6 +153,13 @@ class _Walker:
             reason = (exc.reason if isinstance(exc, Outcome) else str(exc)
                       or f"timed out after {self.config.total_timeout_s:g} s")
             entries = self._keep_previous(url, result, reason)
+        room = max(self.max_entries - self.held, 0)
+        if len(entries) > room:
+            note = (f"{len(entries) - room:,} of its entries left out: the sitemaps already "
+                    f"list {self.max_entries:,} (raise [sitemap] max_urls to read more)")
+            result.error = f"{result.error}; {note}" if result.error else note
+            entries = entries[:room]
+        self.held += len(entries)
         self.entries[url] = entries
         result.entries = len(entries)
         children = [e.url for e in entries if e.kind == "sitemap"]
