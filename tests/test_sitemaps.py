@@ -171,7 +171,8 @@ def _xml(body: bytes, ctype: str = "application/xml"):
 def test_an_index_of_plain_and_gzip_sitemaps_to_a_depth_with_one_bad_file(site) -> None:
     site.route("/sitemap.xml", _xml(index([site.url("/a.xml"), site.url("/b.xml.gz"),
                                            site.url("/missing.xml"), site.url("/nested.xml")])))
-    site.route("/a.xml", _xml(urlset([(site.url("/p1"), "2026-01-01"), ("/p2", None)])))
+    site.route("/a.xml", _xml(urlset([(site.url("/p1"), "2026-01-01"), ("/p2", None),
+                                       ("http://[::1/bad", None), ("http://a b/", None)])))
     site.route("/b.xml.gz", _xml(gzip.compress(urlset([(site.url("/p3"), None)])),
                                  "application/x-gzip"))
     site.route("/nested.xml", _xml(index([site.url("/deep.xml"), site.url("/sitemap.xml")])))
@@ -179,7 +180,8 @@ def test_an_index_of_plain_and_gzip_sitemaps_to_a_depth_with_one_bad_file(site) 
 
     result = asyncio.run(walk([site.url("/sitemap.xml")], CONFIG, 1, Previous()))
     pages = [e.url for e, _ in result.pages([site.url("/sitemap.xml")])]
-    assert pages == [site.url("/p1"), site.url("/p2"), site.url("/p3")]  # /p2 made absolute
+    # /p2 made absolute; locations that are not URLs dropped
+    assert pages == [site.url("/p1"), site.url("/p2"), site.url("/p3")]
     by_url = {f.url.rsplit("/", 1)[-1]: f for f in result.files}
     assert by_url["missing.xml"].status == "failed"
     assert by_url["missing.xml"].error == "HTTP 404 Not Found"

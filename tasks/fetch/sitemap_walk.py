@@ -11,12 +11,15 @@ pages are never requested here.
 A file that cannot be had (a network error, a refusal, not a sitemap, a loop, too deep)
 becomes a `FileResult` with its reason, never an exception; its entries from the last
 expansion are kept in its place, so a sitemap that is down for a night does not drop its
-pages from the pack. Only programming errors propagate.
+pages from the pack. As in the crawler, an error no rule foresaw (a location httpx cannot
+parse) is that file's failure, logged with its traceback: a file from the internet must
+not fail the build.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -25,11 +28,12 @@ from urllib.request import url2pathname
 import httpx
 
 from tasks.fetch.admission import UrlGuard
-from tasks.fetch.client import Hop, Outcome, PoliteClient, new_async_client
+from tasks.fetch.client import Hop, Outcome, PoliteClient, new_async_client, url_deadline
 from tasks.fetch.policy import REDIRECT_STATUS, format_size, redact
 from tasks.fetch.sitemap import MAX_UNCOMPRESSED, SitemapError, read_sitemap
 from tasks.fetch.types import FetchConfig, Sleep
 
+log = logging.getLogger("kpack.fetch")
 MAX_FILES = 1000  # sitemap files one source may lead to (50,000 pages each at most)
 # Entries held at most, as a multiple of the pages kept ([sitemap] max_urls): include and
 # exclude are applied after the walk, so it reads more than it keeps, but not without end.
@@ -147,12 +151,18 @@ class _Walker:
         prev = self.previous.files.get(url) or {}
         try:
             async with self.slots:
-                async with asyncio.timeout(self.config.total_timeout_s):
+                async with asyncio.timeout(self.config.total_timeout_s) as deadline:
+                    url_deadline.set(deadline)  # paused while queueing for a host slot
                     entries = await self._read(url, prev, result)
         except (Outcome, SitemapError, TimeoutError) as exc:
             reason = (exc.reason if isinstance(exc, Outcome) else str(exc)
                       or f"timed out after {self.config.total_timeout_s:g} s")
             entries = self._keep_previous(url, result, reason)
+        except Exception as exc:  # the per-file edge (see the module docstring)
+            log.warning("unexpected error reading sitemap %s", redact(url), exc_info=True)
+            detail = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+            entries = self._keep_previous(url, result, f"unexpected error: {type(exc).__name__}"
+                                          + (f": {detail[:300]}" if detail else ""))
         room = max(self.max_entries - self.held, 0)
         if len(entries) > room:
             note = (f"{len(entries) - room:,} of its entries left out: the sitemaps already "
@@ -226,12 +236,16 @@ def _entries(body: bytes, url: str) -> list[Listed]:
     local = urlsplit(url).scheme.lower() == "file"
     out = []
     for kind, entry in read_sitemap(body, max(MAX_UNCOMPRESSED, len(body))):
-        loc = urljoin(url, entry.loc)
+        try:
+            loc = urljoin(url, entry.loc)
+            parts = urlsplit(loc)
+            host = parts.hostname
+        except ValueError:  # e.g. an unclosed IPv6 bracket: not a URL
+            continue
         if any(c.isspace() for c in loc):
             continue  # not a URL (and it would break the one-per-line plan files)
-        parts = urlsplit(loc)
         scheme = parts.scheme.lower()
-        if (scheme in ("http", "https") and parts.hostname) or (local and scheme == "file"):
+        if (scheme in ("http", "https") and host) or (local and scheme == "file"):
             out.append(Listed(loc, entry.lastmod, kind, url))
     return out
 
