@@ -19,6 +19,7 @@ from prefect.states import Completed
 
 from flows import server
 from flows.artifacts import publish_report
+from flows.freshness import after_fetch, prepare
 from flows.plan import build_context, inputs_fingerprint, plan_shards, variant
 from flows.preflight import BuildInputs, check_build_inputs
 from flows.runners import task_runner, worker_slots
@@ -128,21 +129,23 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
     """The body of build_pack, with the pack's lock held."""
     log = get_run_logger()
     out_dir, build_id = ctx.out_dir, ctx.build_id
-    if len(source.urls) >= ISOLATE_MIN_PAGES and _in_process_runner():
+    ctx, expanded = prepare(ctx, source)  # sitemaps → the URL list; lastmod trust
+    if len(expanded.urls) >= ISOLATE_MIN_PAGES and _in_process_runner():
         ctx = dataclasses.replace(ctx, isolate_reduce=True)
     slots = worker_slots(_flow_task_runner())
-    layout = plan_shards(ctx, [u.url for u in source.urls], source.config.shard_pages, slots)
+    layout = plan_shards(ctx, expanded.urls, source.config.shard_pages, slots, expanded.lastmod)
     sched = Scheduler(ctx, layout)
-    log.info("%s: %d URLs in %d shards (shard_pages %d%s)", source.name, len(source.urls),
+    log.info("%s: %d URLs in %d shards (shard_pages %d%s)", source.name, len(expanded.urls),
              len(layout), source.config.shard_pages,
              f", {slots} cluster task slots" if slots else "")
 
     first, *middle, last = stages.PIPELINE  # fetch ... publish
     sched.run([first])
     fetched = sched.outputs(first)
+    freshness = after_fetch(ctx, source, expanded, fetched)  # outcome counts, lastmod evidence
     usable = sum(r.rows["usable"] for r in fetched)
     if usable == 0:
-        raise BuildError(f"{source.name}: none of the {len(source.urls)} URLs could be "
+        raise BuildError(f"{source.name}: none of the {len(expanded.urls)} URLs could be "
                          f"fetched ({fetch_reasons(fetched)}); nothing was published")
     fingerprint = inputs_fingerprint(ctx, fetched)
     out = Path(out_dir)
@@ -150,7 +153,8 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
     if unchanged is not None:
         log.info("no changes since build %s: nothing to publish", unchanged["build_id"])
         append_history(out / source.name, build_id, "no changes",
-                       f"inputs equal build {unchanged['build_id']}")
+                       f"inputs equal build {unchanged['build_id']}", pages=freshness["pages"])
+        unchanged["freshness"] = freshness
         unchanged["seconds"] = round(time.perf_counter() - t_start, 1)
         unchanged["durations"] = sched.durations()
         publish_report(unchanged)
@@ -162,7 +166,7 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
                 {n: variant(ctx, n) for n in lineage})
     durations = sched.durations()
     sched.run([last], extra={last: lambda: {
-        "fingerprint": fingerprint, "durations": durations,
+        "fingerprint": fingerprint, "durations": durations, "freshness": freshness,
         "stats": build_stats(sched, source.config.shard_pages, slots)}})
     summary = sched.outputs(last)
     summary["seconds"] = round(time.perf_counter() - t_start, 1)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from prefect import flow
 
+from flows.freshness import prepare
 from flows.plan import build_context, extract_config, plan_shards
 from flows.scheduler import Scheduler
 from flows.settings import quiet_libraries, result_settings
@@ -28,7 +29,9 @@ def estimate_pack(
     source = load_source(source_dir)
     ctx = build_context(source, new_build_id(), Path(work_dir) / "estimate-out", work_dir,
                         embedding_model, extractor or "offline", allow_private_hosts, None)
-    layout = plan_shards(ctx, [u.url for u in source.urls], source.config.shard_pages)
+    ctx, expanded = prepare(ctx, source)  # sitemaps → the URL list
+    layout = plan_shards(ctx, expanded.urls, source.config.shard_pages,
+                         lastmod=expanded.lastmod)
     sched = Scheduler(ctx, layout)
     sched.run(["fetch", "split"])
     fetched, split = sched.outputs("fetch"), sched.outputs("split")

@@ -8,6 +8,7 @@ Raises SourceError for settings the model cannot honour (see `chunking`).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -27,7 +28,10 @@ from tasks.stages.common import (
     previous_outputs,
     read_state,
     stage_key,
+    write_text,
 )
+
+LAYOUT_FILE = "layout.json"  # the last plan's count and what it was cut for
 
 
 def chunking(source: SourceConfig, embedder: ModelInfo) -> tuple[int, int]:
@@ -69,29 +73,49 @@ def extract_config(source: SourceConfig, kind: str | None, max_cost_usd: float |
 
 
 def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int,
-                slots: int = 0) -> list[shards.Shard]:
+                slots: int = 0, lastmod: dict[str, str] | None = None) -> list[shards.Shard]:
     """Assign URLs to shards (more of them with `slots` cluster task slots to fill, see
-    shards.shard_count), write each non-empty shard's URL list into the work dir, and
-    attach each shard's lineage (the last build's outputs for its pages)."""
-    count = shards.shard_count(len(urls), shard_pages, slots)
-    groups = shards.assign(urls, count)
-    plan_dir = ctx.work.stage("plan") / stage_key("plan", count, urls)
-    plan_dir.mkdir(parents=True, exist_ok=True)
+    shards.shard_count; the last build's count while the pages stay near it, see
+    shards.stable_count), write each non-empty shard's URL list into the work dir (with
+    each page's sitemap `lastmod` after a tab), and attach each shard's lineage (the last
+    build's outputs for its pages)."""
     state = read_state(ctx.work)
     before = int(state.get("count") or 0)
+    count = shards.stable_count(len(urls), shard_pages, slots,
+                                previous=_comparable(ctx, before, shard_pages, slots))
+    write_text(ctx.work.stage("plan") / LAYOUT_FILE,
+               json.dumps({"count": count, "shard_pages": shard_pages, "slots": slots}))
+    groups = shards.assign(urls, count)
+    lastmod = lastmod or {}
+    plan_key = (stage_key("plan", count, urls, sorted(lastmod.items())) if lastmod
+                else stage_key("plan", count, urls))
+    plan_dir = ctx.work.stage("plan") / plan_key
+    plan_dir.mkdir(parents=True, exist_ok=True)
     layout = []
     for index, group in enumerate(groups):
         if not group:
             continue
         path = plan_dir / f"{index}.txt"
         if not path.is_file():
-            path.write_text("".join(u + "\n" for u in group), encoding="utf-8")
+            path.write_text("".join(u + (f"\t{lastmod[u]}" if u in lastmod else "") + "\n"
+                                    for u in group), encoding="utf-8")
         parents = shards.lineage(index, count, before)
         previous = tuple(
             (name, previous_outputs(state, name, variant(ctx, name), parents))
             for name in ("fetch", "extract", "embed", "keywords"))
         layout.append(shards.Shard(index, count, str(path), previous))
     return layout
+
+
+def _comparable(ctx: BuildContext, before: int, shard_pages: int, slots: int) -> int:
+    """The last completed build's shard count when it was cut with the same shard_pages
+    and task slots (else 0: a changed setting gets the layout it asks for at once)."""
+    try:
+        last = json.loads((ctx.work.stage("plan") / LAYOUT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    same = last == {"count": before, "shard_pages": shard_pages, "slots": slots}
+    return before if same else 0
 
 
 def variant(ctx: BuildContext, name: str) -> str:

@@ -56,6 +56,44 @@ def _changes_section(changes: dict) -> list[str]:
     return lines if len(lines) > 2 else []
 
 
+FRESHNESS_COLUMNS = (("skipped_lastmod", "skipped by lastmod"), ("not_modified", "304"),
+                     ("unchanged", "unchanged by hash"), ("changed", "changed"),
+                     ("new", "new"), ("removed", "removed"), ("failed", "failed"))
+
+
+def _freshness_section(fresh: dict) -> list[str]:
+    """Per-page outcomes, the sitemaps read and each host's lastmod verdict."""
+    pages = fresh.get("pages") or {}
+    if not pages:
+        return []
+    lines = ["## Freshness", ""]
+    lines += _table([label for _, label in FRESHNESS_COLUMNS],
+                    [[_num(int(pages.get(k, 0))) for k, _ in FRESHNESS_COLUMNS]])
+    maps = fresh.get("sitemaps") or {}
+    if maps:
+        lines += [f"Sitemaps: {_num(maps.get('files', 0))} files read ("
+                  f"{_num(maps.get('not_modified', 0))} not modified, "
+                  f"{_num(maps.get('failed', 0))} failed, {_num(maps.get('bytes', 0))} bytes "
+                  f"downloaded); {_num(maps.get('listed', 0))} pages listed, "
+                  f"{_num(maps.get('pages', 0))} kept ({_num(maps.get('filtered_out', 0))} "
+                  f"filtered out, {_num(maps.get('duplicates', 0))} duplicates, "
+                  f"{_num(maps.get('over_cap', 0))} over max_urls).", ""]
+        failures = maps.get("failures") or []
+        if failures:
+            lines += _table(["sitemap", "reason"], [[f.get("url"), f.get("error")]
+                                                    for f in failures[:MAX_LISTED]])
+            lines += _more(failures, MAX_LISTED, maps.get("failures_total"))
+    hosts = fresh.get("lastmod_hosts") or {}
+    if hosts:
+        lines += [f"Sitemap lastmod (trust_lastmod = {fresh.get('trust_lastmod', 'auto')}):",
+                  ""]
+        lines += _table(["host", "skipped by it", "next build", "why"], [
+            [host, "yes" if h.get("trusted") else "no",
+             "trusted" if h.get("verdict") else "not trusted", h.get("reason")]
+            for host, h in hosts.items()])
+    return lines
+
+
 def _sources_section(summary: dict) -> list[str]:
     sources = summary.get("sources")
     failed = summary.get("failed_sources")
@@ -178,8 +216,9 @@ def report_markdown(summary: dict) -> str:
     """The markdown build report of a build summary (what `build_pack` returns).
 
     Uses, when present: pack, build_id, status ("published" / "no changes"), partial and
-    partial_reasons, seconds, counts, changes (packs.diff shape), sources (manifest
-    records) or failed_sources, extractor, extract_stats (tokens, cache hits, cost_usd),
+    partial_reasons, seconds, counts, changes (packs.diff shape), freshness (manifest
+    shape: page outcomes, sitemaps, lastmod verdicts), sources (manifest records) or
+    failed_sources, extractor, extract_stats (tokens, cache hits, cost_usd),
     extract_failures ({section_id, reason}), embedding_model, embed_stats, durations.
     Missing keys leave their section out; never raises on a partial summary.
     """
@@ -202,6 +241,7 @@ def report_markdown(summary: dict) -> str:
     if counts:
         lines += ["## Counts", ""] + _table(list(counts), [[_num(v) for v in counts.values()]])
     lines += _changes_section(summary.get("changes") or {})
+    lines += _freshness_section(summary.get("freshness") or {})
     lines += _sources_section(summary)
     lines += _extract_section(summary)
     lines += _embed_section(summary)
@@ -254,15 +294,16 @@ def page_name(url: str | None, limit: int = PAGE_CHARS) -> str:
     return "…/" + name
 
 
-def _row(url, status, http, change, error, content_hash) -> dict:
+def _row(url, status, http, change, outcome, error, content_hash) -> dict:
     return {"page": page_name(url), "status": status, "http": http, "change": change,
-            "error": _clip(error or "", ERROR_CHARS), "hash": (content_hash or "")[:10],
-            "url": url}
+            "outcome": outcome or "", "error": _clip(error or "", ERROR_CHARS),
+            "hash": (content_hash or "")[:10], "url": url}
 
 
 def sources_rows(sources: list[dict], changes: dict | None = None) -> list[dict]:
     """One table row per URL: page (the tail of its path), status, http (the HTTP status),
-    change, error (cut to ERROR_CHARS), hash (content hash, short), url (whole, last).
+    change, outcome (what the rebuild did: skipped_lastmod, not_modified, changed, ...),
+    error (cut to ERROR_CHARS), hash (content hash, short), url (whole, last).
 
     `change` is added / changed / unchanged from `changes` (packs.diff shape) when given;
     URLs removed since the previous build get a row of their own with status "removed".
@@ -282,10 +323,10 @@ def sources_rows(sources: list[dict], changes: dict | None = None) -> list[dict]
         if have_diff and s.get("status") in ("ok", "not_modified"):
             change = "added" if url in added else "changed" if url in changed else \
                 "unchanged" if complete else ""
-        rows.append(_row(url, s.get("status"), s.get("http_status"), change, s.get("error"),
-                         s.get("content_hash")))
+        rows.append(_row(url, s.get("status"), s.get("http_status"), change, s.get("outcome"),
+                         s.get("error"), s.get("content_hash")))
     for url in changes.get("pages_removed") or ():
-        rows.append(_row(url, "removed", None, "removed", "", ""))
+        rows.append(_row(url, "removed", None, "removed", "removed", "", ""))
     return rows
 
 
@@ -310,7 +351,7 @@ def capped_rows(rows: list[dict], max_rows: int = MAX_TABLE_ROWS,
             break
         kept.append(row)
     if len(kept) < len(rows):
-        more = _row(None, "", None, "", "", "")
+        more = _row(None, "", None, "", "", "", "")
         more["page"] = f"... and {len(rows) - len(kept)} more"
         more["url"] = (f"... and {len(rows) - len(kept)} more URLs: see manifest.json sources "
                        "(kpack inspect PACK)")
@@ -344,5 +385,6 @@ def with_manifest(summary: dict) -> dict:
             "extract_failures": extra.get("extract_failures") or [],
             "embed_stats": extra.get("embed_stats") or {},
             "durations": manifest.durations,
+            "freshness": manifest.freshness.model_dump() if manifest.freshness else None,
         })
     return {**merged, **{k: v for k, v in summary.items() if v is not None}}

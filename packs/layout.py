@@ -88,11 +88,16 @@ def remove_temp_dirs(pack_root: Path) -> list[str]:
     return removed
 
 
-def append_history(pack_root: Path, build_id: str, status: str, detail: str = "") -> None:
+def append_history(pack_root: Path, build_id: str, status: str, detail: str = "",
+                   pages: dict[str, int] | None = None) -> None:
     """One JSON line per build run in `<pack>/history.jsonl` (an O_APPEND write: lines of
-    concurrent writers do not interleave)."""
+    concurrent writers do not interleave). `pages`: the run's per-page outcomes
+    (manifest `freshness.pages`: skipped_lastmod, not_modified, unchanged, changed, new,
+    removed, failed), for runs that fetched."""
     line = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "build_id": build_id,
             "status": status, "detail": detail}
+    if pages is not None:
+        line["pages"] = dict(pages)
     pack_root.mkdir(parents=True, exist_ok=True)
     with (pack_root / HISTORY_FILE).open("a", encoding="utf-8") as f:
         f.write(json.dumps(line) + "\n")

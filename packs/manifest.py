@@ -26,6 +26,10 @@ class SourceRecord(BaseModel):
     etag: str | None = None
     last_modified: str | None = None
     error: str | None = None
+    # The page's <lastmod> in its sitemap this build (None when it has none or was listed
+    # directly), and what the rebuild did with it (PageOutcomes' names but "removed").
+    sitemap_lastmod: str | None = None
+    outcome: str | None = None
 
 
 class EmbeddingInfo(BaseModel):
@@ -101,6 +105,68 @@ class Counts(BaseModel):
     mentions: int = 0
 
 
+class PageOutcomes(BaseModel):
+    """What a build did with each page (tasks/fetch/freshness.py), counted."""
+
+    skipped_lastmod: int = 0  # not requested: sitemap lastmod unchanged, host trusted
+    not_modified: int = 0  # asked conditionally, answered 304
+    unchanged: int = 0  # fetched in full, same text as the last build
+    changed: int = 0  # fetched in full, other text
+    new: int = 0  # not in the last build
+    removed: int = 0  # in the last build, no longer listed
+    failed: int = 0  # not usable this build
+
+    def line(self) -> str:
+        """`pages: 9,800 skipped by lastmod, 180 not modified (304), 20 changed` (outcomes
+        with no page left out); "" when every count is 0."""
+        labels = {"skipped_lastmod": "skipped by lastmod", "not_modified": "not modified (304)",
+                  "unchanged": "unchanged by hash", "changed": "changed", "new": "new",
+                  "removed": "removed", "failed": "failed"}
+        parts = [f"{getattr(self, k):,} {label}" for k, label in labels.items()
+                 if getattr(self, k)]
+        return "pages: " + ", ".join(parts) if parts else ""
+
+
+class SitemapFailure(BaseModel):
+    url: str
+    error: str | None = None
+
+
+class SitemapsInfo(BaseModel):
+    """The build's `sitemap:` lines, expanded (tasks/fetch/expand.py)."""
+
+    files: int = 0  # sitemap files read (indexes included)
+    ok: int = 0
+    not_modified: int = 0  # asked conditionally, 304: the last build's entries kept
+    failed: int = 0  # their entries from the last build kept, when there were any
+    bytes: int = 0  # downloaded
+    listed: int = 0  # page entries read
+    filtered_out: int = 0  # by [sitemap] include / exclude
+    duplicates: int = 0
+    over_cap: int = 0  # past [sitemap] max_urls
+    pages: int = 0  # kept: the sitemap pages of the build
+    failures: list[SitemapFailure] = Field(default_factory=list)  # the first 50
+    failures_total: int = 0
+
+
+class LastmodHost(BaseModel):
+    """One host's sitemap lastmod as the build judged it (tasks/fetch/lastmod_trust.py)."""
+
+    trusted: bool = False  # this build skipped pages by it
+    verdict: bool = False  # the next build will
+    reason: str = ""
+    observations: dict[str, int] = Field(default_factory=dict)
+
+
+class Freshness(BaseModel):
+    """What a rebuild cost: per-page outcomes, the sitemaps, and the lastmod verdicts."""
+
+    pages: PageOutcomes = Field(default_factory=PageOutcomes)
+    sitemaps: SitemapsInfo | None = None  # None: the source lists no sitemap
+    trust_lastmod: str = "auto"  # pack.toml [sitemap] trust_lastmod
+    lastmod_hosts: dict[str, LastmodHost] = Field(default_factory=dict)
+
+
 class Manifest(BaseModel):
     format_version: int = FORMAT_VERSION
     name: str
@@ -121,6 +187,9 @@ class Manifest(BaseModel):
     # Average LINKS_TO edges per article: graph rerank switches itself off below 2.
     avg_links_per_article: float = 0.0
     costs: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # Per-page outcomes of this build (skipped by lastmod, 304, unchanged, changed, new,
+    # removed, failed), its sitemaps and lastmod verdicts; None in packs built before.
+    freshness: Freshness | None = None
     # {relative path: {"sha256": hex, "bytes": size}} of every file of the build but the
     # manifest (packs.integrity); empty in packs written before checksums existed.
     checksums: dict[str, dict[str, object]] = Field(default_factory=dict)

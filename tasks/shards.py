@@ -16,7 +16,11 @@ bounded number of task runs, each over a bounded amount of work (pure functions,
   per-section outputs of the last build are found again).
 
 Power-of-two counts keep layouts stable: adding a page changes one shard's content, not
-the assignment of every other page.
+the assignment of every other page. `stable_count` adds hysteresis on top: a build keeps
+the last build's count while its pages stay within LAYOUT_MARGIN (25 %) of that count's
+range, so a few pages added to or dropped from a pack near a threshold (40 pages of 10 a
+shard, then 41) do not double or halve the layout, and the shards and their task runs
+stay comparable from one build to the next.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ MAX_SHARDS = 512
 # task runs, Parquet files, model calls per batch) come near its work.
 SHARDS_PER_SLOT = 8
 MIN_SHARD_PAGES = 16
+# How far the page count may move past the edges of the current layout's range before the
+# layout changes: it doubles once shards would average more than 1.25 x shard_pages, and
+# halves once they would average under 0.4 x (instead of at 1 x and 0.5 x).
+LAYOUT_MARGIN = 0.25
 
 
 def shard_count(pages: int, shard_pages: int, slots: int = 0,
@@ -52,6 +60,24 @@ def shard_count(pages: int, shard_pages: int, slots: int = 0,
     while count < want and count < max_shards:
         count *= 2
     return count
+
+
+def stable_count(pages: int, shard_pages: int, slots: int = 0, previous: int = 0,
+                 max_shards: int = MAX_SHARDS) -> int:
+    """The shard count of a rebuild: the last build's count (`previous`, 0 for none) while
+    it is what `shard_count` gives for some page count within LAYOUT_MARGIN of `pages`
+    (the same `slots` and cap), else what `shard_count` gives for `pages`.
+
+    40 pages of 10 a shard make 4 shards; 41 pages would make 8 afresh but keep 4, and
+    the layout doubles only at 52 pages (1.25 x 40, rounded down, is still 40 at 51);
+    4 shards halve at 16 pages or fewer, 8 shards at 32 or fewer.
+    Raises ValueError for shard_pages < 1."""
+    natural = shard_count(pages, shard_pages, slots, max_shards)
+    if previous < 1 or previous & (previous - 1) or previous == natural:
+        return natural
+    fewest = shard_count(math.floor(pages / (1 + LAYOUT_MARGIN)), shard_pages, slots, max_shards)
+    most = shard_count(math.ceil(pages * (1 + LAYOUT_MARGIN)), shard_pages, slots, max_shards)
+    return previous if fewest <= previous <= most else natural
 
 
 def shard_of(url: str, count: int) -> int:

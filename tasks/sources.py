@@ -28,12 +28,41 @@ DEFAULT_CLAUDE_MODEL = "claude-haiku-4-5"
 EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_SITEMAP_LINE = re.compile(r"^sitemap:\s*(.*)$", re.IGNORECASE)
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?]+$")
 log = logging.getLogger("kpack.sources")
 
 
 class SourceError(ValueError):
     """The source folder, its urls.txt or its pack.toml is invalid; the message says how."""
+
+
+class SitemapConfig(BaseModel):
+    """The `[sitemap]` table of pack.toml: how `sitemap: URL` lines of urls.txt expand
+    (tasks/fetch/sitemap_walk.py). Patterns are globs (`*`, `?`, `[...]`); one starting
+    with `/` matches the page's path (and query), any other the whole URL."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    # Pages of a sitemap are kept when they match one of `include` (empty: all) and none
+    # of `exclude`. Pages listed directly in urls.txt are never filtered.
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    # Levels of sitemap index files followed below the listed file (1: an index and the
+    # sitemaps it names; 2: also indexes named by an index; 0: the listed file alone).
+    max_depth: int = Field(default=2, ge=0, le=5)
+    # Pages taken from all the sitemaps of the source together; the rest are left out and
+    # reported (the protocol allows 50,000 a file).
+    max_urls: int = Field(default=50_000, ge=1, le=1_000_000)
+    # "auto": skip a page whose <lastmod> is unchanged once its host's lastmod has proved
+    # trustworthy (tasks/fetch/lastmod_trust.py); "never": ask every page conditionally.
+    trust_lastmod: Literal["auto", "never"] = "auto"
+    # Share of the pages a trusted lastmod would skip that are asked conditionally anyway,
+    # a different sample each build: how a lastmod that stopped telling the truth is caught.
+    recheck_share: float = Field(default=0.02, ge=0.0, le=1.0)
+    # A page is asked at least this often (days since its last request) however its
+    # lastmod reads.
+    max_skip_days: float = Field(default=30.0, ge=0.0, le=3650.0)
 
 
 class PackConfig(BaseModel):
@@ -103,6 +132,8 @@ class PackConfig(BaseModel):
     # ... or when it lost more than this share of the current build's pages (fetch
     # failures), or of its sections or entities with the same pages. --force overrides.
     guard_max_loss_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    # How `sitemap: URL` lines expand: include / exclude globs, index depth, lastmod trust.
+    sitemap: SitemapConfig = Field(default_factory=SitemapConfig)
 
     @field_validator("name")
     @classmethod
@@ -122,31 +153,35 @@ class PackConfig(BaseModel):
 
 @dataclass(frozen=True)
 class UrlEntry:
-    """One line of urls.txt: a remote URL or a local file, with where it was written."""
+    """One line of urls.txt: a remote URL or a local file, with where it was written.
+    `sitemap` is True for a `sitemap: URL` line (the pages it lists, not a page)."""
 
     url: str  # http(s) URL or file:// URL (local paths are turned into file:// URLs)
     line: int
+    sitemap: bool = False
 
 
 @dataclass(frozen=True)
 class SourceConfig:
     name: str
     folder: Path
-    urls: tuple[UrlEntry, ...]
+    urls: tuple[UrlEntry, ...]  # the pages listed directly
     config: PackConfig
+    sitemaps: tuple[UrlEntry, ...] = ()  # the `sitemap:` lines, expanded at build time
 
 
 def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
     """Parse urls.txt text. `origin` is the file (for messages and relative paths).
 
-    Lines: an http(s) URL, a file:// URL, or a local path (relative to the file's folder).
+    Lines: an http(s) URL, a file:// URL, or a local path (relative to the file's folder);
+    `sitemap: URL` (or a local path) names a sitemap whose pages the build lists.
     `#` starts a comment (at line start or after whitespace); blank lines are ignored;
     duplicates are dropped keeping the first. Credentials in a URL (`user:password@`) are
     removed with a warning, so that no pack, log or work file ever holds them (pack.toml's
     [[auth]] passes them instead). Raises SourceError naming file:line.
     """
     entries: list[UrlEntry] = []
-    seen: set[str] = set()
+    seen: set[tuple[bool, str]] = set()
     base = origin.parent
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()
@@ -157,12 +192,17 @@ def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
                     and c not in "\t"), None)
         if bad is not None:
             raise SourceError(f"{where}: control character {bad!r} in {line!r}; remove it")
-        if any(c.isspace() for c in line):
+        sitemap = _SITEMAP_LINE.match(line)
+        target = sitemap.group(1).strip() if sitemap else line
+        if not target:
+            raise SourceError(f"{where}: 'sitemap:' names no URL; write sitemap: "
+                              "https://example.org/sitemap.xml")
+        if any(c.isspace() for c in target):
             raise SourceError(f"{where}: one URL or path per line, got {line!r}")
-        url = _normalise_entry(line, base, where)
-        if url not in seen:
-            seen.add(url)
-            entries.append(UrlEntry(url=url, line=lineno))
+        url = _normalise_entry(target, base, where)
+        if (sitemap is not None, url) not in seen:
+            seen.add((sitemap is not None, url))
+            entries.append(UrlEntry(url=url, line=lineno, sitemap=sitemap is not None))
     return entries
 
 
@@ -224,20 +264,38 @@ def load_config(path: Path) -> PackConfig:
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
-            key = str(err["loc"][0]) if err["loc"] else ""
-            line = _line_of(text, key)
+            line = _line_of(text, [str(k) for k in err["loc"] if isinstance(k, str)])
             field = ".".join(str(p) for p in err["loc"]) or "(top)"
             problems.append(f"{path}:{line}: {field}: {_describe(err)}" if line
                             else f"{path}: {field}: {_describe(err)}")
         raise SourceError("; ".join(problems)) from exc
 
 
-def _line_of(text: str, key: str) -> int | None:
-    """The line where a top-level key of a TOML document is set, if it can be found."""
-    if not key:
+def _line_of(text: str, keys: list[str]) -> int | None:
+    """The line where a key of a TOML document is set, if it can be found: a top-level
+    key, or (["sitemap", "include"]) a key of a table, looked for after the table's
+    header (`[sitemap]`) or as a dotted key (`sitemap.include = ...`)."""
+    if not keys:
         return None
-    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
-    for n, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    key = re.escape(keys[-1])
+    if len(keys) > 1:
+        dotted = re.compile(rf"^\s*{re.escape(keys[0])}\.{key}\s*=")
+        header = re.compile(rf"^\s*\[\s*{re.escape(keys[0])}\s*\]")
+        start = next((n for n, line in enumerate(lines) if header.match(line)), None)
+        for n, line in enumerate(lines, start=1):
+            if dotted.match(line):
+                return n
+        if start is None:
+            return _line_of(text, keys[:1])
+        lines = lines[start + 1:]
+        offset = start + 1
+    else:
+        offset = 0
+    pattern = re.compile(rf"^\s*[\"']?{key}[\"']?\s*=")
+    for n, line in enumerate(lines, start=offset + 1):
+        if line.lstrip().startswith("[") and offset:
+            break  # the next table: the key is not set in this one
         if pattern.match(line):
             return n
     return None
@@ -247,7 +305,8 @@ def _describe(err: dict) -> str:
     """A pydantic error as advice: the value given and what would be accepted."""
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
-        return f"unknown field; the fields are {', '.join(sorted(PackConfig.model_fields))}"
+        model = SitemapConfig if err["loc"][:1] == ("sitemap",) else PackConfig
+        return f"unknown field; the fields are {', '.join(sorted(model.model_fields))}"
     value = err.get("input")
     if err["type"] in ("bool_type", "int_type", "float_type", "string_type", "list_type"):
         want = err["type"].split("_")[0].replace("bool", "true or false").replace(
@@ -276,15 +335,17 @@ def load_source(folder: Path | str) -> SourceConfig:
         line = raw[: exc.start].count(b"\n") + 1
         raise SourceError(f"{urls_path}:{line}: not UTF-8 text (byte {exc.start}); save the "
                           "file as UTF-8") from exc
-    urls = parse_urls(text.removeprefix("\ufeff"), urls_path)
-    if not urls:
+    entries = parse_urls(text.removeprefix("\ufeff"), urls_path)
+    if not entries:
         raise SourceError(f"{urls_path}: lists no URLs")
     name = config.name or folder.resolve().name
     if not _NAME_RE.match(name):
         raise SourceError(
             f"{folder}: {name!r} is not a usable pack name; set name = \"...\" in {CONFIG_FILE}"
         )
-    return SourceConfig(name=name, folder=folder.resolve(), urls=tuple(urls), config=config)
+    return SourceConfig(name=name, folder=folder.resolve(), config=config,
+                        urls=tuple(e for e in entries if not e.sitemap),
+                        sitemaps=tuple(e for e in entries if e.sitemap))
 
 
 def resolve_embedding_model(config: PackConfig, override: str | None = None) -> str:

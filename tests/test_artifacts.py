@@ -121,7 +121,7 @@ def test_sources_rows_put_short_columns_first_and_cut_long_cells() -> None:
            "configure-persistent-volume-storage/")
     [row] = sources_rows([{"url": url, "status": "failed", "http_status": 404,
                            "error": "HTTP 404 Not Found: " + "x" * 200}])
-    assert list(row) == ["page", "status", "http", "change", "error", "hash", "url"]
+    assert list(row) == ["page", "status", "http", "change", "outcome", "error", "hash", "url"]
     assert len(row["page"]) <= PAGE_CHARS and row["page"].startswith("…")
     assert row["page"].endswith("persistent-volume-storage/")
     assert len(row["error"]) <= ERROR_CHARS and row["error"].startswith("HTTP 404 Not Found")

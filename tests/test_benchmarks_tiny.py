@@ -14,6 +14,7 @@ import pytest
 from benchmarks import (
     corpora,
     extract_calls,
+    freshness,
     gate_calibration,
     gate_experiments,
     gate_small_packs,
@@ -361,3 +362,25 @@ def test_tiny_runners_benchmark(tmp_path, capsys):
     assert "encode s summed over shards" in out
     text = results.read_text()
     assert "wall-time ratio" in text and "load average" in text
+
+
+def test_tiny_freshness_benchmark(tmp_path, prefect_harness, capsys):
+    """40 pages behind a sitemap index, 10 % changed twice: the trusted rebuild skips
+    pages and downloads less than the conditional-only one of the same change."""
+    results = tmp_path / "freshness.md"
+    freshness.main(["--pages", "40", "--change", "0.1", "--out", str(tmp_path / "out"),
+                    "--results", str(results), "--in-process"])
+    out = capsys.readouterr().out
+    rows = {line.split(" | ")[1]: line.split(" | ") for line in out.splitlines()
+            if line.startswith("| 40 |")}
+    assert set(rows) == {"first build", "rebuild, lastmod not yet trusted",
+                         "rebuild, lastmod trusted", "same rebuild, trust_lastmod = never"}
+    page_200, page_304, skipped = 7, 8, 10  # columns of the table
+    assert rows["first build"][page_200] == "40"
+    assert rows["rebuild, lastmod not yet trusted"][page_304] == "36"
+    trusted, never = rows["rebuild, lastmod trusted"], rows["same rebuild, trust_lastmod = never"]
+    assert int(trusted[skipped]) > 30 and never[skipped] == "0"
+    assert trusted[page_200] == never[page_200] == "4"
+    assert int(trusted[4].replace(",", "")) < int(never[4].replace(",", ""))  # bytes
+    assert "40 pages, 10% changed: the trusted rebuild downloaded" in out
+    assert "| 40 | rebuild, lastmod trusted |" in results.read_text()

@@ -116,10 +116,15 @@ def _print_build(summary: dict, as_json: bool) -> None:
     if as_json:
         print_json(summary)
         return
+    from packs.manifest import Freshness
+
     c = summary["counts"]
+    fresh = Freshness.model_validate(summary.get("freshness") or {}).pages.line()
     if summary.get("status") == "no changes":
         typer.echo(f"no changes: {summary['pack']} stays at build {summary['build_id']} "
                    f"({summary['seconds']} s)")
+        if fresh:
+            typer.echo(fresh)
         return
     typer.echo(
         f"built {summary['pack']} (build {summary['build_id']}) in {summary['seconds']} s: "
@@ -130,6 +135,8 @@ def _print_build(summary: dict, as_json: bool) -> None:
         from packs.diff import summary_line
 
         typer.echo(f"changes: {summary_line(summary['changes'])}")
+    if fresh:
+        typer.echo(fresh)
     extractor = summary["extractor"]
     typer.echo(f"extractor: {extractor.get('note') or extractor['kind']}")
     for failed in summary["failed_sources"]:

@@ -89,7 +89,25 @@ def inspect(
     for s in m.sources:
         if s.status not in ("ok", "not_modified"):
             typer.echo(f"    {s.status}: {s.url}: {s.error}")
+    if m.freshness is not None:
+        _echo_freshness(m.freshness)
     typer.echo("  durations: " + ", ".join(f"{k} {v:.1f}s" for k, v in m.durations.items()))
+
+
+def _echo_freshness(fresh) -> None:
+    """`kpack inspect`'s lines on what the build did with each page, its sitemaps and
+    the hosts' lastmod verdicts (manifest `freshness`)."""
+    typer.echo(f"  {fresh.pages.line() or 'pages: none fetched'}")
+    maps = fresh.sitemaps
+    if maps is not None:
+        typer.echo(f"  sitemaps: {maps.files} files ({maps.not_modified} not modified, "
+                   f"{maps.failed} failed), {maps.listed} pages listed, {maps.pages} kept")
+        for failure in maps.failures:
+            typer.echo(f"    failed: {failure.url}: {failure.error}")
+    for host, h in fresh.lastmod_hosts.items():
+        use = "skipped by lastmod" if h.trusted else "asked conditionally"
+        nxt = "trusted" if h.verdict else "not trusted"
+        typer.echo(f"  lastmod {host}: {use}; next build: {nxt} ({h.reason})")
 
 
 def verify(

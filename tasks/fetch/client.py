@@ -123,9 +123,10 @@ class PoliteClient:
                                   backoff_cap_s=config.max_retry_after_s,
                                   max_retry_after_s=config.max_retry_after_s)
 
-    async def get(self, url: str, headers: dict[str, str]) -> Hop:
+    async def get(self, url: str, headers: dict[str, str], *, typed: bool = True) -> Hop:
         """GET with retries on transient failures (jittered backoff, Retry-After honoured).
-        Raises Outcome once the retries are spent or the failure is terminal."""
+        `typed=False` takes any content type (a sitemap may come as gzip). Raises Outcome
+        once the retries are spent or the failure is terminal."""
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.policy.max_retries + 1),
             wait=self._wait,
@@ -136,7 +137,7 @@ class PoliteClient:
         )
         try:
             return await retrying(
-                self.get_once, url, headers, max_bytes=self.config.max_bytes, typed=True
+                self.get_once, url, headers, max_bytes=self.config.max_bytes, typed=typed
             )
         except Transient as exc:
             attempts = self.config.max_retries + 1

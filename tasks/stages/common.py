@@ -27,6 +27,7 @@ import polars as pl
 from packs import format as fmt
 from packs.manifest import EmbeddingInfo
 from tasks.extract.core import ExtractConfig
+from tasks.fetch.freshness import SkipPolicy
 from tasks.fetch.types import FetchConfig
 
 ProgressFn = Callable[[int, int], None]
@@ -86,6 +87,8 @@ class BuildContext:
     guard_max_loss_share: float = 0.5
     # pack.toml query_encoder: what publish ships (tasks.encoder_export)
     query_encoder: str = "fp32"
+    # which pages fetch may skip by their sitemap lastmod (tasks.fetch.freshness)
+    skip: SkipPolicy = field(default_factory=SkipPolicy)
 
 
 @dataclass(frozen=True)

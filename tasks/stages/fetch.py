@@ -1,9 +1,13 @@
 """fetch (per shard): the shard's URLs → pages-<key>.parquet.
 
-URLs the last build fetched are asked for conditionally (their ETag / Last-Modified come
-from the shard's previous output); a 304 keeps the previous text. The key hashes what the
-pages hold, not how they were fetched, so an unchanged site gives unchanged keys all the
-way down and a rebuild does nothing.
+A page whose sitemap lastmod is unchanged on a trusted host is not requested at all
+(tasks.fetch.freshness: its previous row is kept, status "not_modified"); URLs the last
+build fetched are asked for conditionally (their ETag / Last-Modified come from the
+shard's previous output); a 304 keeps the previous text. Each page's outcome (skipped,
+304, unchanged, changed, new, failed) is in its row and counted in the record, with the
+lastmod evidence of its host. The key hashes what the pages hold, not how they were
+fetched, so an unchanged site gives unchanged keys all the way down and a rebuild does
+nothing.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
+from datetime import UTC, datetime
 
 import polars as pl
 
+from tasks.fetch import freshness
 from tasks.fetch import pages as fetch_core
 from tasks.shards import Shard
 from tasks.stages.common import (
@@ -37,6 +43,8 @@ PAGE_COLUMNS = {
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
     "content_hash": pl.Utf8, "error": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8,
     "links": pl.List(pl.Utf8), "fetched_at": pl.Utf8,
+    # the page's sitemap <lastmod> this build (null when it has none) and its outcome
+    "lastmod": pl.Utf8, "outcome": pl.Utf8,
 }
 TOP_REASONS = 5  # failure reasons a record carries (counted); the rest is in the table
 
@@ -61,9 +69,19 @@ def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> str | None:
     return None
 
 
-def shard_urls(shard: Shard) -> list[str]:
+def shard_plan(shard: Shard) -> list[tuple[str, str | None]]:
+    """(url, sitemap lastmod or None) per line of the shard's plan file (`url[\tlastmod]`)."""
+    out: list[tuple[str, str | None]] = []
     with open(shard.plan, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f if line.strip()]
+        for line in f:
+            url, _, lastmod = line.rstrip("\n").partition("\t")
+            if url.strip():
+                out.append((url, lastmod or None))
+    return out
+
+
+def shard_urls(shard: Shard) -> list[str]:
+    return [url for url, _ in shard_plan(shard)]
 
 
 def _previous_pages(shard: Shard, urls: set[str]) -> dict[str, dict]:
@@ -84,19 +102,35 @@ def reason_of(error: str | None) -> str:
 def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         progress: ProgressFn | None = None) -> Record:
     start = time.perf_counter()
-    urls = shard_urls(shard)
-    previous = _previous_pages(shard, set(urls))
-    log.info("fetch %s: %d URLs (%d known from the last build)", shard.label, len(urls),
-             len(previous))
-    pages = fetch_core.fetch_pages(urls, ctx.fetch, previous=previous,
-                                   progress=progress or LogProgress(f"fetch {shard.label}"))
+    plan = shard_plan(shard)
+    lastmods = dict(plan)
+    previous = _previous_pages(shard, set(lastmods))
+    now = datetime.now(UTC)
+    skip = {url for url, lastmod in plan if freshness.should_skip(
+        url, lastmod, previous.get(url), ctx.skip, build_id=ctx.build_id, now=now)}
+    to_fetch = [url for url, _ in plan if url not in skip]
+    log.info("fetch %s: %d URLs (%d known from the last build, %d skipped by lastmod)",
+             shard.label, len(plan), len(previous), len(skip))
+    fetched = {page.url: page for page in fetch_core.fetch_pages(
+        to_fetch, ctx.fetch, previous=previous,
+        progress=progress or LogProgress(f"fetch {shard.label}"))}
+    evidence = freshness.Evidence()
     rows = []
-    for page in pages:
-        row = {col: getattr(page, col) for col in PAGE_COLUMNS}
-        if page.status == "not_modified" and page.url in previous:
-            old = previous[page.url]
+    for url, lastmod in plan:
+        old = previous.get(url)
+        if url in skip:
+            row = {col: old.get(col) for col in PAGE_COLUMNS}
+            row.update(status="not_modified", http_status=None, error=None, lastmod=lastmod,
+                       outcome="skipped_lastmod")
+            rows.append(row)
+            continue
+        page = fetched[url]
+        row = {col: getattr(page, col, None) for col in PAGE_COLUMNS}
+        row.update(lastmod=lastmod, outcome=freshness.outcome(page.status, page.text, old))
+        if page.status == "not_modified" and old is not None:
             row.update(text=old["text"], title=old["title"], links=old["links"],
                        content_hash=old["content_hash"])
+        evidence.add(url, lastmod, old, row["outcome"])
         rows.append(row)
     df = pl.DataFrame(rows, schema=PAGE_COLUMNS)
     usable_status = pl.when(pl.col("text").is_not_null()).then(pl.lit("text")).otherwise("status")
@@ -106,6 +140,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
     write_parquet(df, out)
     usable = df.filter(pl.col("text").is_not_null()).height
     statuses = dict(Counter(df["status"].to_list()))
+    outcomes = dict(Counter(df["outcome"].to_list()))
     failed = df.filter(pl.col("text").is_null() & (pl.col("status") != "not_modified"))
     reasons = Counter(reason_of(e) for e in failed["error"].to_list())
     log.info("fetch %s: done, %s", shard.label,
@@ -113,5 +148,6 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
     return Record(
         NAME, content_key, shard.index, {"pages": str(out)},
         {"pages": df.height, "usable": usable}, time.perf_counter() - start,
-        info={"status_counts": statuses, "reasons": dict(reasons.most_common(TOP_REASONS))},
+        info={"status_counts": statuses, "reasons": dict(reasons.most_common(TOP_REASONS)),
+              "outcomes": outcomes, "lastmod_evidence": evidence.hosts},
     )

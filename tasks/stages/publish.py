@@ -19,7 +19,7 @@ import polars as pl
 from packs import format as fmt
 from packs import layout
 from packs.diff import diff_builds, diff_tables, summary_line
-from packs.manifest import ExtractorInfo, Manifest, SourceRecord, read_manifest
+from packs.manifest import ExtractorInfo, Freshness, Manifest, SourceRecord, read_manifest
 from tasks.encoder_export import write_encoder
 from tasks.extract.core import extractor_info
 from tasks.publish import atomic as publish_core
@@ -35,7 +35,7 @@ INPUTS = ("fetch", "split", "embed", "keywords", "links", "resolve", "extract")
 RETRIES = 0
 MAX_LISTED = 50  # URLs / sections a summary lists; manifests keep them all
 SOURCE_COLUMNS = ("url", "status", "http_status", "final_url", "content_type",
-                  "content_hash", "etag", "last_modified", "error")
+                  "content_hash", "etag", "last_modified", "error", "lastmod", "outcome")
 
 
 def settings(ctx: BuildContext) -> tuple:
@@ -52,7 +52,8 @@ def complete(ctx: BuildContext, content_key: str) -> bool:
 
 def _pages(inputs: dict) -> pl.DataFrame:
     """Every URL's fetch result, without the page text (a `usable` flag instead)."""
-    return (pl.scan_parquet([r.paths["pages"] for r in inputs["fetch"]])
+    return (pl.scan_parquet([r.paths["pages"] for r in inputs["fetch"]],
+                            missing_columns="insert")
             .with_columns(pl.col("text").is_not_null().alias("usable"))
             .drop("text", "links").collect())
 
@@ -79,7 +80,18 @@ def _failures(inputs: dict) -> tuple[list[dict], list[str]]:
 
 
 def _source_records(pages: pl.DataFrame) -> list[SourceRecord]:
-    return [SourceRecord(**row) for row in pages.select(SOURCE_COLUMNS).iter_rows(named=True)]
+    columns = [c for c in SOURCE_COLUMNS if c in pages.columns]
+    return [SourceRecord(**row) for row in pages.select(columns).rename(
+        {"lastmod": "sitemap_lastmod"}, strict=False).iter_rows(named=True)]
+
+
+def _freshness(inputs: dict, pages: pl.DataFrame, removed_urls: list[str]) -> Freshness:
+    """The flow's freshness record (flows/freshness.py) with `removed`: the last build's
+    pages that this build no longer lists (a listed page that failed counts as failed)."""
+    listed = set(pages["url"].to_list())
+    fresh = Freshness.model_validate(inputs.get("freshness") or {})
+    fresh.pages.removed = sum(url not in listed for url in removed_urls)
+    return fresh
 
 
 def _capped(changes: dict) -> dict:
@@ -155,12 +167,14 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
             changes.update(diff_tables_first(tables))
         manifest.extra["changes"] = {k: changes[k] for k in ("pages", "sections", "entities")}
         manifest.extra["previous_build"] = previous
+        manifest.freshness = _freshness(inputs, pages, changes.get("pages_removed") or [])
         manifest.write(tmp)
 
     build_dir = publish_core.publish(pack_root, ctx.build_id, fill, keep=ctx.keep_builds)
     log.info("publish: %s (%.1f s); changes: %s", build_dir, time.perf_counter() - t0,
              summary_line(changes))
-    layout.append_history(pack_root, ctx.build_id, "published", summary_line(changes))
+    layout.append_history(pack_root, ctx.build_id, "published", summary_line(changes),
+                          pages=manifest.freshness.pages.model_dump())
     failed_sources = [s.model_dump() for s in manifest.sources
                       if s.status not in ("ok", "not_modified")]
     return {
@@ -175,6 +189,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         "extract_failures": failures[:MAX_LISTED],
         "extract_failures_total": len(failures),
         "embed_stats": stats.get("embed", {}),
+        "freshness": manifest.freshness.model_dump(),
         "status": "published",
     }
 
