@@ -126,7 +126,7 @@ def test_segment_respects_markdown():
 def test_selection_is_by_relevance_not_position():
     text = ("Kestrel is a scheduler. It has a web UI. Workers poll queues in priority order. "
             "The scheduler listens on port 8400 by default.")
-    best = select("Which port does the scheduler listen on?", [text], max_sentences=2)
+    best = select("Which port does the scheduler listen on?", [text], max_units=2)
     assert best[0].unit.display == "The scheduler listens on port 8400 by default."
     # A later section's sentence beats an earlier section's when it answers the question.
     picks = select("How many attempts does a job get?",
