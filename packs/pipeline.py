@@ -27,6 +27,7 @@ from packs.result import Facts, RankedSection, SearchResult
 from packs.retrieval import analysis as analysis_stage
 from packs.retrieval import context as context_stage
 from packs.retrieval import expansion, gate, graph, hybrid, quality, rerank, titles
+from packs.retrieval import scores as shown_scores
 
 if TYPE_CHECKING:
     from packs.pack import KnowledgePack
@@ -352,6 +353,9 @@ def _active_filters(explicit: filters_mod.Filters, suggested: filters_mod.Filter
 def _result(base: dict, primary, related, facts: Facts, opts: SearchOptions | None,
             timer: _Timer, qlog: QueryLog, *, gated: bool) -> SearchResult:
     with timer("context"):
+        primary, related = shown_scores.dedupe(primary, related)
+        confidence = base.get("gate", {}).get("confidence")
+        shown_scores.readable(primary, related, lambda _: confidence)
         if opts is None:
             ctx = context_stage.Context(text="", tokens=0, truncated=False)
         else:
