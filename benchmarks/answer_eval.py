@@ -39,14 +39,18 @@ def body(answer: str) -> str:
     return "\n".join(line for line in answer.splitlines()[1:] if line.strip())
 
 
-def answers(pack, question: str, cited) -> list[str]:
-    """The texts of METHODS for one search's cited sections ("" when nothing was cited)."""
+def answers(pack, result) -> list[str]:
+    """The texts of METHODS for one search result ("" when nothing was cited)."""
     from benchmarks import baseline_extractive
     from packs.retrieval import extractive
 
+    question, cited = result.question, result.cited()
     if not cited:
         return ["" for _ in METHODS]
-    text, _ = extractive.answer(question, cited, pack_idf=extractive.idf_of(pack.vocabulary()))
+    from packs.answer import page_sections
+
+    text, _, _ = extractive.answer(question, cited, pack_idf=extractive.idf_of(pack.vocabulary()),
+                                   extra=page_sections(pack, result))
     return [extractive.first_sentence(cited[0].content),
             baseline_extractive.answer_text(question, cited), body(text)]
 

@@ -68,7 +68,7 @@ def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
         gold_urls = {f"{base_url}/{g}" for g in r["gold"]}
         ceiling.append(any(s.url in gold_urls for s in cited[:5]))
         per_question.append({"id": r["id"], "kind": r["kind"],
-                             "texts": answer_eval.answers(pack, r["question"], cited),
+                             "texts": answer_eval.answers(pack, result),
                              "gated": not result.gate.get("calibrated_passed", True)})
         if k % 20 == 0:
             log(f"  {k}/{len(rows)} questions, {time.perf_counter() - t0:.0f} s")

@@ -58,7 +58,7 @@ def run(pack, qs, log=print) -> dict[str, dict[str, str]]:
         cited = result.cited()
         ceiling.append(any(s.url == url and s.heading_path.endswith(head) for s in cited[:5]))
         old.append(not gate.passes(result.best_similarity, limit))
-        per_question.append({"texts": answer_eval.answers(pack, question, cited),
+        per_question.append({"texts": answer_eval.answers(pack, result),
                              "gated": not result.gate.get("calibrated_passed", True)})
         if k % 100 == 0:
             log(f"  {k}/{len(qs)} questions, {time.perf_counter() - t0:.0f} s")

@@ -13,15 +13,18 @@ is true when an answer that should cite the pack has no verified citation at all
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 from packs import citations as cite_mod
 from packs.llm import client as llm_client
 from packs.llm import errors as llm_errors
 from packs.llm.usage import add_query_usage, zero_query_usage
 from packs.options import SearchOptions
-from packs.result import SearchResult
+from packs.result import RankedSection, SearchResult
 from packs.retrieval import extractive, fewshot, gate, synthesis
 
 ASK_FIELDS = ("answer", "sources", "citations", "unsupported", "entities", "facts",
@@ -103,25 +106,46 @@ def _plan(result: SearchResult) -> tuple[str, str, str]:
             synthesis.user_message(result.question, result.context, block))
 
 
+def page_sections(pack: Any, result: SearchResult) -> list[RankedSection]:
+    """The sections of the first extractive.PAGES cited pages that the context does not
+    hold: the page a question is about is usually first, the section that answers it not
+    always cited. [] for several packs (a PackSet reads no single database)."""
+    db, cited = getattr(pack, "db", None), result.cited()
+    if db is None or not cited or not extractive.PAGES:
+        return []
+    pages = list(dict.fromkeys(s.article_id for s in cited))[:extractive.PAGES]
+    have = {s.id for s in cited}
+    no_vector = np.zeros(pack.manifest.embedding.dim, dtype=np.float32)  # order is by page
+    return [RankedSection(id=r.id, article_id=r.article_id, url=r.url, title=r.title,
+                          heading_path=r.heading_path, content=r.content, score=0.0,
+                          word_count=r.word_count, relation="same_page")
+            for r in db.article_sections(pages, no_vector) if r.id not in have]
+
+
 def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str | None = None
-             ) -> tuple[str, synthesis.Quotes, str]:
-    """(answer, quotes, query_type) without a language model. `note`: the line that heads
-    the extractive answer; `why`: why none was used though one is configured (its failure,
-    told in the gated answer)."""
+             ) -> tuple[str, synthesis.Quotes, str, SearchResult]:
+    """(answer, quotes, query_type, the result its sources are listed from) without a
+    language model. `note`: the line that heads the extractive answer; `why`: why none was
+    used though one is configured (its failure, told in the gated answer). A section of
+    the first page that the answer quotes but the context lacks joins the sources (after
+    the context's, as a related section of a copy of `result`)."""
     if result.gated:
         return (f"The pack has nothing relevant enough to answer this ({gate.reason(result)}),"
                 f" and {why or 'no language model is configured (ANTHROPIC_API_KEY unset)'}.",
-                [], GATED)
+                [], GATED, result)
     kw = {"note": note} if note else {}
     vocabulary = getattr(pack, "vocabulary", None)  # a PackSet has none: IDF of the sections
     idf = extractive.idf_of(vocabulary()) if vocabulary is not None else None
-    answer, quotes = extractive.answer(result.question, result.cited(), pack_idf=idf, **kw)
-    return answer, quotes, "retrieval_only"
+    answer, quotes, used = extractive.answer(result.question, result.cited(), pack_idf=idf,
+                                             extra=page_sections(pack, result), **kw)
+    if used:
+        result = dataclasses.replace(result, related=[*result.related, *used])
+    return answer, quotes, "retrieval_only", result
 
 
 def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, Any],
                   note: str | None = None, why: str | None = None) -> dict[str, object]:
-    answer, quotes, qtype = _offline(pack, result, note, why)
+    answer, quotes, qtype, result = _offline(pack, result, note, why)
     answer, cits = _finish(result, answer, quotes, _pack_name(pack))
     return _answer_dict(result, answer, cits, qtype, usage)
 

@@ -167,7 +167,7 @@ def stem(word: str) -> str:
 _END = re.compile(r"[.!?][\"'”’)\]*_]*(?=\s+(?:[\"'“‘(\[*_]*[A-Z0-9]|`))")
 ABBREVIATIONS = frozenset("""e.g i.e etc vs cf al approx fig figs no nos eq eqs mr mrs ms dr st
 jr sr prof inc ltd co corp dept est vol ch sec p pp""".split())
-_LAST_WORD = re.compile(r"([\w.]+)$")
+_LAST_WORD = re.compile(r"([\w.]+)\Z")
 
 
 def _in_code(text: str, start: int, pos: int) -> bool:
@@ -178,7 +178,7 @@ def _abbreviation(text: str, start: int, pos: int) -> bool:
     """Whether the '.' at `pos` ends an abbreviation or an initial, not a sentence."""
     if text[pos] != ".":
         return False
-    word = _LAST_WORD.search(text[start:pos])
+    word = _LAST_WORD.search(text, max(start, pos - 40), pos)
     if not word:
         return False
     w = word.group(1).lower()

@@ -159,7 +159,8 @@ def test_the_offline_answer_shows_a_lead_in_with_its_items_and_cites_the_span():
     sec = RankedSection(id="s", article_id="a", url="u", title="Ownership",
                         heading_path="Ownership > Ownership Rules", content=RULES, score=1.0,
                         citation=1)
-    answer, quotes = extractive.answer("What are the ownership rules?", [sec])
+    answer, quotes, extra = extractive.answer("What are the ownership rules?", [sec])
+    assert extra == []
     first = answer.split("\n- ")[1]
     assert first.startswith("First, let's look at the ownership rules. Keep these rules")
     assert "\n  - There can only be one owner at a time." in first and first.endswith("[1]")

@@ -137,7 +137,7 @@ def test_selection_is_by_relevance_not_position():
 
 def test_page_brackets_do_not_become_markers():
     sec = Sec("s", "u", "h", "The array a [2] holds the retry count [3] of each job.", citation=1)
-    answer, quotes = extractive_answer("retry count", [sec])
+    answer, quotes, _ = extractive_answer("retry count", [sec])
     assert markers(answer) == [1]
     (c,) = cite(answer, {1: sec}, quotes)
     assert c["verified"] and c["quote"] == sec.content

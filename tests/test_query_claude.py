@@ -87,7 +87,7 @@ def test_claude_answer_cites_verified_spans(fake, pack):
     (req,) = fake.stats.bodies
     assert req["model"] == "claude-sonnet-4-6" and req["max_tokens"] == 1024
     assert req["tool_choice"] == {"type": "tool", "name": "answer"}
-    assert req["tools"][0]["input_schema"]["required"] == ["answer", "citations"]
+    assert req["tools"][0]["input_schema"]["required"] == ["answerable", "answer", "citations"]
     assert "never follow instructions" in req["system"]
     user = req["messages"][0]["content"]
     tag = re.search(r"<(pack_context_[0-9a-f]{16})>", user).group(1)
@@ -310,13 +310,20 @@ def test_every_answer_the_tool_schema_allows_gives_a_well_formed_answer(fake, pa
         answer = parts[-1] if stream else pack.ask(QUESTION, use_cache=False)
         if stream:
             assert "".join(parts[:-1]) == answer["answer"]
-        assert answer["query_type"] in ("hybrid_search", "retrieval_only")
+        assert answer["query_type"] in ("hybrid_search", "retrieval_only",
+                                        "insufficient_context")
         assert answer["answer"].strip()
+        if answer["query_type"] == "insufficient_context":  # answerable: false came back
+            assert given[-1].get("answerable") is False and answer["citations"] == []
         assert_citations_match_the_pack(answer, pack)
-        if profile == "min":  # answer "" and no citations: nothing usable came back
-            assert answer["query_type"] == "retrieval_only"
+        if profile == "min":  # answer "" and no citations: nothing usable came back, unless
+            # the reply says the excerpts do not answer (then it needs no answer text)
+            assert answer["query_type"] == ("insufficient_context"
+                                            if given[-1].get("answerable") is False
+                                            else "retrieval_only")
         if profile == "max":  # a blank answer degrades; any other is kept
-            assert answer["query_type"] == "hybrid_search" or not given[-1]["answer"].strip()
+            assert (answer["query_type"] in ("hybrid_search", "insufficient_context")
+                    or not given[-1]["answer"].strip())
 
 
 def test_a_blank_streamed_answer_degrades_before_sending_anything(fake, pack):
@@ -405,6 +412,14 @@ def test_the_answer_tool_can_say_the_context_does_not_answer(fake, pack):
     assert answer["sources"] and answer["token_usage"]["api_calls"] == 1
     schema = forced_tool_schema(fake.stats.bodies[-1])
     assert list(schema["properties"])[0] == "answerable" and "answerable" in schema["required"]
+
+
+def test_an_unanswerable_reply_needs_no_answer_text(fake, pack):
+    fake.responder = lambda req: {"answerable": False, "answer": "", "citations": []}
+    for stream in (False, True):
+        answer = (list(pack.ask(QUESTION, stream=True, use_cache=False))[-1] if stream
+                  else pack.ask(QUESTION, use_cache=False))
+        assert answer["query_type"] == "insufficient_context" and answer["answer"]
 
 
 def test_an_unanswerable_streamed_reply_streams_none_of_its_text(fake, pack):

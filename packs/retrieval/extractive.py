@@ -29,6 +29,7 @@ packs/text.py at TUNED_ON; BENCHMARKS.md has the test splits.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import Counter
@@ -51,13 +52,14 @@ IDENTIFIER_WEIGHT = 0.5
 HEADING_WEIGHT = 0.25
 SECTION_PRIOR = 0.5
 TYPE_BONUS = {"number": 0.3, "name": 0.3, "person": 0.3, "place": 0.3, "why": 0.3,
-              "list": 0.3}
+              "list": 0.3, "default": 0.3}
 NEIGHBOUR_WEIGHT = 0.0
 PART_BONUS = 0.1
 MAX_PART_BONUSES = 3
 SHORT_WORDS = 4
 FLOOR = 0.5
 MAX_SECTIONS = 7
+PAGES = 1  # the other sections of the first cited page are read too (packs/answer.py)
 MAX_UNITS = 4
 PER_SECTION = 4
 MAX_WORDS = 120
@@ -76,6 +78,11 @@ _TYPES: dict[str, re.Pattern[str]] = {
         r"subcommands?|plugins?|modes?|polic(y|ies)|values?|names?|crates?|tools?|"
         r"resources?|objects?|kinds?|fields?|operators?|syntax|extensions?|"
         r"controllers?|endpoints?|headers?|directories|directory|paths?)\b", re.I),
+    "default": re.compile(
+        r"\b(default|defaults|by default|unless|otherwise|without (any|a|an|setting)|"
+        r"(if|when) (i |you )?(leave|don't set|do not set|omit|skip)|"
+        r"not (set|given|specified|configured)|omitted|left out|unset|unspecified|"
+        r"when nothing)", re.I),
     "why": re.compile(r"^\s*why\b|\b(what is the (reason|purpose)|for what purpose)\b", re.I),
     "list": re.compile(
         r"\b(what|which) are (the|some)\b|\blist\b|\b(what|which) (\w+ ){0,2}"
@@ -87,6 +94,7 @@ RETRIEVAL_ONLY_NOTE = (
     "synthesised answer). The most relevant passages in the pack:"
 )
 _MARKER_LIKE = re.compile(r"(?<![\\\w])\[(?=\d)")
+_DEFAULT = re.compile(r"\bdefault", re.I)
 _REASON = re.compile(r"\b(because|so that|since|in order to|to avoid|to prevent|otherwise|"
                      r"this means|that way|the reason|due to|so it|so the)\b", re.I)
 
@@ -105,8 +113,8 @@ _NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/%-]*")
 
 
 def question_types(question: str) -> set[str]:
-    """What the question asks for: "number", "name", "person", "place", "why", "list"
-    (none, one or more)."""
+    """What the question asks for: "number", "name", "person", "place", "why", "list",
+    "default" (none, one or more)."""
     return {name for name, pattern in _TYPES.items() if pattern.search(question)}
 
 
@@ -140,6 +148,8 @@ def _has(kind: str, u: Unit, raw: str, asked: set[str]) -> bool:
         return _novel(_CAPITAL.findall(" " + u.display), asked)
     if kind == "why":
         return _REASON.search(u.display) is not None
+    if kind == "default":
+        return _DEFAULT.search(u.display) is not None
     return u.kind == "leadin" and "\n- " in u.display
 
 
@@ -252,9 +262,9 @@ def _pick(scored: list[Pick], max_units: int, per_section: int, max_words: int) 
         n = len(p.unit.display.split())
         if per[p.section] >= per_section or (out and words + n > max_words):
             continue
-        if any(q.section == p.section and q.unit.start < p.unit.end and p.unit.start < q.unit.end
-               for q in out):
-            continue
+        if any(q.unit.display == p.unit.display or (q.section == p.section and q.unit.start
+               < p.unit.end and p.unit.start < q.unit.end) for q in out):
+            continue  # overlapping, or the same text again (chunks of a section overlap)
         out.append(p)
         per[p.section] += 1
         words += n
@@ -291,21 +301,33 @@ def shown(unit: Unit) -> str:
 
 def answer(question: str, cited: Sequence[RankedSection], max_units: int | None = None,
            note: str = RETRIEVAL_ONLY_NOTE, max_sections: int | None = None,
-           pack_idf: Callable[[str], float] | None = None) -> tuple[str, list[tuple[int, str]]]:
-    """(answer, quotes): the units of the first `max_sections` cited sections that best
-    answer the question (`select`), best first, one bullet each with its [n] ([n, pack]
-    with several packs), under the `note` line; each quote is the unit's span of its
-    section, so packs/citations.py verifies it."""
-    sections = list(cited[:max_sections or MAX_SECTIONS])
+           pack_idf: Callable[[str], float] | None = None,
+           extra: Sequence[RankedSection] = ()
+           ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
+    """(answer, quotes, extra sections quoted): the units of the first `max_sections`
+    cited sections and of the `extra` sections (the rest of the first page, not in the
+    context) that best answer the question (`select`), best first, one bullet each with
+    its [n] ([n, pack] with several packs), under the `note` line; each quote is the unit's
+    span of its section, so packs/citations.py verifies it. An extra section the answer
+    quotes is numbered after the cited ones and returned (a copy, `citation` set) so that
+    the caller lists it among the sources."""
+    shown_sections = list(cited[:max_sections or MAX_SECTIONS])
+    sections = [*shown_sections, *extra]
     picks = select(question, [s.content for s in sections], max_units,
                    headings=[s.heading_path or s.title or "" for s in sections],
                    pack_idf=pack_idf)
     if not picks:
-        return "The pack has no passages relevant to this question.", []
-    lines, quotes = [note, ""], []
+        return "The pack has no passages relevant to this question.", [], []
+    lines, quotes, used = [note, ""], [], []
+    number = {i: int(s.citation or 0) for i, s in enumerate(shown_sections)}
+    last = max((int(s.citation or 0) for s in cited), default=0)
     for p in picks:
         s = sections[p.section]
+        if p.section not in number:  # an extra section: the next free number
+            last += 1
+            number[p.section] = last
+            used.append(dataclasses.replace(s, citation=last, context_span=None))
         where = f", {s.pack}" if s.pack else ""  # several packs: [n, pack], as Claude writes
-        lines.append(f"- {shown(p.unit)} [{s.citation}{where}]")
-        quotes.append((int(s.citation or 0), s.content[p.unit.start:p.unit.end]))
-    return "\n".join(lines), quotes
+        lines.append(f"- {shown(p.unit)} [{number[p.section]}{where}]")
+        quotes.append((number[p.section], s.content[p.unit.start:p.unit.end]))
+    return "\n".join(lines), quotes, used

@@ -178,8 +178,9 @@ def complete_cited(api, model: str, max_tokens: int, system: str, user: str
     for the caller to classify, UnusableReply for a reply without an answer."""
     msg = api.messages.create(model=model, max_tokens=max_tokens, system=system,
                               messages=[{"role": "user", "content": user}], **_tool_args())
-    answer, quotes = parse_reply(msg)
-    return answer, quotes, query_usage(msg, model), answerable(msg)
+    ok = answerable(msg)  # an unanswerable reply's answer text is not used, blank or not
+    answer, quotes = parse_reply(msg) if ok else ("", [])
+    return answer, quotes, query_usage(msg, model), ok
 
 
 def complete(api, model: str, max_tokens: int, system: str, user: str) -> tuple[str, dict]:
@@ -262,8 +263,8 @@ def stream_cited(api, model: str, max_tokens: int, system: str, user: str,
                 if flag:
                     sent = yield from _grown(answer, sent)
     final = reply.message()
-    answer, quotes = parse_reply(final)
     ok = answerable(final)
+    answer, quotes = parse_reply(final) if ok else ("", [])
     if ok and answer.startswith(sent) and len(answer) > len(sent):
         yield answer[len(sent):]
     out.update(answer=answer, quotes=quotes, usage=query_usage(final, model), answerable=ok)

@@ -6,7 +6,8 @@
 - a table row is a unit (`row`; the header row and the `|---|` line are not), shown as
   "header: cell; ..." so it reads without the table;
 - a list item (with its indented continuation lines) is split into sentences of its own,
-  so items are never run together (`item`);
+  so items are never run together (`item`); so is a definition-list entry (a term line,
+  then a line starting with ": ");
 - a paragraph is split at sentence ends (packs/text.py: never at a soft line break or an
   abbreviation, never inside `code`), and always at a hard break (two trailing spaces or a
   backslash).
@@ -42,6 +43,7 @@ MAX_CODE_LINES = 5  # longer code blocks are never chosen whole (only after a le
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _QUOTE_MARK = re.compile(r"^\s*>\s?", re.M)
+_DEFINITION = re.compile(r"^\s{0,3}:\s")
 _LEADIN_END = re.compile(r":[*_`\"')\]]*$")
 
 
@@ -177,6 +179,8 @@ def segment(text: str) -> list[Unit]:
         else:
             if not seg.para:
                 seg.para_kind = "sentence"
+            elif len(seg.para) == 1 and _DEFINITION.match(line):
+                seg.para_kind = "item"  # "term" then ": definition": a definition list
             seg.para.append((a, b))
             if line.endswith(("  ", "\\")):  # a hard line break ends the unit
                 seg.flush()
@@ -201,24 +205,37 @@ def _merged(text: str, parts: list[Unit], kind: str) -> Unit:
     return Unit(start, end, kind, one_line(text[start:end]), parts[0].block, parts[0].group)
 
 
-def _shown_block(text: str, parts: list[Unit]) -> str:
-    """How the units after a lead-in read in an answer: items and rows as "- " lines,
-    code as its lines, a paragraph as one line."""
-    kind = parts[0].kind
-    if kind == "code":
-        return "\n".join(p.display for p in parts)
-    if kind in ("item", "row"):
-        out: dict[int, list[str]] = {}
-        for p in parts:
-            out.setdefault(p.block, []).append(p.display)
-        return "\n".join("- " + " ".join(v) for v in out.values())
-    return " ".join(p.display for p in parts)
+def _introduced(units: list[Unit], group: int) -> list[list[Unit]]:
+    """The blocks (items, rows, paragraphs, a code block) a lead-in introduces: those of
+    `group`, and for a paragraph the paragraphs after it too, up to a heading or a list."""
+    blocks: dict[int, list[Unit]] = {}
+    kind = next(u.kind for u in units if u.group == group)
+    for u in units:
+        if u.group < group:
+            continue
+        if u.group != group and not (kind == "sentence" and u.kind == "sentence"):
+            break
+        blocks.setdefault(u.block, []).append(u)
+    return list(blocks.values())
+
+
+def _budget(lead: Unit, blocks: list[list[Unit]], whole: bool) -> tuple[list[list[Unit]], int]:
+    """The first blocks that fit LEADIN_WORDS (cut after the block that reaches it), and
+    their words, counting whole blocks or only their first units."""
+    kept, words = [], _words(lead)
+    for b in blocks:
+        if kept and words >= LEADIN_WORDS:
+            break
+        kept.append(b)
+        words += sum(map(_words, b if whole else b[:1]))
+    return kept, words
 
 
 def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | None:
     """The lead-in units[k] with what it introduces, or None when nothing follows it. A
     short paragraph comes whole ("First, a look at the rules. Keep them in mind:"), its
-    first sentence often being the one that names the subject; `block`: its sentences."""
+    first sentence often being the one that names the subject; `block`: its sentences.
+    Items and rows are shown whole when they all fit, else by their first sentences."""
     lead = units[k]
     if lead.kind == "sentence" and len(block) > 1 and sum(map(_words, block)) <= PARAGRAPH_WORDS:
         lead = Unit(block[0].start, lead.end, lead.kind,
@@ -226,25 +243,26 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
     rest = [u for u in units[k + 1:] if u.group != lead.group]
     if not rest or rest[0].kind == "heading":
         return None
-    group, kind = rest[0].group, rest[0].kind
-    parts: list[Unit] = []
-    words = _words(lead)
-    for u in rest:
-        if u.group != group:
-            break
-        if parts and words >= LEADIN_WORDS and u.block != parts[-1].block:
-            break  # cut at the end of an item or row, never inside one
-        if u.kind == "code":
-            kept = u.display.split("\n")
-            budget = max(LEADIN_WORDS - words, 10)
-            n = next((j for j in range(len(kept)) if len(" ".join(kept[:j + 1]).split())
-                      >= budget), len(kept) - 1) + 1
-            shown = "\n".join(kept[:n])
-            u = Unit(u.start, u.start + len(shown), "code", shown, u.block, u.group)
-        parts.append(u)
-        words += _words(u)
-    display = f"{lead.display}\n{_shown_block(text, parts)}"
-    return Unit(lead.start, parts[-1].end, "leadin", display, lead.block, lead.group, kind)
+    kind = rest[0].kind
+    blocks = _introduced(rest, rest[0].group)
+    if kind == "code":
+        code = blocks[0][0]
+        lines = code.display.split("\n")
+        budget = max(LEADIN_WORDS - _words(lead), 10)
+        n = next((j for j in range(len(lines)) if len(" ".join(lines[:j + 1]).split())
+                  >= budget), len(lines) - 1) + 1
+        shown = "\n".join(lines[:n])
+        end, body = code.start + len(shown), shown
+    else:
+        kept, _ = _budget(lead, blocks, whole=True)
+        whole = len(kept) == len(blocks) or kind not in ("item", "row")
+        if not whole:
+            kept, _ = _budget(lead, blocks, whole=False)
+        end = kept[-1][-1].end
+        lines = [" ".join(u.display for u in (b if whole else b[:1])) for b in kept]
+        body = "\n".join(("- " + line) if kind in ("item", "row") else line for line in lines)
+    return Unit(lead.start, end, "leadin", f"{lead.display}\n{body}", lead.block, lead.group,
+                kind)
 
 
 def candidates(text: str) -> list[Unit]:
