@@ -8,13 +8,15 @@ hard-wrapped in the page still matches). XQuAD has one group (its human answers)
 Answers compared, all from the same search result (the first 5 cited sections):
 - `first sentence`: the first sentence of the top section;
 - `today's answer`: the offline answer before issue 34 (benchmarks/baseline_extractive.py);
-- `product`: `packs.retrieval.extractive.answer` as `ask()` gives it with no API key (the
-  pack's own IDF), its label line left out.
+- `product`: what `ask()` answers for that result with no API key (`packs.answer.ask`: the
+  extractive answer with the pack's IDF and the rest of the first pages), its label line
+  left out.
 Words are counted on what a reader sees (whitespace-separated, [n] markers included).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 from collections.abc import Callable, Sequence
@@ -40,19 +42,21 @@ def body(answer: str) -> str:
 
 
 def answers(pack, result) -> list[str]:
-    """The texts of METHODS for one search result ("" when nothing was cited)."""
+    """The texts of METHODS for one search result ("" when nothing was cited). The product's
+    is what `ask()` returns for that result with no API key (packs.answer.ask), its label
+    line left out."""
     from benchmarks import baseline_extractive
+    from packs.answer import ask
+    from packs.options import SearchOptions
     from packs.retrieval import extractive
 
     question, cited = result.question, result.cited()
     if not cited:
         return ["" for _ in METHODS]
-    from packs.answer import page_sections
-
-    text, _, _ = extractive.answer(question, cited, pack_idf=extractive.idf_of(pack.vocabulary()),
-                                   extra=page_sections(pack, result))
+    os.environ.pop("ANTHROPIC_API_KEY", None)  # the offline answer, always
+    product, _ = ask(pack, result, SearchOptions())
     return [extractive.first_sentence(cited[0].content),
-            baseline_extractive.answer_text(question, cited), body(text)]
+            baseline_extractive.answer_text(question, cited), body(str(product["answer"]))]
 
 
 def bootstrap(values: Sequence[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:

@@ -2,6 +2,7 @@
 
     python benchmarks/doc_answers.py [--data ../shared/data] [--work out/bench]
         [--corpus kubernetes --corpus rust-book] [--split dev|test|both] [--out FILE]
+        [--questions FILE (with one --corpus: another answer set in the same format)]
 
 Questions: benchmarks/data/k8s_answers.jsonl (Kubernetes docs, prose subset) and
 benchmarks/data/rust_answers.jsonl (the Rust book), written for issue 34 by reading the
@@ -95,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="append", choices=tuple(FILES))
     ap.add_argument("--split", choices=("dev", "test", "both"), default="both")
     ap.add_argument("--misses", action="store_true", help="print the dev questions missed")
+    ap.add_argument("--questions", type=Path, default=None,
+                    help="an answer set to use instead of the corpus's (with one --corpus)")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
     args = ap.parse_args(argv)
     printed: list[str] = []
@@ -103,15 +106,19 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
         printed.append(line)
 
+    names = [n for n in args.corpus or list(FILES) if corpora.available(args.data, n)]
+    if not names:
+        print(f"skipped: no documentation corpus under {args.data} (pass --data DIR holding "
+              "kubernetes-docs/ or rust-book/)")
+        return 0
+    if args.questions and len(names) != 1:
+        ap.error("--questions needs exactly one --corpus")
     log(common.machine_line())
     from packs import KnowledgePack
 
-    for name in args.corpus or list(FILES):
-        if not corpora.available(args.data, name):
-            log(f"skipped {name}: no data under {args.data}")
-            continue
+    for name in names:
         corpus = corpora.load(args.data, name, args.work)
-        rows = load_questions(name)
+        rows = (corpora.load_rows(args.questions) if args.questions else load_questions(name))
         with KnowledgePack.open(corpus.built.pack_dir) as pack:
             bad = check_golds(pack, rows, corpus.built.base_url)
             log(f"\n{name}: {len(rows)} questions, pack {corpus.built.pack_dir}; gold strings "

@@ -1,29 +1,34 @@
-"""The offline answer: the passages of the cited sections that best answer the question.
+"""The offline answer: the passages of the pack that best answer the question.
 
 Candidates (packs/retrieval/units.py) are the sentences, whole list items, table rows, short
 paragraphs, small code blocks and lead-ins with the list, table or code they introduce, of
-the first `max_sections` cited sections. Each is scored by
+the first MAX_SECTIONS cited sections and of the other sections of the first PAGES cited
+pages (`extra`: the page a question is about is usually first, the section that answers it
+not always cited). Each is scored by
 
     BM25     the question's terms (packs/text.py: stop words out, Porter stems) in the unit,
              k1 = K1, b = B over the candidates' lengths, each term weighted by its IDF in
              the pack (the section frequencies the gate keeps, `Vocabulary`) times its IDF
              among the candidates (a word every candidate has does not choose among them),
-             over the total weight of the question's terms
-    + IDENTIFIER_WEIGHT  x the share of the question's identifiers and code spans
-             (`--flag`, `maxSurge`, `pack.toml`) the unit writes as the question does
+             over the total weight of the question's terms; a lead-in scores at least as
+             its best part, plus PART_BONUS for each further part that matches
+    + IDENTIFIER_WEIGHT  x the share of the question's identifiers, code spans and lone
+             symbols (`--flag`, `maxSurge`, `pack.toml`, "!") the unit writes
     + HEADING_WEIGHT     x the same BM25 share for the section's heading path (a sentence
              under "Restart policy" rarely repeats "restart policy" itself)
-    + SECTION_PRIOR / (rank + 1)   the section's place in the ranking
-    + TYPE_BONUS  when the unit has what the question's type asks for: a code span or an
-             identifier (which / what setting, flag, command, field ...), a number (how many,
-             how long, what port ...), a reason (why → because, so that ...), a list (what
-             are the rules, which steps ...)
+    + SECTION_PRIOR / (rank + 1)   the section's place (extra sections come last)
+    + TYPE_BONUS[type] for each type of the question the unit answers: a code span or an
+             identifier the question lacks (which / what setting, flag, command, field ...),
+             a number the question lacks (how many, how long, what port ...), a name it
+             lacks (who, where), a reason (why → because, so that ...), a list (what are
+             the rules, which steps ...), a default (if I leave X out, when not set ...)
 
 and halved for a unit of fewer than SHORT_WORDS words. The best go in best-first order:
-at most `max_units`, at most `per_section` from one section, none overlapping another,
-none scoring under FLOOR x the best, and within `max_words` words in all (the first is
-always kept). Weights were set on the dev splits of XQuAD and the two documentation answer
-sets (benchmarks/xquad_answers.py, benchmarks/doc_answers.py), with the text rules of
+at most MAX_UNITS, at most PER_SECTION from one section, none overlapping another or
+repeating its text (chunks overlap), none scoring under FLOOR x the best, none longer than
+LONG_WORDS under LONG_FLOOR x the best, within MAX_WORDS words in all (the first is always
+kept). Weights were set on the dev splits of XQuAD and the two documentation answer sets
+(benchmarks/xquad_answers.py, benchmarks/doc_answers.py) with the text rules of
 packs/text.py at TUNED_ON; BENCHMARKS.md has the test splits.
 """
 
@@ -53,13 +58,14 @@ HEADING_WEIGHT = 0.25
 SECTION_PRIOR = 0.5
 TYPE_BONUS = {"number": 0.3, "name": 0.3, "person": 0.3, "place": 0.3, "why": 0.3,
               "list": 0.3, "default": 0.3}
-NEIGHBOUR_WEIGHT = 0.0
 PART_BONUS = 0.1
 MAX_PART_BONUSES = 3
 SHORT_WORDS = 4
 FLOOR = 0.5
+LONG_WORDS = 60
+LONG_FLOOR = 0.8
 MAX_SECTIONS = 7
-PAGES = 1  # the other sections of the first cited page are read too (packs/answer.py)
+PAGES = 3  # the other sections of the first cited page are read too (packs/answer.py)
 MAX_UNITS = 4
 PER_SECTION = 4
 MAX_WORDS = 120
@@ -203,11 +209,10 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
              for h in (headings or [""] * len(texts))]
     scored = []
     matched = [_bm25(Counter(ts), len(ts), avg, weights) / total for ts in unit_terms]
-    near = _neighbours(units, matched)
     for k, (i, u) in enumerate(units):
         raw = texts[i][u.start:u.end]
-        score = (_composite(units, matched, k) + NEIGHBOUR_WEIGHT * near[k]
-                 + HEADING_WEIGHT * heads[i] + SECTION_PRIOR / (i + 1))
+        score = (_composite(units, matched, k) + HEADING_WEIGHT * heads[i]
+                 + SECTION_PRIOR / (i + 1))
         if idents:
             low = raw.lower()
             score += IDENTIFIER_WEIGHT * sum(x in low for x in idents) / len(idents)
@@ -219,22 +224,6 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     scored.sort(key=lambda p: (-p.score, p.section, p.unit.start))
     return _pick(scored, max_units or MAX_UNITS, per_section or PER_SECTION,
                  max_words or MAX_WORDS)
-
-
-def _neighbours(units: list[tuple[int, Unit]], matched: list[float]) -> list[float]:
-    """For each sentence, the best term score of the sentences before and after it in its
-    paragraph (the answer often follows the sentence that repeats the question: "He is
-    the oldest quarterback to play. The past record was held by John Elway.")."""
-    out = [0.0] * len(units)
-    by_block: dict[tuple[int, int], list[int]] = {}
-    for k, (i, u) in enumerate(units):
-        if u.kind == "sentence":
-            by_block.setdefault((i, u.block), []).append(k)
-    for ks in by_block.values():
-        for a, b in zip(ks, ks[1:]):
-            out[a] = max(out[a], matched[b])
-            out[b] = max(out[b], matched[a])
-    return out
 
 
 def _composite(units: list[tuple[int, Unit]], matched: list[float], k: int) -> float:
@@ -262,6 +251,8 @@ def _pick(scored: list[Pick], max_units: int, per_section: int, max_words: int) 
         n = len(p.unit.display.split())
         if per[p.section] >= per_section or (out and words + n > max_words):
             continue
+        if out and n > LONG_WORDS and p.score < LONG_FLOOR * best:
+            continue  # a long passage that scores well below the best would crowd out others
         if any(q.unit.display == p.unit.display or (q.section == p.section and q.unit.start
                < p.unit.end and p.unit.start < q.unit.end) for q in out):
             continue  # overlapping, or the same text again (chunks of a section overlap)
