@@ -232,3 +232,21 @@ def test_a_section_is_listed_once():
     b, rel = _sec("b", 0.01, "q"), _sec("a3", 0.5, "p", "Page > Long section")
     primary, related = scores.dedupe([a1, b, a2], [rel, _sec("r", 0.4, "z")])
     assert [s.id for s in primary] == ["a1", "b"] and [s.id for s in related] == ["r"]
+
+
+def test_a_section_of_the_first_page_outside_the_context_is_quoted_and_numbered_next():
+    from packs.citations import cite
+
+    cited = [RankedSection(id="a", article_id="p", url="u", title="Probes",
+                           heading_path="Probes > Overview", content="Probes check containers.",
+                           score=1.0, citation=1)]
+    extra = [RankedSection(id="b", article_id="p", url="u", title="Probes",
+                           heading_path="Probes > Configure probes",
+                           content="- `timeoutSeconds`: Number of seconds after which the probe "
+                                   "times out. Defaults to 1 second.", score=0.0)]
+    answer, quotes, used = extractive.answer(
+        "How long before a probe times out by default?", cited, extra=extra)
+    assert "Defaults to 1 second. [2]" in answer
+    assert [(s.id, s.citation) for s in used] == [("b", 2)] and extra[0].citation is None
+    sections = {1: cited[0], 2: used[0]}
+    assert all(c["verified"] for c in cite(answer, sections, quotes))

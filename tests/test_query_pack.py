@@ -454,3 +454,16 @@ def test_a_question_naming_a_page_title_finds_that_page(tmp_path, embedder):
         queues = docs.search("Workers", gate_threshold=-1.0, use_cache=False,
                              url_prefix=url_of("queues"))
         assert queues.sections and {s.url for s in queues.sections} == {url_of("queues")}
+
+
+@pytest.mark.parametrize("question", ["How many times is a failed job retried?",
+                                      "dead letter queue", "worker crash loops"])
+def test_result_scores_read_0_to_1_down_the_list_and_sections_appear_once(pack, question):
+    result = pack.search(question, use_cache=False, max_results=10)
+    shown = [*result.sections, *result.related]
+    scores = [s.score for s in shown]
+    assert all(0.0 <= x <= 1.0 for x in scores) and scores == sorted(scores, reverse=True)
+    assert scores[0] == pytest.approx(result.gate["confidence"], abs=1e-4)
+    assert all(s.fusion_score is not None for s in shown)
+    keys = [(s.url, s.heading_path) for s in shown]
+    assert len(keys) == len(set(keys))
