@@ -1,28 +1,43 @@
 """ask: a search result → an answer dict with sources and verified citations.
 
 Claude answers when ANTHROPIC_API_KEY is set (packs/retrieval/synthesis.py: a forced tool
-call returns the answer and a quote per [n]); without a key, or when Claude is unavailable,
-the answer is extractive and labelled (`query_type: "retrieval_only"`); a gated question
-gets the gated fallback. Every answer's `citations` come from packs/citations.py, one per
-[n] marker, each checked against the cited section's stored text; when any is unverified,
-a line saying so ends the answer.
+call returns the answer and a quote per [n]); when Claude says the excerpts do not answer
+the question, the result is labelled `query_type: "insufficient_context"` and its answer
+says only that (Claude's text is not shown: no invented answer); without a key, or when
+Claude is unavailable, the answer is extractive and labelled (`query_type:
+"retrieval_only"`); a gated question gets the gated fallback. Every answer's `citations`
+come from packs/citations.py, one per [n] marker, each checked against the cited section's
+stored text; when any is unverified, a line saying so ends the answer, and `unsupported`
+is true when an answer that should cite the pack has no verified citation at all.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 from packs import citations as cite_mod
 from packs.llm import client as llm_client
 from packs.llm import errors as llm_errors
 from packs.llm.usage import add_query_usage, zero_query_usage
 from packs.options import SearchOptions
-from packs.result import SearchResult
-from packs.retrieval import fewshot, gate, synthesis
+from packs.result import RankedSection, SearchResult
+from packs.retrieval import extractive, fewshot, gate, synthesis
 
-ASK_FIELDS = ("answer", "sources", "citations", "entities", "facts", "cypher_query",
-              "query_type", "token_usage")
+ASK_FIELDS = ("answer", "sources", "citations", "unsupported", "entities", "facts",
+              "cypher_query", "query_type", "token_usage")
+GATED, INSUFFICIENT = "confidence_gated_fallback", "insufficient_context"
+
+
+def insufficient_text(result: SearchResult) -> str:
+    """The answer of an `insufficient_context` result: what was searched, no answer."""
+    n = len(result.cited())
+    return (f"The pack's passages do not answer this question: Claude read the {n} most "
+            "relevant excerpts and found no answer in them, so it gives none rather than "
+            "guess. The sources list what was searched.")
 
 
 def _pack_name(pack: Any) -> str | None:
@@ -35,7 +50,9 @@ def _sources(result: SearchResult) -> list[dict[str, object]]:
     for s in result.cited():
         src: dict[str, object] = {"n": s.citation, "url": s.url, "title": s.title,
                                   "heading_path": s.heading_path,
-                                  "score": round(float(s.score), 6)}
+                                  "score": round(float(s.score), 4),
+                                  "fusion_score": round(float(s.fusion_score if s.fusion_score
+                                                              is not None else s.score), 6)}
         if s.pack is not None:  # results of several packs name the pack of each source
             src["pack"] = s.pack
         out.append(src)
@@ -55,11 +72,15 @@ def _finish(result: SearchResult, answer: str, quotes: synthesis.Quotes,
 
 def _answer_dict(result: SearchResult, answer: str, citations: list[dict], query_type: str,
                  usage: dict[str, Any]) -> dict[str, object]:
-    gated = query_type == "confidence_gated_fallback"
+    gated = query_type == GATED
     return {
         "answer": answer,
         "sources": [] if gated else _sources(result),
         "citations": citations,
+        # An answer drawn from the pack none of whose citations verifies (or that cites
+        # nothing): nothing in it is checked against the pack.
+        "unsupported": (query_type not in (GATED, INSUFFICIENT)
+                        and not any(c["verified"] for c in citations)),
         "entities": [] if gated else [e["name"] for e in result.facts.entities],
         "facts": [] if gated else result.facts.lines(),
         "cypher_query": result.cypher_query,
@@ -75,7 +96,7 @@ def _retrieval_type(result: SearchResult) -> str:
 def _plan(result: SearchResult) -> tuple[str, str, str]:
     """(query_type, system prompt, user message) for Claude."""
     if result.gated:
-        return ("confidence_gated_fallback", synthesis.SYSTEM_NO_CONTEXT,
+        return (GATED, synthesis.SYSTEM_NO_CONTEXT,
                 f"<question>\n{synthesis.neutralise(result.question)}\n</question>")
     # The few-shot pool is the pack's own file, but it is page-like text too.
     block = fewshot.format_block([
@@ -85,23 +106,46 @@ def _plan(result: SearchResult) -> tuple[str, str, str]:
             synthesis.user_message(result.question, result.context, block))
 
 
-def _offline(result: SearchResult, note: str | None = None, why: str | None = None
-             ) -> tuple[str, synthesis.Quotes, str]:
-    """(answer, quotes, query_type) without a language model. `note`: the line that heads
-    the extractive answer; `why`: why none was used though one is configured (its failure,
-    told in the gated answer)."""
+def page_sections(pack: Any, result: SearchResult) -> list[RankedSection]:
+    """The sections of the first extractive.PAGES cited pages that the context does not
+    hold: the page a question is about is usually first, the section that answers it not
+    always cited. [] for several packs (a PackSet reads no single database)."""
+    db, cited = getattr(pack, "db", None), result.cited()
+    if db is None or not cited or not extractive.PAGES:
+        return []
+    pages = list(dict.fromkeys(s.article_id for s in cited))[:extractive.PAGES]
+    have = {s.id for s in cited}
+    no_vector = np.zeros(pack.manifest.embedding.dim, dtype=np.float32)  # order is by page
+    return [RankedSection(id=r.id, article_id=r.article_id, url=r.url, title=r.title,
+                          heading_path=r.heading_path, content=r.content, score=0.0,
+                          word_count=r.word_count, relation="same_page")
+            for r in db.article_sections(pages, no_vector) if r.id not in have]
+
+
+def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str | None = None
+             ) -> tuple[str, synthesis.Quotes, str, SearchResult]:
+    """(answer, quotes, query_type, the result its sources are listed from) without a
+    language model. `note`: the line that heads the extractive answer; `why`: why none was
+    used though one is configured (its failure, told in the gated answer). A section of
+    the first page that the answer quotes but the context lacks joins the sources (after
+    the context's, as a related section of a copy of `result`)."""
     if result.gated:
         return (f"The pack has nothing relevant enough to answer this ({gate.reason(result)}),"
                 f" and {why or 'no language model is configured (ANTHROPIC_API_KEY unset)'}.",
-                [], "confidence_gated_fallback")
+                [], GATED, result)
     kw = {"note": note} if note else {}
-    answer, quotes = synthesis.extractive_answer(result.question, result.cited(), **kw)
-    return answer, quotes, "retrieval_only"
+    vocabulary = getattr(pack, "vocabulary", None)  # a PackSet has none: IDF of the sections
+    idf = extractive.idf_of(vocabulary()) if vocabulary is not None else None
+    answer, quotes, used = extractive.answer(result.question, result.cited(), pack_idf=idf,
+                                             extra=page_sections(pack, result), **kw)
+    if used:
+        result = dataclasses.replace(result, related=[*result.related, *used])
+    return answer, quotes, "retrieval_only", result
 
 
 def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, Any],
                   note: str | None = None, why: str | None = None) -> dict[str, object]:
-    answer, quotes, qtype = _offline(result, note, why)
+    answer, quotes, qtype, result = _offline(pack, result, note, why)
     answer, cits = _finish(result, answer, quotes, _pack_name(pack))
     return _answer_dict(result, answer, cits, qtype, usage)
 
@@ -121,8 +165,10 @@ def ask(pack: Any, result: SearchResult, opts: SearchOptions
             text, u = synthesis.complete(api, opts.model, opts.max_tokens, system, user)
             quotes: synthesis.Quotes = []
         else:
-            text, quotes, u = synthesis.complete_cited(api, opts.model, opts.max_tokens,
-                                                       system, user)
+            text, quotes, u, ok = synthesis.complete_cited(api, opts.model, opts.max_tokens,
+                                                           system, user)
+            if not ok:
+                text, quotes, qtype = insufficient_text(result), [], INSUFFICIENT
     except Exception as exc:
         return _degrade(pack, result, usage, exc), False
     add_query_usage(usage, u)
@@ -181,6 +227,9 @@ def ask_stream(pack: Any, result: SearchResult, opts: SearchOptions
         return
     add_query_usage(usage, out.get("usage", {}))
     text = out.get("answer", "".join(chunks))
+    if out.get("answerable") is False:  # nothing of Claude's answer was streamed
+        text, out["quotes"], qtype = insufficient_text(result), [], INSUFFICIENT
+        yield text
     answer, cits = _finish(result, text, out.get("quotes", []), _pack_name(pack))
     if len(answer) > len(text):  # the line flagging unverified citations
         yield answer[len(text):]

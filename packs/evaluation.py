@@ -6,6 +6,10 @@ parts it runs have their own modules: the questions file, gold sources, matching
 few-shot leak check in packs/eval_questions.py; the metrics (recall@k, MRR, nDCG@10) in
 packs/eval_metrics.py; grading with Claude in packs/eval_judge.py.
 
+Answers asked are also counted by outcome: `insufficient_context` (Claude said the
+retrieved excerpts do not answer the question; `insufficient_rate` is their share of the
+answers asked) and `unsupported` (an answer none of whose citations verifies).
+
 Citation precision: every answer asked (`answers=True` asks every question; a judge asks
 those with a reference answer) has its citations counted; precision = verified citations /
 all citations over the run (packs/citations.py), and per question as `citation_precision`.
@@ -71,6 +75,9 @@ class EvalReport:
     citations: int = 0  # citations in those answers
     citations_verified: int = 0
     citation_precision: float | None = None  # verified / citations; None without any
+    insufficient_context: int = 0  # answers labelled insufficient_context (Claude: no answer)
+    insufficient_rate: float | None = None  # their share of the answers; None without any
+    unsupported: int = 0  # answers none of whose citations verifies
     answer_usage: dict[str, object] = field(default_factory=zero_query_usage)  # ask() calls
     judge_usage: dict[str, object] = field(default_factory=zero_query_usage)  # grading calls
     seconds: float = 0.0
@@ -109,7 +116,7 @@ def evaluate(pack: KnowledgePack, questions: Sequence[Question],
     ask_opts = SearchOptions.build(options, use_cache=False)  # answers as users get them
     t0 = time.perf_counter()
     rows: list[QuestionResult] = []
-    answered = n_cits = n_verified = 0
+    answered = n_cits = n_verified = n_insufficient = n_unsupported = 0
     answer_usage, judge_usage = zero_query_usage(), zero_query_usage()
     for n, q in enumerate(questions, start=1):
         result = pack.search(q.question, opts)
@@ -120,6 +127,8 @@ def evaluate(pack: KnowledgePack, questions: Sequence[Question],
         if answers or graded:
             answer = pack.ask(q.question, ask_opts)
             answered += 1
+            n_insufficient += answer.get("query_type") == "insufficient_context"
+            n_unsupported += bool(answer.get("unsupported"))
             add_query_usage(answer_usage, answer.get("token_usage") or {})
             verified, total = citation_precision(answer.get("citations", []))
             n_cits, n_verified = n_cits + total, n_verified + verified
@@ -149,6 +158,8 @@ def evaluate(pack: KnowledgePack, questions: Sequence[Question],
         judge_model=judge_model if judge is not None else None,
         answered=answered, citations=n_cits, citations_verified=n_verified,
         citation_precision=n_verified / n_cits if n_cits else None,
+        insufficient_context=n_insufficient, unsupported=n_unsupported,
+        insufficient_rate=n_insufficient / answered if answered else None,
         answer_usage=answer_usage, judge_usage=judge_usage,
         seconds=round(time.perf_counter() - t0, 2), per_question=rows)
 

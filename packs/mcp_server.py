@@ -147,7 +147,9 @@ def _sources(result: Any) -> list[dict[str, Any]]:
     out = []
     for s in result.cited():
         src = {"n": s.citation, "url": s.url, "title": s.title, "heading_path": s.heading_path,
-               "score": round(float(s.score), 6)}
+               "score": round(float(s.score), 4),  # 0-1 (packs/retrieval/scores.py)
+               "fusion_score": round(float(s.fusion_score if s.fusion_score is not None
+                                           else s.score), 6)}
         if s.pack is not None:
             src["pack"] = s.pack
         out.append(src)

@@ -42,6 +42,7 @@ from packs.pack import KnowledgePack
 from packs.result import Facts, RankedSection, SearchResult
 from packs.retrieval import context as context_stage
 from packs.retrieval import gate, hybrid
+from packs.retrieval import scores as shown_scores
 
 # Gate threshold passed to the per-pack searches so that none of them gates itself.
 _NO_GATE = -1.0  # the lowest cosine similarity: every pack passes
@@ -141,6 +142,9 @@ class PackSet:
             primary, related, facts = [], [], Facts()
             ctx = context_stage.Context(text="", tokens=0, truncated=False)
         else:
+            primary, related = shown_scores.dedupe(primary, related)
+            confidence = {label: res.gate.get("confidence") for label, _, res in passing}
+            shown_scores.readable(primary, related, lambda s: confidence.get(s.pack))
             ctx = context_stage.assemble(primary, related, facts, opts.token_budget,
                                          opts.answer_reserve)
         first = results[0]
@@ -213,7 +217,7 @@ def _fuse(passing: list[tuple[str, float, SearchResult]], opts: SearchOptions,
     out = []
     for key in hybrid.ranked(scores)[:cap]:
         section = by_key[key]
-        section.score = scores[key]
+        section.score = section.fusion_score = scores[key]
         section.stages.append("pack_fusion")
         out.append(section)
     return out

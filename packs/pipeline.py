@@ -26,6 +26,7 @@ from packs.llm.usage import zero_query_usage
 from packs.options import MAX_QUESTION_CHARS, MAX_QUESTION_INPUT_CHARS, SearchOptions
 from packs.result import SearchResult
 from packs.retrieval import candidates, context, gate, graph, selection
+from packs.retrieval import scores as shown_scores
 from packs.retrieval.candidates import BM25_CANDIDATES, CANDIDATES
 from packs.retrieval.state import PackReader, QueryState
 
@@ -124,6 +125,10 @@ def _result(st: QueryState, pack: PackReader) -> SearchResult:
     """The SearchResult of a finished search: its sections, facts and the context assembled
     under the token budget (none for a gated search)."""
     with st.timer("context"):
+        # Each section once, and scores a person can read (packs/retrieval/scores.py).
+        st.primary, st.related = shown_scores.dedupe(st.primary, st.related)
+        confidence = st.verdict.get("confidence")
+        shown_scores.readable(st.primary, st.related, lambda _: confidence)
         ctx = (context.Context(text="", tokens=0, truncated=False) if st.gated else
                context.assemble(st.primary, st.related, st.facts, st.opts.token_budget,
                                 st.opts.answer_reserve))

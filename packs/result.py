@@ -16,7 +16,7 @@ class RankedSection:
     title: str
     heading_path: str
     content: str
-    score: float
+    score: float  # 0-1, the same across questions (packs/retrieval/scores.py)
     similarity: float | None = None  # cosine similarity to the question
     stages: list[str] = field(default_factory=list)  # stages that found or moved it
     relation: str | None = None  # related sections: links_to / linked_from / same_page / ...
@@ -27,6 +27,8 @@ class RankedSection:
     pack: str | None = None  # the pack's label, in results of several packs (PackSet)
     # (start, end) of `content` shown in the context (a cut block shows only its start).
     context_span: tuple[int, int] | None = None
+    # The raw score the section was ranked by (fused RRF score; similarity when related).
+    fusion_score: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)

@@ -11,6 +11,8 @@ Rules (the pure core, `split_markdown`):
 - A page with no title (no front matter title, no `#` heading, no HTML <title>) that opens
   with a heading (mdBook chapters open with `## Chapter name`) takes that heading as its
   title; only a page with neither falls back to the last segment of its URL.
+- Template directives of doc generators (mdBook `{{#include}}`, Hugo shortcodes, MDX
+  components such as `<Listing>`) are removed first (tasks/clean.py).
 - A section longer than `max_words` is cut into chunks at paragraph (or line) boundaries,
   and a line longer than that at sentence ends; each chunk starts with the last blocks
   (or sentences) of the previous one, up to `overlap_words` words.
@@ -25,10 +27,12 @@ import polars as pl
 
 from packs import format as fmt
 from packs.markdown import heading, iter_lines_with_fences
+from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 
-SPLITTER_VERSION = "split-v4"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v5"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
+# v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 HEADING_SEP = " > "
 
 _WORD = re.compile(r"\S+")
@@ -269,7 +273,7 @@ def split_pages(pages: pl.DataFrame, max_words: int, overlap_words: int) -> pl.D
     """Pages (url, title, text) → the sections table (columns SECTION_SCHEMA)."""
     rows = []
     for page in pages.iter_rows(named=True):
-        title, text = page_title(page["title"], page["url"], page["text"] or "")
+        title, text = page_title(page["title"], page["url"], clean_markdown(page["text"] or ""))
         art = fmt.article_id(canonical_url(page["url"]))
         for c in split_markdown(text, title, max_words, overlap_words):
             chash = fmt.content_hash(c.heading_path + "\n" + c.content)

@@ -44,7 +44,14 @@ def cited_answer(request: dict, cite: tuple[int, ...] = (1, 2),
             sentence = first_sentence(found[n])
             parts.append(f"{sentence} [{n}]")
             quotes.append({"n": n, "quote": (misquote or {}).get(n, sentence)})
-    return {"answer": " ".join(parts) + extra_markers, "citations": quotes}
+    return {"answerable": True, "answer": " ".join(parts) + extra_markers, "citations": quotes}
+
+
+def unanswerable(request: dict) -> dict:
+    """The answer tool's input when the excerpts do not answer the question, with an
+    invented answer in `answer` that must never reach the user."""
+    return {"answerable": False, "answer": "Probably 42 times [1].",
+            "citations": [{"n": 1, "quote": "invented"}]}
 
 
 def text_reply(request: dict) -> str:

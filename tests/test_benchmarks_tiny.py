@@ -12,7 +12,9 @@ import re
 import pytest
 
 from benchmarks import (
+    answer_eval,
     corpora,
+    doc_answers,
     extract_calls,
     freshness,
     gate_calibration,
@@ -118,6 +120,25 @@ def test_the_question_sets_are_well_formed():
     assert {r["target"] for r in ood} == {"any", "scifact", "xquad"}
 
 
+def test_the_answer_sets_are_well_formed():
+    """benchmarks/data/*_answers.jsonl: 60+ questions each, every gold group non-empty, a
+    page's questions in one split, both splits about half, several kinds of question."""
+    for name in ("k8s_answers", "rust_answers"):
+        qs = corpora.load_rows(corpora.DATA_DIR / f"{name}.jsonl")
+        assert len(qs) >= 60 and len({r["id"] for r in qs}) == len(qs), name
+        assert len({r["question"] for r in qs}) == len(qs), name
+        assert {"setting", "number", "list", "why", "definition"} <= {r["kind"] for r in qs}
+        for r in qs:
+            assert r["gold"] and r["answers"] and all(g and all(a.strip() for a in g)
+                                                      for g in r["answers"]), r["id"]
+        split: dict[str, str] = {}
+        for r in qs:
+            for page in r["gold"]:
+                assert split.setdefault(page, r["split"]) == r["split"], (name, page)
+        dev = sum(r["split"] == "dev" for r in qs)
+        assert 0.4 <= dev / len(qs) <= 0.6, name
+
+
 def test_gate_fit_separates_and_the_cut_keeps_in_domain_questions():
     rows = [{"corpus": c, "group": g, "signals": {"similarity": s, "coverage": cov}}
             for c in ("a", "b")
@@ -185,7 +206,7 @@ def data(tmp_path_factory):
 
 def test_benchmarks_skip_without_data(tmp_path, capsys):
     for module in (scifact, xquad, gate_calibration, gate_experiments, gate_small_packs,
-                   xquad_answers, retrieval_defaults, query_latency):
+                   xquad_answers, doc_answers, retrieval_defaults, query_latency):
         assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
         assert capsys.readouterr().out.startswith("skipped:")
     for module in (k8s_build, k8s_runners):
@@ -226,7 +247,8 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     out = capsys.readouterr().out
     assert "(reused" in out and "dev split (3 questions)" in out and "test split (2 questions)" in out
     for label in ("baseline: first sentence of the top section",
-                  "product: extractive answer (up to 3 sentences)", "ceiling:"):
+                  "baseline: today's answer (before issue 34)", "product: extractive answer",
+                  "ceiling:"):
         assert out.count(label) == 2, label
     assert report.read_text().startswith("# XQuAD (English): gold answer text")
 
@@ -320,6 +342,32 @@ def test_tiny_kubernetes_build_benchmark(tmp_path, prefect_harness, capsys):
     assert "What is a Pod in Kubernetes?" in out and "20 questions" in out
     for label in k8s_build.SCORE_CONFIGS:
         assert f"| {label}" in out, label
+
+
+def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
+    _write_k8s(tmp_path)
+    questions = tmp_path / "answers.jsonl"
+    rows = [("Which kubectl command creates a Secret from literal values?", "setting",
+             "tasks/configmap-secret/managing-secret-using-kubectl.md",
+             [["kubectl create secret generic"]], "dev"),
+            ("What are the smallest deployable units in Kubernetes?", "definition",
+             "concepts/workloads/pods/_index.md", [["Pods"]], "test")]
+    questions.write_text("".join(json.dumps({
+        "id": f"q{i}", "question": q, "kind": k, "gold": [g], "answers": a, "split": sp})
+        + "\n" for i, (q, k, g, a, sp) in enumerate(rows)))
+    report = tmp_path / "doc_answers.md"
+    assert doc_answers.main(["--data", str(tmp_path), "--work", str(tmp_path / "work"),
+                             "--corpus", "kubernetes", "--questions", str(questions),
+                             "--out", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "gold strings missing from their gold pages in the pack: none" in out
+    assert "kubernetes dev (1 questions)" in out and "kubernetes test (1 questions)" in out
+    for label in (*answer_eval.METHODS, "ceiling:"):
+        assert out.count(label) == 2, label
+    product = next(line for line in out.splitlines()
+                   if line.startswith("| product: extractive answer"))
+    assert product.split("|")[3].strip().startswith("1.000")  # gate off: both contained
+    assert report.read_text().startswith("# Documentation answer sets")
 
 
 def test_tiny_extract_calls_benchmark(tmp_path, prefect_harness, capsys, monkeypatch):

@@ -332,8 +332,9 @@ def test_cli_query_inspect_and_errors(built, tmp_path) -> None:
     assert "[retrieval_only]" in res.output and "compost.html" in res.output
     res = runner.invoke(app, ["query", pack, "Why pinch tomato suckers?", "--json"])
     data = json.loads(res.output)
-    assert set(data) == {"answer", "sources", "citations", "entities", "facts", "cypher_query",
-                         "query_type", "token_usage"}
+    assert set(data) == {"answer", "sources", "citations", "unsupported", "entities", "facts",
+                         "cypher_query", "query_type", "token_usage"}
+    assert data["unsupported"] is False and all(c["verified"] for c in data["citations"])
     res = runner.invoke(app, ["inspect", pack])
     assert res.exit_code == 0 and "articles 4" in res.output
     res = runner.invoke(app, ["query", str(tmp_path / "nope"), "q"])

@@ -126,7 +126,7 @@ def test_segment_respects_markdown():
 def test_selection_is_by_relevance_not_position():
     text = ("Kestrel is a scheduler. It has a web UI. Workers poll queues in priority order. "
             "The scheduler listens on port 8400 by default.")
-    best = select("Which port does the scheduler listen on?", [text], max_sentences=2)
+    best = select("Which port does the scheduler listen on?", [text], max_units=2)
     assert best[0].unit.display == "The scheduler listens on port 8400 by default."
     # A later section's sentence beats an earlier section's when it answers the question.
     picks = select("How many attempts does a job get?",
@@ -137,7 +137,7 @@ def test_selection_is_by_relevance_not_position():
 
 def test_page_brackets_do_not_become_markers():
     sec = Sec("s", "u", "h", "The array a [2] holds the retry count [3] of each job.", citation=1)
-    answer, quotes = extractive_answer("retry count", [sec])
+    answer, quotes, _ = extractive_answer("retry count", [sec])
     assert markers(answer) == [1]
     (c,) = cite(answer, {1: sec}, quotes)
     assert c["verified"] and c["quote"] == sec.content

@@ -355,3 +355,21 @@ def test_cli_reports_citation_precision_of_offline_answers(pack_dir, tmp_path, m
                         r"answers\)", line), line
     plain = _eval_cli(pack_dir, tmp_path)
     assert "citation precision" not in plain.output  # no answers asked, nothing to report
+
+
+def test_eval_reports_how_often_the_context_did_not_answer(pack_dir, tmp_path, monkeypatch):
+    from answer_fake import unanswerable
+
+    def respond(request: dict) -> dict:
+        text = request["messages"][0]["content"]
+        asked = text.rsplit("<question>", 1)[-1]
+        return unanswerable(request) if "exhaust their retries" in asked else cited_answer(request)
+
+    with _claude(monkeypatch, respond):
+        res = _eval_cli(pack_dir, tmp_path, "--answers", "--json")
+        assert res.exit_code == 0, res.output
+        text = _eval_cli(pack_dir, tmp_path, "--answers").output
+    data = json.loads(res.output)
+    assert (data["answered"], data["insufficient_context"]) == (3, 1)
+    assert data["insufficient_rate"] == pytest.approx(1 / 3)
+    assert "insufficient context: 1 of 3 answers (33.3%)" in text

@@ -92,7 +92,7 @@ def test_search_blends_both_vectors_like_the_reference(built, weight):
                                  **extra)
             assert [s.id for s in result.sections] == expected
             for s in result.sections:
-                assert s.score == pytest.approx(ref[s.id], abs=1e-4)
+                assert s.fusion_score == pytest.approx(ref[s.id], abs=1e-4)
             assert "section_kw_vec" in result.cypher_query or extra
         off = pack.search(q, **plain)
         assert "section_kw_vec" not in off.cypher_query

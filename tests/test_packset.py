@@ -192,7 +192,9 @@ def test_general_mode_answers_from_the_right_pack(packset, question, pack, headi
     assert (result.sections[0].pack, result.sections[0].heading_path) == (pack, heading)
     assert all("pack_fusion" in s.stages for s in result.sections)
     scores = [s.score for s in result.sections]
-    assert scores == sorted(scores, reverse=True)
+    assert scores == sorted(scores, reverse=True) and all(0 <= x <= 1 for x in scores)
+    raw = [s.fusion_score for s in result.sections]  # the cross-pack RRF, ranked by
+    assert raw == sorted(raw, reverse=True)
 
 
 def test_per_pack_mode_caps_each_pack(packset):

@@ -163,7 +163,7 @@ def test_neighbours_expansion_is_the_best_section_of_the_best_linked_articles(pa
             best[r.article_id] = r
     want = sorted(best.values(), key=lambda r: -r.similarity)[:2]
     assert [(s.id, s.content) for s in result.related] == [(r.id, r.content) for r in want]
-    assert [s.score for s in result.related] == pytest.approx([r.similarity for r in want])
+    assert [s.fusion_score for s in result.related] == pytest.approx([r.similarity for r in want])
 
 
 def _coded_pack(tmp_path, embedder) -> Path:
@@ -251,10 +251,11 @@ def test_a_decisive_bm25_match_weighs_double_in_prose_only(pack, tmp_path, embed
 
     plain, boosted = top(pack, bm25_decisive_weight=1.0), top(pack)
     assert plain.id == boosted.id and "dlq requeue" in boosted.content
-    assert boosted.score - plain.score == pytest.approx(1 / 61)
+    assert boosted.fusion_score - plain.fusion_score == pytest.approx(1 / 61)
     with KnowledgePack.open(_coded_pack(tmp_path, embedder)) as docs:
-        assert top(docs).score == pytest.approx(top(docs, bm25_decisive_weight=1.0).score)
-        assert top(docs, bm25_decisive_weight=3.0).score - top(docs).score == \
+        assert top(docs).fusion_score == pytest.approx(
+            top(docs, bm25_decisive_weight=1.0).fusion_score)
+        assert top(docs, bm25_decisive_weight=3.0).fusion_score - top(docs).fusion_score == \
             pytest.approx(2 / 61)
 
 
@@ -282,7 +283,12 @@ def test_ask_offline_is_extractive_and_labelled(pack):
     assert answer["sources"][0] == {
         "n": 1, "url": url_of("retries"), "title": "Configuring retries",
         "heading_path": "Configuring retries > Retry policy",
-        "score": answer["sources"][0]["score"]}
+        "score": answer["sources"][0]["score"],
+        "fusion_score": answer["sources"][0]["fusion_score"]}
+    # The shown score is the gate's confidence for the first source, 0-1 and non-increasing.
+    shown = [s["score"] for s in answer["sources"]]
+    assert 0 < shown[0] <= 1 and shown == sorted(shown, reverse=True)
+    assert not answer["unsupported"]
     assert "RetryPolicy" in answer["entities"]
     assert answer["token_usage"] == {"input_tokens": 0, "output_tokens": 0, "api_calls": 0,
                                      "cost_usd": 0.0}
@@ -450,3 +456,16 @@ def test_a_question_naming_a_page_title_finds_that_page(tmp_path, embedder):
         queues = docs.search("Workers", gate_threshold=-1.0, use_cache=False,
                              url_prefix=url_of("queues"))
         assert queues.sections and {s.url for s in queues.sections} == {url_of("queues")}
+
+
+@pytest.mark.parametrize("question", ["How many times is a failed job retried?",
+                                      "dead letter queue", "worker crash loops"])
+def test_result_scores_read_0_to_1_down_the_list_and_sections_appear_once(pack, question):
+    result = pack.search(question, use_cache=False, max_results=10)
+    shown = [*result.sections, *result.related]
+    scores = [s.score for s in shown]
+    assert all(0.0 <= x <= 1.0 for x in scores) and scores == sorted(scores, reverse=True)
+    assert scores[0] == pytest.approx(result.gate["confidence"], abs=1e-4)
+    assert all(s.fusion_score is not None for s in shown)
+    keys = [(s.url, s.heading_path) for s in shown]
+    assert len(keys) == len(set(keys))

@@ -58,7 +58,7 @@ def test_pipeline_reranks_by_cross_encoder_score(pack, tiny_cross_encoder):
     model = rerank.load(tiny_cross_encoder)
     expected = rerank.scores(model, q, [f"{s.heading_path}\n{s.content}"
                                         for s in result.sections])
-    assert [s.score for s in result.sections] == pytest.approx(expected, rel=1e-4)
+    assert [s.fusion_score for s in result.sections] == pytest.approx(expected, rel=1e-4)
     assert expected == sorted(expected, reverse=True)
 
 

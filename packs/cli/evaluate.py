@@ -107,6 +107,9 @@ def format_report(report, per_question: bool = False) -> str:
                      else f"{report.citation_precision:.3f}")
         lines.append(f"citation precision: {precision} ({report.citations_verified}/"
                      f"{report.citations} citations verified in {report.answered} answers)")
+        lines.append(f"insufficient context: {report.insufficient_context} of "
+                     f"{report.answered} answers ({report.insufficient_rate or 0:.1%}); "
+                     f"unsupported (no verified citation): {report.unsupported}")
     for label, usage in (("answers", report.answer_usage), ("grading", report.judge_usage)):
         if usage.get("api_calls"):
             lines.append(f"Claude for {label}: {usage['api_calls']} calls, "

@@ -1,63 +1,108 @@
-"""The offline answer: the sentences of the cited sections that best answer the question.
+"""The offline answer: the passages of the pack that best answer the question.
 
-Segmentation (`segment`) reads a section's Markdown as blocks, then sentences, and keeps
-every unit as a (start, end) span of the section's text, so a chosen sentence is also its
-own citation quote:
-- a fenced code block is one unit (`code`); a heading line is a unit that is never chosen;
-- a table row is a unit (`row`; the header row and the `|---|` line are not), shown as
-  "header: cell; ..." so it reads without the table;
-- a list item (with its indented continuation lines) is split into sentences of its own,
-  so items are never run together (`item`);
-- a paragraph is split at sentence ends (., ?, ! before a capital, a digit, a quote or a
-  code span),
-  never at a soft line break, always at a hard one (two trailing spaces or a backslash),
-  and never after an abbreviation (e.g., i.e., etc., vs., an initial) or inside `code`.
+Candidates (packs/retrieval/units.py) are the sentences, whole list items, table rows, short
+paragraphs, small code blocks and lead-ins with the list, table or code they introduce, of
+the first MAX_SECTIONS cited sections and of the other sections of the first PAGES cited
+pages (`extra`: the page a question is about is usually first, the section that answers it
+not always cited). Each is scored by
 
-Selection (`select`): every sentence, item and row of the first `max_sections` cited
-sections is scored by the question's keywords it contains, each weighted by its inverse
-frequency among those units (so a rare word counts for more than one in every sentence),
-plus a share of that score for the section's heading path, plus a small prior for the
-section's rank, plus a bonus for a number when the question asks
-for one (how many, when, what year). The best `max_sentences` go in best-first order, at
-most `per_section` from one section. Weights were set on the XQuAD dev split
-(benchmarks/xquad_answers.py); see BENCHMARKS.md for the test split.
+    BM25     the question's terms (packs/text.py: stop words out, Porter stems) in the unit,
+             k1 = K1, b = B over the candidates' lengths, each term weighted by its IDF in
+             the pack (the section frequencies the gate keeps, `Vocabulary`) times its IDF
+             among the candidates (a word every candidate has does not choose among them),
+             over the total weight of the question's terms; a lead-in scores at least as
+             its best part, plus PART_BONUS for each further part that matches
+    + IDENTIFIER_WEIGHT  x the share of the question's identifiers, code spans and lone
+             symbols (`--flag`, `maxSurge`, `pack.toml`, "!") the unit writes
+    + HEADING_WEIGHT     x the same BM25 share for the section's heading path (a sentence
+             under "Restart policy" rarely repeats "restart policy" itself)
+    + SECTION_PRIOR / (rank + 1)   the section's place (extra sections come last)
+    + TYPE_BONUS[type] for each type of the question the unit answers: a code span or an
+             identifier the question lacks (which / what setting, flag, command, field ...),
+             a number the question lacks (how many, how long, what port ...), a name it
+             lacks (who, where), a reason (why → because, so that ...), a list (what are
+             the rules, which steps ...), a default (if I leave X out, when not set ...)
+
+and halved for a unit of fewer than SHORT_WORDS words. The best go in best-first order:
+at most MAX_UNITS, at most PER_SECTION from one section, none overlapping another or
+repeating its text (chunks overlap), none scoring under FLOOR x the best, none longer than
+LONG_WORDS under LONG_FLOOR x the best, within MAX_WORDS words in all (the first is always
+kept). Weights were set on the dev splits of XQuAD and the two documentation answer sets
+(benchmarks/xquad_answers.py, benchmarks/doc_answers.py) with the text rules of
+packs/text.py at TUNED_ON; BENCHMARKS.md has the test splits.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from packs.markdown import heading, list_marker, opening_fence
-from packs.retrieval.quality import STOP_WORDS
+from packs import text as text_rules
+from packs.retrieval.units import Unit, candidates, first_sentence, segment
 
-SECTION_PRIOR = 0.3  # added for the top section, divided by rank below it
-HEADING_WEIGHT = 0.25  # times the question-keyword score of the section's heading path
-NUMBER_BONUS = 0.15
-SHORT_WORDS = 4  # units with fewer words score half
-MAX_CODE_LINES = 5  # longer code blocks are never chosen whole
+if TYPE_CHECKING:
+    from packs.result import RankedSection
 
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
-_QUOTE_MARK = re.compile(r"^\s*>\s?", re.M)
-_END = re.compile(r"[.!?][\"'”’)\]*_]*(?=\s+(?:[\"'“‘(\[*_]*[A-Z0-9]|`))")
-_ABBREV = frozenset("""e.g i.e etc vs cf al approx fig figs no nos eq eqs mr mrs ms dr st
-jr sr prof inc ltd co corp dept est vol ch sec p pp""".split())
-_NUMBER_QUESTION = re.compile(
-    r"\b(how (many|much|long|old|often|far|large|big|fast)|when|what (year|date|time|"
-    r"percentage|number|port|version)|which (year|date))\b", re.I)
-_DIGIT = re.compile(r"\d")
+__all__ = ["Pick", "Unit", "answer", "candidates", "first_sentence", "idf_of",
+           "question_types", "segment", "select"]
 
+TUNED_ON = "text-v1"
+K1, B = 1.2, 0.75
+IDENTIFIER_WEIGHT = 0.5
+HEADING_WEIGHT = 0.25
+SECTION_PRIOR = 0.5
+TYPE_BONUS = {"number": 0.3, "name": 0.3, "person": 0.3, "place": 0.3, "why": 0.3,
+              "list": 0.3, "default": 0.3}
+PART_BONUS = 0.1
+MAX_PART_BONUSES = 3
+SHORT_WORDS = 4
+FLOOR = 0.5
+LONG_WORDS = 60
+LONG_FLOOR = 0.8
+MAX_SECTIONS = 7
+PAGES = 3  # the other sections of the first cited page are read too (packs/answer.py)
+MAX_UNITS = 4
+PER_SECTION = 4
+MAX_WORDS = 120
 
-@dataclass(frozen=True)
-class Unit:
-    start: int
-    end: int
-    kind: str  # sentence | item | row | code | heading
-    display: str  # the text as the answer shows it (one line; a code unit keeps its lines)
+_TYPES: dict[str, re.Pattern[str]] = {
+    "person": re.compile(r"\b(who|whom|whose)\b", re.I),
+    "place": re.compile(r"\bwhere\b", re.I),
+    "number": re.compile(
+        r"\b(how (many|much|long|old|often|far|large|big|fast|soon|frequently)|when|"
+        r"what (year|date|time|percentage|percent|number|port|version|size|age|amount)|"
+        r"which (year|date|port|version)|at what)\b", re.I),
+    "name": re.compile(
+        r"\b(which|what|name of)\b[\w\s-]{0,30}?\b(settings?|flags?|options?|fields?|"
+        r"commands?|parameters?|arguments?|annotations?|labels?|keys?|variables?|"
+        r"functions?|methods?|macros?|traits?|types?|keywords?|attributes?|files?|"
+        r"subcommands?|plugins?|modes?|polic(y|ies)|values?|names?|crates?|tools?|"
+        r"resources?|objects?|kinds?|fields?|operators?|syntax|extensions?|"
+        r"controllers?|endpoints?|headers?|directories|directory|paths?)\b", re.I),
+    "default": re.compile(
+        r"\b(default|defaults|by default|unless|otherwise|without (any|a|an|setting)|"
+        r"(if|when) (i |you )?(leave|don't set|do not set|omit|skip)|"
+        r"not (set|given|specified|configured)|omitted|left out|unset|unspecified|"
+        r"when nothing)", re.I),
+    "why": re.compile(r"^\s*why\b|\b(what is the (reason|purpose)|for what purpose)\b", re.I),
+    "list": re.compile(
+        r"\b(what|which) are (the|some)\b|\blist\b|\b(what|which) (\w+ ){0,2}"
+        r"(rules|steps|kinds|types|ways|phases|stages|states|conditions|requirements|"
+        r"components|categories|levels|classes)\b", re.I),
+}
+RETRIEVAL_ONLY_NOTE = (
+    "Retrieval-only answer (no language model was used; set ANTHROPIC_API_KEY for a "
+    "synthesised answer). The most relevant passages in the pack:"
+)
+_MARKER_LIKE = re.compile(r"(?<![\\\w])\[(?=\d)")
+_DEFAULT = re.compile(r"\bdefault", re.I)
+_REASON = re.compile(r"\b(because|so that|since|in order to|to avoid|to prevent|otherwise|"
+                     r"this means|that way|the reason|due to|so it|so the)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -67,210 +112,213 @@ class Pick:
     score: float
 
 
-# --- segmentation --------------------------------------------------------------------------
+_CAPITAL = re.compile(r"(?<=[\s(\"'“‘])[A-Z][\w'’.-]*[A-Za-z0-9]")
+_SYMBOL = re.compile(r"(?<!\S)[^\w\s]{1,3}(?!\S)")
+_PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "'"})
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/%-]*")
 
 
-def _lines(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each line, the newline excluded."""
-    out, pos = [], 0
-    for line in text.split("\n"):
-        out.append((pos, pos + len(line)))
-        pos += len(line) + 1
-    return out
+def question_types(question: str) -> set[str]:
+    """What the question asks for: "number", "name", "person", "place", "why", "list",
+    "default" (none, one or more)."""
+    return {name for name, pattern in _TYPES.items() if pattern.search(question)}
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
+def _novel(found: list[str], asked: set[str]) -> bool:
+    """Whether `found` (names, numbers, identifiers of a unit) has one the question does
+    not write itself: the answer to "who ..." is a name the question lacks."""
+    return any(w not in asked and w not in text_rules.STOP_WORDS
+               for w in (f.lower().strip(".,") for f in found))
 
 
-def _one_line(text: str) -> str:
-    return " ".join(_QUOTE_MARK.sub("", text).split())
+def idf_of(vocabulary) -> Callable[[str], float]:
+    """A word → IDF function over a pack's sections (a gate `Vocabulary`, whose terms are
+    the gate's word forms); a compound ("kube-proxy") takes its rarest part's."""
+    from packs.retrieval import gate
+
+    def idf(word: str) -> float:
+        parts = gate.terms(word)
+        return max((vocabulary.idf(p) for p in parts), default=0.0)
+
+    return idf
 
 
-def _in_code(text: str, start: int, pos: int) -> bool:
-    return text.count("`", start, pos) % 2 == 1
+def _has(kind: str, u: Unit, raw: str, asked: set[str]) -> bool:
+    """Whether unit `u` (`raw`: its Markdown) has what a question of `kind` asks for;
+    `asked`: the question's words as written, lower-cased."""
+    if kind == "number":
+        return _novel(_NUMBER.findall(u.display), asked)
+    if kind == "name":
+        return u.kind == "code" or _novel(text_rules.identifiers(raw), asked)
+    if kind in ("person", "place"):
+        return _novel(_CAPITAL.findall(" " + u.display), asked)
+    if kind == "why":
+        return _REASON.search(u.display) is not None
+    if kind == "default":
+        return _DEFAULT.search(u.display) is not None
+    return u.kind == "leadin" and "\n- " in u.display
 
 
-def _abbreviation(text: str, start: int, pos: int) -> bool:
-    """Whether the '.' at `pos` ends an abbreviation or an initial, not a sentence."""
-    if text[pos] != ".":
-        return False
-    word = re.search(r"([\w.]+)$", text[start:pos])
-    if not word:
-        return False
-    w = word.group(1).lower()
-    return (w.rstrip(".") in _ABBREV or (len(w) == 1 and w.isalpha())
-            or re.fullmatch(r"([a-z]\.)+[a-z]", w) is not None)
-
-
-def sentences(text: str, start: int, end: int, kind: str = "sentence") -> list[Unit]:
-    """The sentences of text[start:end] (a paragraph or a list item's text)."""
-    out, s = [], start
-    for m in _END.finditer(text, start, end):
-        cut = m.end()
-        if _in_code(text, s, m.start()) or _abbreviation(text, s, m.start()):
+def _weights(question: str, units: list[list[str]],
+             pack_idf: Callable[[str], float] | None) -> dict[str, float]:
+    """Weight of each of the question's terms: IDF among the candidates, times its IDF in
+    the pack when known."""
+    df = Counter(t for ts in units for t in set(ts))
+    n = len(units)
+    weights: dict[str, float] = {}
+    for w in text_rules.words(question):
+        if w in text_rules.STOP_WORDS:
             continue
-        a, b = _trim(text, s, cut)
-        if a < b:
-            out.append(Unit(a, b, kind, _one_line(text[a:b])))
-        s = cut
-    a, b = _trim(text, s, end)
-    if a < b:
-        out.append(Unit(a, b, kind, _one_line(text[a:b])))
-    return out
+        t = text_rules.stem(w)
+        local = math.log(1 + n / (df.get(t, 0) + 0.5))
+        weights[t] = max(weights.get(t, 0.0), local * (pack_idf(w) if pack_idf else 1.0))
+    return weights
 
 
-def _row_cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
+def _bm25(tf: Counter, length: int, avg: float, weights: dict[str, float]) -> float:
+    score = 0.0
+    for t, w in weights.items():
+        f = tf.get(t, 0)
+        if f:
+            score += w * f * (K1 + 1) / (f + K1 * (1 - B + B * length / avg))
+    return score
 
 
-def segment(text: str) -> list[Unit]:
-    """The units of a section's Markdown text, in order (see the module docstring)."""
-    lines = _lines(text)
-    units: list[Unit] = []
-    para: list[tuple[int, int]] = []  # lines of the open paragraph or list item
-    para_kind = "sentence"
-    header: list[str] | None = None
-
-    def flush() -> None:
-        nonlocal para
-        if para:
-            a, b = para[0][0], para[-1][1]
-            if para_kind == "item":
-                marker = list_marker(text[a:para[0][1]])
-                a += marker.end() if marker else 0
-            if text[a:b].endswith("\\"):  # a hard line break, not part of the text
-                b -= 1
-            units.extend(sentences(text, a, b, para_kind))
-        para = []
-
-    i = 0
-    while i < len(lines):
-        a, b = lines[i]
-        line = text[a:b]
-        fence = opening_fence(line)
-        if fence:
-            flush()
-            j = i + 1
-            while j < len(lines) and not fence.closed_by(text[lines[j][0]:lines[j][1]]):
-                j += 1
-            body = lines[i + 1:j]
-            if body:
-                ca, cb = _trim(text, body[0][0], body[-1][1])
-                if ca < cb:
-                    units.append(Unit(ca, cb, "code", text[ca:cb]))
-            i = j + 1
-            continue
-        if not line.strip():
-            flush()
-            header = None
-        elif heading(line):
-            flush()
-            ha, hb = _trim(text, a, b)
-            units.append(Unit(ha, hb, "heading", line.strip("# \t")))
-        elif _TABLE_ROW.match(line):
-            flush()
-            if _TABLE_RULE.match(line):
-                pass
-            elif header is None and i + 1 < len(lines) and _TABLE_RULE.match(
-                    text[lines[i + 1][0]:lines[i + 1][1]]):
-                header = _row_cells(line)
-            else:
-                cells = _row_cells(line)
-                shown = "; ".join(f"{h}: {c}" if h else c
-                                  for h, c in zip(header or [""] * len(cells), cells) if c)
-                ra, rb = _trim(text, a, b)
-                units.append(Unit(ra, rb, "row", shown))
-        elif list_marker(line):
-            flush()
-            para_kind = "item"
-            para = [(a, b)]
-        else:
-            if not para:
-                para_kind = "sentence"
-            para.append((a, b))
-            if line.endswith(("  ", "\\")):  # a hard line break ends the unit
-                flush()
-        i += 1
-    flush()
-    return units
-
-
-# --- selection -----------------------------------------------------------------------------
-
-
-def _stem(token: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(token) > len(suffix) + 3 and token.endswith(suffix):
-            return token[: -len(suffix)]
-    return token
-
-
-# Dotted and dashed names stay one word: "pack.toml" does not match a question about a pack.
-_WORD = re.compile(r"[a-z0-9_]+(?:[.\-/][a-z0-9_]+)*")
-
-
-def terms(text: str) -> set[str]:
-    """Stemmed keywords (stop words left out)."""
-    return {_stem(t) for t in _WORD.findall(text.lower()) if t not in STOP_WORDS}
-
-
-def _candidate(u: Unit, text: str) -> bool:
-    if u.kind == "heading":
-        return False
-    if u.kind == "code":
-        return text.count("\n", u.start, u.end) < MAX_CODE_LINES
-    return any(ch.isalnum() for ch in u.display)
-
-
-def select(question: str, texts: Sequence[str], max_sentences: int = 3,
-           per_section: int = 2, headings: Sequence[str] | None = None) -> list[Pick]:
+def select(question: str, texts: Sequence[str], max_units: int | None = None,
+           per_section: int | None = None, headings: Sequence[str] | None = None,
+           pack_idf: Callable[[str], float] | None = None,
+           max_words: int | None = None) -> list[Pick]:
     """The best units of `texts` (the cited sections' contents, best section first, with
-    their `headings` paths when given) for `question`, best first; [] when no section has
-    a unit."""
-    units = [(i, u) for i, t in enumerate(texts) for u in segment(t) if _candidate(u, t)]
+    their `headings` paths when given) for `question`, best first; `pack_idf` maps a
+    word to its IDF in the pack (see `idf_of`). The limits default to MAX_UNITS,
+    PER_SECTION and MAX_WORDS. [] when no section has a candidate."""
+    units = [(i, u) for i, t in enumerate(texts) for u in candidates(t)]
     if not units:
         return []
-    unit_terms = [terms(u.display) for _, u in units]
-    df = Counter(t for ts in unit_terms for t in ts)
-    n = len(units)
-    q = terms(question)
-    idf = {t: math.log(1 + n / (df.get(t, 0) + 0.5)) for t in q}
-    total = sum(idf.values()) or 1.0
-    wants_number = _NUMBER_QUESTION.search(question) is not None
-    # A sentence under a heading that names the question's subject ("What is inside a
-    # pack" for "what is inside a pack?") rarely repeats those words itself.
-    head = [HEADING_WEIGHT * sum(idf[t] for t in q & terms(h)) / total
-            for h in (headings or [""] * len(texts))]
+    unit_terms = [text_rules.terms(u.display) for _, u in units]
+    weights = _weights(question, unit_terms, pack_idf)
+    total = sum(weights.values()) or 1.0
+    avg = sum(map(len, unit_terms)) / len(unit_terms) or 1.0
+    # Identifiers and code spans, and symbols written alone ("the ? operator"), which a
+    # passage writes as code.
+    idents = [x.lower() for x in text_rules.identifiers(question)]
+    idents += [f"`{m}`" for m in _SYMBOL.findall(question) if m not in _PUNCTUATION]
+    kinds = question_types(question)
+    asked = {w.strip(".,;:?!\"'()").lower() for w in question.split()}
+    heads = [_bm25(Counter(text_rules.terms(h)), 1, 1.0, weights) / total
+             for h in (headings or [""] * len(texts))]
     scored = []
-    for (i, u), ts in zip(units, unit_terms):
-        score = sum(idf[t] for t in q & ts) / total + SECTION_PRIOR / (i + 1) + head[i]
-        if wants_number and _DIGIT.search(u.display):
-            score += NUMBER_BONUS
+    matched = [_bm25(Counter(ts), len(ts), avg, weights) / total for ts in unit_terms]
+    for k, (i, u) in enumerate(units):
+        raw = texts[i][u.start:u.end]
+        score = (_composite(units, matched, k) + HEADING_WEIGHT * heads[i]
+                 + SECTION_PRIOR / (i + 1))
+        if idents:
+            low = raw.lower()
+            score += IDENTIFIER_WEIGHT * sum(x in low for x in idents) / len(idents)
+        score += sum(TYPE_BONUS[k] for k in kinds if _has(k, u, raw, asked))
         if len(u.display.split()) < SHORT_WORDS:
             score /= 2
         scored.append(Pick(i, u, score))
     # Best first; ties go to the earlier section, then the earlier unit.
     scored.sort(key=lambda p: (-p.score, p.section, p.unit.start))
+    return _pick(scored, max_units or MAX_UNITS, per_section or PER_SECTION,
+                 max_words or MAX_WORDS)
+
+
+def _composite(units: list[tuple[int, Unit]], matched: list[float], k: int) -> float:
+    """The term score of unit k; a lead-in scores at least as its best part (the lead-in
+    sentence, an item, a row: its own BM25 is diluted by its length), plus PART_BONUS for
+    every further part that has some of the question's terms (a list that answers a
+    question about several things)."""
+    i, u = units[k]
+    if u.kind != "leadin":
+        return matched[k]
+    parts = sorted((matched[j] for j, (s, p) in enumerate(units)
+                    if s == i and j != k and u.start <= p.start and p.end <= u.end), reverse=True)
+    hits = sum(m > 0 for m in parts)
+    return max([matched[k], *parts]) + PART_BONUS * min(max(hits - 1, 0), MAX_PART_BONUSES)
+
+
+def _pick(scored: list[Pick], max_units: int, per_section: int, max_words: int) -> list[Pick]:
     out: list[Pick] = []
     per: Counter[int] = Counter()
+    words = 0
+    best = scored[0].score
     for p in scored:
-        if per[p.section] >= per_section:
+        if len(out) == max_units or (out and p.score < FLOOR * best):
+            break
+        n = len(p.unit.display.split())
+        if per[p.section] >= per_section or (out and words + n > max_words):
             continue
+        if out and n > LONG_WORDS and p.score < LONG_FLOOR * best:
+            continue  # a long passage that scores well below the best would crowd out others
+        if any(q.unit.display == p.unit.display or (q.section == p.section and q.unit.start
+               < p.unit.end and p.unit.start < q.unit.end) for q in out):
+            continue  # overlapping, or the same text again (chunks of a section overlap)
         out.append(p)
         per[p.section] += 1
-        if len(out) == max_sentences:
-            break
+        words += n
     return out
 
 
-def first_sentence(text: str) -> str:
-    """The first unit of a section that is not a heading (the benchmark's baseline)."""
-    for u in segment(text):
-        if _candidate(u, text):
-            return u.display
-    return text.strip()
+# --- the answer text ---------------------------------------------------------------------------
+
+
+def _fenced(code: str) -> str:
+    body = "\n".join("  " + line for line in code.splitlines())
+    return f"\n  ```\n{body}\n  ```\n "
+
+
+def shown(unit: Unit) -> str:
+    """A unit as a bullet of the answer shows it: code fenced, a lead-in followed by its
+    list items (indented) or code block; brackets of the page's own text escaped so they
+    do not read as citation markers."""
+    if unit.kind == "code":
+        if "\n" not in unit.display and "`" not in unit.display:
+            return f"`{unit.display}`"
+        return _fenced(unit.display)
+    if unit.kind == "leadin":
+        lead, _, rest = unit.display.partition("\n")
+        lead = _MARKER_LIKE.sub(r"\\[", lead)
+        if unit.inner == "code":
+            return lead + _fenced(rest)
+        if unit.inner in ("item", "row"):
+            items = _MARKER_LIKE.sub(r"\\[", rest)
+            return lead + "\n" + "\n".join("  " + line for line in items.splitlines())
+        return _MARKER_LIKE.sub(r"\\[", f"{lead} {rest}")
+    return _MARKER_LIKE.sub(r"\\[", unit.display)
+
+
+def answer(question: str, cited: Sequence[RankedSection], max_units: int | None = None,
+           note: str = RETRIEVAL_ONLY_NOTE, max_sections: int | None = None,
+           pack_idf: Callable[[str], float] | None = None,
+           extra: Sequence[RankedSection] = ()
+           ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
+    """(answer, quotes, extra sections quoted): the units of the first `max_sections`
+    cited sections and of the `extra` sections (the rest of the first page, not in the
+    context) that best answer the question (`select`), best first, one bullet each with
+    its [n] ([n, pack] with several packs), under the `note` line; each quote is the unit's
+    span of its section, so packs/citations.py verifies it. An extra section the answer
+    quotes is numbered after the cited ones and returned (a copy, `citation` set) so that
+    the caller lists it among the sources."""
+    shown_sections = list(cited[:max_sections or MAX_SECTIONS])
+    sections = [*shown_sections, *extra]
+    picks = select(question, [s.content for s in sections], max_units,
+                   headings=[s.heading_path or s.title or "" for s in sections],
+                   pack_idf=pack_idf)
+    if not picks:
+        return "The pack has no passages relevant to this question.", [], []
+    lines, quotes, used = [note, ""], [], []
+    number = {i: int(s.citation or 0) for i, s in enumerate(shown_sections)}
+    last = max((int(s.citation or 0) for s in cited), default=0)
+    for p in picks:
+        s = sections[p.section]
+        if p.section not in number:  # an extra section: the next free number
+            last += 1
+            number[p.section] = last
+            used.append(dataclasses.replace(s, citation=last, context_span=None))
+        where = f", {s.pack}" if s.pack else ""  # several packs: [n, pack], as Claude writes
+        lines.append(f"- {shown(p.unit)} [{number[p.section]}{where}]")
+        quotes.append((number[p.section], s.content[p.unit.start:p.unit.end]))
+    return "\n".join(lines), quotes, used

@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import re
 
+from packs import text as text_rules
+
 MIN_WORDS = 20
 DEFAULT_THRESHOLD = 0.3
 
-STOP_WORDS = frozenset("""
-a about above after again all am an and any are as at be because been before being below
-between both but by can could did do does doing down during each few for from further had
-has have having he her here hers how i if in into is it its itself just me more most my no
-nor not now of off on once only or other our out over own same she should so some such than
-that the their them then there these they this those through to too under until up very was
-we were what when where which while who whom why will with would you your
-""".split())
+# The stop words are one list for the query side (packs/text.py).
+STOP_WORDS = text_rules.STOP_WORDS
 
 _TOKEN = re.compile(r"[a-z0-9_]+")
 

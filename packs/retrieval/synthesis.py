@@ -8,24 +8,25 @@ data that could pass for one of the prompt's tags (`pack_context`, `question`, `
 in any case, with spaces, fullwidth brackets or a guessed suffix) has its opening bracket
 escaped as `&lt;`, so the model never sees it as markup.
 
-Claude answers through a forced tool call (`ANSWER_TOOL`): the answer text with [n] markers
+Claude answers through a forced tool call (`ANSWER_TOOL`): `answerable` (false when the
+excerpts do not contain the answer: packs/answer.py then labels the result
+`insufficient_context` and shows no answer of Claude's), the answer text with [n] markers
 and, for each marker, a quote copied from excerpt n, which packs/citations.py then checks
 against the section's stored text. Streaming reads the tool input as it arrives and yields
-the answer string's characters as they grow.
+the answer string's characters as they grow, once `answerable` is known to be true (a
+reply that never says streams its answer when it ends).
 """
 
 from __future__ import annotations
 
-import re
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from types import SimpleNamespace
 
 from packs.llm.client import text_of
 from packs.llm.neutralise import ANSWER_TAGS
 from packs.llm.neutralise import neutralise as neutralise_tags
 from packs.llm.usage import USAGE_FIELDS, query_usage
-from packs.result import RankedSection
 from packs.retrieval import extractive
 
 ANSWER_TOOL_NAME = "answer"
@@ -44,8 +45,9 @@ SYSTEM = (
     "`citations`, give one entry for every [n] in the answer, in the order they appear: n, "
     "and `quote`, a short passage (a sentence or less) copied character for character from "
     "the text of excerpt n that supports the claim: not from its heading or URL line, with "
-    "no ellipsis and no paraphrase. If the excerpts do not contain the answer, say so "
-    "plainly instead of guessing, and cite nothing."
+    "no ellipsis and no paraphrase. Decide `answerable` first: set it to false when the "
+    "excerpts do not contain the answer to the question, and then write only one sentence "
+    "saying so in `answer`, cite nothing, and never answer from general knowledge or guess."
 )
 ANSWER_TOOL = {
     "name": ANSWER_TOOL_NAME,
@@ -53,6 +55,9 @@ ANSWER_TOOL = {
     "input_schema": {
         "type": "object",
         "properties": {
+            "answerable": {"type": "boolean",
+                           "description": "false when the excerpts do not contain the "
+                                          "answer to the question."},
             "answer": {"type": "string",
                        "description": "The answer in Markdown, citing excerpts as [n]."},
             "citations": {
@@ -70,7 +75,7 @@ ANSWER_TOOL = {
                 },
             },
         },
-        "required": ["answer", "citations"],
+        "required": ["answerable", "answer", "citations"],
     },
 }
 SYSTEM_NO_CONTEXT = (
@@ -78,10 +83,7 @@ SYSTEM_NO_CONTEXT = (
     "sentence, then answer briefly from general knowledge, clearly marked as not coming "
     "from the pack. Do not invent citations."
 )
-RETRIEVAL_ONLY_NOTE = (
-    "Retrieval-only answer (no language model was used; set ANTHROPIC_API_KEY for a "
-    "synthesised answer). The most relevant passages in the pack:"
-)
+RETRIEVAL_ONLY_NOTE = extractive.RETRIEVAL_ONLY_NOTE
 
 Quotes = list[tuple[int, str]]
 
@@ -119,37 +121,8 @@ def user_message(question: str, context: str, fewshot_block: str = "",
 
 # --- the offline answer --------------------------------------------------------------------
 
-_MARKER_LIKE = re.compile(r"(?<![\\\w])\[(?=\d)")
-
-
-def _shown(unit: extractive.Unit) -> str:
-    if unit.kind != "code":
-        # Brackets of the page's own text must not read as citation markers.
-        return _MARKER_LIKE.sub(r"\\[", unit.display)
-    if "\n" not in unit.display and "`" not in unit.display:
-        return f"`{unit.display}`"
-    body = "\n".join("  " + line for line in unit.display.splitlines())
-    return f"\n  ```\n{body}\n  ```\n "
-
-
-def extractive_answer(question: str, cited: Sequence[RankedSection], max_sentences: int = 3,
-                      note: str = RETRIEVAL_ONLY_NOTE, max_sections: int = 5
-                      ) -> tuple[str, Quotes]:
-    """(answer, quotes): the sentences of the cited sections that best answer the question
-    (packs/retrieval/extractive.py), best first, one bullet each with its [n]; each quote is
-    the sentence's span of its section, for packs/citations.py."""
-    sections = list(cited[:max_sections])
-    picks = extractive.select(question, [s.content for s in sections], max_sentences,
-                              headings=[s.heading_path or s.title or "" for s in sections])
-    if not picks:
-        return "The pack has no passages relevant to this question.", []
-    lines, quotes = [note, ""], []
-    for p in picks:
-        s = sections[p.section]
-        where = f", {s.pack}" if s.pack else ""  # several packs: [n, pack], as Claude writes
-        lines.append(f"- {_shown(p.unit)} [{s.citation}{where}]")
-        quotes.append((int(s.citation or 0), s.content[p.unit.start:p.unit.end]))
-    return "\n".join(lines), quotes
+# The extractive answer lives with its selection (packs/retrieval/extractive.py).
+extractive_answer = extractive.answer
 
 
 # --- Claude ----------------------------------------------------------------------------------
@@ -186,14 +159,26 @@ def _tool_args() -> dict:
     return {"tools": [ANSWER_TOOL], "tool_choice": {"type": "tool", "name": ANSWER_TOOL_NAME}}
 
 
+def answerable(message) -> bool:
+    """False only when the reply's answer tool says the excerpts do not answer the question
+    (`answerable: false`); a reply without the flag, or with text instead of the tool, is
+    taken as an answer."""
+    for block in message.content:
+        if getattr(block, "type", "") == "tool_use" and block.name == ANSWER_TOOL_NAME:
+            data = block.input if isinstance(block.input, dict) else {}
+            return data.get("answerable") is not False
+    return True
+
+
 def complete_cited(api, model: str, max_tokens: int, system: str, user: str
-                   ) -> tuple[str, Quotes, dict]:
-    """(answer, quotes, usage) through the answer tool. Raises the SDK's errors for the
-    caller to classify, UnusableReply for a reply without an answer."""
+                   ) -> tuple[str, Quotes, dict, bool]:
+    """(answer, quotes, usage, answerable) through the answer tool. Raises the SDK's errors
+    for the caller to classify, UnusableReply for a reply without an answer."""
     msg = api.messages.create(model=model, max_tokens=max_tokens, system=system,
                               messages=[{"role": "user", "content": user}], **_tool_args())
-    answer, quotes = parse_reply(msg)
-    return answer, quotes, query_usage(msg, model)
+    ok = answerable(msg)  # an unanswerable reply's answer text is not used, blank or not
+    answer, quotes = parse_reply(msg) if ok else ("", [])
+    return answer, quotes, query_usage(msg, model), ok
 
 
 def complete(api, model: str, max_tokens: int, system: str, user: str) -> tuple[str, dict]:
@@ -213,19 +198,24 @@ def _text_answer(message) -> str:
     return text
 
 
-def _partial_answer(buf: str) -> tuple[str | None, bool]:
-    """(the answer string so far, whether it is complete) of a partial tool input: complete
-    once a key follows it (its closing quote has arrived)."""
+def _partial_answer(buf: str) -> tuple[str | None, bool, bool | None]:
+    """(the answer string so far, whether it is complete, `answerable` or None while it has
+    not arrived) of a partial tool input: the answer is complete once a key follows it
+    (its closing quote has arrived)."""
     from jiter import from_json
 
     try:
         data = from_json(buf.encode("utf-8"), partial_mode="trailing-strings")
     except ValueError:  # cut inside an escape sequence: wait for the rest
-        return None, False
-    if not isinstance(data, dict) or not isinstance(data.get("answer"), str):
-        return None, False
+        return None, False, None
+    if not isinstance(data, dict):
+        return None, False, None
+    flag = data.get("answerable")
+    flag = flag if isinstance(flag, bool) else None
+    if not isinstance(data.get("answer"), str):
+        return None, False, flag
     keys = list(data)
-    return data["answer"], keys.index("answer") < len(keys) - 1
+    return data["answer"], keys.index("answer") < len(keys) - 1, flag
 
 
 def _grown(answer: str | None, sent: str) -> Iterator[str]:
@@ -242,8 +232,9 @@ def _grown(answer: str | None, sent: str) -> Iterator[str]:
 
 def stream_cited(api, model: str, max_tokens: int, system: str, user: str,
                  out: dict) -> Iterator[str]:
-    """Yield the answer's text as it arrives; when the stream ends, `out` holds `answer`,
-    `quotes` and `usage` of the final message (as complete_cited returns them).
+    """Yield the answer's text as it arrives, once the reply says it is `answerable`;
+    when the stream ends, `out` holds `answer`, `quotes`, `usage` and `answerable` of the
+    final message (as complete_cited returns them). An unanswerable reply yields nothing.
 
     Reads the raw events (`create(stream=True)`), not the SDK's MessageStream: that one
     re-parses a tool call's whole input on every delta, which took the SDK ~55 s for a
@@ -260,18 +251,21 @@ def stream_cited(api, model: str, max_tokens: int, system: str, user: str,
             elif kind == "input_json" and not done:
                 # Each parse reads the whole input so far: parse after PARSE_STEP new
                 # characters (or a 32nd of the input, so a long one costs O(n log n)),
-                # and not at all once the answer string is complete.
+                # and not at all once the answer string is complete and answerable known.
                 size = reply.tool_size()
                 if size - parsed_at < max(PARSE_STEP, size // 32):
                     continue
                 parsed_at = size
-                answer, done = _partial_answer(reply.tool_json())
-                sent = yield from _grown(answer, sent)
+                answer, complete, flag = _partial_answer(reply.tool_json())
+                done = flag is False or (complete and flag is not None)
+                if flag:
+                    sent = yield from _grown(answer, sent)
     final = reply.message()
-    answer, quotes = parse_reply(final)
-    if answer.startswith(sent) and len(answer) > len(sent):
+    ok = answerable(final)
+    answer, quotes = parse_reply(final) if ok else ("", [])
+    if ok and answer.startswith(sent) and len(answer) > len(sent):
         yield answer[len(sent):]
-    out.update(answer=answer, quotes=quotes, usage=query_usage(final, model))
+    out.update(answer=answer, quotes=quotes, usage=query_usage(final, model), answerable=ok)
 
 
 class _Reply:

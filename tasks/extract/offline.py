@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import re
 
-from packs.markdown import list_marker, replace_fences
+from packs import text as text_rules
+from packs.markdown import heading, list_marker, replace_fences
 
-OFFLINE_VERSION = "offline-v2"  # bump when the heuristics change; v2: ~~~ fences skipped too
+# bump when the heuristics change; v2: ~~~ fences skipped too; v3: sentences of whole
+# paragraphs (packs/text.py), so a hard-wrapped line no longer ends a fact mid-sentence
+OFFLINE_VERSION = f"offline-v3+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are code identifiers, "
     "defined terms and headings found by pattern; relationships are same-sentence "
@@ -51,7 +54,6 @@ GENERIC_HEADINGS = frozenset({
 _HEADING_SPLIT = re.compile(r"\s+[>›»/]\s+")
 _NUMBERING = re.compile(r"^\s*(?:#+\s*)?(?:\d+(?:\.\d+)*\.?|[IVX]+\.)?\s*")
 _TITLE_SUFFIX = re.compile(r"\s+[|–—-]\s+[^|–—-]+$")
-_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"(\[])")
 _BACKTICK = re.compile(r"`([^`\n]{1,80})`")
 _BOLD = re.compile(r"\*\*([^*\n]{2,60})\*\*")
 _CAMEL = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+)\b")
@@ -91,14 +93,28 @@ def _looks_like_code(name: str) -> bool:
     )
 
 
-def _sentences(prose: str) -> list[str]:
-    out = []
+def _blocks(prose: str) -> list[str]:
+    """Paragraphs and list items of `prose` (fences already blanked), each one text: the
+    lines of a paragraph hard-wrapped at 80 columns belong together. Headings and table
+    rows are left out."""
+    blocks: list[list[str]] = []
+    current: list[str] = []
     for line in prose.splitlines():
         marker = list_marker(line)
-        line = line[marker.end():].strip() if marker else line.strip()
-        if line and not line.startswith("#") and not line.startswith("|"):
-            out.extend(s.strip() for s in _SENT_SPLIT.split(line) if s.strip())
-    return out
+        stripped = line.strip()
+        if not stripped or heading(line) or stripped.startswith("|"):
+            current = []
+            continue
+        if marker or not current:
+            current = [line[marker.end():].strip() if marker else stripped]
+            blocks.append(current)
+        else:
+            current.append(stripped)
+    return [" ".join(b) for b in blocks if b and b[0]]
+
+
+def _sentences(prose: str) -> list[str]:
+    return [s for block in _blocks(prose) for s in text_rules.sentences(block)]
 
 
 def _plain(sentence: str) -> str:

@@ -1,0 +1,110 @@
+"""Shared by the offline-answer benchmarks (xquad_answers.py, doc_answers.py): how an
+answer is scored, the answers compared, and 95% bootstrap intervals.
+
+A question's gold is a list of groups of alternatives: the answer must contain every group,
+and any one alternative of a group counts (case-folded, whitespace-normalised, so a value
+hard-wrapped in the page still matches). XQuAD has one group (its human answers).
+
+Answers compared, all from the same search result (the first 5 cited sections):
+- `first sentence`: the first sentence of the top section;
+- `today's answer`: the offline answer before issue 34 (benchmarks/baseline_extractive.py);
+- `product`: what `ask()` answers for that result with no API key (`packs.answer.ask`: the
+  extractive answer with the pack's IDF and the rest of the first pages), its label line
+  left out.
+Words are counted on what a reader sees (whitespace-separated, [n] markers included).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+from collections.abc import Callable, Sequence
+
+METHODS = ("baseline: first sentence of the top section",
+           "baseline: today's answer (before issue 34)",
+           "product: extractive answer")
+
+
+def fold(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def contains(answer: str, groups: Sequence[Sequence[str]]) -> bool:
+    """Whether `answer` contains one alternative of every group."""
+    a = fold(answer)
+    return all(any(fold(alt) in a for alt in group if alt.strip()) for group in groups)
+
+
+def body(answer: str) -> str:
+    """The answer without its label line (and the blank line after it)."""
+    return "\n".join(line for line in answer.splitlines()[1:] if line.strip())
+
+
+def answers(pack, result) -> list[str]:
+    """The texts of METHODS for one search result ("" when nothing was cited). The product's
+    is what `ask()` returns for that result with no API key (packs.answer.ask), its label
+    line left out."""
+    from benchmarks import baseline_extractive
+    from packs.answer import ask
+    from packs.options import SearchOptions
+    from packs.retrieval import extractive
+
+    question, cited = result.question, result.cited()
+    if not cited:
+        return ["" for _ in METHODS]
+    os.environ.pop("ANTHROPIC_API_KEY", None)  # the offline answer, always
+    product, _ = ask(pack, result, SearchOptions())
+    return [extractive.first_sentence(cited[0].content),
+            baseline_extractive.answer_text(question, cited), body(str(product["answer"]))]
+
+
+def bootstrap(values: Sequence[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean of `values`."""
+    if not values:
+        return (0.0, 0.0)
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(statistics.fmean(rng.choices(values, k=n)) for _ in range(rounds))
+    return means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
+
+
+def cell(values: Sequence[float]) -> str:
+    """"mean [lo, hi]" with 3 decimals."""
+    lo, hi = bootstrap(values)
+    return f"{statistics.fmean(values):.3f} [{lo:.3f}, {hi:.3f}]" if values else "-"
+
+
+def table(rows: dict[str, dict[str, str]], cols: Sequence[str]) -> str:
+    """A Markdown table of pre-formatted cells."""
+    width = max(len(k) for k in rows)
+    w = {c: max(len(c), *(len(r.get(c, "")) for r in rows.values())) for c in cols}
+    out = [f"| {'run':{width}} | " + " | ".join(f"{c:{w[c]}}" for c in cols) + " |",
+           "|" + "-" * (width + 2) + "|" + "|".join("-" * (w[c] + 2) for c in cols) + "|"]
+    for label, r in rows.items():
+        out.append(f"| {label:{width}} | " + " | ".join(f"{r.get(c, ''):>{w[c]}}" for c in cols)
+                   + " |")
+    return "\n".join(out)
+
+
+def score_rows(per_question: list[dict], golds: list, ceiling: list[bool],
+               contains_fn: Callable[[str, object], bool] = contains,
+               ceiling_label: str = "ceiling: gold page among the first 5 cited sections"
+               ) -> dict[str, dict[str, str]]:
+    """The table rows of one split: per method, containment with the gate on (a gated
+    question has no answer) and off, with 95% intervals, and mean words; then the
+    ceiling (`ceiling_label`: the gold page or paragraph among the first 5 cited sections;
+    the answer also reads cited sections 6-7 and the rest of the first 3 pages, so it is a
+    reference, not a bound).
+    `per_question`: {"texts": [...], "gated": bool} per question."""
+    rows: dict[str, dict[str, str]] = {}
+    for k, label in enumerate(METHODS):
+        hit = [float(contains_fn(q["texts"][k], g)) for q, g in zip(per_question, golds)]
+        on = [h * (not q["gated"]) for h, q in zip(hit, per_question)]
+        words = [len(q["texts"][k].split()) for q in per_question]
+        rows[label] = {"gate on": cell(on), "gate off": cell(hit),
+                       "words": f"{statistics.fmean(words):.1f}" if words else "-"}
+    rows[ceiling_label] = {
+        "gate on": cell([float(c and not q["gated"]) for c, q in zip(ceiling, per_question)]),
+        "gate off": cell([float(c) for c in ceiling]), "words": ""}
+    return rows

@@ -1,0 +1,149 @@
+"""Documentation answer sets: does the offline answer contain the values the docs give?
+
+    python benchmarks/doc_answers.py [--data ../shared/data] [--work out/bench]
+        [--corpus kubernetes --corpus rust-book] [--split dev|test|both] [--out FILE]
+        [--questions FILE (with one --corpus: another answer set in the same format)]
+
+Questions: benchmarks/data/k8s_answers.jsonl (Kubernetes docs, prose subset) and
+benchmarks/data/rust_answers.jsonl (the Rust book), written for issue 34 by reading the
+pages: each has its gold page(s) and `answers`, groups of short strings the answer must
+contain (a flag, a setting, a number, a name, a list's items; any alternative of a group
+counts, every group must be there), split dev / test by page. The packs are the ones
+benchmarks/corpora.py builds (reused when cached). Each question is searched once with the
+default pipeline and the gate off; the gate's calibrated verdict, computed on the same
+search, decides the `gate on` column. Answers compared and scoring: benchmarks/answer_eval.py.
+Also printed: whether every gold string occurs in its gold page's sections in the pack (a
+question the pack cannot answer is a bad question), the containment per question kind, and
+the questions the product misses (dev only: test is looked at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import answer_eval, common, corpora  # noqa: E402
+
+FILES = {"kubernetes": "k8s_answers.jsonl", "rust-book": "rust_answers.jsonl"}
+COLS = ("gate on", "gate off", "words")
+RESULTS = ROOT / "benchmarks" / "results" / "doc_answers.md"
+
+
+def load_questions(name: str) -> list[dict]:
+    """The answer set of corpus `name` (rows of its jsonl file)."""
+    return corpora.load_rows(corpora.DATA_DIR / FILES[name])
+
+
+def check_golds(pack, rows: list[dict], base_url: str) -> list[str]:
+    """Questions with a gold group that occurs in none of their gold pages' sections."""
+    import polars as pl
+
+    from packs import format as fmt
+
+    table = pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
+                            columns=["url", "content"])
+    by_url: dict[str, str] = {}
+    for url, content in table.iter_rows():
+        by_url[url] = by_url.get(url, "") + "\n" + content
+    bad = []
+    for r in rows:
+        text = answer_eval.fold(" ".join(by_url.get(f"{base_url}/{g}", "") for g in r["gold"]))
+        if not all(any(answer_eval.fold(a) in text for a in group) for group in r["answers"]):
+            bad.append(r["id"])
+    return bad
+
+
+def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
+    """(table rows, per-question records) for one split."""
+    per_question, ceiling = [], []
+    t0 = time.perf_counter()
+    for k, r in enumerate(rows, start=1):
+        result = pack.search(r["question"], use_cache=False, gate_threshold=-1.0)
+        cited = result.cited()
+        gold_urls = {f"{base_url}/{g}" for g in r["gold"]}
+        ceiling.append(any(s.url in gold_urls for s in cited[:5]))
+        per_question.append({"id": r["id"], "kind": r["kind"],
+                             "texts": answer_eval.answers(pack, result),
+                             "gated": not result.gate.get("calibrated_passed", True)})
+        if k % 20 == 0:
+            log(f"  {k}/{len(rows)} questions, {time.perf_counter() - t0:.0f} s")
+    log(f"  {sum(q['gated'] for q in per_question)} of {len(rows)} gated by the calibrated "
+        f"gate; ms per question (search + answers): "
+        f"{1000 * (time.perf_counter() - t0) / max(len(rows), 1):.0f}")
+    return (answer_eval.score_rows(per_question, [r["answers"] for r in rows], ceiling),
+            per_question)
+
+
+def by_kind(per_question: list[dict], rows: list[dict]) -> str:
+    """The product's containment (gate off) per question kind."""
+    kinds: dict[str, list[float]] = {}
+    for q, r in zip(per_question, rows):
+        kinds.setdefault(r["kind"], []).append(
+            float(answer_eval.contains(q["texts"][-1], r["answers"])))
+    return ", ".join(f"{k} {statistics.fmean(v):.2f} ({len(v)})" for k, v in sorted(kinds.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
+    ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK)
+    ap.add_argument("--corpus", action="append", choices=tuple(FILES))
+    ap.add_argument("--split", choices=("dev", "test", "both"), default="both")
+    ap.add_argument("--misses", action="store_true", help="print the dev questions missed")
+    ap.add_argument("--questions", type=Path, default=None,
+                    help="an answer set to use instead of the corpus's (with one --corpus)")
+    ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
+    args = ap.parse_args(argv)
+    printed: list[str] = []
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+        printed.append(line)
+
+    names = [n for n in args.corpus or list(FILES) if corpora.available(args.data, n)]
+    if not names:
+        print(f"skipped: no documentation corpus under {args.data} (pass --data DIR holding "
+              "kubernetes-docs/ or rust-book/)")
+        return 0
+    if args.questions and len(names) != 1:
+        ap.error("--questions needs exactly one --corpus")
+    log(common.machine_line())
+    from packs import KnowledgePack
+
+    for name in names:
+        corpus = corpora.load(args.data, name, args.work)
+        rows = (corpora.load_rows(args.questions) if args.questions else load_questions(name))
+        with KnowledgePack.open(corpus.built.pack_dir) as pack:
+            bad = check_golds(pack, rows, corpus.built.base_url)
+            log(f"\n{name}: {len(rows)} questions, pack {corpus.built.pack_dir}; gold strings "
+                f"missing from their gold pages in the pack: {bad or 'none'}")
+            for split in ("dev", "test") if args.split == "both" else (args.split,):
+                subset = [r for r in rows if r["split"] == split]
+                log(f"\n{name} {split} ({len(subset)} questions), share whose answer contains "
+                    "every gold group (95% bootstrap interval):")
+                table, per_question = run(pack, subset, corpus.built.base_url, log)
+                log(answer_eval.table(table, COLS))
+                log(f"product by kind (gate off): {by_kind(per_question, subset)}")
+                if args.misses and split == "dev":
+                    for q, r in zip(per_question, subset):
+                        if not answer_eval.contains(q["texts"][-1], r["answers"]):
+                            log(f"  miss {r['id']}: {r['question']} {r['answers']}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        command = " ".join(["python benchmarks/doc_answers.py", *(argv or sys.argv[1:])])
+        args.out.write_text("# Documentation answer sets: gold values in the offline answer\n\n"
+                            f"- Command: `{command}` (HF_HUB_OFFLINE=1)\n\n"
+                            "Output, as printed:\n\n```\n" + "\n".join(printed) + "\n```\n",
+                            encoding="utf-8")
+        print(f"written: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

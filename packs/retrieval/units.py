@@ -1,0 +1,309 @@
+"""Answer units: the passages of a section's Markdown that an offline answer may quote.
+
+`segment(text)` reads the text as blocks, then sentences, keeping every unit as a
+(start, end) span of the text, so a quoted unit is also its own citation quote:
+- a fenced code block is one unit (`code`); a heading line is a unit never quoted;
+- a table row is a unit (`row`; the header row and the `|---|` line are not), shown as
+  "header: cell; ..." so it reads without the table;
+- a list item (with its indented continuation lines) is split into sentences of its own,
+  so items are never run together (`item`); so is a definition-list entry (a term line,
+  then a line starting with ": ");
+- a paragraph is split at sentence ends (packs/text.py: never at a soft line break or an
+  abbreviation, never inside `code`), and always at a hard break (two trailing spaces or a
+  backslash).
+Each unit carries the index of its block (a paragraph, an item, a code block, a row) and of
+its group (a paragraph, a whole list, a table, a code block).
+
+`candidates(text)` are the units an answer chooses from, built on those:
+- a list item of at most ITEM_WORDS words is one unit, whole (`item`);
+- a paragraph of 2-4 sentences and at most PARAGRAPH_WORDS words is a unit too
+  (`paragraph`: a definition and the sentence that completes it), beside its sentences;
+- a sentence or item that ends with ":" is a lead-in: it is only ever quoted together with
+  what it introduces (`leadin`: the lead-in, with the rest of its paragraph when that is
+  short, and the list, table, code block or paragraph after it, cut after the item, row or
+  line that reaches LEADIN_WORDS words). A lead-in with nothing after it (a heading
+  follows, or the section ends) is not a candidate;
+- a code block of fewer than MAX_CODE_LINES lines, every sentence, row and longer item's
+  sentence as `segment` gives them. Headings never.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packs import text as text_rules
+from packs.markdown import heading, list_marker, opening_fence
+
+ITEM_WORDS = 60
+PARAGRAPH_WORDS = 60
+LEADIN_WORDS = 90
+MAX_CODE_LINES = 5  # longer code blocks are never chosen whole (only after a lead-in)
+
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_QUOTE_MARK = re.compile(r"^\s*>\s?", re.M)
+_DEFINITION = re.compile(r"^\s{0,3}:\s")
+_LEADIN_END = re.compile(r":[*_`\"')\]]*$")
+
+
+@dataclass(frozen=True)
+class Unit:
+    start: int
+    end: int
+    kind: str  # sentence | item | row | code | heading | paragraph | leadin
+    display: str  # the text as the answer shows it (one line; code keeps its lines)
+    block: int = 0  # the paragraph, item, code block or row it belongs to
+    group: int = 0  # the paragraph, list, table or code block it belongs to
+    inner: str = ""  # a lead-in: the kind of what it introduces (item, row, code, sentence)
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    out, pos = [], 0
+    for line in text.split("\n"):
+        out.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return out
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def one_line(text: str) -> str:
+    """A unit's text as one line, blockquote markers dropped."""
+    return text_rules.one_line(_QUOTE_MARK.sub("", text))
+
+
+def _row_cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+class _Segmenter:
+    """The state of one pass of `segment` over a text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.units: list[Unit] = []
+        self.para: list[tuple[int, int]] = []  # lines of the open paragraph or list item
+        self.para_kind = "sentence"
+        self.block = self.group = 0
+        self.header: list[str] | None = None
+        self.last_kind = ""
+
+    def _next(self, kind: str) -> None:
+        """A new block; a new group unless it continues a list or a table."""
+        self.block += 1
+        if not (kind == self.last_kind and kind in ("item", "row")):
+            self.group += 1
+        self.last_kind = kind
+
+    def add(self, start: int, end: int, kind: str, display: str) -> None:
+        self.units.append(Unit(start, end, kind, display, self.block, self.group))
+
+    def flush(self) -> None:
+        if not self.para:
+            return
+        text, kind = self.text, self.para_kind
+        a, b = self.para[0][0], self.para[-1][1]
+        if kind == "item":
+            marker = list_marker(text[a:self.para[0][1]])
+            a += marker.end() if marker else 0
+        if text[a:b].endswith("\\"):  # a hard line break, not part of the text
+            b -= 1
+        self._next(kind)
+        for s, e in text_rules.sentence_spans(text, a, b):
+            self.add(s, e, kind, one_line(text[s:e]))
+        self.para = []
+
+    def row(self, i: int, lines: list[tuple[int, int]]) -> None:
+        text = self.text
+        a, b = lines[i]
+        line = text[a:b]
+        if _TABLE_RULE.match(line):
+            return
+        if self.header is None and i + 1 < len(lines) and _TABLE_RULE.match(
+                text[lines[i + 1][0]:lines[i + 1][1]]):
+            self.header = _row_cells(line)
+            self.last_kind = ""  # a new table starts a new group
+            return
+        cells = _row_cells(line)
+        shown = "; ".join(f"{h}: {c}" if h else c
+                          for h, c in zip(self.header or [""] * len(cells), cells) if c)
+        self._next("row")
+        self.add(*_trim(text, a, b), "row", shown)
+
+
+def segment(text: str) -> list[Unit]:
+    """The units of a section's Markdown text, in order (see the module docstring)."""
+    seg = _Segmenter(text)
+    lines = _lines(text)
+    i = 0
+    while i < len(lines):
+        a, b = lines[i]
+        line = text[a:b]
+        fence = opening_fence(line)
+        if fence:
+            seg.flush()
+            j = i + 1
+            while j < len(lines) and not fence.closed_by(text[lines[j][0]:lines[j][1]]):
+                j += 1
+            body = lines[i + 1:j]
+            if body:
+                ca, cb = _trim(text, body[0][0], body[-1][1])
+                if ca < cb:
+                    seg._next("code")
+                    seg.add(ca, cb, "code", text[ca:cb])
+            i = j + 1
+            continue
+        if not line.strip():
+            seg.flush()
+            seg.header = None
+            if seg.last_kind == "row":
+                seg.last_kind = ""
+        elif heading(line):
+            seg.flush()
+            seg._next("heading")
+            seg.add(*_trim(text, a, b), "heading", line.strip("# \t"))
+        elif _TABLE_ROW.match(line):
+            seg.flush()
+            seg.row(i, lines)
+        elif list_marker(line):
+            seg.flush()
+            seg.para_kind = "item"
+            seg.para = [(a, b)]
+        else:
+            if not seg.para:
+                seg.para_kind = "sentence"
+            elif len(seg.para) == 1 and _DEFINITION.match(line):
+                seg.para_kind = "item"  # "term" then ": definition": a definition list
+            seg.para.append((a, b))
+            if line.endswith(("  ", "\\")):  # a hard line break ends the unit
+                seg.flush()
+        i += 1
+    seg.flush()
+    return seg.units
+
+
+# --- candidates --------------------------------------------------------------------------------
+
+
+def _words(u: Unit) -> int:
+    return len(u.display.split())
+
+
+def _is_leadin(u: Unit) -> bool:
+    return u.kind in ("sentence", "item") and _LEADIN_END.search(u.display) is not None
+
+
+def _merged(text: str, parts: list[Unit], kind: str) -> Unit:
+    start, end = parts[0].start, parts[-1].end
+    return Unit(start, end, kind, one_line(text[start:end]), parts[0].block, parts[0].group)
+
+
+def _introduced(units: list[Unit], group: int) -> list[list[Unit]]:
+    """The blocks (items, rows, paragraphs, a code block) a lead-in introduces: those of
+    `group`, and for a paragraph the paragraphs after it too, up to a heading or a list."""
+    blocks: dict[int, list[Unit]] = {}
+    kind = next(u.kind for u in units if u.group == group)
+    for u in units:
+        if u.group < group:
+            continue
+        if u.group != group and not (kind == "sentence" and u.kind == "sentence"):
+            break
+        blocks.setdefault(u.block, []).append(u)
+    return list(blocks.values())
+
+
+def _budget(lead: Unit, blocks: list[list[Unit]], whole: bool) -> tuple[list[list[Unit]], int]:
+    """The first blocks that fit LEADIN_WORDS (cut after the block that reaches it), and
+    their words, counting whole blocks or only their first units."""
+    kept, words = [], _words(lead)
+    for b in blocks:
+        if kept and words >= LEADIN_WORDS:
+            break
+        kept.append(b)
+        words += sum(map(_words, b if whole else b[:1]))
+    return kept, words
+
+
+def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | None:
+    """The lead-in units[k] with what it introduces, or None when nothing follows it. A
+    short paragraph comes whole ("First, a look at the rules. Keep them in mind:"), its
+    first sentence often being the one that names the subject; `block`: its sentences.
+    Items and rows are shown whole when they all fit, else by their first sentences."""
+    lead = units[k]
+    if lead.kind == "sentence" and len(block) > 1 and sum(map(_words, block)) <= PARAGRAPH_WORDS:
+        lead = Unit(block[0].start, lead.end, lead.kind,
+                    one_line(text[block[0].start:lead.end]), lead.block, lead.group)
+    rest = [u for u in units[k + 1:] if u.group != lead.group]
+    if not rest or rest[0].kind == "heading":
+        return None
+    kind = rest[0].kind
+    blocks = _introduced(rest, rest[0].group)
+    if kind == "code":
+        code = blocks[0][0]
+        lines = code.display.split("\n")
+        budget = max(LEADIN_WORDS - _words(lead), 10)
+        n = next((j for j in range(len(lines)) if len(" ".join(lines[:j + 1]).split())
+                  >= budget), len(lines) - 1) + 1
+        shown = "\n".join(lines[:n])
+        end, body = code.start + len(shown), shown
+    else:
+        kept, _ = _budget(lead, blocks, whole=True)
+        whole = len(kept) == len(blocks) or kind not in ("item", "row")
+        if not whole:
+            kept, _ = _budget(lead, blocks, whole=False)
+        end = kept[-1][-1].end
+        lines = [" ".join(u.display for u in (b if whole else b[:1])) for b in kept]
+        body = "\n".join(("- " + line) if kind in ("item", "row") else line for line in lines)
+    return Unit(lead.start, end, "leadin", f"{lead.display}\n{body}", lead.block, lead.group,
+                kind)
+
+
+def candidates(text: str) -> list[Unit]:
+    """The units an answer may quote from a section's text (see the module docstring)."""
+    units = segment(text)
+    out: list[Unit] = []
+    by_block: dict[int, list[Unit]] = {}
+    for u in units:
+        by_block.setdefault(u.block, []).append(u)
+    done: set[int] = set()
+    for k, u in enumerate(units):
+        if _is_leadin(u) and by_block[u.block][-1] is u:
+            lead = _leadin(text, units, k, by_block[u.block])
+            if lead is not None:
+                out.append(lead)
+            continue
+        if u.kind == "heading":
+            continue
+        if u.kind == "code":
+            if text.count("\n", u.start, u.end) < MAX_CODE_LINES:
+                out.append(u)
+            continue
+        parts = by_block[u.block]
+        if u.kind == "item" and len(parts) > 1 and sum(map(_words, parts)) <= ITEM_WORDS:
+            if u.block not in done:  # the whole item, once
+                done.add(u.block)
+                whole = parts[:-1] if _is_leadin(parts[-1]) else parts
+                if whole:
+                    out.append(_merged(text, whole, "item"))
+            continue
+        if any(ch.isalnum() for ch in u.display):
+            out.append(u)
+        if (u.kind == "sentence" and u is parts[0] and 2 <= len(parts) <= 4
+                and sum(map(_words, parts)) <= PARAGRAPH_WORDS and not _is_leadin(parts[-1])):
+            out.append(_merged(text, parts, "paragraph"))
+    return out
+
+
+def first_sentence(text: str) -> str:
+    """The first unit of a section that is not a heading (a benchmark's baseline)."""
+    for u in segment(text):
+        if u.kind != "heading" and any(ch.isalnum() for ch in u.display):
+            return u.display
+    return text.strip()

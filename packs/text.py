@@ -1,0 +1,256 @@
+"""The text rules of the query side, in one place: words, stop words, stems, sentences and
+identifiers. Every tokenizer of packs/ and tasks/ is to read text through this module
+(issue #39); a component calibrated on text (the gate, the answer selector's weights)
+names the `TEXT_RULES_VERSION` it was tuned on, so a change here says what to re-measure.
+
+- `words(text)`: lower-cased word tokens. A dotted, dashed or slashed name stays one word
+  ("pack.toml", "kube-proxy", "apps/v1") and also yields its parts, so a question that
+  writes "kube proxy" still meets "kube-proxy".
+- `stem(word)`: the Porter (1980) stemmer, so "configuring", "configured" and
+  "configuration" meet at "configur". Words with digits or underscores, and words of 3
+  letters or fewer, are left as they are (identifiers, versions, acronyms).
+- `terms(text)`: the stems of the words that are not STOP_WORDS.
+- `sentence_spans(text, start, end)`: sentence ends in a paragraph: ".", "?" or "!" before
+  a capital, a digit, an opening quote or a code span; never after an abbreviation (e.g.,
+  i.e., etc., vs.) or an initial, never inside a `code span`. A line break is not a
+  sentence end: a paragraph hard-wrapped at 80 columns is one text ("Keep these rules in
+  mind as we\\nwork through ..." is one sentence). `sentences(text)` gives the strings,
+  each on one line.
+- `identifiers(text)`: code spans and identifier-like words as written: `--flags`,
+  snake_case, camelCase / CamelCase with an inner capital, dotted names, paths, ALL_CAPS
+  names with an underscore or digit. `has_number(text)`: a digit outside a list marker.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+TEXT_RULES_VERSION = "text-v1"
+
+STOP_WORDS = frozenset("""
+a about above after again all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had
+has have having he her here hers how i if in into is it its itself just me more most my no
+nor not now of off on once only or other our out over own same she should so some such than
+that the their them then there these they this those through to too under until up very was
+we were what when where which while who whom why will with would you your
+""".split())
+
+# A word: letters, digits and underscores, with inner dots, dashes and slashes kept.
+_WORD = re.compile(r"[a-z0-9_]+(?:[.\-/][a-z0-9_]+)*")
+_PART = re.compile(r"[a-z0-9]+")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words in order; a compound ("kube-proxy", "max_surge") is followed by
+    its parts."""
+    out: list[str] = []
+    for w in _WORD.findall(text.lower()):
+        out.append(w)
+        if not w.isalnum():
+            parts = _PART.findall(w)
+            if len(parts) > 1:
+                out.extend(parts)
+    return out
+
+
+def terms(text: str) -> list[str]:
+    """Stems of the words of `text` that are not stop words, in order, repeats kept."""
+    return [stem(w) for w in words(text) if w not in STOP_WORDS]
+
+
+# --- the Porter stemmer ------------------------------------------------------------------------
+
+_VOWELS = frozenset("aeiou")
+
+
+def _cons(w: str, i: int) -> bool:
+    if w[i] in _VOWELS:
+        return False
+    if w[i] == "y":
+        return i == 0 or not _cons(w, i - 1)
+    return True
+
+
+def _m(w: str) -> int:
+    """Porter's measure: the number of vowel-consonant sequences in `w`."""
+    forms = "".join("c" if _cons(w, i) else "v" for i in range(len(w)))
+    return len(re.findall(r"v+c+", forms))
+
+
+def _has_vowel(w: str) -> bool:
+    return any(not _cons(w, i) for i in range(len(w)))
+
+
+def _double_cons(w: str) -> bool:
+    return len(w) >= 2 and w[-1] == w[-2] and _cons(w, len(w) - 1)
+
+
+def _cvc(w: str) -> bool:
+    return (len(w) >= 3 and _cons(w, len(w) - 3) and not _cons(w, len(w) - 2)
+            and _cons(w, len(w) - 1) and w[-1] not in "wxy")
+
+
+def _replace(w: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
+    for suffix, repl in rules:
+        if w.endswith(suffix):
+            base = w[: len(w) - len(suffix)]
+            return base + repl if _m(base) > min_m else w
+    return w
+
+
+_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
+          ("izer", "ize"), ("abli", "able"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
+          ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"), ("ator", "ate"),
+          ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"),
+          ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"))
+_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
+          ("ful", ""), ("ness", ""))
+_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
+          "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize")
+
+
+def _step1(w: str) -> str:
+    if w.endswith("sses") or w.endswith("ies"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    if w.endswith("eed"):
+        return w[:-1] if _m(w[:-3]) > 0 else w
+    for suffix in ("ed", "ing"):
+        if w.endswith(suffix) and _has_vowel(w[: -len(suffix)]):
+            w = w[: -len(suffix)]
+            if w.endswith(("at", "bl", "iz")):
+                return w + "e"
+            if _double_cons(w) and w[-1] not in "lsz":
+                return w[:-1]
+            if _m(w) == 1 and _cvc(w):
+                return w + "e"
+            return w
+    return w
+
+
+def _step4(w: str) -> str:
+    for suffix in sorted(_STEP4, key=len, reverse=True):
+        if w.endswith(suffix):
+            base = w[: len(w) - len(suffix)]
+            if suffix == "ion" and not base.endswith(("s", "t")):
+                return w
+            return base if _m(base) > 1 else w
+    return w
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Porter stem of a lower-case word; words of 3 letters or fewer and words with a digit,
+    underscore or other non-letter are returned unchanged."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    w = _step1(word)
+    if w.endswith("y") and _has_vowel(w[:-1]):
+        w = w[:-1] + "i"
+    w = _replace(w, _STEP2, 0)
+    w = _replace(w, _STEP3, 0)
+    w = _step4(w)
+    if w.endswith("e"):
+        base = w[:-1]
+        if _m(base) > 1 or (_m(base) == 1 and not _cvc(base)):
+            w = base
+    if _m(w) > 1 and _double_cons(w) and w.endswith("l"):
+        w = w[:-1]
+    return w
+
+
+# --- sentences ---------------------------------------------------------------------------------
+
+_END = re.compile(r"[.!?][\"'”’)\]*_]*(?=\s+(?:[\"'“‘(\[*_]*[A-Z0-9]|`))")
+ABBREVIATIONS = frozenset("""e.g i.e etc vs cf al approx fig figs no nos eq eqs mr mrs ms dr st
+jr sr prof inc ltd co corp dept est vol ch sec p pp""".split())
+_LAST_WORD = re.compile(r"([\w.]+)\Z")
+
+
+def _in_code(text: str, start: int, pos: int) -> bool:
+    return text.count("`", start, pos) % 2 == 1
+
+
+def _abbreviation(text: str, start: int, pos: int) -> bool:
+    """Whether the '.' at `pos` ends an abbreviation or an initial, not a sentence."""
+    if text[pos] != ".":
+        return False
+    word = _LAST_WORD.search(text, max(start, pos - 40), pos)
+    if not word:
+        return False
+    w = word.group(1).lower()
+    return (w.rstrip(".") in ABBREVIATIONS or (len(w) == 1 and w.isalpha())
+            or re.fullmatch(r"([a-z]\.)+[a-z]", w) is not None)
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of text[start:end], a paragraph or a list item's text,
+    trimmed; line breaks inside it are soft (see the module docstring)."""
+    end = len(text) if end is None else end
+    out, s = [], start
+    for m in _END.finditer(text, start, end):
+        if _in_code(text, s, m.start()) or _abbreviation(text, s, m.start()):
+            continue
+        a, b = _trim(text, s, m.end())
+        if a < b:
+            out.append((a, b))
+        s = m.end()
+    a, b = _trim(text, s, end)
+    if a < b:
+        out.append((a, b))
+    return out
+
+
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (line breaks included) as one space."""
+    return " ".join(text.split())
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a paragraph, each on one line."""
+    return [one_line(text[a:b]) for a, b in sentence_spans(text)]
+
+
+# --- identifiers and numbers -------------------------------------------------------------------
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_IDENTIFIER = re.compile(
+    r"(?<![\w-])(?:--?[a-z][\w-]*(?:=[^\s;,)]+)?"  # --flag, -o, --flag=value
+    r"|[A-Za-z_]\w*(?:::\w+)+(?:\(\))?"  # Rust and C++ paths: Vec::new()
+    r"|[A-Za-z_]\w*_\w+"  # snake_case, SNAKE_CASE
+    r"|[a-z]+[A-Z]\w*"  # camelCase
+    r"|[A-Z][a-z0-9]+[A-Z]\w*"  # CamelCase with an inner capital
+    r"|[A-Za-z_][\w-]*(?:[./][A-Za-z_][\w-]*)+(?:\(\))?"  # dotted names, paths
+    r"|[A-Z][A-Z0-9]*\d[A-Z0-9]*"  # ALL CAPS with a digit
+    r"|\w+\(\))")  # call()
+_DIGIT = re.compile(r"(?<![\w.])\d")
+
+
+def code_spans(text: str) -> list[str]:
+    """The contents of the `code spans` of `text`, in order."""
+    return [m.group(1).strip() for m in _CODE_SPAN.finditer(text) if m.group(1).strip()]
+
+
+def identifiers(text: str) -> list[str]:
+    """Code spans and identifier-like words of `text` as written, in order, no repeats."""
+    found = code_spans(text)
+    plain = _CODE_SPAN.sub(" ", text)
+    found.extend(w for w in (m.group(0).rstrip(".") for m in _IDENTIFIER.finditer(plain))
+                 if w.lower() not in ABBREVIATIONS)
+    return list(dict.fromkeys(f for f in found if f))
+
+
+def has_number(text: str) -> bool:
+    """Whether `text` writes a number (a digit that does not continue a word)."""
+    return _DIGIT.search(text) is not None

@@ -1,0 +1,252 @@
+"""The offline answer's text rules and unit selection, template directives removed at split
+time, facts that end at sentence ends, and scores a person can read: tiny hand-made
+inputs (packs/text.py, packs/retrieval/units.py, packs/retrieval/extractive.py,
+tasks/clean.py, tasks/offline_extract.py, packs/retrieval/scores.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from packs import text
+from packs.result import RankedSection
+from packs.retrieval import extractive, scores
+from packs.retrieval.units import candidates
+from tasks.clean import clean_markdown
+from tasks.extract.offline import extract_offline
+from tasks.sections import split_markdown
+
+# --- packs/text.py ---------------------------------------------------------------------------
+
+
+def test_a_hard_wrapped_paragraph_is_one_sentence_until_its_end():
+    para = ("First, let's look at the rules. Keep these rules in mind as we\n"
+            "work through the examples, e.g. the next one, which use `x. Y` a lot.\n"
+            "Done")
+    assert text.sentences(para) == [
+        "First, let's look at the rules.",
+        "Keep these rules in mind as we work through the examples, e.g. the next one, "
+        "which use `x. Y` a lot.",
+        "Done"]
+
+
+@pytest.mark.parametrize("word, stem", [
+    ("configuring", "configur"), ("configured", "configur"), ("configuration", "configur"),
+    ("ponies", "poni"), ("caresses", "caress"), ("hopping", "hop"), ("relational", "relat"),
+    ("pods", "pod"), ("k8s", "k8s"), ("max_surge", "max_surge"), ("api", "api")])
+def test_porter_stems_and_words_left_alone(word, stem):
+    assert text.stem(word) == stem
+
+
+def test_words_keep_compounds_and_add_their_parts():
+    assert text.words("Use kube-proxy, pack.toml and max_surge") == [
+        "use", "kube-proxy", "kube", "proxy", "pack.toml", "pack", "toml", "and",
+        "max_surge", "max", "surge"]
+    assert text.terms("The ownership rules") == ["ownership", "rule"]
+
+
+def test_identifiers_and_code_spans_as_written():
+    found = text.identifiers("Set `maxSurge` or --dry-run=client; edit pack.toml, call "
+                             "Vec::new() in apps/v1 with HTTP2, e.g. twice.")
+    assert found == ["maxSurge", "--dry-run=client", "pack.toml", "Vec::new()", "apps/v1",
+                     "HTTP2"]
+    assert text.has_number("port 8080") and not text.has_number("step v2 only")
+
+
+# --- candidates --------------------------------------------------------------------------------
+
+RULES = """First, let's look at the ownership rules. Keep these rules in mind as we
+work through the examples that illustrate them:
+
+- Each value in Rust has an owner.
+- There can only be one owner at a time.
+- When the owner goes out of scope, the value will be dropped.
+
+Run the check with the following command:
+
+```shell
+cargo check
+```
+
+Nothing follows this lead-in:"""
+
+
+def test_a_lead_in_is_only_a_candidate_with_what_it_introduces():
+    units = candidates(RULES)
+    shown = [(u.kind, u.display) for u in units]
+    leadins = [u for u in units if u.kind == "leadin"]
+    assert [u.inner for u in leadins] == ["item", "code"]
+    # A short paragraph comes whole with the list its last sentence introduces.
+    assert leadins[0].display == (
+        "First, let's look at the ownership rules. Keep these rules in mind as we work "
+        "through the examples that illustrate them:\n"
+        "- Each value in Rust has an owner.\n- There can only be one owner at a time.\n"
+        "- When the owner goes out of scope, the value will be dropped.")
+    assert leadins[1].display.endswith(":\ncargo check")
+    # A lead-in is never a unit on its own, nor is one with nothing after it.
+    assert not any(d.endswith(":") for _, d in shown)
+    for u in units:  # every unit is a span of the text: its own citation quote
+        assert RULES[u.start:u.end].split()[0].strip("`-") in u.display
+
+
+def test_whole_short_items_and_short_paragraphs_are_units():
+    md = ("Requests are reserved. Limits cap usage.\n\n"
+          "- A pod with no requests is `BestEffort`. It is evicted first.\n"
+          "- One more item.\n")
+    kinds = [(u.kind, u.display) for u in candidates(md)]
+    assert ("paragraph", "Requests are reserved. Limits cap usage.") in kinds
+    assert ("item", "A pod with no requests is `BestEffort`. It is evicted first.") in kinds
+    assert ("sentence", "Limits cap usage.") in kinds
+
+
+# --- selection ---------------------------------------------------------------------------------
+
+
+def test_a_list_question_gets_the_lead_in_with_its_list():
+    picks = extractive.select("What are the ownership rules?", [RULES])
+    assert picks[0].unit.kind == "leadin" and "only be one owner" in picks[0].unit.display
+
+
+def test_the_passage_that_names_the_setting_beats_general_sentences_of_the_first_section():
+    first = ("Settings change how the runtime behaves. Most settings can be changed at any "
+             "time. Settings are read when the runtime starts.")
+    second = ("The runtime re-adjusts its pool every minute. Set `adjust_interval = 0` to "
+              "turn off the periodic re-adjustment of the pool.")
+    picks = extractive.select(
+        "Which setting turns off the runtime's periodic re-adjustment of the pool?",
+        [first, second])
+    assert picks[0].section == 1 and "adjust_interval" in picks[0].unit.display
+
+
+def test_numbers_identifiers_and_reasons_by_question_type():
+    assert extractive.question_types("How many retries does a job get?") == {"number"}
+    assert "name" in extractive.question_types("Which flag turns off swap?")
+    assert extractive.question_types("Why is the cache cleared?") == {"why"}
+    assert "list" in extractive.question_types("What are the rules of references?")
+    text_ = ("Jobs are retried when a worker fails. A job gets 5 retries before it moves "
+             "to the dead letter queue. Retries happen on any worker.")
+    (best,) = extractive.select("How many retries does a job get?", [text_], max_units=1)
+    assert "5 retries" in best.unit.display
+    why = ("The cache is cleared on restart. It is cleared because stale entries would "
+           "point at deleted pages. The cache holds pages.")
+    (best,) = extractive.select("Why is the cache cleared?", [why], max_units=1)
+    assert "because" in best.unit.display
+
+
+def test_the_packs_idf_weighs_a_rare_word_over_a_common_one():
+    sections = ["Kestrel jobs run on every worker of the pool.",
+                "Cron schedules are read by the beat process."]
+    # In this pack "kestrel" is in every section and "cron" in a few.
+    idf = {"kestrel": 0.1, "cron": 5.0, "job": 1.0}.get
+
+    def pack_idf(word: str) -> float:
+        return idf(text.stem(word), 1.0)
+    question = "kestrel cron jobs"
+    # Without the pack's statistics, two matching words beat one.
+    assert extractive.select(question, sections, max_units=1)[0].section == 0
+    assert extractive.select(question, sections, max_units=1, pack_idf=pack_idf)[0].section == 1
+
+
+def test_the_answer_stays_within_its_word_budget_and_units_do_not_overlap():
+    long = " ".join(f"Sentence {i} talks about retries and queues at length." for i in range(30))
+    picks = extractive.select("retries queues", [long, long], max_units=10, per_section=10,
+                              max_words=40)
+    assert sum(len(p.unit.display.split()) for p in picks) <= 40
+    spans = sorted((p.section, p.unit.start, p.unit.end) for p in picks)
+    assert all(a[0] != b[0] or a[2] <= b[1] for a, b in zip(spans, spans[1:]))
+
+
+def test_the_offline_answer_shows_a_lead_in_with_its_items_and_cites_the_span():
+    sec = RankedSection(id="s", article_id="a", url="u", title="Ownership",
+                        heading_path="Ownership > Ownership Rules", content=RULES, score=1.0,
+                        citation=1)
+    answer, quotes, extra = extractive.answer("What are the ownership rules?", [sec])
+    assert extra == []
+    first = answer.split("\n- ")[1]
+    assert first.startswith("First, let's look at the ownership rules. Keep these rules")
+    assert "\n  - There can only be one owner at a time." in first and first.endswith("[1]")
+    assert quotes[0][1] == RULES[:RULES.index("dropped.") + 8]
+
+
+# --- template directives and facts -----------------------------------------------------------
+
+
+def test_template_directives_go_and_their_text_stays():
+    md = ("Listing 4-4 shows it.\n\n"
+          '<Listing number="4-4" file-name="src/main.rs" caption="Returning `Vec<T>` values">\n\n'
+          "```rust\n{{#rustdoc_include ../listings/ch04/src/main.rs:here}}\n```\n\n"
+          "</Listing>\n\n"
+          "A `Vec<T>` or Box<dyn Error> in prose stays.\n\n"
+          "```rust\nfn main() {}\n{{#include ../x.rs}}\n```\n\n"
+          '{{< note >}}Keep the {{< glossary_tooltip text="kubelet" term_id="kubelet" >}} '
+          "running.{{< /note >}}\n\n<Tabs>\n<TabItem value=\"a\">\nTab text.\n</TabItem>\n</Tabs>\n")
+    out = clean_markdown(md)
+    assert "{{" not in out and "<Listing" not in out and "</Listing>" not in out
+    assert "Listing 4-4: Returning `Vec<T>` values" in out
+    assert "```rust\n```" not in out  # the fence left empty by the include is gone
+    assert "```rust\nfn main() {}\n```" in out
+    assert "A `Vec<T>` or Box<dyn Error> in prose stays." in out
+    assert "Keep the kubelet running." in out and "Tab text." in out
+    assert "<Tab" not in out
+    assert clean_markdown("no directives here") == "no directives here"
+    chunks = split_markdown(out, "Page")
+    assert all("rustdoc_include" not in c.content for c in chunks)
+
+
+def test_facts_never_end_at_a_hard_line_wrap():
+    content = ("Ownership is a set of rules. Keep these rules in mind as we\n"
+               "work through the examples that illustrate them.\n\n- Each value has an owner.")
+    facts = [f["text"] for f in extract_offline("Ownership", "Ownership > Rules", content)["facts"]]
+    assert facts == ["Ownership is a set of rules.",
+                     "Keep these rules in mind as we work through the examples that "
+                     "illustrate them."]
+
+
+# --- scores a person can read ----------------------------------------------------------------
+
+
+def _sec(i: str, score: float, url: str = "u", heading: str | None = None,
+         similarity: float = 0.5) -> RankedSection:
+    return RankedSection(id=i, article_id=url, url=url, title="t", heading_path=heading or i,
+                         content="c", score=score, similarity=similarity)
+
+
+def test_shown_scores_are_the_gates_confidence_scaled_and_never_go_up():
+    primary = [_sec("a", 0.030, "p1"), _sec("b", 0.016, "p2"), _sec("c", 0.025, "p3")]
+    related = [_sec("r", 0.9, "p4", similarity=0.45)]
+    primary[0].similarity = 0.6
+    scores.readable(primary, related, lambda _: 0.9)
+    assert [s.fusion_score for s in primary] == [0.030, 0.016, 0.025]
+    assert related[0].fusion_score == 0.45  # a related section's raw score: its similarity
+    shown = [s.score for s in (*primary, *related)]
+    assert shown[0] == pytest.approx(0.9)
+    assert shown[1] == pytest.approx(0.9 * 0.016 / 0.030, abs=1e-4)
+    assert shown[2] == shown[1]  # shown after a lower one: no higher than it
+    assert shown == sorted(shown, reverse=True) and all(0 <= x <= 1 for x in shown)
+    scores.readable(primary, related, lambda _: None)  # no verdict: relative scores only
+    assert primary[0].score == 1.0 and primary[0].fusion_score == 0.030
+
+
+def test_a_section_is_listed_once():
+    a1, a2 = _sec("a1", 0.03, "p", "Page > Long section"), _sec("a2", 0.02, "p",
+                                                                  "Page > Long section")
+    b, rel = _sec("b", 0.01, "q"), _sec("a3", 0.5, "p", "Page > Long section")
+    primary, related = scores.dedupe([a1, b, a2], [rel, _sec("r", 0.4, "z")])
+    assert [s.id for s in primary] == ["a1", "b"] and [s.id for s in related] == ["r"]
+
+
+def test_a_section_of_the_first_page_outside_the_context_is_quoted_and_numbered_next():
+    from packs.citations import cite
+
+    cited = [RankedSection(id="a", article_id="p", url="u", title="Probes",
+                           heading_path="Probes > Overview", content="Probes check containers.",
+                           score=1.0, citation=1)]
+    extra = [RankedSection(id="b", article_id="p", url="u", title="Probes",
+                           heading_path="Probes > Configure probes",
+                           content="- `timeoutSeconds`: Number of seconds after which the probe "
+                                   "times out. Defaults to 1 second.", score=0.0)]
+    answer, quotes, used = extractive.answer(
+        "How long before a probe times out by default?", cited, extra=extra)
+    assert "Defaults to 1 second. [2]" in answer
+    assert [(s.id, s.citation) for s in used] == [("b", 2)] and extra[0].citation is None
+    sections = {1: cited[0], 2: used[0]}
+    assert all(c["verified"] for c in cite(answer, sections, quotes))
