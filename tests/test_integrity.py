@@ -274,3 +274,20 @@ def test_eval_mcp_and_explore_refuse_an_unverified_pack_unless_told(pack_dir, tm
     both = _kpack("mcp", str(copy), "--allow-unverified", "--trust", str(tmp_path / "k.pub"),
                   cache=tmp_path / "cache")
     assert both.returncode == 2 and "cannot go with --allow-unverified" in both.stderr
+
+
+@pytest.mark.parametrize("damage", [b"{\"pairs\": ", b"\xff\xfe\x00garbage",
+                                    b"{\"pairs\": \"not base64!\", \"terms\": {},"
+                                    b" \"sections\": 1}"])
+def test_a_damaged_vocabulary_in_an_unverified_pack_is_the_damaged_pack_error(
+        pack_dir, tmp_path, monkeypatch, damage) -> None:
+    """tables/terms.json read with the checks off: truncated JSON, bytes that are not
+    UTF-8, or fields the build never writes are the pack-damaged error, not a raw one."""
+    monkeypatch.setenv("KPACK_CACHE_DIR", str(tmp_path / "cache"))
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    terms = build / fmt.TABLES_DIR / fmt.TERMS_FILE
+    assert terms.is_file()
+    terms.write_bytes(damage)
+    with KnowledgePack.open(copy, verify=False) as kp, \
+            pytest.raises(PackCorruptError, match="terms.json: not the vocabulary"):
+        kp.search("dead letter queue")
