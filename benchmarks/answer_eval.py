@@ -8,6 +8,8 @@ hard-wrapped in the page still matches). XQuAD has one group (its human answers)
 Answers compared, all from the same search result (the first 5 cited sections):
 - `first sentence`: the first sentence of the top section;
 - `today's answer`: the offline answer before issue 34 (benchmarks/baseline_extractive.py);
+- `main's answer`: issue 34's extractive answer, i.e. the product's call with the rules
+  added by issue 34b switched off (`packs.retrieval.extractive.FIRST`);
 - `product`: what `ask()` answers for that result with no API key (`packs.answer.ask`: the
   extractive answer with the pack's IDF and the rest of the first pages), its label line
   left out.
@@ -23,6 +25,7 @@ from collections.abc import Callable, Sequence
 
 METHODS = ("baseline: first sentence of the top section",
            "baseline: today's answer (before issue 34)",
+           "baseline: main's answer (issue 34, before 34b)",
            "product: extractive answer")
 
 
@@ -46,7 +49,7 @@ def answers(pack, result) -> list[str]:
     is what `ask()` returns for that result with no API key (packs.answer.ask), its label
     line left out."""
     from benchmarks import baseline_extractive
-    from packs.answer import ask
+    from packs.answer import ask, page_sections
     from packs.options import SearchOptions
     from packs.retrieval import extractive
 
@@ -55,8 +58,13 @@ def answers(pack, result) -> list[str]:
         return ["" for _ in METHODS]
     os.environ.pop("ANTHROPIC_API_KEY", None)  # the offline answer, always
     product, _ = ask(pack, result, SearchOptions())
+    # Issue 34's answer: the same call with this branch's rules switched off (FIRST).
+    idf = extractive.idf_of(pack.vocabulary())
+    first, _, _ = extractive.answer(question, cited, pack_idf=idf,
+                                    extra=page_sections(pack, result), rules=extractive.FIRST)
     return [extractive.first_sentence(cited[0].content),
-            baseline_extractive.answer_text(question, cited), body(str(product["answer"]))]
+            baseline_extractive.answer_text(question, cited), body(first),
+            body(str(product["answer"]))]
 
 
 def bootstrap(values: Sequence[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:

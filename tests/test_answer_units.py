@@ -250,3 +250,30 @@ def test_a_section_of_the_first_page_outside_the_context_is_quoted_and_numbered_
     assert [(s.id, s.citation) for s in used] == [("b", 2)] and extra[0].citation is None
     sections = {1: cited[0], 2: used[0]}
     assert all(c["verified"] for c in cite(answer, sections, quotes))
+
+
+# --- issue 34b: link definitions, shell output, the page prior, the semantic rerank --------
+
+
+def test_link_reference_definitions_are_never_quoted():
+    md = ("Traits can be implemented on local types.\n\n"
+          "[newtype]: ch20-02-advanced-traits.html#the-newtype-pattern\n"
+          "[traits]: ch10-02-traits.html \"Traits\"\n")
+    shown = [u.display for u in candidates(md)]
+    assert shown == ["Traits can be implemented on local types."]
+
+
+def test_what_is_it_called_gets_the_sentence_that_introduces_the_term():
+    text_ = ("Methods call `next` on the iterator, and methods that call `next` are called "
+             "often. Such methods are _consuming adapters_ because they use it up.")
+    question = "What are methods that call next called?"
+    assert "term" in extractive.question_types(question)
+    (first,) = extractive.select(question, [text_], max_units=1, rules=extractive.FIRST)
+    (now,) = extractive.select(question, [text_], max_units=1)
+    assert "consuming adapters" not in first.unit.display
+    assert "consuming adapters" in now.unit.display
+
+
+def test_the_first_versions_rules_still_quote_link_definitions():
+    md = "Text here.\n\n[traits]: ch10-02-traits.html\n"
+    assert len(candidates(md)) == 1 and len(candidates(md, links=True)) == 2

@@ -122,7 +122,7 @@ def test_the_question_sets_are_well_formed():
 
 def test_the_answer_sets_are_well_formed():
     """benchmarks/data/*_answers.jsonl: 60+ questions each, every gold group non-empty, a
-    page's questions in one split, both splits about half, several kinds of question."""
+    page's questions in one split, 35+ test questions and dev 40-67%, several kinds."""
     for name in ("k8s_answers", "rust_answers"):
         qs = corpora.load_rows(corpora.DATA_DIR / f"{name}.jsonl")
         assert len(qs) >= 60 and len({r["id"] for r in qs}) == len(qs), name
@@ -135,8 +135,10 @@ def test_the_answer_sets_are_well_formed():
         for r in qs:
             for page in r["gold"]:
                 assert split.setdefault(page, r["split"]) == r["split"], (name, page)
+        # Dev may be larger than test (issue 34b added Rust book dev questions so that one
+        # question moves tuning by less); test keeps at least a third and 35 questions.
         dev = sum(r["split"] == "dev" for r in qs)
-        assert 0.4 <= dev / len(qs) <= 0.6, name
+        assert 0.4 <= dev / len(qs) <= 0.67 and len(qs) - dev >= 35, name
 
 
 def test_gate_fit_separates_and_the_cut_keeps_in_domain_questions():

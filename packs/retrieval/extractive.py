@@ -21,7 +21,8 @@ not always cited). Each is scored by
              identifier the question lacks (which / what setting, flag, command, field ...),
              a number the question lacks (how many, how long, what port ...), a name it
              lacks (who, where), a reason (why → because, so that ...), a list (what are
-             the rules, which steps ...), a default (if I leave X out, when not set ...)
+             the rules, which steps ...), a default (if I leave X out, when not set ...),
+             a term the unit introduces in italics or bold (what is X called)
 
 and halved for a unit of fewer than SHORT_WORDS words. The best go in best-first order:
 at most MAX_UNITS, at most PER_SECTION from one section, none overlapping another or
@@ -48,8 +49,8 @@ from packs.retrieval.units import Unit, candidates, first_sentence, segment
 if TYPE_CHECKING:
     from packs.result import RankedSection
 
-__all__ = ["Pick", "Unit", "answer", "candidates", "first_sentence", "idf_of",
-           "question_types", "segment", "select"]
+__all__ = ["FIRST", "RULES", "Pick", "Rules", "Unit", "answer", "candidates", "first_sentence",
+           "idf_of", "question_types", "segment", "select"]
 
 TUNED_ON = "text-v1"
 K1, B = 1.2, 0.75
@@ -57,7 +58,7 @@ IDENTIFIER_WEIGHT = 0.5
 HEADING_WEIGHT = 0.25
 SECTION_PRIOR = 0.5
 TYPE_BONUS = {"number": 0.3, "name": 0.3, "person": 0.3, "place": 0.3, "why": 0.3,
-              "list": 0.3, "default": 0.3}
+              "list": 0.3, "default": 0.3, "term": 0.3}
 PART_BONUS = 0.1
 MAX_PART_BONUSES = 3
 SHORT_WORDS = 4
@@ -66,9 +67,27 @@ LONG_WORDS = 60
 LONG_FLOOR = 0.8
 MAX_SECTIONS = 7
 PAGES = 3  # the other sections of the first cited page are read too (packs/answer.py)
-MAX_UNITS = 4
+MAX_UNITS = 5
 PER_SECTION = 4
 MAX_WORDS = 120
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What issue 34b changed in the selection, switchable so that a benchmark scores the
+    first version (`FIRST`) beside the current one (`RULES`) in one run: `link_definitions`
+    quotes "[label]: url" lines as text (they are no part of the page as shown);
+    `term_bonus` gives TYPE_BONUS["term"] to a unit that introduces a term in italics or
+    bold when the question asks what something is called; `max_units`: at most this many
+    passages (within MAX_WORDS either way)."""
+
+    link_definitions: bool = False
+    term_bonus: bool = True
+    max_units: int = MAX_UNITS
+
+
+RULES = Rules()
+FIRST = Rules(link_definitions=True, term_bonus=False, max_units=4)
 
 _TYPES: dict[str, re.Pattern[str]] = {
     "person": re.compile(r"\b(who|whom|whose)\b", re.I),
@@ -89,6 +108,8 @@ _TYPES: dict[str, re.Pattern[str]] = {
         r"(if|when) (i |you )?(leave|don't set|do not set|omit|skip)|"
         r"not (set|given|specified|configured)|omitted|left out|unset|unspecified|"
         r"when nothing)", re.I),
+    "term": re.compile(r"\b(called|what do (we|you|they|people) call|known as|(term|word) for)\b",
+                       re.I),
     "why": re.compile(r"^\s*why\b|\b(what is the (reason|purpose)|for what purpose)\b", re.I),
     "list": re.compile(
         r"\b(what|which) are (the|some)\b|\blist\b|\b(what|which) (\w+ ){0,2}"
@@ -115,6 +136,8 @@ class Pick:
 _CAPITAL = re.compile(r"(?<=[\s(\"'“‘])[A-Z][\w'’.-]*[A-Za-z0-9]")
 _SYMBOL = re.compile(r"(?<!\S)[^\w\s]{1,3}(?!\S)")
 _PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "'"})
+# A term the page introduces in italics or bold ("are called _consuming adapters_").
+_EMPHASIS = re.compile(r"(?<![\w*_])[_*]{1,2}([^_*\s][^_*]{0,60}?)[_*]{1,2}(?![\w*_])")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/%-]*")
 
 
@@ -143,7 +166,7 @@ def idf_of(vocabulary) -> Callable[[str], float]:
     return idf
 
 
-def _has(kind: str, u: Unit, raw: str, asked: set[str]) -> bool:
+def _has(kind: str, u: Unit, raw: str, asked: set[str], rules: Rules = RULES) -> bool:
     """Whether unit `u` (`raw`: its Markdown) has what a question of `kind` asks for;
     `asked`: the question's words as written, lower-cased."""
     if kind == "number":
@@ -152,6 +175,8 @@ def _has(kind: str, u: Unit, raw: str, asked: set[str]) -> bool:
         return u.kind == "code" or _novel(text_rules.identifiers(raw), asked)
     if kind in ("person", "place"):
         return _novel(_CAPITAL.findall(" " + u.display), asked)
+    if kind == "term":
+        return rules.term_bonus and _novel(_EMPHASIS.findall(raw), asked)
     if kind == "why":
         return _REASON.search(u.display) is not None
     if kind == "default":
@@ -187,12 +212,12 @@ def _bm25(tf: Counter, length: int, avg: float, weights: dict[str, float]) -> fl
 def select(question: str, texts: Sequence[str], max_units: int | None = None,
            per_section: int | None = None, headings: Sequence[str] | None = None,
            pack_idf: Callable[[str], float] | None = None,
-           max_words: int | None = None) -> list[Pick]:
+           max_words: int | None = None, rules: Rules = RULES) -> list[Pick]:
     """The best units of `texts` (the cited sections' contents, best section first, with
     their `headings` paths when given) for `question`, best first; `pack_idf` maps a
-    word to its IDF in the pack (see `idf_of`). The limits default to MAX_UNITS,
-    PER_SECTION and MAX_WORDS. [] when no section has a candidate."""
-    units = [(i, u) for i, t in enumerate(texts) for u in candidates(t)]
+    word to its IDF in the pack (see `idf_of`); `rules`: see `Rules`. The limits default
+    to rules.max_units, PER_SECTION and MAX_WORDS. [] when no section has a candidate."""
+    units = [(i, u) for i, t in enumerate(texts) for u in candidates(t, rules.link_definitions)]
     if not units:
         return []
     unit_terms = [text_rules.terms(u.display) for _, u in units]
@@ -216,13 +241,13 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
         if idents:
             low = raw.lower()
             score += IDENTIFIER_WEIGHT * sum(x in low for x in idents) / len(idents)
-        score += sum(TYPE_BONUS[k] for k in kinds if _has(k, u, raw, asked))
+        score += sum(TYPE_BONUS[k] for k in kinds if _has(k, u, raw, asked, rules))
         if len(u.display.split()) < SHORT_WORDS:
             score /= 2
         scored.append(Pick(i, u, score))
     # Best first; ties go to the earlier section, then the earlier unit.
     scored.sort(key=lambda p: (-p.score, p.section, p.unit.start))
-    return _pick(scored, max_units or MAX_UNITS, per_section or PER_SECTION,
+    return _pick(scored, max_units or rules.max_units, per_section or PER_SECTION,
                  max_words or MAX_WORDS)
 
 
@@ -293,7 +318,7 @@ def shown(unit: Unit) -> str:
 def answer(question: str, cited: Sequence[RankedSection], max_units: int | None = None,
            note: str = RETRIEVAL_ONLY_NOTE, max_sections: int | None = None,
            pack_idf: Callable[[str], float] | None = None,
-           extra: Sequence[RankedSection] = ()
+           extra: Sequence[RankedSection] = (), rules: Rules = RULES
            ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
     """(answer, quotes, extra sections quoted): the units of the first `max_sections`
     cited sections and of the `extra` sections (the rest of the first page, not in the
@@ -306,7 +331,7 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
     sections = [*shown_sections, *extra]
     picks = select(question, [s.content for s in sections], max_units,
                    headings=[s.heading_path or s.title or "" for s in sections],
-                   pack_idf=pack_idf)
+                   pack_idf=pack_idf, rules=rules)
     if not picks:
         return "The pack has no passages relevant to this question.", [], []
     lines, quotes, used = [note, ""], [], []

@@ -8,6 +8,7 @@
 - a list item (with its indented continuation lines) is split into sentences of its own,
   so items are never run together (`item`); so is a definition-list entry (a term line,
   then a line starting with ": ");
+- a link reference definition line ("[label]: url") is no unit (the page does not show it);
 - a paragraph is split at sentence ends (packs/text.py: never at a soft line break or an
   abbreviation, never inside `code`), and always at a hard break (two trailing spaces or a
   backslash).
@@ -44,6 +45,8 @@ _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _QUOTE_MARK = re.compile(r"^\s*>\s?", re.M)
 _DEFINITION = re.compile(r"^\s{0,3}:\s")
+# A Markdown link reference definition ("[label]: url"): the page does not show it.
+_LINK_DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*\S+(\s+[\"'(].*)?\s*$")
 _LEADIN_END = re.compile(r":[*_`\"')\]]*$")
 
 
@@ -138,8 +141,10 @@ class _Segmenter:
         self.add(*_trim(text, a, b), "row", shown)
 
 
-def segment(text: str) -> list[Unit]:
-    """The units of a section's Markdown text, in order (see the module docstring)."""
+def segment(text: str, links: bool = False) -> list[Unit]:
+    """The units of a section's Markdown text, in order (see the module docstring);
+    `links`: keep link reference definitions as text (how issue 34's first version read
+    them, for benchmarks that score it)."""
     seg = _Segmenter(text)
     lines = _lines(text)
     i = 0
@@ -169,6 +174,8 @@ def segment(text: str) -> list[Unit]:
             seg.flush()
             seg._next("heading")
             seg.add(*_trim(text, a, b), "heading", line.strip("# \t"))
+        elif not links and _LINK_DEFINITION.match(line):
+            seg.flush()
         elif _TABLE_ROW.match(line):
             seg.flush()
             seg.row(i, lines)
@@ -265,9 +272,9 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
                 kind)
 
 
-def candidates(text: str) -> list[Unit]:
+def candidates(text: str, links: bool = False) -> list[Unit]:
     """The units an answer may quote from a section's text (see the module docstring)."""
-    units = segment(text)
+    units = segment(text, links)
     out: list[Unit] = []
     by_block: dict[int, list[Unit]] = {}
     for u in units:
