@@ -24,6 +24,7 @@ import numpy as np
 
 from packs import filters, integrity, pipeline, signing
 from packs import format as fmt
+from packs import text as text_rules
 from packs.browse import Browse
 from packs.db import PackDB
 from packs.embedding import (
@@ -194,14 +195,15 @@ class KnowledgePack:
     def vocabulary(self) -> gate.Vocabulary:
         """The sections' vocabulary for the confidence gate (loaded once): tables/terms.json
         (format 3), else counted from the database's sections (older packs, and packs whose
-        terms.json predates the pair hashes). A terms.json from before the code count gets
+        terms.json predates the pair hashes or was counted with other text rules than
+        packs/text.py's TEXT_RULES_VERSION). A terms.json from before the code count gets
         it from the sections."""
         with self._lock:
             if self._vocabulary is None:
                 path = self.path / fmt.TABLES_DIR / fmt.TERMS_FILE
                 raw = (json.loads(path.read_text(encoding="utf-8")) if path.is_file()
                        else {})
-                if "pairs" in raw:
+                if "pairs" in raw and raw.get("text_rules") == text_rules.TEXT_RULES_VERSION:
                     code = raw.get("code_sections")
                     if code is None:
                         code = sum(map(gate.has_code, self.db.section_texts()))

@@ -11,8 +11,6 @@ names by title whatever its score (packs.retrieval.titles).
 
 from __future__ import annotations
 
-import re
-
 from packs import text as text_rules
 
 MIN_WORDS = 20
@@ -21,12 +19,8 @@ DEFAULT_THRESHOLD = 0.3
 # The stop words are one list for the query side (packs/text.py).
 STOP_WORDS = text_rules.STOP_WORDS
 
-_TOKEN = re.compile(r"[a-z0-9_]+")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens (letters, digits, underscore)."""
-    return _TOKEN.findall(text.lower())
+# Lower-cased word tokens (letters, digits, underscore): packs/text.py's plain tokens.
+tokenize = text_rules.tokens
 
 
 def keywords(text: str) -> set[str]:

@@ -6,7 +6,7 @@ its sections: on the Kubernetes docs, 116 of 401 pages asked by their title alon
 the first result (sections named "Use kubectl to scale StatefulSets" or "Pods with multiple
 containers" won). So the titles form a third ranking for the fusion.
 
-A title *matches* when its words (lower-cased, plural-folded: `gate.terms`) occur in the
+A title *matches* when its words (lower-cased, stemmed: `packs.text.gate_terms`) occur in the
 question as one run, and its content words (not stop words) make up at least
 MIN_SHARE of the question's content words: "Nodes" matches "nodes" and "What are nodes?",
 not "How do I drain a node?" (half the question is "drain"). A title that more than
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from packs.retrieval.gate import terms, words_in_order
+from packs.text import content_terms as words_in_order
+from packs.text import gate_terms as terms
 
 MIN_SHARE = 0.6
 # The title ranking's weight in RRF: a named page counts like a first place in both the
