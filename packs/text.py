@@ -39,6 +39,8 @@ Rules that stay elsewhere, on purpose:
 - `tasks/vectors.py` `key_phrases` (RAKE) splits phrases at punctuation and stop words:
   its phrase boundaries are part of the keyword vectors' text (KEYWORD_VERSION); changing
   them re-embeds every pack's keyword vectors.
+- `tasks/extract/entities.py` singularises entity names for their merge key ("Pods" and
+  "Pod" are one entity): a readable singular, not a stem, and part of every entity id.
 - `tasks/sections.py` counts words as whitespace runs and splits an over-long section at
   sentence ends for its size limit (SPLITTER_VERSION): a change there re-splits every pack.
 """

@@ -19,12 +19,9 @@ DEFAULT_THRESHOLD = 0.3
 # The stop words are one list for the query side (packs/text.py).
 STOP_WORDS = text_rules.STOP_WORDS
 
-# Lower-cased word tokens (letters, digits, underscore): packs/text.py's plain tokens.
-tokenize = text_rules.tokens
-
-
 def keywords(text: str) -> set[str]:
-    return {t for t in tokenize(text) if t not in STOP_WORDS}
+    """The text's plain tokens (packs/text.py `tokens`) that are not stop words."""
+    return {t for t in text_rules.tokens(text) if t not in STOP_WORDS}
 
 
 # The keyword part of the score: the share of the question's keywords in the text, times
