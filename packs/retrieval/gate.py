@@ -90,15 +90,15 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 # BENCHMARKS.md for the test-split abstention rates.
 CALIBRATED: dict[str, dict[str, object]] = {
     MINILM: {"version": GATE_VERSION, "text_rules": text_rules.TEXT_RULES_VERSION,
-             "weights": {"similarity": 10.966, "margin": 3.05, "coverage": 1.854,
-                         "section_coverage": 2.482, "unknown": -1.773, "specific": 0.084,
-                         "pairs": 1.128, "pack_pairs": 1.924, "names": -2.255,
-                         "doc_specific": -1.912, "doc_rare_names": -2.342, "small": 1.0},
-             "bias": -2.609, "cut": 0.5,
+             "weights": {"similarity": 11.278, "margin": 4.065, "coverage": 1.442,
+                         "section_coverage": 1.806, "unknown": -2.014, "specific": 0.089,
+                         "pairs": 1.6, "pack_pairs": 1.856, "names": -2.136,
+                         "doc_specific": -1.944, "doc_rare_names": -2.048, "small": 1.0},
+             "bias": -2.573, "cut": 0.46,
              "calibration": "dev questions of the Kubernetes docs, the Rust book, SciFact "
-                            "and XQuAD (benchmarks/gate_calibration.py, 2026-11-25); small: "
-                            "dev questions of 8 small packs cut from the first two "
-                            "(benchmarks/gate_small_packs.py, 2026-11-26)"},
+                            "and XQuAD, text-v1 words (benchmarks/gate_calibration.py, "
+                            "2026-11-27); small: dev questions of 8 small packs cut from the "
+                            "first two (benchmarks/gate_small_packs.py, 2026-11-26, gate-v7)"},
 }
 
 
