@@ -15,7 +15,8 @@ Longer titles come first: "Configure Liveness, Readiness and Startup Probes" bef
 "Liveness, Readiness, and Startup Probes" when the question holds both. Stems join titles
 that differ in a word's form ("Assign Pods to Nodes" and "Assigning Pods to Nodes" are two
 pages of the Kubernetes docs): of the pages one run of stems names, those whose title the
-question writes word for word come first.
+question writes word for word are kept when there are any, so "Assign Pods to Nodes" names
+one page, and "How do I assign a pod to a node?" both.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class TitleIndex:
         out: list[str] = []
         for run in found:  # longest first
             if self._content[run] >= MIN_SHARE * content:
-                # the pages whose title the question writes as it is first (a stable sort)
-                ids = sorted(self._pages[run], key=lambda i: self._written[i] not in written)
-                out.extend(i for i in ids if i not in out)
+                ids = self._pages[run]
+                exact = [i for i in ids if self._written[i] in written]
+                out.extend(i for i in exact or ids if i not in out)
         return out[:MAX_MATCHES]
