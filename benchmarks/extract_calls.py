@@ -111,7 +111,7 @@ def _table(rows: list[tuple[str, dict]]) -> str:
 
 def measure(args: argparse.Namespace) -> str:
     from benchmarks import common
-    from flows import server
+    from flows import build_api
     from flows.build import BuildError, run_build
     from flows.estimate import run_estimate
     from tests.anthropic_fake import FakeAnthropic
@@ -151,7 +151,7 @@ def measure(args: argparse.Namespace) -> str:
     # One Prefect server for every build of this process: a build that starts its own
     # temporary server stops it at its end, while Prefect's in-process services keep
     # the first server's address.
-    with server.api_for_build(log=say), \
+    with build_api.api_for_build(log=say), \
             common.serve_handler(partial(_Quiet, directory=str(site))) as base, \
             FakeAnthropic(api_key="benchmark-key", cache_min_tokens=CACHE_MIN_TOKENS) as fake, \
             FakeAnthropic(api_key="benchmark-key", cache_min_tokens=CACHE_MIN_TOKENS,

@@ -17,7 +17,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.states import Completed
 
-from flows import server
+from flows import build_api
 from flows.artifacts import publish_report
 from flows.freshness import after_fetch, prepare
 from flows.plan import build_context, inputs_fingerprint, plan_shards, variant
@@ -242,7 +242,7 @@ def run_build(
     The work directory defaults to `<out_dir>/.work`; it holds the intermediates that
     make rebuilds cheap. It may be a shared filesystem that Dask workers on other machines
     reach at the same path (see deployments/README.md). The flow reports to the Prefect
-    server `flows.server.api_for_build` finds or starts; `log` gets a line when one has
+    server `flows.build_api.api_for_build` finds or starts; `log` gets a line when one has
     to be started. `inputs`: the inputs as `flows.preflight.check_build_inputs` checked
     them (the CLI checks them before it imports this module); None checks them here.
     """
@@ -253,7 +253,7 @@ def run_build(
     quiet_libraries()
     build_id = new_build_id()
     try:
-        with server.api_for_build(log=log, updates=build_updates(work)):
+        with build_api.api_for_build(log=log, updates=build_updates(work)):
             flow_fn = (build_pack.with_options(task_runner=task_runner(task_runner_setting))
                        if task_runner_setting else build_pack)
             return flow_fn(

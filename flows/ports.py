@@ -11,11 +11,15 @@ at once and can name the owner.
 from __future__ import annotations
 
 import errno
+import http.client
+import json
 import os
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 HOST = "127.0.0.1"
+IDENTITY_PATH = "/kpack-identity"  # where a kpack server says who it is (flows/server_main.py)
 
 
 class PortTakenError(OSError):
@@ -58,7 +62,7 @@ def _listening_inodes(port: int) -> set[str]:
     return inodes
 
 
-def _cmdline(pid: int) -> str:
+def cmdline(pid: int) -> str:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -82,15 +86,13 @@ def holders(port: int) -> list[tuple[int, str]]:
         except OSError:
             continue
         if held:
-            found.append((int(entry.name), _cmdline(int(entry.name))))
+            found.append((int(entry.name), cmdline(int(entry.name))))
     return found
 
 
 def owner(port: int) -> str:
     """Who holds `port`, in words: a kpack server (its PREFECT_HOME and pid), another
     process (pid and command), or "a process this user cannot see"."""
-    from flows.server import identify  # the server's own answer is the most precise
-
     ident = identify(f"http://{HOST}:{port}", timeout_s=1.0)
     if ident:
         return (f"the kpack Prefect server of PREFECT_HOME={ident.get('home')} "
@@ -105,3 +107,29 @@ def owner(port: int) -> str:
             return f"the kpack Prefect server of PREFECT_HOME={home} (pid {pid}, starting)"
         return f"pid {pid} ({cmd[:120]})"
     return "a process this user cannot see"
+
+
+def http_get(url: str, timeout_s: float) -> tuple[int, bytes] | None:
+    """(status, body) of a plain GET, or None when nothing answers. The standard library's
+    client: an httpx client builds an SSL context first (0.1-0.2 s), and every build asks."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+    try:
+        conn.request("GET", parts.path or "/")
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
+
+
+def identify(root: str, timeout_s: float = 2.0) -> dict | None:
+    """What the kpack server at `root` (http://127.0.0.1:PORT) says it is: pid, home,
+    token, port; None when nothing, or no kpack server, answers there."""
+    got = http_get(root + IDENTITY_PATH, timeout_s)
+    try:
+        data = json.loads(got[1]) if got and got[0] == 200 else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and data.get("kpack") == 1 else None

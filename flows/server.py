@@ -2,7 +2,7 @@
 
 Starting a Prefect server costs 10-20 s on an idle machine and more under load, which
 dwarfed small builds (a no-change rebuild of 40 pages: 25 s wall for a 0.4 s flow). So a
-build looks for a server in this order (`api_for_build`):
+build looks for a server in this order (`flows/build_api.py: api_for_build`):
 
 1. `PREFECT_API_URL`, when the user or a deployment set one;
 2. the local server of this `PREFECT_HOME`: started by `kpack server start` (it runs until
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import http.client
 import json
 import os
 import secrets
@@ -38,13 +37,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from flows import ports
+from flows.ports import IDENTITY_PATH, http_get, identify  # noqa: F401 (IDENTITY_PATH: server_main)
 
 STATE_FILE = "kpack-server.json"
 START_LOCK = "kpack-server.lock"
 LEASE_FILE = "kpack-server.lease"
 LOG_FILE = "kpack-server.log"
-IDENTITY_PATH = "/kpack-identity"
 DEFAULT_PORT = 4200
 IDLE_ENV = "KPACK_SERVER_IDLE_S"
 DEFAULT_IDLE_S = 600.0
@@ -135,32 +135,6 @@ def _write_state(folder: Path, info: ServerInfo) -> None:
     os.replace(tmp, folder / STATE_FILE)
 
 
-def _get(url: str, timeout_s: float) -> tuple[int, bytes] | None:
-    """(status, body) of a plain GET, or None when nothing answers. The standard library's
-    client: an httpx client builds an SSL context first (0.1-0.2 s), and every build asks."""
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
-    try:
-        conn.request("GET", parts.path or "/")
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    except (OSError, http.client.HTTPException):
-        return None
-    finally:
-        conn.close()
-
-
-def identify(root: str, timeout_s: float = 2.0) -> dict | None:
-    """What the kpack server at `root` (http://127.0.0.1:PORT) says it is: pid, home,
-    token, port; None when nothing, or no kpack server, answers there."""
-    got = _get(root + IDENTITY_PATH, timeout_s)
-    try:
-        data = json.loads(got[1]) if got and got[0] == 200 else None
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) and data.get("kpack") == 1 else None
-
-
 def healthy(url: str, timeout_s: float = 2.0) -> bool:
     """Whether the Prefect API at `url` answers its health check."""
     if not url.startswith("http://"):  # https (a remote API): httpx, with TLS
@@ -170,7 +144,7 @@ def healthy(url: str, timeout_s: float = 2.0) -> bool:
             return httpx.get(f"{url}/health", timeout=timeout_s).status_code == 200
         except httpx.HTTPError:
             return False
-    got = _get(f"{url}/health", timeout_s)
+    got = http_get(f"{url}/health", timeout_s)
     return bool(got) and got[0] == 200
 
 
@@ -201,7 +175,7 @@ def running() -> ServerInfo | None:
 
 
 @contextlib.contextmanager
-def _flock(path: Path, mode: int) -> Iterator[None]:
+def flock(path: Path, mode: int) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -262,10 +236,9 @@ def start(port: int = DEFAULT_PORT, *, kind: str = "started", idle_s: float = 0.
     server start` then stays until stopped). Raises flows.ports.PortTakenError naming
     the owner of a taken port, ServerError when the server does not come up in time
     (`start_timeout`)."""
-    from flows import ports
 
     folder = home()
-    with _flock(folder / START_LOCK, fcntl.LOCK_EX):
+    with flock(folder / START_LOCK, fcntl.LOCK_EX):
         _reap()
         info = running()
         if info is not None:
@@ -309,10 +282,9 @@ def _terminate(pid: int, grace_s: float = 10.0) -> None:
 def _is_server_process(info: ServerInfo) -> bool:
     """The pid still runs the server this record started (its token is on its command
     line): a pid reused by another program is never signalled."""
-    from flows.ports import _cmdline
 
     return answers_as(info) or (pid_alive(info.pid) and info.token != ""
-                                and info.token in _cmdline(info.pid))
+                                and info.token in ports.cmdline(info.pid))
 
 
 def stop() -> tuple[ServerInfo | None, bool]:
@@ -330,59 +302,3 @@ def stop() -> tuple[ServerInfo | None, bool]:
         if read_state(folder) == info:
             (folder / STATE_FILE).unlink()
     return info, alive
-
-
-@contextlib.contextmanager
-def _api_url(url: str, updates: dict | None = None) -> Iterator[None]:
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    before = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = url  # for processes the build starts (Dask workers)
-    try:
-        with temporary_settings(updates={**(updates or {}), PREFECT_API_URL: url}):
-            yield
-    finally:
-        if before is None:
-            os.environ.pop("PREFECT_API_URL", None)
-        else:
-            os.environ["PREFECT_API_URL"] = before
-
-
-@contextlib.contextmanager
-def api_for_build(log=None, timeout_s: float | None = None,
-                  updates: dict | None = None) -> Iterator[str]:
-    """Point Prefect at a server for the duration of a build (see the module doc), with
-    the Prefect settings `updates` (setting → value) applied too; yields "configured",
-    "started", "kept" or "temporary". `log` gets one line when a server is started.
-    Raises ServerError (one line, what to do) when none comes up in time."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    if PREFECT_API_URL.value():
-        with temporary_settings(updates=updates or {}):
-            yield "configured"
-        return
-    idle = idle_setting()
-    if idle <= 0:
-        if log:
-            log(f"starting a temporary Prefect server for this build ({IDLE_ENV}=0 keeps "
-                "none; `kpack server start` starts one for every build)")
-        from flows.temporary_server import flush_workers, temporary
-
-        with temporary(timeout_s) as url, _api_url(url, updates):
-            try:
-                yield "temporary"
-            finally:
-                flush_workers()
-        return
-    folder = home()
-    # held while the build runs: the kept server stops only when no build holds it
-    with _flock(folder / LEASE_FILE, fcntl.LOCK_SH):
-        info = running()
-        if info is None:
-            info, started = start(0, kind="kept", idle_s=idle, timeout_s=timeout_s)
-            if started and log:
-                log(f"started a Prefect server for builds in the background: UI {info.ui} "
-                    f"(stops after {duration(idle)} unused; `kpack server stop` stops it "
-                    f"now, {IDLE_ENV}=0 keeps none)")
-        with _api_url(info.url, updates):
-            yield info.kind

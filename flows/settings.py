@@ -44,7 +44,7 @@ def results_dir(work_dir: Path) -> Path:
 
 def result_updates(work_dir: Path) -> dict:
     """Prefect setting → value that persist task results under `results_dir(work_dir)`
-    (for temporary_settings; flows.server.api_for_build applies them with the API URL in
+    (for temporary_settings; flows.build_api.api_for_build applies them with the API URL in
     one go: each temporary_settings rebuilds every Prefect setting, 0.1-0.4 s)."""
     from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, PREFECT_RESULTS_PERSIST_BY_DEFAULT
 

@@ -1,6 +1,6 @@
 """The temporary Prefect server of a build that keeps none (KPACK_SERVER_IDLE_S=0): the
-command Prefect's ephemeral mode runs, tied to the build's process (flows/server.py
-`api_for_build`).
+command Prefect's ephemeral mode runs, tied to the build's process
+(`flows/build_api.py: api_for_build` chooses it).
 """
 
 from __future__ import annotations

@@ -177,10 +177,10 @@ def stop() -> dict | None:
     (folder / STATE_FILE).unlink(missing_ok=True)
     if not state:
         return None
-    from flows.ports import _cmdline
+    from flows.ports import cmdline
 
     pid = int(state.get("pid", 0))
-    if pid and "flows.warm_host" in _cmdline(pid):
+    if pid and "flows.warm_host" in cmdline(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
         return state
@@ -189,7 +189,7 @@ def stop() -> dict | None:
 
 def running() -> dict | None:
     """The warm process's record when that process is alive."""
-    from flows.ports import _cmdline
+    from flows.ports import cmdline
 
     state = read_state()
-    return state if state and "flows.warm_host" in _cmdline(int(state.get("pid", 0))) else None
+    return state if state and "flows.warm_host" in cmdline(int(state.get("pid", 0))) else None

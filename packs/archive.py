@@ -138,41 +138,11 @@ def pack_archive(pack_dir: str | os.PathLike[str], out: str | os.PathLike[str] |
     except ValueError:
         mtime = 0
     prefix = f"{name}/{fmt.BUILDS_DIR}/{build_id}"
-    entries: list[tuple[str, Path | None]] = [(prefix, None)]
-    for path in sorted(build_dir.rglob("*")):
-        rel = path.relative_to(build_dir).as_posix()
-        if signature is not None and rel == fmt.SIGNATURE_FILE:
-            continue  # replaced by the new signature
-        mode = path.lstat().st_mode
-        if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise ArchiveError(f"{path}: not a regular file or folder; a pack archive holds "
-                               "regular files only (remove it, or rebuild the pack)")
-        entries.append((f"{prefix}/{rel}", path if stat.S_ISREG(mode) else None))
-
+    entries = _entries(build_dir, prefix, skip_signature=signature is not None)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    files = 0
     try:
-        with open(tmp, "wb") as raw, \
-                gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                              compresslevel=6) as gz, \
-                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for dirname in (name, f"{name}/{fmt.BUILDS_DIR}"):
-                tar.addfile(_tarinfo(dirname, is_dir=True, mtime=mtime))
-            pointer = f"{build_id}\n".encode()
-            tar.addfile(_tarinfo(f"{name}/{fmt.CURRENT_FILE}", size=len(pointer), mtime=mtime),
-                        io.BytesIO(pointer))
-            for arcname, path in entries:
-                if path is None:
-                    tar.addfile(_tarinfo(arcname, is_dir=True, mtime=mtime))
-                    continue
-                with open(path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
-                    tar.addfile(_tarinfo(arcname, size=size, mtime=mtime), f)
-                files += 1
-            if signature is not None:
-                tar.addfile(_tarinfo(f"{prefix}/{fmt.SIGNATURE_FILE}", size=len(signature),
-                                     mtime=mtime), io.BytesIO(signature))
-                files += 1
+        with open(tmp, "wb") as raw:
+            files = _write_tar(raw, name, build_id, entries, signature, mtime)
         digest = sha256_file(tmp)
         os.replace(tmp, target)
     finally:
@@ -183,3 +153,50 @@ def pack_archive(pack_dir: str | os.PathLike[str], out: str | os.PathLike[str] |
     return PackedArchive(path=target, checksum_path=checksum_path, sha256=digest,
                          size_bytes=target.stat().st_size, name=name, build_id=build_id,
                          files=files, signed_by=signer)
+
+
+def _entries(build_dir: Path, prefix: str, *, skip_signature: bool
+             ) -> list[tuple[str, Path | None]]:
+    """(name in the archive, file or None for a folder) for the build folder and
+    everything in it, sorted; `skip_signature` leaves out a signature about to be replaced.
+    ArchiveError for a symlink or special file."""
+    entries: list[tuple[str, Path | None]] = [(prefix, None)]
+    for path in sorted(build_dir.rglob("*")):
+        rel = path.relative_to(build_dir).as_posix()
+        if skip_signature and rel == fmt.SIGNATURE_FILE:
+            continue
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise ArchiveError(f"{path}: not a regular file or folder; a pack archive holds "
+                               "regular files only (remove it, or rebuild the pack)")
+        entries.append((f"{prefix}/{rel}", path if stat.S_ISREG(mode) else None))
+    return entries
+
+
+def _write_tar(raw, name: str, build_id: str, entries: list[tuple[str, Path | None]],
+               signature: bytes | None, mtime: int) -> int:
+    """Write the gzip'd tar to the binary file `raw`: the pack folder, its `current`
+    pointer, the entries and the new signature, every time stamp `mtime` (reproducible
+    bytes). Returns the number of files written."""
+    files = 0
+    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for dirname in (name, f"{name}/{fmt.BUILDS_DIR}"):
+            tar.addfile(_tarinfo(dirname, is_dir=True, mtime=mtime))
+        pointer = f"{build_id}\n".encode()
+        tar.addfile(_tarinfo(f"{name}/{fmt.CURRENT_FILE}", size=len(pointer), mtime=mtime),
+                    io.BytesIO(pointer))
+        for arcname, path in entries:
+            if path is None:
+                tar.addfile(_tarinfo(arcname, is_dir=True, mtime=mtime))
+                continue
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                tar.addfile(_tarinfo(arcname, size=size, mtime=mtime), f)
+            files += 1
+        if signature is not None:
+            prefix = f"{name}/{fmt.BUILDS_DIR}/{build_id}"
+            tar.addfile(_tarinfo(f"{prefix}/{fmt.SIGNATURE_FILE}", size=len(signature),
+                                 mtime=mtime), io.BytesIO(signature))
+            files += 1
+    return files

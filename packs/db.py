@@ -50,6 +50,7 @@ from packs.cypher import (
 )
 from packs.filters import Filters, where
 from packs.integrity import PackCorruptError
+from packs.rows import Row, blend, by_key, row_of
 
 # `s.id IN $ids` reads each returned column of every section (7.9 ms for 3 ids on the
 # Kubernetes pack's 5,468 sections, growing with the pack); a primary-key lookup per id
@@ -58,45 +59,6 @@ from packs.integrity import PackCorruptError
 PK_LOOKUPS = 16
 # Prepared statements kept per connection (PackDB._prepared_statement).
 MAX_PREPARED = 256
-
-
-@dataclass
-class Row:
-    """One section as the query side sees it."""
-
-    id: str
-    article_id: str
-    url: str
-    title: str
-    heading_path: str
-    content: str
-    word_count: int
-    position: int
-    similarity: float | None = None  # cosine similarity to the question
-    keyword_similarity: float | None = None  # of the keyword vector, when searched
-    bm25: float | None = None
-    via: str | None = None  # the article/section this row was reached from (graph queries)
-    vscore: float | None = None  # vector score: similarity, or the content/keyword blend
-
-
-def _row(values: list, start: int = 0) -> Row:
-    v = values[start:start + 8]
-    return Row(id=v[0], article_id=v[1], url=v[2] or "", title=v[3] or "",
-               heading_path=v[4] or "", content=v[5] or "", word_count=int(v[6] or 0),
-               position=int(v[7] or 0))
-
-
-def _blend(row: Row, w: float) -> float:
-    if w <= 0 or row.keyword_similarity is None:
-        return row.similarity or 0.0
-    return (1.0 - w) * (row.similarity or 0.0) + w * row.keyword_similarity
-
-
-def by_key(returns: str, n: int) -> str:
-    """The statement that looks up n sections by primary key ($k0..$k{n-1}) and returns
-    `returns` for each one found, as UNION ALL of n lookups."""
-    return " UNION ALL ".join(f"MATCH (s:Section {{id: $k{i}}}) RETURN {returns}"
-                              for i in range(n))
 
 
 @dataclass
@@ -220,7 +182,7 @@ class PackDB:
         out = []
         for values in self._run(VECTOR_SEARCH, {"q": qvec.tolist(), "k": int(k)}, log,
                                 prepare=True):
-            row = _row(values)
+            row = row_of(values)
             row.similarity = 1.0 - float(values[8])
             out.append(row)
         return out
@@ -249,11 +211,11 @@ class PackDB:
                 statement = FILTERED_VECTOR_SEARCH.replace("{where}", clause)
             out = []
             for values in self._run(statement, params, log):
-                row = _row(values)
+                row = row_of(values)
                 row.similarity = float(values[8])
                 if w > 0:
                     row.keyword_similarity = float(values[9])
-                row.vscore = _blend(row, w)
+                row.vscore = blend(row, w)
                 out.append(row)
             return out
         rows = self.vector_search(qvec, k, log)
@@ -266,9 +228,9 @@ class PackDB:
                                     log)]))
         out = []
         for values in self._run(SECTION_SIMILARITIES, {"ids": ids, "q": qvec.tolist()}, log):
-            row = _row(values)
+            row = row_of(values)
             row.similarity, row.keyword_similarity = float(values[8]), float(values[9])
-            row.vscore = _blend(row, w)
+            row.vscore = blend(row, w)
             out.append(row)
         out.sort(key=lambda r: -(r.vscore or 0.0))
         return out[:k]
@@ -404,7 +366,7 @@ class PackDB:
     @staticmethod
     def _with_similarity(values: list, start: int, qvec: np.ndarray, *, bm25=None,
                          via=None) -> Row:
-        row = _row(values, start)
+        row = row_of(values, start)
         emb = values[-1]
         if emb is not None:
             row.similarity = float(np.dot(np.asarray(emb, dtype=np.float32), qvec))

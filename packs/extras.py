@@ -15,9 +15,18 @@ from __future__ import annotations
 
 import importlib.util
 
-BUILD_INSTALL = "pip install 'knowledge-packs[build]'"
-MCP_INSTALL = "pip install 'knowledge-packs[mcp]'"
-EXPLORE_INSTALL = "pip install 'knowledge-packs[explore]'"
+
+def _install(extra: str) -> str:
+    """The pip command for one extra. The package is not on PyPI yet, so the command says
+    what to put in the name's place (README, "Install")."""
+    return (f"pip install 'knowledge-packs[{extra}]' (not on PyPI yet: write the checkout's "
+            f"path or the wheel from `make dist` in place of knowledge-packs)")
+
+
+BUILD_INSTALL = _install("build")
+MCP_INSTALL = _install("mcp")
+EXPLORE_INSTALL = _install("explore")
+OFFLINE_INSTALL = _install("offline")
 # What `kpack explore` imports (import names) beyond the query runtime.
 EXPLORE_MODULES = ("starlette", "jinja2", "uvicorn", "markdown_it", "nh3")
 # One module per [build] requirement that `kpack build` imports (import names, not

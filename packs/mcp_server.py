@@ -72,8 +72,10 @@ MaxTokens = Annotated[int | None, Field(
 
 
 def open_packs(paths: Sequence[str | os.PathLike[str]], *,
-               embedding_model: str | None = None, warm: bool = True) -> dict[str, KnowledgePack]:
-    """Open every pack folder, keyed by manifest name; `warm` loads the embedders now.
+               embedding_model: str | None = None, warm: bool = True, verify: bool = True,
+               trust=None) -> dict[str, KnowledgePack]:
+    """Open every pack folder, keyed by manifest name; `warm` loads the embedders now;
+    `verify` and `trust` go to KnowledgePack.open.
 
     Raises PackFormatError for an unreadable pack or two packs with the same name
     (closing what it opened), EmbeddingModelError for a missing or mismatched model.
@@ -83,7 +85,8 @@ def open_packs(paths: Sequence[str | os.PathLike[str]], *,
     opened: dict[str, KnowledgePack] = {}
     try:
         for path in paths:
-            pack = KnowledgePack.open(path, embedding_model=embedding_model)
+            pack = KnowledgePack.open(path, embedding_model=embedding_model, verify=verify,
+                                      trust=trust)
             name = pack.manifest.name
             if name in opened:
                 pack.close()
@@ -326,8 +329,10 @@ def _add_ask(server: "MCPServer", served: _Served) -> None:
 
 
 def serve(paths: Sequence[str | os.PathLike[str]], *, http: bool = False,
-          port: int = DEFAULT_PORT, embedding_model: str | None = None) -> None:
-    """Open the packs and run the server until the client (stdio) or Ctrl-C (HTTP) ends it.
+          port: int = DEFAULT_PORT, embedding_model: str | None = None, verify: bool = True,
+          trust=None) -> None:
+    """Open the packs and run the server until the client (stdio) or Ctrl-C (HTTP) ends it;
+    `verify` and `trust` go to KnowledgePack.open.
 
     HTTP listens on 127.0.0.1 only (streamable HTTP at /mcp): the server has no auth.
     MissingExtraError (one line: what to install) when the MCP SDK is not installed.
@@ -337,7 +342,7 @@ def serve(paths: Sequence[str | os.PathLike[str]], *, http: bool = False,
     if missing(("mcp",)):
         raise MissingExtraError(f"kpack mcp needs the MCP SDK, which this install lacks: "
                                 f"{MCP_INSTALL}")
-    packs = open_packs(paths, embedding_model=embedding_model)
+    packs = open_packs(paths, embedding_model=embedding_model, verify=verify, trust=trust)
     try:
         server = build_server(packs, log_level="INFO" if http else "WARNING")
         if http:

@@ -200,19 +200,31 @@ class KnowledgePack:
         it from the sections."""
         with self._lock:
             if self._vocabulary is None:
-                path = self.path / fmt.TABLES_DIR / fmt.TERMS_FILE
-                raw = (json.loads(path.read_text(encoding="utf-8")) if path.is_file()
-                       else {})
-                if "pairs" in raw and raw.get("text_rules") == text_rules.TEXT_RULES_VERSION:
-                    code = raw.get("code_sections")
-                    if code is None:
-                        code = sum(map(gate.has_code, self.db.section_texts()))
-                    self._vocabulary = gate.Vocabulary(raw["terms"], int(raw["sections"]),
-                                                       gate.decode_pairs(raw["pairs"]),
-                                                       int(code))
-                else:
-                    self._vocabulary = gate.count_vocabulary(self.db.section_texts())
+                self._vocabulary = self._read_vocabulary()
             return self._vocabulary
+
+    def _read_vocabulary(self) -> gate.Vocabulary:
+        """tables/terms.json as a Vocabulary (see vocabulary). A file that is not the JSON
+        the build writes (a damaged pack opened with verify=False) is PackCorruptError."""
+        path = self.path / fmt.TABLES_DIR / fmt.TERMS_FILE
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+            # Counted with other text rules than packs/text.py's (or before they were
+            # named: a plural fold), or before the pair hashes: count the sections again.
+            if "pairs" not in raw or raw.get("text_rules") != text_rules.TEXT_RULES_VERSION:
+                return gate.count_vocabulary(self.db.section_texts())
+            code = raw.get("code_sections")
+            if code is None:
+                code = sum(map(gate.has_code, self.db.section_texts()))
+            return gate.Vocabulary(raw["terms"], int(raw["sections"]),
+                                   gate.decode_pairs(raw["pairs"]), int(code))
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            # json.JSONDecodeError and binascii.Error are ValueErrors; AttributeError: not
+            # a JSON object
+            raise integrity.PackCorruptError(
+                f"{path}: not the vocabulary the build writes ({type(exc).__name__}: "
+                f"{str(exc)[:120]}): the pack is damaged; run kpack verify, then reinstall "
+                "or rebuild it") from exc
 
     def title_index(self) -> titles.TitleIndex:
         """The pages' titles, for the title match (loaded once)."""

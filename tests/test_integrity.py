@@ -241,3 +241,53 @@ def test_undecodable_few_shot_examples_are_the_damaged_pack_error(tmp_path) -> N
     path.write_bytes(b'{"question": "caf\xe9?", "answer": "a"}\n')
     with pytest.raises(PackCorruptError, match="not UTF-8 text"):
         load_examples(path)
+
+
+def test_eval_mcp_and_explore_refuse_an_unverified_pack_unless_told(pack_dir, tmp_path,
+                                                                    monkeypatch) -> None:
+    """Every command that opens a pack takes the same opt-in as search and query."""
+    from query_fixtures import url_of
+
+    from packs.explore.cli import open_app
+    from packs.mcp_server import close_packs, open_packs
+
+    monkeypatch.setenv("KPACK_CACHE_DIR", str(tmp_path / "cache"))
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    _strip_checksums(build)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q1", "question": "Where do jobs go after they exhaust their retries?",
+                                     "gold_sources": [url_of("retries")]}) + "\n")
+    args = ("eval", str(copy), "--questions", str(questions), "--no-save", "--no-judge")
+    refused = _kpack(*args, cache=tmp_path / "cache")
+    assert refused.returncode == 2 and "no checksums" in refused.stderr, refused.stderr
+    ok = _kpack(*args, "--allow-unverified", cache=tmp_path / "cache")
+    assert ok.returncode == 0 and "1 questions" in ok.stdout, ok.stderr
+
+    with pytest.raises(PackUnverifiedError):
+        open_packs([copy], warm=False)
+    close_packs(open_packs([copy], warm=False, verify=False))
+    with pytest.raises(PackUnverifiedError):
+        open_app([copy])
+    _app, packset = open_app([copy], verify=False)
+    assert [p.manifest.name for p in packset.packs] == ["kestrel"]
+    packset.close()
+    both = _kpack("mcp", str(copy), "--allow-unverified", "--trust", str(tmp_path / "k.pub"),
+                  cache=tmp_path / "cache")
+    assert both.returncode == 2 and "cannot go with --allow-unverified" in both.stderr
+
+
+@pytest.mark.parametrize("damage", [b"{\"pairs\": ", b"\xff\xfe\x00garbage",
+                                    b"{\"pairs\": \"not base64!\", \"terms\": {},"
+                                    b" \"sections\": 1}"])
+def test_a_damaged_vocabulary_in_an_unverified_pack_is_the_damaged_pack_error(
+        pack_dir, tmp_path, monkeypatch, damage) -> None:
+    """tables/terms.json read with the checks off: truncated JSON, bytes that are not
+    UTF-8, or fields the build never writes are the pack-damaged error, not a raw one."""
+    monkeypatch.setenv("KPACK_CACHE_DIR", str(tmp_path / "cache"))
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    terms = build / fmt.TABLES_DIR / fmt.TERMS_FILE
+    assert terms.is_file()
+    terms.write_bytes(damage)
+    with KnowledgePack.open(copy, verify=False) as kp, \
+            pytest.raises(PackCorruptError, match="terms.json: not the vocabulary"):
+        kp.search("dead letter queue")

@@ -13,7 +13,14 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from packs.cli.common import fail, print_json, query_input_errors
+from packs.cli.common import (
+    TRUST_HELP,
+    UNVERIFIED_HELP,
+    fail,
+    open_checks,
+    print_json,
+    query_input_errors,
+)
 
 MAX_SIZE_ENV = "KPACK_MAX_INSTALL_SIZE"
 
@@ -158,6 +165,8 @@ def mcp(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")] = False,
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port for --http (the endpoint is /mcp).")] = 8765,
     embedding_model: Annotated[str | None, typer.Option(help="Local copy of the packs' model.")] = None,
+    allow_unverified: Annotated[bool, typer.Option("--allow-unverified", help=UNVERIFIED_HELP)] = False,
+    trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help=TRUST_HELP)] = None,
 ) -> None:
     """Run an MCP server over PACKS with tools list_packs, pack_info, search and ask.
 
@@ -166,7 +175,8 @@ def mcp(
     try:
         from packs.mcp_server import serve
 
-        serve(packs, http=http, port=port, embedding_model=embedding_model)
+        serve(packs, http=http, port=port, embedding_model=embedding_model,
+              **open_checks(allow_unverified, trust))
     except KeyboardInterrupt:
         pass
     except Exception as exc:  # the CLI edge

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -20,6 +21,19 @@ EXIT_PARTIAL = 3  # kpack build --strict: published, but sources failed or the p
 
 class OptionError(ValueError):
     """A malformed option on the command line (--option, --pack, --embedding-model)."""
+
+
+UNVERIFIED_HELP = "Open a pack whose manifest has no checksums (or leaves files out), unchecked: a damaged database may crash the process."
+TRUST_HELP = "Refuse a pack whose manifest is not signed by this public key (repeatable: any of them)."
+
+
+def open_checks(allow_unverified: bool, trust: list[Path] | None) -> dict[str, object]:
+    """--allow-unverified / --trust as KnowledgePack.open's verify= / trust= (OptionError
+    for both at once: a signature vouches for checksums that would not be checked)."""
+    if allow_unverified and trust:
+        raise OptionError("--trust checks the pack's checksums: it cannot go with "
+                          "--allow-unverified")
+    return {"verify": not allow_unverified, "trust": trust or None}
 
 
 def query_input_errors() -> tuple[type[BaseException], ...]:

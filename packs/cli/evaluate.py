@@ -14,7 +14,14 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from packs.cli.common import fail, print_json
+from packs.cli.common import (
+    TRUST_HELP,
+    UNVERIFIED_HELP,
+    OptionError,
+    fail,
+    open_checks,
+    print_json,
+)
 
 
 def _fail(exc: BaseException) -> NoReturn:
@@ -24,7 +31,7 @@ def _fail(exc: BaseException) -> NoReturn:
     from packs.options import OptionsError
 
     fail(exc, (PackFormatError, EmbeddingModelError, QuestionsFileError, EvalLeakError,
-               OptionsError, FileNotFoundError))
+               OptionsError, OptionError, FileNotFoundError))
 
 
 def eval_(
@@ -38,6 +45,8 @@ def eval_(
     answers: Annotated[bool, typer.Option("--answers", help="Also ask() every question and report citation precision: the share of the answers' citations whose quote was found in the cited section (Claude with ANTHROPIC_API_KEY, else the extractive answer).")] = False,
     per_question: Annotated[bool, typer.Option("--per-question", help="Print one line per question.")] = False,
     embedding_model: Annotated[str | None, typer.Option(help="Local copy of the pack's model.")] = None,
+    allow_unverified: Annotated[bool, typer.Option("--allow-unverified", help=UNVERIFIED_HELP)] = False,
+    trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help=TRUST_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full report (overall, per kind, per question) as JSON.")] = False,
     save: Annotated[bool, typer.Option(help="Keep the scorecard next to the pack (<pack>/eval/<build id>.json), where kpack explore shows it.")] = True,
 ) -> None:
@@ -57,7 +66,8 @@ def eval_(
         qs = load_questions(questions)
         options = SearchOptions(gate_threshold=-1.0) if no_gate else None
         client = judge_client() if judge else None
-        with KnowledgePack.open(pack, embedding_model=embedding_model) as kp:
+        with KnowledgePack.open(pack, embedding_model=embedding_model,
+                                **open_checks(allow_unverified, trust)) as kp:
             report = evaluate(kp, qs, options, ks=tuple(k or DEFAULT_KS), binary=binary,
                               judge=client, judge_model=judge_model, answers=answers)
             build_dir = kp.path

@@ -11,13 +11,15 @@ from typing import Annotated
 
 import typer
 
-from packs.cli.common import fail
+from packs.cli.common import TRUST_HELP, UNVERIFIED_HELP, OptionError, fail, open_checks
 
 
 def explore(
     packs: Annotated[list[Path], typer.Argument(help="Pack folders (or build folders) to explore; the first is the default, the others a click away.")],
     host: Annotated[str, typer.Option(help="Address to listen on. The default serves this machine only; the explorer has no login, so think twice before 0.0.0.0.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on; 0 picks a free one.")] = 8765,
+    allow_unverified: Annotated[bool, typer.Option("--allow-unverified", help=UNVERIFIED_HELP)] = False,
+    trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help=TRUST_HELP)] = None,
 ) -> None:
     """Serve a read-only web page on HOST:PORT to look inside PACKS: every pack, asking with
     citations and the sections behind them, sections, entities and their neighbourhood
@@ -26,7 +28,8 @@ def explore(
     try:
         from packs.explore.cli import serve
 
-        serve(packs, host=host, port=port, out=typer.echo)
+        serve(packs, host=host, port=port, out=typer.echo,
+              **open_checks(allow_unverified, trust))
     except KeyboardInterrupt:
         pass
     except Exception as exc:  # the CLI edge
@@ -34,7 +37,8 @@ def explore(
         from packs.explore.cli import ExploreError
         from packs.format import PackFormatError
 
-        fail(exc, (PackFormatError, EmbeddingModelError, ExploreError, FileNotFoundError))
+        fail(exc, (PackFormatError, EmbeddingModelError, ExploreError, FileNotFoundError,
+                   OptionError))
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,15 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from packs.cli.common import OptionError, fail, print_json, query_input_errors
+from packs.cli.common import (
+    TRUST_HELP,
+    UNVERIFIED_HELP,
+    OptionError,
+    fail,
+    open_checks,
+    print_json,
+    query_input_errors,
+)
 
 
 def _fail(exc: BaseException) -> NoReturn:
@@ -31,14 +39,6 @@ def _search_options(max_results: int, no_enhancements: bool,
         except json.JSONDecodeError:
             opts[name.strip()] = value  # a bare string such as bfs
     return opts
-
-
-def _checks(allow_unverified: bool, trust: list[Path] | None) -> dict[str, object]:
-    """--allow-unverified / --trust as KnowledgePack.open's verify= / trust=."""
-    if allow_unverified and trust:
-        raise OptionError("--trust checks the pack's checksums: it cannot go with "
-                          "--allow-unverified")
-    return {"verify": not allow_unverified, "trust": trust or None}
 
 
 def _target(args: list[str], packs: list[Path] | None, models: list[str] | None,
@@ -77,8 +77,6 @@ ARGS_HELP = "PACK QUESTION, or just QUESTION with --pack (several packs at once)
 PACKS_HELP = "A pack folder to search; repeat for several packs (results fused by RRF, each labelled with its pack)."
 PER_PACK_HELP = "With several packs: keep the top N of each pack (pack_mode=per_pack) instead of one total cap."
 MODEL_HELP = "Local copy of the pack's model; with --pack, MODEL_ID=FOLDER (repeatable)."
-UNVERIFIED_HELP = "Open a pack whose manifest has no checksums (or leaves files out), unchecked: a damaged database may crash the process."
-TRUST_HELP = "Refuse a pack whose manifest is not signed by this public key (repeatable: any of them)."
 
 
 def _multi_options(opts: dict[str, object], per_pack: int | None) -> dict[str, object]:
@@ -104,7 +102,7 @@ def query(
     try:
         opts = _multi_options(_search_options(max_results, no_enhancements, option), per_pack)
         target, question = _target(args, pack, embedding_model,
-                                   _checks(allow_unverified, trust))
+                                   open_checks(allow_unverified, trust))
         with target as kp:
             result = kp.ask(question, **opts)
     except Exception as exc:  # the CLI edge
@@ -143,7 +141,7 @@ def search(
     try:
         opts = _multi_options(_search_options(max_results, no_enhancements, option), per_pack)
         target, question = _target(args, pack, embedding_model,
-                                   _checks(allow_unverified, trust))
+                                   open_checks(allow_unverified, trust))
         with target as kp:
             result = kp.search(question, **opts)
     except Exception as exc:  # the CLI edge

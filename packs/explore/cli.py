@@ -67,9 +67,11 @@ def server(app, sock: socket.socket):
     return uvicorn.Server(config)
 
 
-def open_app(paths: Sequence[str | os.PathLike[str]], host: str = DEFAULT_HOST):
-    """(app, packset): the packs opened (encoders loaded) and the explorer over them. The
-    caller closes the packset. PackFormatError / EmbeddingModelError for a bad pack."""
+def open_app(paths: Sequence[str | os.PathLike[str]], host: str = DEFAULT_HOST, *,
+             verify: bool = True, trust=None):
+    """(app, packset): the packs opened (encoders loaded; `verify` and `trust` go to
+    KnowledgePack.open) and the explorer over them. The caller closes the packset.
+    PackFormatError / EmbeddingModelError for a bad pack."""
     check_extras()
     from packs.explore.app import create_app
     from packs.format import PackFormatError
@@ -77,7 +79,7 @@ def open_app(paths: Sequence[str | os.PathLike[str]], host: str = DEFAULT_HOST):
 
     if not paths:
         raise PackFormatError("no pack given: pass at least one pack folder")
-    packs = PackSet.open(list(paths))
+    packs = PackSet.open(list(paths), verify=verify, trust=trust)
     try:
         for pack in packs.packs:
             pack.embedder  # noqa: B018 (loads the encoder: a missing model fails the start)
@@ -88,10 +90,11 @@ def open_app(paths: Sequence[str | os.PathLike[str]], host: str = DEFAULT_HOST):
 
 
 def serve(paths: Sequence[str | os.PathLike[str]], *, host: str = DEFAULT_HOST,
-          port: int = DEFAULT_PORT, out: Callable[[str], object] = print) -> None:
-    """Open the packs, bind, print the URL with `out`, serve until Ctrl-C. Raises what
-    open_app and bind raise."""
-    app, packs = open_app(paths, host)
+          port: int = DEFAULT_PORT, out: Callable[[str], object] = print,
+          verify: bool = True, trust=None) -> None:
+    """Open the packs (`verify`, `trust`: see open_app), bind, print the URL with `out`,
+    serve until Ctrl-C. Raises what open_app and bind raise."""
+    app, packs = open_app(paths, host, verify=verify, trust=trust)
     try:
         sock = bind(host, port)
         try:

@@ -24,6 +24,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import polars as pl
@@ -32,8 +33,10 @@ from packs.urls import canonical_url
 from tasks.fetch.sitemap import UrlFilter
 from tasks.fetch.sitemap_walk import Listed, Previous, Walk, describe, walk
 from tasks.fetch.types import FetchConfig, Sleep
-from tasks.sources import SourceConfig
-from tasks.stages.common import WorkDir, log, stage_key, write_parquet, write_text
+from tasks.workdir import WorkDir, log, stage_key, write_parquet, write_text
+
+if TYPE_CHECKING:  # tasks.sources imports tasks.fetch (HostAuth): the type only, no circle
+    from tasks.sources import SourceConfig
 
 FOLDER = "sitemaps"
 LATEST = "latest.json"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -24,40 +23,21 @@ from typing import Any
 
 import polars as pl
 
-from packs import format as fmt
 from packs.manifest import EmbeddingInfo
 from tasks.extract.core import ExtractConfig
 from tasks.fetch.freshness import SkipPolicy
 from tasks.fetch.types import FetchConfig
+from tasks.workdir import (  # noqa: F401 (the stages' helpers, re-exported)
+    WorkDir,
+    log,
+    parquet_rows,
+    stage_key,
+    write_parquet,
+    write_text,
+)
 
 ProgressFn = Callable[[int, int], None]
 STATE_FILE = "state.json"
-
-
-# Every stage logs here, with the standard library only: the flow's settings route the
-# `kpack` loggers to the run logs of the task they are called in (Prefect's
-# PREFECT_LOGGING_EXTRA_LOGGERS, flows/settings.py), and a stage run on its own (a test, a
-# child process) logs as any library does.
-log = logging.getLogger("kpack.build")
-
-
-@dataclass(frozen=True)
-class WorkDir:
-    root: Path
-    pack: str
-
-    def stage(self, name: str) -> Path:
-        path = self.root / self.pack / name
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-
-    @property
-    def pack_dir(self) -> Path:
-        return self.root / self.pack
-
-    @property
-    def results(self) -> Path:
-        return self.root / "prefect-results"
 
 
 @dataclass(frozen=True)
@@ -121,30 +101,6 @@ class Record:
     def reused(self) -> Record:
         """The same outputs, found in a cache: no work done in this run."""
         return replace(self, work={}, info={**self.info, "reused": True}, seconds=0.0)
-
-
-def stage_key(*parts: object) -> str:
-    """A content key: a short hash of the JSON of each part (never a path or a run id)."""
-    return fmt.short_hash(*(json.dumps(p, sort_keys=True, default=str) for p in parts))
-
-
-def write_parquet(df: pl.DataFrame, path: Path) -> None:
-    """Write via a temp file and rename, so a killed run never leaves a torn intermediate
-    that the next run would mistake for finished work."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.write_parquet(tmp)
-    os.replace(tmp, path)
-
-
-def write_text(path: Path, text: str) -> None:
-    """Atomic small-file write (markers, pointers, state), same reason as write_parquet."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def parquet_rows(path: str | Path) -> int:
-    return pl.scan_parquet(path).select(pl.len()).collect().item()
 
 
 class LogProgress:
