@@ -19,9 +19,10 @@ Words are counted on what a reader sees (whitespace-separated, [n] markers inclu
 from __future__ import annotations
 
 import os
-import random
 import statistics
 from collections.abc import Callable, Sequence
+
+from benchmarks import common
 
 METHODS = ("baseline: first sentence of the top section",
            "baseline: today's answer (before issue 34)",
@@ -67,20 +68,9 @@ def answers(pack, result) -> list[str]:
             body(str(product["answer"]))]
 
 
-def bootstrap(values: Sequence[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile bootstrap interval of the mean of `values`."""
-    if not values:
-        return (0.0, 0.0)
-    rng = random.Random(seed)
-    n = len(values)
-    means = sorted(statistics.fmean(rng.choices(values, k=n)) for _ in range(rounds))
-    return means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
-
-
 def cell(values: Sequence[float]) -> str:
-    """"mean [lo, hi]" with 3 decimals."""
-    lo, hi = bootstrap(values)
-    return f"{statistics.fmean(values):.3f} [{lo:.3f}, {hi:.3f}]" if values else "-"
+    """"mean [lo, hi]" with 3 decimals (`common.interval`)."""
+    return common.interval(values)
 
 
 def table(rows: dict[str, dict[str, str]], cols: Sequence[str]) -> str:

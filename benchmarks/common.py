@@ -16,6 +16,8 @@ import hashlib
 import json
 import os
 import platform
+import random
+import statistics
 import sys
 import threading
 import time
@@ -279,6 +281,29 @@ def product_run(pack, questions, options, ks: Sequence[int] = (1, 5, 10)) -> tup
 
     report = evaluate(pack, questions, options, ks=ks)
     return report.overall, 1000 * report.seconds / max(report.questions, 1)
+
+
+# --- 95% intervals ------------------------------------------------------------------------------
+
+
+def bootstrap(values: Sequence[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the mean of `values` (items resampled with
+    replacement `rounds` times, seeded: the same values give the same interval); (0, 0)
+    for no values."""
+    if not values:
+        return (0.0, 0.0)
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(statistics.fmean(rng.choices(values, k=n)) for _ in range(rounds))
+    return means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
+
+
+def interval(values: Sequence[float], fmt: str = ".3f") -> str:
+    """"mean [lo, hi]" of `values` with its `bootstrap` interval, "-" for no values."""
+    if not values:
+        return "-"
+    lo, hi = bootstrap(values)
+    return f"{statistics.fmean(values):{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
 
 
 def table(rows: Sequence[tuple[str, dict[str, float]]], cols: Sequence[str],

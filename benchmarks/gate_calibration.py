@@ -2,6 +2,7 @@
 
     python benchmarks/gate_calibration.py [--data ../shared/data] [--work out/bench]
         [--corpus kubernetes ...] [--max-false 0.03] [--out benchmarks/results/gate_calibration.md]
+        [--rows ROWS.jsonl] [--before ROWS_BEFORE.jsonl]
 
 Packs and questions: benchmarks/corpora.py. In-domain: the documentation questions with a
 gold page (paraphrase, identifier, multihop), SciFact claims, XQuAD questions. Out of
@@ -19,7 +20,10 @@ Printed: the fitted parameters (to paste into gate.CALIBRATED), then per corpus 
 the in-domain false-abstention rate and the abstention rate on adjacent-but-absent and on
 unrelated questions, for the gate fitted in this run, the parameters shipped in
 gate.CALIBRATED, the previous gate (PREVIOUS) and the old rule (best similarity >= the
-model's threshold) side by side.
+model's threshold) side by side, each rate with its 95% bootstrap interval over the
+questions. With `--before ROWS` (the `--rows` file of a run of the code before a change of
+the signals' text rules, on the same packs), those rows are scored with the gate shipped
+then (BEFORE) in the same tables.
 """
 
 from __future__ import annotations
@@ -46,6 +50,14 @@ PREVIOUS = {"version": "gate-v5",
                         "section_coverage": 2.56, "unknown": -1.73, "specific": -0.868,
                         "pairs": 1.385, "pack_pairs": 2.191, "names": -2.48},
             "bias": -2.84, "cut": 0.42}
+# The gate shipped before the text rules of packs/text.py (gate-v7, plural fold, 2026-11-26):
+# with --before, the rows searched with that code are scored with it beside this run's.
+BEFORE = {"version": "gate-v7",
+          "weights": {"similarity": 10.966, "margin": 3.05, "coverage": 1.854,
+                      "section_coverage": 2.482, "unknown": -1.773, "specific": 0.084,
+                      "pairs": 1.128, "pack_pairs": 1.924, "names": -2.255,
+                      "doc_specific": -1.912, "doc_rare_names": -2.342, "small": 1.0},
+          "bias": -2.609, "cut": 0.5}
 CUTS = [round(0.05 + i / 100, 2) for i in range(91)]
 
 
@@ -129,6 +141,14 @@ def cut_for(rows: list[dict], prob, max_false: float) -> float:
 
     ok = [c for c in CUTS if mean_false(c) <= max_false]
     return max(ok) if ok else CUTS[0]
+
+
+def rate_cells(rows: list[dict], passed) -> dict[tuple[str, str], str]:
+    """(corpus, group) → "share gated [95% bootstrap interval]" (`common.interval`)."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        out.setdefault((r["corpus"], r["group"]), []).append(float(not passed(r)))
+    return {k: common.interval(v, ".1%") for k, v in out.items()}
 
 
 def rates(rows: list[dict], passed) -> dict[tuple[str, str], tuple[float, int]]:
@@ -297,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--model-families", action="store_true",
                     help="also fit other model families (trees, forest, MLP) on the signals")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="JSONL rows (--rows) searched with the code before a change of the "
+                         "signals' text rules: scored with BEFORE's parameters beside this run")
     ap.add_argument("--rows", type=Path, default=None,
                     help="JSONL of the searched questions' signals: written after searching, "
                          "or read instead of searching when it exists (refits are cheap)")
@@ -333,21 +356,27 @@ def main(argv: list[str] | None = None) -> int:
                                        PREVIOUS["bias"]) >= PREVIOUS["cut"],
         "best similarity >= model threshold": lambda r: r["best"] >= r["base"],
     }
+    scored = {label: (rows, rule) for label, rule in rules.items()}
+    if args.before:
+        before = [r for r in corpora.load_rows(args.before) if r["corpus"] in names]
+        scored = {f"{BEFORE['version']} on the code before (--before)": (before, lambda r: (
+            gate.probability(r["signals"], BEFORE["weights"], BEFORE["bias"])
+            >= BEFORE["cut"])), **scored}
     lines = [common.machine_line(), "",
              f"questions: {len(rows)} ({len(dev)} dev) over {', '.join(names)}",
              f"fitted on dev: weights {weights}, bias {bias}, cut {cut} (highest cut with at "
              f"most {args.max_false:.0%} of the in-domain dev questions gated, mean over the "
-             "corpora)", ""]
+             "corpora); cells: share gated [95% bootstrap interval over the questions]", ""]
     for split in ("dev", "test"):
         table = []
-        for label, rule in rules.items():
-            got = rates([r for r in rows if r["split"] == split], rule)
+        for label, (subset, rule) in scored.items():
+            got = rate_cells([r for r in subset if r["split"] == split], rule)
             m: dict[str, object] = {}
             for name in names:
                 for group, col in (("in", "in-domain gated"), ("absent", "absent gated"),
                                    ("unrelated", "unrelated gated")):
                     if (name, group) in got:
-                        m[f"{name} {col}"] = got[(name, group)][0]
+                        m[f"{name} {col}"] = got[(name, group)]
             table.append((label, m))
         counts = rates([r for r in rows if r["split"] == split], lambda r: True)
         lines += [f"## {split} (n: " + ", ".join(f"{c} {g} {n}" for (c, g), (_, n)

@@ -140,7 +140,7 @@ def masked(pack, rows: list[dict]) -> list[dict]:
 
 
 def entities(pack, rows: list[dict]) -> list[dict]:
-    from packs.retrieval import analysis, gate
+    from packs.retrieval import analysis, gate, gate_signals
 
     index = analysis.build_entity_index(pack.db.entity_names())
     vocab = pack.vocabulary()
@@ -150,14 +150,15 @@ def entities(pack, rows: list[dict]) -> list[dict]:
         named = [" ".join(analysis.tokenize(w)) in index for w in words]
         found = analysis.match_known_entities(r["question"], index)
         multi = [m for m in found if len(analysis.tokenize(m)) >= 2]
-        phrases = gate._phrase(" ".join(r["top"][:gate.TOP_SECTIONS]))
+        phrases = gate_signals._phrase(" ".join(r["top"][:gate.TOP_SECTIONS]))
         idf = {t: vocab.idf(t) for t in gate.question_terms(r["question"])}
         covered = {t for m in found for t in gate.terms(m)}
         out.append({
             "entity_share": sum(named) / len(named) if named else 1.0,
             "not_entities": float(min(3, len(named) - sum(named))),
             "multiword_entities": float(min(2, len(multi))),
-            "multiword_in_top": float(min(2, sum(gate._phrase(m) in phrases for m in multi))),
+            "multiword_in_top": float(min(2, sum(gate_signals._phrase(m) in phrases
+                                                 for m in multi))),
             "entity_coverage": (sum(v for t, v in idf.items() if t in covered)
                                 / (sum(idf.values()) or 1.0)),
         })
@@ -167,6 +168,7 @@ def entities(pack, rows: list[dict]) -> list[dict]:
 def frequency(pack, rows: list[dict]) -> list[dict]:
     import wordfreq  # optional: pip install wordfreq
 
+    from packs import text as text_rules
     from packs.retrieval import gate
     from packs.retrieval.quality import STOP_WORDS
 
@@ -174,8 +176,8 @@ def frequency(pack, rows: list[dict]) -> list[dict]:
     n = vocab.sections
     out = []
     for r in rows:
-        zipf = {gate.stem(t): wordfreq.zipf_frequency(t, "en")  # stem → log10 per 1e9 words
-                for t in gate._WORD.findall(r["question"].lower())
+        zipf = {text_rules.stem(t): wordfreq.zipf_frequency(t, "en")  # stem → log10 per 1e9 words
+                for t in text_rules.tokens(r["question"])
                 if t not in STOP_WORDS and len(t) > 1 and not t[0].isdigit()}
         top = set().union(*(set(gate.terms(t)) for t in r["top"][:gate.TOP_SECTIONS]))
         rare = [s for s, z in zipf.items() if z < 2.5]
@@ -248,6 +250,7 @@ def technical(pack, rows: list[dict]) -> list[dict]:
     """Variants of the technical-pack switch (gate.Vocabulary.technical): the switch alone
     as a bias, other signals switched by it, rare names at another limit, and rare names
     in every pack."""
+    from packs import text as text_rules
     from packs.retrieval import gate
 
     vocab = pack.vocabulary()
@@ -257,7 +260,7 @@ def technical(pack, rows: list[dict]) -> list[dict]:
     for r, alone in zip(rows, lone):
         s = r["signals"]
         rare = gate.rare_names(r["question"], vocab)
-        in_two = [w for w in rare if vocab.df[gate.stem(w.lower())] <= 2]
+        in_two = [w for w in rare if vocab.df[text_rules.stem(w.lower())] <= 2]
         out.append({"technical": switch, "doc_unknown": switch * s["unknown"],
                     "doc_names": switch * s["names"],
                     "doc_lone_names": switch * alone["lone_names"],
@@ -290,11 +293,11 @@ def agreement(pack, rows: list[dict]) -> list[dict]:
 
 def _content_runs(question: str) -> list[str]:
     """Runs of the question's words, split at stop words and single characters."""
-    from packs.retrieval import gate
+    from packs import text as text_rules
     from packs.retrieval.quality import STOP_WORDS
 
     runs: list[list[str]] = [[]]
-    for m in gate._RAW.finditer(question):
+    for m in text_rules.raw_word_spans(question):
         word = m.group(0)
         if word.lower() in STOP_WORDS or len(word) < 2:
             runs.append([])
@@ -332,15 +335,15 @@ def compounds(pack, rows: list[dict]) -> list[dict]:
     """Hyphenated compounds of the question that the pack never writes (one of their
     adjacent word pairs is in none of its sections), in every pack and in a technical one;
     and doc_rare_names counting only the rare names the best sections do not write."""
-    from packs.retrieval import gate
+    from packs.retrieval import gate, gate_signals
 
     vocab = pack.vocabulary()
     out = []
     for r in rows:
         unwritten = [c for c in _COMPOUND.findall(r["question"])
-                     if not gate._pack_writes(c.replace("-", " "), vocab)]
-        found = gate._phrase(" ".join(r["top"][:gate.TOP_SECTIONS]))
-        rare = [w for w in gate.rare_names(r["question"], vocab) if gate._phrase(w) not in found]
+                     if not gate_signals._pack_writes(c.replace("-", " "), vocab)]
+        found = gate_signals._phrase(" ".join(r["top"][:gate.TOP_SECTIONS]))
+        rare = [w for w in gate.rare_names(r["question"], vocab) if gate_signals._phrase(w) not in found]
         n = float(min(gate.MAX_NAMES, len(unwritten)))
         out.append({"compounds": n, "doc_compounds": vocab.technical * n,
                     "doc_rare_unfound": vocab.technical * min(gate.MAX_NAMES, len(rare))})
@@ -382,15 +385,16 @@ def _one_edit(word: str) -> set[str]:
 def typos(pack, rows: list[dict]) -> list[dict]:
     """The shipped signals again, of the question with its unknown 5+ letter words read as
     the most frequent pack word one edit away (in at least 2 sections)."""
+    from packs import text as text_rules
     from packs.retrieval import gate
 
     vocab = pack.vocabulary()
 
     def fix(match: re.Match) -> str:
         word = match.group(0).lower()
-        if len(word) < 5 or vocab.df.get(gate.stem(word)):
+        if len(word) < 5 or vocab.df.get(text_rules.stem(word)):
             return match.group(0)
-        near = [(vocab.df.get(gate.stem(e), 0), e) for e in _one_edit(word)]
+        near = [(vocab.df.get(text_rules.stem(e), 0), e) for e in _one_edit(word)]
         near = [c for c in near if c[0] >= 2]
         return max(near)[1] if near else match.group(0)
 
@@ -404,16 +408,17 @@ def stoplist(pack, rows: list[dict]) -> list[dict]:
     the pack's pairs recounted from its sections with the same list."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+    from packs import text as text_rules
     from packs.retrieval import gate
 
-    shipped = gate.STOP_WORDS
-    gate.STOP_WORDS = frozenset(shipped | ENGLISH_STOP_WORDS)
+    shipped = text_rules.STOP_WORDS
+    text_rules.STOP_WORDS = frozenset(shipped | ENGLISH_STOP_WORDS)
     try:
         vocab = gate.count_vocabulary(pack.db.section_texts())
         return [{f"stop_{k}": v for k, v in gate.signals(
             r["question"], r["sims"], r["top"], vocab, r["base"]).items()} for r in rows]
     finally:
-        gate.STOP_WORDS = shipped
+        text_rules.STOP_WORDS = shipped
 
 
 EXPERIMENTS: dict[str, tuple[Callable, list[list[str]] | None]] = {

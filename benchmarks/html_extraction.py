@@ -43,7 +43,6 @@ import gzip
 import json
 import os
 import platform
-import random
 import re
 import statistics
 import sys
@@ -61,6 +60,7 @@ sys.path.insert(0, str(ROOT))
 import lxml.html  # noqa: E402
 import trafilatura  # noqa: E402
 
+from benchmarks import common  # noqa: E402
 from packs.markdown import line_kinds  # noqa: E402
 from tasks.fetch import parse as fetch_parse  # noqa: E402
 
@@ -180,14 +180,6 @@ def aeb_f1(rows: list[tuple[float, float, float]]) -> float:
     return 2 * p * r / (p + r) if p + r else 0.0
 
 
-def bootstrap_ci(values: list[float], *, rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of the mean of `values` (pages resampled)."""
-    rng = random.Random(seed)
-    n = len(values)
-    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(rounds))
-    return means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
-
-
 def markdown_blocks(markdown: str) -> tuple[list[str], list[str]]:
     """(heading texts of any level, fenced code block contents), fences excluded from headings."""
     headings: list[str] = []
@@ -266,7 +258,7 @@ def run_articles(folder: Path, limit: int | None) -> dict[str, dict]:
             "empty": empty,
             "ms_per_page": 1000 * elapsed / len(pages),
             "f1_diff_vs_first": statistics.mean(diff),
-            "f1_diff_ci95": bootstrap_ci(diff),
+            "f1_diff_ci95": common.bootstrap(diff),
             "pages_better": sum(d > 0.001 for d in diff),
             "pages_worse": sum(d < -0.001 for d in diff),
         }

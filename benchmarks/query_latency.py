@@ -45,14 +45,14 @@ def pct(values: list[float], q: float) -> float:
 def floor_ms(pack, question: str, k: int) -> dict[str, float]:
     """Embedding, HNSW top-k and FTS top-k of one question, sequentially, in ms."""
     from packs.db import fts_query_text
-    from packs.retrieval.quality import STOP_WORDS, tokenize
+    from packs.text import STOP_WORDS, tokens
 
     t0 = time.perf_counter()
     qvec = pack.embed_query(question)
     t1 = time.perf_counter()
     pack.db.vector_search(qvec, k)
     t2 = time.perf_counter()
-    pack.db.fts_floor(fts_query_text([t for t in tokenize(question) if t not in STOP_WORDS]), k)
+    pack.db.fts_floor(fts_query_text([t for t in tokens(question) if t not in STOP_WORDS]), k)
     t3 = time.perf_counter()
     return {"embed": (t1 - t0) * 1000, "hnsw": (t2 - t1) * 1000, "fts": (t3 - t2) * 1000,
             "total": (t3 - t0) * 1000}

@@ -22,6 +22,9 @@ both gold pages in the top 5 pages and among the first 5 results (sections, with
 pack, asked by its title alone and as "What is <title>?" (recall@1 / recall@5 of that page),
 with and without the title match. Progress goes to stderr;
 the tables to stdout and, with --out, to a Markdown file with the command and machine.
+Each metric of the main tables comes with its 95% bootstrap interval over the questions
+(`common.interval`), and the default's difference from the best single retriever with the
+interval of the per-question differences.
 """
 
 from __future__ import annotations
@@ -79,6 +82,18 @@ def both_in_top5(report) -> float:
     return statistics.fmean([r.metrics["recall@5"] >= 1.0 for r in rows]) if rows else 0.0
 
 
+def with_intervals(report) -> dict[str, str]:
+    """Each of COLS as "mean [95% bootstrap interval]" over the report's questions."""
+    return {k: common.interval([r.metrics[k] for r in report.per_question]) for k in COLS}
+
+
+def paired_differences(report, other) -> list[float]:
+    """Per question, nDCG@10 of `report` minus that of `other` (the same questions, in
+    the same order)."""
+    return [a.metrics["ndcg@10"] - b.metrics["ndcg@10"]
+            for a, b in zip(report.per_question, other.per_question, strict=True)]
+
+
 def both_in_first5_results(pack, questions, overrides: dict[str, object]) -> float:
     """Share of multi-hop questions with every gold page among the first 5 results as a
     reader sees them (sections, a page's second section taking a place), defaults plus
@@ -131,12 +146,13 @@ def corpus_tables(corpus, splits, titles: bool) -> tuple[list[str], list[tuple]]
                 reports[label] = run_config(pack, qs, over)
                 log(f"{corpus.name} {split} {label}: ndcg@10 "
                     f"{reports[label].overall['ndcg@10']:.3f} ({time.perf_counter() - t0:.0f} s)")
-                rows.append((label, dict(reports[label].overall)))
+                rows.append((label, with_intervals(reports[label])))
             best_label = max(BASELINES, key=lambda k: reports[k].overall["ndcg@10"])
             best = reports[best_label].overall["ndcg@10"]
             default = reports[DEFAULT].overall["ndcg@10"]
+            diff = common.interval(paired_differences(reports[DEFAULT], reports[best_label]))
             verdicts.append((corpus.name, split, len(qs), default, best_label, best,
-                             default >= best - TOLERANCE))
+                             default >= best - TOLERANCE, diff))
             extra = []
             kinds = sorted({q.kind for q in qs if q.kind})
             if kinds:
@@ -200,12 +216,14 @@ def main(argv: list[str] | None = None) -> int:
         lines += more
         verdicts += v
     rows = [(f"{c} {s} ({n} q)", {"default": d, "best single": b, "best is": bl,
-                                  "default - best": d - b, "never loses": "yes" if ok else "NO"})
-            for c, s, n, d, bl, b, ok in verdicts]
+                                  "default - best": d - b, "paired difference [95%]": diff,
+                                  "never loses": "yes" if ok else "NO"})
+            for c, s, n, d, bl, b, ok, diff in verdicts]
     lines += ["\n## default against the best of vector only / BM25 only / hybrid (nDCG@10)", "",
               common.table(rows, ("default", "best single", "best is", "default - best",
-                                  "never loses")),
-              f"\n(never loses: default >= best - {TOLERANCE})"]
+                                  "paired difference [95%]", "never loses")),
+              f"\n(never loses: default >= best - {TOLERANCE}; cells are means with 95% "
+              "bootstrap intervals over the questions)"]
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -14,7 +14,6 @@ statement, as much as a small query itself. Only those: Kuzu 0.11.3 crashes the 
 from __future__ import annotations
 
 import json
-import re
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from packs import text as text_rules
 from packs.cypher import (
     ARTICLE_SECTIONS,
     ARTICLE_TITLES,
@@ -75,15 +75,15 @@ class QueryLog:
         return ";\n".join(self.statements)
 
 
-_FTS_TOKEN = re.compile(r"[A-Za-z0-9_]+")
-
-
 def fts_query_text(terms: list[str]) -> str:
-    """The FTS query string: word tokens only, so no user punctuation reaches the parser."""
+    """The FTS query string: word tokens only (packs/text.py `tokens`), so no user
+    punctuation reaches the parser."""
+    # Unstemmed, stop words kept: Kuzu's FTS stems the query and drops its stop words with
+    # the same rules it indexed the sections with, which packs/text.py does not mirror.
     seen: dict[str, None] = {}
     for term in terms:
-        for tok in _FTS_TOKEN.findall(term):
-            seen.setdefault(tok.lower(), None)
+        for tok in text_rules.tokens(term):
+            seen.setdefault(tok, None)
     return " ".join(seen)
 
 

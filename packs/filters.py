@@ -58,6 +58,8 @@ _QUESTION_NAMES: dict[str, str] = {
     "toml": "toml", "html": "html", "xml": "xml", "php": "php", "swift": "swift",
     "scala": "scala",
 }
+# Not packs/text.py's words: a language name keeps "+" and "#" ("C++", "C#") and a file
+# name's extension counts alone ("pod.yaml" asks for YAML); only this lookup reads it.
 _QUESTION_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#]*")
 
 

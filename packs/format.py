@@ -85,12 +85,15 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 # Derived at build time from the sections (format 3; absent before): tables/terms.json,
-# {"sections": N, "terms": {term: number of sections using it}, "pairs": base64,
-# "code_sections": N} for every word term of the sections' heading paths and text
-# (packs.retrieval.gate.terms), the sorted little-endian uint32 CRC-32 hashes of every
-# adjacent content-word pair (gate.text_pairs) and the number of sections holding fenced
-# code (gate.has_code), for the confidence gate. Packs built before "pairs" or
-# "code_sections" lack them: readers count them from the sections.
+# {"sections": N, "text_rules": version, "terms": {term: number of sections using it},
+# "pairs": base64, "code_sections": N} for every word term of the sections' heading paths
+# and text (packs.retrieval.gate.terms), the sorted little-endian uint32 CRC-32 hashes of
+# every adjacent content-word pair (gate.text_pairs) and the number of sections holding
+# fenced code (gate.has_code), for the confidence gate. Terms and pairs are counted with
+# the packs/text.py rules "text_rules" names (TEXT_RULES_VERSION): a file counted with
+# other rules (or none named: packs built before "text-v1" folded plurals instead of
+# stemming) is counted again from the sections by readers, as are packs built before
+# "pairs" or "code_sections".
 # JSON, not Parquet: the query runtime reads it without polars or pyarrow.
 TERMS_FILE = "terms.json"
 

@@ -86,6 +86,8 @@ class GateInfo(BaseModel):
     bias: float
     cut: float = 0.5
     calibration: str = ""  # what it was fitted on, or why it was not
+    # The packs/text.py rules (TEXT_RULES_VERSION) the signals were read with when fitted.
+    text_rules: str = ""
 
 
 class ExtractorInfo(BaseModel):

@@ -24,6 +24,7 @@ import numpy as np
 
 from packs import filters, integrity, pipeline, signing
 from packs import format as fmt
+from packs import text as text_rules
 from packs.browse import Browse
 from packs.db import PackDB
 from packs.embedding import (
@@ -194,7 +195,8 @@ class KnowledgePack:
     def vocabulary(self) -> gate.Vocabulary:
         """The sections' vocabulary for the confidence gate (loaded once): tables/terms.json
         (format 3), else counted from the database's sections (older packs, and packs whose
-        terms.json predates the pair hashes). A terms.json from before the code count gets
+        terms.json predates the pair hashes or was counted with other text rules than
+        packs/text.py's TEXT_RULES_VERSION). A terms.json from before the code count gets
         it from the sections."""
         with self._lock:
             if self._vocabulary is None:
@@ -207,15 +209,18 @@ class KnowledgePack:
         path = self.path / fmt.TABLES_DIR / fmt.TERMS_FILE
         try:
             raw = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-            if "pairs" not in raw:
+            # Counted with other text rules than packs/text.py's (or before they were
+            # named: a plural fold), or before the pair hashes: count the sections again.
+            if "pairs" not in raw or raw.get("text_rules") != text_rules.TEXT_RULES_VERSION:
                 return gate.count_vocabulary(self.db.section_texts())
             code = raw.get("code_sections")
             if code is None:
                 code = sum(map(gate.has_code, self.db.section_texts()))
             return gate.Vocabulary(raw["terms"], int(raw["sections"]),
                                    gate.decode_pairs(raw["pairs"]), int(code))
-        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-            # json.JSONDecodeError and binascii.Error are ValueErrors
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            # json.JSONDecodeError and binascii.Error are ValueErrors; AttributeError: not
+            # a JSON object
             raise integrity.PackCorruptError(
                 f"{path}: not the vocabulary the build writes ({type(exc).__name__}: "
                 f"{str(exc)[:120]}): the pack is damaged; run kpack verify, then reinstall "

@@ -19,6 +19,30 @@ names the `TEXT_RULES_VERSION` it was tuned on, so a change here says what to re
 - `identifiers(text)`: code spans and identifier-like words as written: `--flags`,
   snake_case, camelCase / CamelCase with an inner capital, dotted names, paths, ALL_CAPS
   names with an underscore or digit. `has_number(text)`: a digit outside a list marker.
+- `tokens(text)`: the plain tokens, lower-cased runs of letters, digits and underscores
+  ("kube-proxy" is "kube", "proxy"), for counting and hashing: the confidence gate's
+  vocabulary and word pairs (`gate_terms`), the quality filter's keywords, query analysis
+  and the full-text query's words.
+- `gate_terms(text)` / `content_terms(text)`: `stem` of every token, and of the tokens
+  that are not STOP_WORDS or single characters (the gate's and the title match's terms;
+  tables/terms.json is counted with them, so a pack's vocabulary follows this version).
+- `raw_words(text)`: the words as written (case kept, inner `.:/+#-` kept: "daemon.json",
+  "C++", "kube-proxy"); `is_name_word(word)`: a capitalised word of letters only ("Swarm",
+  "AWS"; not "CD8"); `CAMEL_CASE`: CamelCase and camelCase words, each hump a capital
+  followed by lower-case letters or digits ("NodePort", "getPods"; not "PodIP").
+
+Rules that stay elsewhere, on purpose:
+- `packs/db.py` `fts_query_text` passes the full-text query `tokens` unstemmed: Kuzu's
+  FTS index applies its own stemmer and stop words to the query, as it did to the sections.
+- `packs/filters.py` looks language names up with its own word rule, a letter then letters,
+  digits, `+` or `#` ("C++", "C#"; "pod.yaml" names YAML): the keys of a name list.
+- `tasks/vectors.py` `key_phrases` (RAKE) splits phrases at punctuation and stop words:
+  its phrase boundaries are part of the keyword vectors' text (KEYWORD_VERSION); changing
+  them re-embeds every pack's keyword vectors.
+- `tasks/extract/entities.py` singularises entity names for their merge key ("Pods" and
+  "Pod" are one entity): a readable singular, not a stem, and part of every entity id.
+- `tasks/sections.py` counts words as whitespace runs and splits an over-long section at
+  sentence ends for its size limit (SPLITTER_VERSION): a change there re-splits every pack.
 """
 
 from __future__ import annotations
@@ -36,6 +60,47 @@ nor not now of off on once only or other our out over own same she should so som
 that the their them then there these they this those through to too under until up very was
 we were what when where which while who whom why will with would you your
 """.split())
+
+# A plain token: letters, digits and underscores (of lower-cased text; the build counts a
+# pack's vocabulary with this pattern in polars).
+TOKEN_PATTERN = r"[a-z0-9_]+"
+_TOKEN = re.compile(TOKEN_PATTERN)
+# A word of a text as written: letters/digits with inner dots, dashes, colons, slashes.
+_RAW = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/+#-]*[A-Za-z0-9_+#]|[A-Za-z0-9_]")
+_NAME_WORD = re.compile(r"[A-Z][A-Za-z]+")
+CAMEL_CASE = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+)\b")
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased runs of letters, digits and underscores, in order, repeats kept."""
+    return _TOKEN.findall(text.lower())
+
+
+def gate_terms(text: str) -> list[str]:
+    """`stem` of every token of `text`, in order, repeats kept."""
+    return [stem(t) for t in _TOKEN.findall(text.lower())]
+
+
+def content_terms(text: str) -> list[str]:
+    """`stem` of the tokens of `text` that are neither STOP_WORDS (checked before stemming:
+    "does" is not "doe") nor single characters, in order, repeats kept."""
+    return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOP_WORDS and len(t) > 1]
+
+
+def raw_words(text: str) -> list[str]:
+    """The words of `text` as written (see the module docstring), in order."""
+    return _RAW.findall(text)
+
+
+def raw_word_spans(text: str) -> list[re.Match]:
+    """The matches of `raw_words`, for callers that need where each word sits."""
+    return list(_RAW.finditer(text))
+
+
+def is_name_word(word: str) -> bool:
+    """Whether `word` is a capitalised word of letters only, two or more ("Swarm", "AWS")."""
+    return _NAME_WORD.fullmatch(word) is not None
+
 
 # A word: letters, digits and underscores, with inner dots, dashes and slashes kept.
 _WORD = re.compile(r"[a-z0-9_]+(?:[.\-/][a-z0-9_]+)*")

@@ -35,6 +35,8 @@ SPLITTER_VERSION = "split-v5"  # v2: long lines cut at sentence ends; v3: leadin
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 HEADING_SEP = " > "
 
+# The splitter's own size rules, not packs/text.py's: words are whitespace runs and an
+# over-long line is cut at any ". X"; changing them re-splits every pack (SPLITTER_VERSION).
 _WORD = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 

@@ -101,6 +101,8 @@ KEYWORD_VERSION = "kw-v2"  # bump when the keyword text recipe changes
 MAX_KEY_PHRASES = 8
 MAX_KEYWORD_ENTITIES = 16
 
+# RAKE's own phrase boundaries, not packs/text.py's words: they are part of the keyword
+# text the keyword vectors embed (KEYWORD_VERSION), so changing them re-embeds every pack.
 _PHRASE_SPLIT = re.compile(r"[.,;:!?()\[\]{}\"'`|<>=*#/\\]+|\s-\s|\n")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*")
 
@@ -109,7 +111,7 @@ def key_phrases(text: str, k: int = MAX_KEY_PHRASES) -> list[str]:
     """The text's top-k key phrases, RAKE-style: runs of 1–3 non-stop words between stop
     words and punctuation, scored by the sum of their words' degree/frequency; fenced code
     is skipped. Deterministic; ties keep first-occurrence order."""
-    from packs.retrieval.quality import STOP_WORDS
+    from packs.text import STOP_WORDS
 
     prose = replace_fences(text or "", " ")
     candidates: list[tuple[str, ...]] = []

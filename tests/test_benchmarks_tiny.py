@@ -256,9 +256,17 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
 
     work_args = ["--data", str(data), "--work", str(work), "--corpus", "scifact",
                  "--corpus", "xquad"]
-    assert gate_calibration.main(work_args) == 0
+    rows = tmp_path / "gate_rows.jsonl"
+    assert gate_calibration.main([*work_args, "--rows", str(rows)]) == 0
     out = capsys.readouterr().out
     assert "fitted on dev: weights" in out and "calibrated (this run)" in out
+    # each rate with its 95% interval: "share [lo, hi]", the share inside the interval
+    cell = re.search(r"(\d+\.\d)% \[(\d+\.\d)%, (\d+\.\d)%\]", out)
+    assert cell and float(cell[2]) <= float(cell[1]) <= float(cell[3])
+    # rows searched before a change of text rules, scored with the gate shipped then
+    assert gate_calibration.main([*work_args, "--rows", str(rows), "--before", str(rows)]) == 0
+    before = capsys.readouterr().out
+    assert "| gate-v7 on the code before (--before)" in before
     assert "scifact absent gated" in out and "xquad in-domain gated" in out
     assert "previous gate (gate-v5, 9 signals)" in out
     assert "| this run's weights, cut 0.42 " in out and "| gate-v5 weights, cut 0.42 " in out
@@ -284,13 +292,15 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
 
     code = retrieval_defaults.main([*work_args, "--out", str(tmp_path / "defaults.md")])
     out = capsys.readouterr().out
-    assert "## default against the best" in out
+    assert "## default against the best" in out and "paired difference [95%]" in out
     verdicts = [line for line in out.splitlines() if line.startswith("| scifact ")
                 or line.startswith("| xquad ")]
     assert len(verdicts) == 3  # scifact dev + test, xquad dev (the tiny set has no test)
     for line in verdicts:  # the verdict is the numbers' verdict
         cells = [c.strip() for c in line.strip("|").split("|")]
         default, best = float(cells[1]), float(cells[2])
+        diff, lo, hi = map(float, re.fullmatch(r"(\S+) \[(\S+), (\S+)\]", cells[-2]).groups())
+        assert lo <= diff <= hi and abs(diff - (default - best)) < 0.002
         assert cells[-1] == ("yes" if default >= best - 0.005 else "NO")
     # and the exit code is the verdicts': 0 only when the default is within 0.005 everywhere
     assert code == (0 if all(line.rstrip(" |").endswith("yes") for line in verdicts) else 1)

@@ -10,18 +10,24 @@ import pytest
 
 from packs.manifest import EmbeddingInfo, ExtractorInfo, GateInfo, Manifest
 from packs.retrieval import gate
+from packs.text import TEXT_RULES_VERSION, stem
 
-VOCAB = gate.Vocabulary({"pod": 40, "restart": 5, "policy": 8, "container": 30, "kubelet": 2,
-                         "node": 50, "liveness": 3, "probe": 4}, 100,
-                        sorted({gate.pair_hash("restart", "policy"),
-                                gate.pair_hash("liveness", "probe")}))
+# Terms are stems (packs/text.py): "policy" is counted as "polici", "liveness" as "live".
+VOCAB = gate.Vocabulary({stem(w): n for w, n in {
+    "pod": 40, "restart": 5, "policy": 8, "container": 30, "kubelet": 2, "node": 50,
+    "liveness": 3, "probe": 4}.items()}, 100,
+    sorted({gate.pair_hash(stem("restart"), stem("policy")),
+            gate.pair_hash(stem("liveness"), stem("probe"))}))
 TOP = ["Pods > Restart policy\nThe restart policy of a pod applies to its containers.",
        "Probes\nThe kubelet runs the liveness probe."]
 
 
-def test_terms_fold_plurals_but_not_short_or_ss_words():
-    assert gate.terms("Pods restart; class status is BUS") == ["pod", "restart", "class",
-                                                               "status", "is", "bus"]
+def test_terms_are_the_text_rules_stems_of_plain_tokens():
+    # packs/text.py: plain tokens (a dash splits, an underscore does not), Porter stems,
+    # short words and words with digits or underscores as they are
+    assert gate.terms("Pods restart; configured class status is BUS kube-proxy max_surge "
+                      "v1") == ["pod", "restart", "configur", "class", "statu", "is", "bus",
+                                "kube", "proxi", "max_surge", "v1"]
     assert gate.question_terms("How do the pods restart a pod?") == ["pod", "restart"]
 
 
@@ -68,7 +74,7 @@ def test_names_counts_multi_word_names_the_pack_never_writes():
 def test_signals_by_hand():
     q = "How does the restart policy of a Nomad job work?"
     s = gate.signals(q, [0.62, 0.5, 0.4], TOP, VOCAB, base_similarity=0.42)
-    idf = {t: math.log(101 / (VOCAB.df.get(t, 0) + 0.5)) for t in ("restart", "policy",
+    idf = {t: math.log(101 / (VOCAB.df.get(stem(t), 0) + 0.5)) for t in ("restart", "policy",
                                                                   "nomad", "job", "work")}
     assert s["similarity"] == pytest.approx(0.2)
     assert s["margin"] == pytest.approx(0.62 - (0.62 + 0.5 + 0.4) / 3)
@@ -89,7 +95,7 @@ def test_signals_by_hand():
 def test_section_coverage_is_the_best_single_section():
     q = "restart policy liveness probe"
     s = gate.signals(q, [0.6], TOP, VOCAB, 0.42)
-    idf = {t: VOCAB.idf(t) for t in ("restart", "policy", "liveness", "probe")}
+    idf = {t: VOCAB.idf(stem(t)) for t in ("restart", "policy", "liveness", "probe")}
     assert s["coverage"] == pytest.approx(1.0)  # the two sections together cover everything
     assert s["section_coverage"] == pytest.approx(
         max(idf["restart"] + idf["policy"], idf["liveness"] + idf["probe"]) / sum(idf.values()))
@@ -98,11 +104,11 @@ def test_section_coverage_is_the_best_single_section():
 
 def test_pair_hashes_round_trip_and_unknown_pairs_count_as_seen():
     hashes = gate.text_pairs("The restart policy; the liveness probe of pods")
-    assert hashes == {gate.pair_hash("restart", "policy"), gate.pair_hash("policy", "liveness"),
-                      gate.pair_hash("liveness", "probe"), gate.pair_hash("probe", "pod")}
+    assert hashes == {gate.pair_hash("restart", "polici"), gate.pair_hash("polici", "live"),
+                      gate.pair_hash("live", "probe"), gate.pair_hash("probe", "pod")}
     assert list(gate.decode_pairs(gate.encode_pairs(hashes | hashes))) == sorted(hashes)
     v = gate.Vocabulary({"restart": 1}, 1, gate.decode_pairs(gate.encode_pairs(hashes)))
-    assert v.has_pair("liveness", "probe") and not v.has_pair("probe", "liveness")
+    assert v.has_pair("live", "probe") and not v.has_pair("probe", "live")
     assert gate.Vocabulary({}, 1).has_pair("any", "pair")  # pairs unknown: never a penalty
 
 
@@ -138,7 +144,7 @@ def test_technical_signals_count_only_in_a_pack_with_code():
     prose = gate.signals(q, [0.6], TOP, VOCAB, 0.42)
     # "HAProxy" is in 1 section of 100, "Kubelet" in 2 (rare, even though the top sections
     # write it), "Restart" in 5: rare; "Pod" in 40 is not, "Nomad" in none is `unknown`
-    df = {**VOCAB.df, "haproxy": 1}
+    df = {**VOCAB.df, "haproxi": 1}
     assert gate.rare_names(q, gate.Vocabulary(df, 100)) == ["HAProxy", "Kubelet", "Restart"]
     assert prose["specific"] == 2.0  # HAProxy and Nomad are not in the top sections
     assert prose["doc_specific"] == prose["doc_rare_names"] == 0.0  # a prose pack
@@ -151,9 +157,9 @@ def test_technical_signals_count_only_in_a_pack_with_code():
     assert s["doc_specific"] == 2.0 and s["doc_rare_names"] == gate.MAX_NAMES
     assert gate.signals(q, [0.6], TOP, half, 0.42)["doc_specific"] == 1.0
     # a large pack's "few sections" grow with it: 0.1% of 50,000 is 50
-    big = gate.Vocabulary({"haproxy": 40}, 50_000)
+    big = gate.Vocabulary({"haproxi": 40}, 50_000)
     assert gate.rare_names("Does HAProxy do it?", big) == ["HAProxy"]
-    assert gate.rare_names("Does HAProxy do it?", gate.Vocabulary({"haproxy": 40}, 100)) == []
+    assert gate.rare_names("Does HAProxy do it?", gate.Vocabulary({"haproxi": 40}, 100)) == []
     # letters only: code-like and lower-case words are not names
     assert gate.rare_names("Is kubelet or GOMAXPROCS_2 or x86 rare?",
                            gate.Vocabulary({"kubelet": 1, "gomaxprocs_2": 1, "x86": 1}, 9)) == []
@@ -184,9 +190,10 @@ def test_vocabulary_counts_each_term_once_per_section(tmp_path):
     assert raw["sections"] == 3 and raw["terms"] == counted.df
     assert raw["code_sections"] == counted.code_sections == 1
     assert list(gate.decode_pairs(raw["pairs"])) == list(counted.pairs)
-    # "of" is a stop word and "classes" folds to "classe" (a plural fold, not a stemmer)
+    # "of" is a stop word; "classes" and "status" are Porter stems "class" and "statu"
+    assert raw["text_rules"] == TEXT_RULES_VERSION
     assert list(counted.pairs) == sorted(gate.pair_hash(a, b) for a, b in (
-        ("pod", "pod"), ("pod", "restart"), ("restart", "classe"), ("classe", "status"),
+        ("pod", "pod"), ("pod", "restart"), ("restart", "class"), ("class", "statu"),
     ("node", "run")))
 
 

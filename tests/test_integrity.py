@@ -21,6 +21,7 @@ from packs.install import install
 from packs.integrity import PackCorruptError, PackUnverifiedError, check_on_open, verify
 from packs.layout import resolve_build_dir
 from packs.manifest import read_manifest
+from packs.text import TEXT_RULES_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -278,7 +279,8 @@ def test_eval_mcp_and_explore_refuse_an_unverified_pack_unless_told(pack_dir, tm
 
 @pytest.mark.parametrize("damage", [b"{\"pairs\": ", b"\xff\xfe\x00garbage",
                                     b"{\"pairs\": \"not base64!\", \"terms\": {},"
-                                    b" \"sections\": 1}"])
+                                    b" \"sections\": 1, \"text_rules\": \""
+                                    + TEXT_RULES_VERSION.encode() + b"\"}"])
 def test_a_damaged_vocabulary_in_an_unverified_pack_is_the_damaged_pack_error(
         pack_dir, tmp_path, monkeypatch, damage) -> None:
     """tables/terms.json read with the checks off: truncated JSON, bytes that are not

@@ -469,3 +469,25 @@ def test_result_scores_read_0_to_1_down_the_list_and_sections_appear_once(pack, 
     assert all(s.fusion_score is not None for s in shown)
     keys = [(s.url, s.heading_path) for s in shown]
     assert len(keys) == len(set(keys))
+
+
+def test_a_vocabulary_counted_with_other_text_rules_is_counted_again(pack_dir, monkeypatch):
+    """tables/terms.json names the packs/text.py rules it was counted with; a pack built
+    with other rules (a new TEXT_RULES_VERSION, or none: the plural fold before text-v1)
+    has its gate vocabulary counted from the sections with the current ones."""
+    import json
+
+    from packs import format as fmt
+    from packs import text as text_rules
+
+    with KnowledgePack.open(pack_dir) as p:
+        raw = json.loads((p.path / fmt.TABLES_DIR / fmt.TERMS_FILE).read_text())
+        assert raw["text_rules"] == text_rules.TEXT_RULES_VERSION
+        assert p.vocabulary().df == raw["terms"]
+        counted = gate.count_vocabulary(p.db.section_texts())
+    assert counted.df == raw["terms"]
+    monkeypatch.setattr(text_rules, "TEXT_RULES_VERSION", "text-v0")
+    monkeypatch.setattr(text_rules, "stem", lambda word: word)  # other rules: no stems
+    with KnowledgePack.open(pack_dir) as p:
+        assert p.vocabulary().df == gate.count_vocabulary(p.db.section_texts()).df
+        assert p.vocabulary().df != raw["terms"]

@@ -346,6 +346,18 @@ def test_title_match_names_pages_whose_title_is_most_of_the_question(question, p
     assert titles.TitleIndex(TITLES).match(question) == pages
 
 
+def test_title_match_keeps_the_title_written_as_it_is():
+    """Stems join "Assign" and "Assigning": the page whose title the question writes word
+    for word is the one named, whichever order the pages come in; a question that writes
+    neither names both."""
+    twins = [("concept", "Assigning Pods to Nodes"), ("task", "Assign Pods to Nodes")]
+    for pages in (twins, twins[::-1]):
+        index = titles.TitleIndex(pages)
+        assert index.match("Assign Pods to Nodes") == ["task"]
+        assert index.match("What is Assigning Pods to Nodes?") == ["concept"]
+        assert sorted(index.match("assigned pods to nodes")) == ["concept", "task"]
+
+
 def test_title_match_caps_the_pages_and_handles_an_empty_pack():
     many = titles.TitleIndex([("abc", "alpha beta gamma"), ("bcd", "beta gamma delta"),
                               ("cde", "gamma delta epsilon"), ("abcd", "alpha beta gamma delta")])

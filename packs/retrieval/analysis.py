@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from packs.retrieval.quality import STOP_WORDS, tokenize
+from packs.text import CAMEL_CASE as _CAMEL
+from packs.text import STOP_WORDS
+from packs.text import tokens as tokenize
 
 _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("troubleshooting", re.compile(
@@ -45,7 +47,6 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 _CODE_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"  # snake_case
                          r"|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b"  # dotted.name
                          r"|\b[A-Za-z_]\w*\(\)")  # call()
-_CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b")
 _PATH = re.compile(r"(?:^|\s)((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)+/?)")
 _QUOTED = re.compile(r"\"([^\"]{1,80})\"|'([^']{1,80})'|`([^`]{1,80})`")
 

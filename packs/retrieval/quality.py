@@ -11,8 +11,6 @@ names by title whatever its score (packs.retrieval.titles).
 
 from __future__ import annotations
 
-import re
-
 from packs import text as text_rules
 
 MIN_WORDS = 20
@@ -21,16 +19,9 @@ DEFAULT_THRESHOLD = 0.3
 # The stop words are one list for the query side (packs/text.py).
 STOP_WORDS = text_rules.STOP_WORDS
 
-_TOKEN = re.compile(r"[a-z0-9_]+")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens (letters, digits, underscore)."""
-    return _TOKEN.findall(text.lower())
-
-
 def keywords(text: str) -> set[str]:
-    return {t for t in tokenize(text) if t not in STOP_WORDS}
+    """The text's plain tokens (packs/text.py `tokens`) that are not stop words."""
+    return {t for t in text_rules.tokens(text) if t not in STOP_WORDS}
 
 
 # The keyword part of the score: the share of the question's keywords in the text, times

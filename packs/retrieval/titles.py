@@ -6,20 +6,26 @@ its sections: on the Kubernetes docs, 116 of 401 pages asked by their title alon
 the first result (sections named "Use kubectl to scale StatefulSets" or "Pods with multiple
 containers" won). So the titles form a third ranking for the fusion.
 
-A title *matches* when its words (lower-cased, plural-folded: `gate.terms`) occur in the
+A title *matches* when its words (lower-cased, stemmed: `packs.text.gate_terms`) occur in the
 question as one run, and its content words (not stop words) make up at least
 MIN_SHARE of the question's content words: "Nodes" matches "nodes" and "What are nodes?",
 not "How do I drain a node?" (half the question is "drain"). A title that more than
 MAX_SHARED pages carry ("Overview", "Getting started") names no page and never matches.
 Longer titles come first: "Configure Liveness, Readiness and Startup Probes" before
-"Liveness, Readiness, and Startup Probes" when the question holds both.
+"Liveness, Readiness, and Startup Probes" when the question holds both. Stems join titles
+that differ in a word's form ("Assign Pods to Nodes" and "Assigning Pods to Nodes" are two
+pages of the Kubernetes docs): of the pages one run of stems names, those whose title the
+question writes word for word are kept when there are any, so "Assign Pods to Nodes" names
+one page, and "How do I assign a pod to a node?" both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from packs.retrieval.gate import terms, words_in_order
+from packs.text import content_terms as words_in_order
+from packs.text import gate_terms as terms
+from packs.text import tokens
 
 MIN_SHARE = 0.6
 # The title ranking's weight in RRF: a named page counts like a first place in both the
@@ -36,8 +42,10 @@ class TitleIndex:
     def __init__(self, titles: Iterable[tuple[str, str]]) -> None:
         by_words: dict[tuple[str, ...], list[str]] = {}
         self._content: dict[tuple[str, ...], int] = {}  # title words → content word count
+        self._written: dict[str, str] = {}  # article id → its title's tokens, padded
         for article_id, title in titles:
             words = tuple(terms(title or ""))
+            self._written[article_id] = f" {' '.join(tokens(title or ''))} "
             content = len(words_in_order(title or ""))
             # A title with no content word ("How to", "1.0") names nothing.
             if words and content:
@@ -62,8 +70,11 @@ class TitleIndex:
                 run = tuple(words[start:start + size])
                 if run in self._pages and run not in found:
                     found[run] = None
+        written = f" {' '.join(tokens(question))} "
         out: list[str] = []
         for run in found:  # longest first
             if self._content[run] >= MIN_SHARE * content:
-                out.extend(i for i in self._pages[run] if i not in out)
+                ids = self._pages[run]
+                exact = [i for i in ids if self._written[i] in written]
+                out.extend(i for i in exact or ids if i not in out)
         return out[:MAX_MATCHES]

@@ -98,6 +98,8 @@ class Resolution:
         return found
 
 
+# Not packs/text.py's stem: the merge key keeps a readable singular ("policies" → "policy",
+# where Porter gives "polici"), and it is part of every entity id.
 def _singular(word: str) -> str:
     if len(word) <= 3 or not word.isalpha() or word in _NOT_PLURAL:
         return word

@@ -19,6 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from packs import format as fmt
+from packs import text as text_rules
 from packs.filters import fence_languages
 from packs.retrieval.gate import encode_pairs, has_code, text_pairs
 
@@ -146,22 +147,23 @@ def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[s
 
 def write_terms(sections_path: Path, path: Path) -> Path:
     """tables/terms.json: the sections' vocabulary (packs.format.TERMS_FILE), counted with
-    polars from the sections just written, with the same tokens and plural fold as
-    packs.retrieval.gate.terms, the hashes of their adjacent content-word pairs, and how
-    many hold fenced code (gate.has_code)."""
-    t = pl.col("t")
-    fold = (t.str.len_chars() > 3) & t.str.ends_with("s") & ~(
-        t.str.ends_with("ss") | t.str.ends_with("us") | t.str.ends_with("is"))
+    polars from the sections just written, with the same tokens and stems as
+    packs.retrieval.gate.terms (packs/text.py, whose TEXT_RULES_VERSION it records), the
+    hashes of their adjacent content-word pairs, and how many hold fenced code
+    (gate.has_code)."""
     texts = pl.scan_parquet(sections_path).select(pl.concat_str(
         [pl.col("heading_path").fill_null(""), pl.col("content").fill_null("")],
         separator="\n").alias("text")).collect()
-    counts = (texts.with_row_index("i")
-              .select("i", pl.col("text").str.to_lowercase().str.extract_all(r"[a-z0-9_]+")
-                      .alias("t"))
-              .explode("t").drop_nulls("t")
-              .with_columns(pl.when(fold).then(t.str.slice(0, t.str.len_chars() - 1))
-                            .otherwise(t).alias("t"))
-              .unique(["i", "t"]).group_by("t").len().sort("t"))
+    tokens = (texts.with_row_index("i")
+              .select("i", pl.col("text").str.to_lowercase()
+                      .str.extract_all(text_rules.TOKEN_PATTERN).alias("t"))
+              .explode("t").drop_nulls("t").unique(["i", "t"]))
+    # Each distinct token is stemmed once, in Python: the stemmer is packs/text.py's.
+    distinct = tokens["t"].unique().to_list()
+    stems = pl.DataFrame({"t": distinct, "s": [text_rules.stem(t) for t in distinct]},
+                         schema={"t": pl.String, "s": pl.String})
+    counts = (tokens.join(stems, on="t").unique(["i", "s"]).group_by("s").len()
+              .sort("s").rename({"s": "t"}))
     # Adjacent content-word pairs, hashed (gate.text_pairs), and the sections with code:
     # pure Python, so they are the query side's by construction (about 1 s per 5,000
     # sections).
@@ -171,6 +173,7 @@ def write_terms(sections_path: Path, path: Path) -> Path:
         hashes |= text_pairs(text)
         code += has_code(text)
     path.write_text(json.dumps({"sections": texts.height,
+                                "text_rules": text_rules.TEXT_RULES_VERSION,
                                 "terms": dict(zip(counts["t"].to_list(),
                                                   counts["len"].to_list())),
                                 "pairs": encode_pairs(hashes),
