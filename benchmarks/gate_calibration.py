@@ -10,20 +10,18 @@ domain: the documentation sets' adjacent-but-absent questions (kind "absent"), t
 adjacent questions of benchmarks/data/ood_questions.jsonl for SciFact and XQuAD, and its
 unrelated questions (asked of every pack). Everything is marked dev or test.
 
-Each question is searched once (gate rule off, stages after the gate off) and the gate's
-signals (gate.SIGNALS) are read from `SearchResult.gate`. On dev, a logistic model is fitted (L2,
-over gate.FITTED_SIGNALS: `small` keeps the weight benchmarks/gate_small_packs.py chose;
-every (corpus, in/out) group weighted equally, so no corpus or class dominates), and the
-cut is the highest probability at which the in-domain dev questions gated, averaged over
-the corpora, stay within `--max-false` (4%: the target is at most 5% on test). Test questions are never used for fitting or choosing.
-Printed: the fitted parameters (to paste into gate.CALIBRATED), then per corpus and split
-the in-domain false-abstention rate and the abstention rate on adjacent-but-absent and on
-unrelated questions, for the gate fitted in this run, the parameters shipped in
-gate.CALIBRATED, the previous gate (PREVIOUS) and the old rule (best similarity >= the
-model's threshold) side by side, each rate with its 95% bootstrap interval over the
-questions. With `--before ROWS` (the `--rows` file of a run of the code before a change of
-the signals' text rules, on the same packs), those rows are scored with the gate shipped
-then (BEFORE) in the same tables.
+Each question is searched once (gate rule and later stages off); the gate's signals
+(gate.SIGNALS) come from `SearchResult.gate`. On dev, a logistic model is fitted (L2, over
+gate.FITTED_SIGNALS; `small` keeps the weight benchmarks/gate_small_packs.py chose; every
+(corpus, in/out) group weighted equally), and the cut is the highest probability at which
+the in-domain dev questions gated, averaged over the corpora, stay within `--max-false`
+(4%; the target is 5% on test). Test questions never fit or choose anything.
+Printed: the fitted parameters (for gate.CALIBRATED), then per corpus and split the share
+gated of in-domain, absent and unrelated questions, with 95% bootstrap intervals, for the
+gate fitted here, gate.CALIBRATED, the previous gate (PREVIOUS) and the old rule (best
+similarity >= the model's threshold). `--before ROWS`: the `--rows` file of the code before
+a change of the signals' text rules, on the same packs, scored with the gate shipped then
+(BEFORE) in the same tables.
 """
 
 from __future__ import annotations
@@ -39,25 +37,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import common, corpora  # noqa: E402
+from benchmarks.gate_history import BEFORE, PREVIOUS  # noqa: E402
 
 SIGNAL_OPTIONS = {"gate_threshold": -1.0, "multi_doc": False, "graph_facts": False,
                   "fewshot": False, "use_cache": False}
 GROUPS = ("in", "absent", "unrelated")
-# The gate before the two technical-pack signals (gate-v5, 2026-11-25), kept as a
-# baseline row: its nine signals are still computed, so it is scored on the same searches.
-PREVIOUS = {"version": "gate-v5",
-            "weights": {"similarity": 9.609, "margin": 5.036, "coverage": 1.505,
-                        "section_coverage": 2.56, "unknown": -1.73, "specific": -0.868,
-                        "pairs": 1.385, "pack_pairs": 2.191, "names": -2.48},
-            "bias": -2.84, "cut": 0.42}
-# The gate shipped before the text rules of packs/text.py (gate-v7, plural fold, 2026-11-26):
-# with --before, the rows searched with that code are scored with it beside this run's.
-BEFORE = {"version": "gate-v7",
-          "weights": {"similarity": 10.966, "margin": 3.05, "coverage": 1.854,
-                      "section_coverage": 2.482, "unknown": -1.773, "specific": 0.084,
-                      "pairs": 1.128, "pack_pairs": 1.924, "names": -2.255,
-                      "doc_specific": -1.912, "doc_rare_names": -2.342, "small": 1.0},
-          "bias": -2.609, "cut": 0.5}
 CUTS = [round(0.05 + i / 100, 2) for i in range(91)]
 
 
