@@ -13,7 +13,6 @@ another model fails at open.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterator
@@ -22,9 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from packs import filters, integrity, pipeline, signing
+from packs import filters, integrity, pipeline, signing, vocabulary
 from packs import format as fmt
-from packs import text as text_rules
 from packs.browse import Browse
 from packs.db import PackDB
 from packs.embedding import (
@@ -204,27 +202,10 @@ class KnowledgePack:
             return self._vocabulary
 
     def _read_vocabulary(self) -> gate.Vocabulary:
-        """tables/terms.json as a Vocabulary (see vocabulary). A file that is not the JSON
-        the build writes (a damaged pack opened with verify=False) is PackCorruptError."""
-        path = self.path / fmt.TABLES_DIR / fmt.TERMS_FILE
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-            # Counted with other text rules than packs/text.py's (or before they were
-            # named: a plural fold), or before the pair hashes: count the sections again.
-            if "pairs" not in raw or raw.get("text_rules") != text_rules.TEXT_RULES_VERSION:
-                return gate.count_vocabulary(self.db.section_texts())
-            code = raw.get("code_sections")
-            if code is None:
-                code = sum(map(gate.has_code, self.db.section_texts()))
-            return gate.Vocabulary(raw["terms"], int(raw["sections"]),
-                                   gate.decode_pairs(raw["pairs"]), int(code))
-        except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            # json.JSONDecodeError and binascii.Error are ValueErrors; AttributeError: not
-            # a JSON object
-            raise integrity.PackCorruptError(
-                f"{path}: not the vocabulary the build writes ({type(exc).__name__}: "
-                f"{str(exc)[:120]}): the pack is damaged; run kpack verify, then reinstall "
-                "or rebuild it") from exc
+        """See packs/vocabulary.py: terms.json, or a recount kept per database checksum."""
+        db_sum = self.manifest.checksums.get(fmt.DB_FILE, {}).get("sha256")
+        return vocabulary.load(self.path / fmt.TABLES_DIR / fmt.TERMS_FILE,
+                               self.db.section_texts, db_sum if isinstance(db_sum, str) else None)
 
     def title_index(self) -> titles.TitleIndex:
         """The pages' titles, for the title match (loaded once)."""

@@ -491,3 +491,31 @@ def test_a_vocabulary_counted_with_other_text_rules_is_counted_again(pack_dir, m
     with KnowledgePack.open(pack_dir) as p:
         assert p.vocabulary().df == gate.count_vocabulary(p.db.section_texts()).df
         assert p.vocabulary().df != raw["terms"]
+
+
+def test_a_recounted_vocabulary_is_kept_per_database_checksum(pack_dir, monkeypatch, tmp_path):
+    """A pack counted with other text rules pays its recount once per machine: the recount
+    is kept in the cache folder under the database's checksum and the rules' version, and
+    the next open reads it from there."""
+    import json
+
+    from packs import format as fmt
+    from packs import text as text_rules
+    from packs import vocabulary
+
+    monkeypatch.setenv("KPACK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(text_rules, "TEXT_RULES_VERSION", "text-v0")  # terms.json is stale
+    with KnowledgePack.open(pack_dir) as p:
+        recount = p.vocabulary()
+        db_sum = p.manifest.checksums[fmt.DB_FILE]["sha256"]
+    kept = vocabulary.cache_file(db_sum)
+    assert kept.is_file() and "text-v0" in kept.name
+    raw = json.loads(kept.read_text())
+    assert raw["terms"] == recount.df and raw["sections"] == recount.sections
+    raw["terms"]["zzsentinel"] = 1  # only a read of the kept file can bring this back
+    kept.write_text(json.dumps(raw))
+    with KnowledgePack.open(pack_dir) as p:
+        again = p.vocabulary()
+    assert again.df.get("zzsentinel") == 1
+    assert list(again.pairs) == list(recount.pairs)
+    assert again.code_sections == recount.code_sections
