@@ -9,6 +9,9 @@ with an empty KPACK_CACHE_DIR, this times, each `--rounds` times (median reporte
 - the first open of a database version: sizes plus a full sha256 of pack.db;
 - a later open: sizes plus the remembered stamp (a stat);
 - `kpack verify`'s full check of every file;
+- the gate's vocabulary (packs/vocabulary.py): counted again from the sections (a pack
+  built before the current text rules, first open on this machine), read from the copy
+  kept in the cache folder (its later opens), and read from a current terms.json;
 
 and the size of pack.db, so the hash rate can be read off. Results go to stdout and
 benchmarks/results/open_cost.md.
@@ -44,6 +47,31 @@ def _ms(fn, rounds: int, before=None) -> float:
     return statistics.median(times)
 
 
+def _vocabulary_rows(build: Path, sums: dict, rounds: int, cache: Path
+                     ) -> list[tuple[str, float]]:
+    """Medians of loading the gate's vocabulary three ways (see the module doc)."""
+    from packs import KnowledgePack, vocabulary
+    from packs import format as fmt
+
+    terms = build / fmt.TABLES_DIR / fmt.TERMS_FILE
+    db_sum = sums[fmt.DB_FILE]["sha256"]
+    with KnowledgePack.open(build, verify=False) as kp:
+        texts = kp.db.section_texts
+        stale = terms.read_bytes()
+        terms.write_text("{}")  # counted with no rules the current code knows
+        recount = _ms(lambda: vocabulary.load(terms, texts, db_sum), rounds,
+                      before=lambda: shutil.rmtree(cache / "vocabulary", ignore_errors=True))
+        vocabulary.load(terms, texts, db_sum)
+        kept = _ms(lambda: vocabulary.load(terms, texts, db_sum), rounds)
+        terms.write_text(vocabulary.dump(vocabulary.load(terms, texts, db_sum)))
+        current = _ms(lambda: vocabulary.load(terms, texts, None), rounds)
+        terms.write_bytes(stale)
+        sections = kp.manifest.counts.sections
+    return [(f"gate vocabulary, counted again from {sections:,} sections", recount),
+            ("gate vocabulary, the recount kept in the cache folder", kept),
+            ("gate vocabulary, a current terms.json", current)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pack", type=Path, required=True, help="a pack folder or build folder")
@@ -77,10 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         integrity.check_on_open(build, sums)
         warm = _ms(lambda: integrity.check_on_open(build, sums), args.rounds)
         full = _ms(lambda: integrity.verify(build, sums), args.rounds)
+        vocab_rows = _vocabulary_rows(build, sums, args.rounds, Path(tmp) / "cache")
     rows = [("open + close, no check (floor)", floor),
             (f"first open of this pack.db: sizes + sha256 of {db_mb:.0f} MB", cold),
             ("later opens: sizes + the remembered stamp", warm),
-            (f"kpack verify: every file ({total_mb:.0f} MB)", full)]
+            (f"kpack verify: every file ({total_mb:.0f} MB)", full), *vocab_rows]
     text = ("| step | median ms |\n|---|---:|\n"
             + "".join(f"| {name} | {ms:.1f} |\n" for name, ms in rows)
             + f"\nhash rate {db_mb / (cold / 1000):.0f} MB/s; a later open adds {warm:.2f} ms "

@@ -28,7 +28,7 @@ def _parse(raw: dict, code_sections: Callable[[], int]) -> gate.Vocabulary:
                            int(code_sections() if code is None else code))
 
 
-def _dump(vocab: gate.Vocabulary) -> str:
+def dump(vocab: gate.Vocabulary) -> str:
     """The Vocabulary in terms.json's form (tasks/publish/tables.py writes the same keys)."""
     return json.dumps({"sections": vocab.sections, "text_rules": text_rules.TEXT_RULES_VERSION,
                        "terms": dict(vocab.df), "pairs": gate.encode_pairs(vocab.pairs or ()),
@@ -58,7 +58,7 @@ def _keep(db_sha256: str | None, vocab: gate.Vocabulary) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(_dump(vocab), encoding="utf-8")
+        tmp.write_text(dump(vocab), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
         return
