@@ -251,7 +251,8 @@ def _abbreviation(text: str, start: int, pos: int) -> bool:
             or re.fullmatch(r"([a-z]\.)+[a-z]", w) is not None)
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span text[start:end] without its leading and trailing whitespace."""
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
@@ -267,11 +268,11 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     for m in _END.finditer(text, start, end):
         if _in_code(text, s, m.start()) or _abbreviation(text, s, m.start()):
             continue
-        a, b = _trim(text, s, m.end())
+        a, b = trim_span(text, s, m.end())
         if a < b:
             out.append((a, b))
         s = m.end()
-    a, b = _trim(text, s, end)
+    a, b = trim_span(text, s, end)
     if a < b:
         out.append((a, b))
     return out

@@ -69,14 +69,6 @@ def _lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
 def one_line(text: str) -> str:
     """A unit's text as one line, blockquote markers dropped."""
     return text_rules.one_line(_QUOTE_MARK.sub("", text))
@@ -138,7 +130,7 @@ class _Segmenter:
         shown = "; ".join(f"{h}: {c}" if h else c
                           for h, c in zip(self.header or [""] * len(cells), cells) if c)
         self._next("row")
-        self.add(*_trim(text, a, b), "row", shown)
+        self.add(*text_rules.trim_span(text, a, b), "row", shown)
 
 
 def segment(text: str, links: bool = False) -> list[Unit]:
@@ -159,7 +151,7 @@ def segment(text: str, links: bool = False) -> list[Unit]:
                 j += 1
             body = lines[i + 1:j]
             if body:
-                ca, cb = _trim(text, body[0][0], body[-1][1])
+                ca, cb = text_rules.trim_span(text, body[0][0], body[-1][1])
                 if ca < cb:
                     seg._next("code")
                     seg.add(ca, cb, "code", text[ca:cb])
@@ -173,7 +165,7 @@ def segment(text: str, links: bool = False) -> list[Unit]:
         elif heading(line):
             seg.flush()
             seg._next("heading")
-            seg.add(*_trim(text, a, b), "heading", line.strip("# \t"))
+            seg.add(*text_rules.trim_span(text, a, b), "heading", line.strip("# \t"))
         elif not links and _LINK_DEFINITION.match(line):
             seg.flush()
         elif _TABLE_ROW.match(line):
