@@ -15,10 +15,12 @@ import http.client
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 HOST = "127.0.0.1"
+OWNER_WAIT_S = 1.0  # how long owner() looks for a holder that has bound but not listened
 IDENTITY_PATH = "/kpack-identity"  # where a kpack server says who it is (flows/server_main.py)
 
 
@@ -98,6 +100,12 @@ def owner(port: int) -> str:
         return (f"the kpack Prefect server of PREFECT_HOME={ident.get('home')} "
                 f"(pid {ident.get('pid')})")
     procs = holders(port)
+    deadline = time.monotonic() + OWNER_WAIT_S
+    while not procs and time.monotonic() < deadline:
+        # A socket bound but not yet listening is in no table of /proc/net: the other
+        # starter may be between its bind and its listen (a test met that moment).
+        time.sleep(0.05)
+        procs = holders(port)
     if procs:
         # the server process rather than the starter that handed it the socket
         pid, cmd = max(procs, key=lambda p: "flows.server_main" in p[1])

@@ -96,6 +96,23 @@ def test_a_taken_port_is_refused_at_once_naming_its_owner() -> None:
         assert mine.getsockname()[1] > 0 and mine.get_inheritable()
 
 
+def test_a_port_bound_but_not_yet_listening_is_still_named() -> None:
+    """The other starter may be between its bind and its listen when a start is refused:
+    such a socket is in no table of /proc/net, so the owner is looked for again until it
+    listens (once, in CI, the loser said "a process this user cannot see")."""
+    import threading
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        timer = threading.Timer(0.3, held.listen)
+        timer.start()
+        try:
+            assert ports.owner(port).startswith(f"pid {os.getpid()} ")
+        finally:
+            timer.join()
+
+
 def test_a_record_whose_process_is_gone_is_reported_as_gone(home) -> None:
     stale = _record(home)
     assert server.read_state() == stale and server.running() is None
