@@ -45,7 +45,8 @@ def _cached(db_sha256: str | None) -> gate.Vocabulary | None:
     if not db_sha256:
         return None
     try:
-        return _parse(json.loads(cache_file(db_sha256).read_text(encoding="utf-8")), int)
+        raw = json.loads(cache_file(db_sha256).read_text(encoding="utf-8"))
+        return _parse(raw, lambda: 0)  # `dump` always writes code_sections
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # absent or unreadable: count again
 
