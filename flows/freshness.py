@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from tasks.fetch import lastmod_trust
+from tasks.fetch import lastmod_trust, robots_cache
 from tasks.fetch.expand import Expanded, expand
 from tasks.fetch.freshness import OUTCOMES, SkipPolicy, merge_evidence
 from tasks.sources import SourceConfig
@@ -28,11 +28,15 @@ class NoPagesError(RuntimeError):
 
 
 def prepare(ctx: BuildContext, source: SourceConfig) -> tuple[BuildContext, Expanded]:
-    """(the build context with its lastmod skip policy, the build's URL list). Expands
-    the source's sitemaps (network; a failed sitemap is in the list's report, never an
-    error). Raises NoPagesError when no URL is left to build (its sitemaps failed, or
-    listed nothing that include / exclude kept), OSError when the work dir cannot be
-    written."""
+    """(the build context with its robots.txt cache and lastmod skip policy, the build's
+    URL list). Expands the source's sitemaps (network; a failed sitemap is in the list's
+    report, never an error). Raises NoPagesError when no URL is left to build (its
+    sitemaps failed, or listed nothing that include / exclude kept), OSError when the work
+    dir cannot be written."""
+    # One robots.txt per origin for the whole build: the sitemap walk and every fetch
+    # shard share it (tasks/fetch/robots_cache.py).
+    ctx = dataclasses.replace(ctx, fetch=dataclasses.replace(
+        ctx.fetch, robots_cache=robots_cache.folder(ctx.work, ctx.build_id)))
     expanded = expand(ctx.work, source, ctx.fetch)
     if not expanded.urls:
         raise NoPagesError(f"{source.name}: {_why_empty(expanded.report)}; nothing was "

@@ -6,9 +6,11 @@ sleep that records and returns; the only waits are the sub-second client timeout
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 
 import httpx
 import pytest
@@ -559,6 +561,44 @@ def test_robots_disallowed_path_is_not_fetched(site: LoopbackSite) -> None:
     assert site.hits["/robots.txt"] == 1  # fetched once per host per run
     ignoring = fetch_one(site.url("/private/secret.html"), local(site, respect_robots=False))
     assert ignoring.status == "ok"
+
+
+def test_robots_shared_by_the_fetches_of_one_build(site: LoopbackSite, tmp_path: Path) -> None:
+    # Fetch shards run in other processes: they share robots.txt through the build's folder.
+    shared = str(tmp_path / "robots")
+    Path(shared).mkdir()
+    for _ in range(3):
+        blocked = fetch_one(site.url("/private/secret.html"), local(site, robots_cache=shared))
+        assert blocked.status == "disallowed"
+    assert site.hits["/robots.txt"] == 1 and site.hits["/private/secret.html"] == 0
+    # A torn entry is asked again, not trusted; a fetch without the folder asks on its own.
+    [entry] = Path(shared).iterdir()
+    entry.write_text('{"origin": ')
+    assert fetch_one(site.url("/private/secret.html"), local(site, robots_cache=shared)).status == "disallowed"
+    assert fetch_one(site.url("/private/secret.html"), local(site)).status == "disallowed"
+    assert site.hits["/robots.txt"] == 3
+
+
+def test_robots_allow_all_is_shared_too(tmp_path: Path) -> None:
+    # A missing robots.txt is remembered for the build as "allow all", not asked per shard.
+    with LoopbackSite() as other:
+        other.route("/page.txt", lambda r: r.send(200, b"Some plain words. " * 10, "text/plain"))
+        for _ in range(2):
+            page = fetch_one(other.url("/page.txt"), local(other, robots_cache=str(tmp_path)))
+            assert page.status == "ok"
+        assert other.hits["/robots.txt"] == 1
+
+
+def test_robots_folders_of_old_builds_are_removed(tmp_path: Path) -> None:
+    from tasks.fetch import robots_cache
+    from tasks.workdir import WorkDir
+
+    work = WorkDir(tmp_path, "pack")
+    old, recent = Path(robots_cache.folder(work, "b1")), Path(robots_cache.folder(work, "b2"))
+    aged = time.time() - robots_cache.MAX_AGE_S - 60
+    os.utime(old, (aged, aged))
+    current = Path(robots_cache.folder(work, "b3"))
+    assert current.is_dir() and recent.is_dir() and not old.exists()
 
 
 @pytest.mark.parametrize("robots_status", [404, 500])

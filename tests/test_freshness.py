@@ -209,6 +209,8 @@ def test_a_sitemap_site_rebuilt_for_the_cost_of_its_changes(prefect_harness, tmp
         assert first["freshness"]["pages"]["new"] == 24
         assert first["freshness"]["sitemaps"]["files"] == 3
         assert _manifest(first)["extra"]["shards"]["count"] == 4
+        # One robots.txt request for the sitemap walk and the 4 fetch shards together.
+        assert loop.hits["/robots.txt"] == 1
 
         # 3 pages change with their lastmod, one is added: every known page is asked
         # conditionally (no trust yet), and the layout keeps its 4 shards (25 pages
@@ -223,6 +225,7 @@ def test_a_sitemap_site_rebuilt_for_the_cost_of_its_changes(prefect_harness, tmp
         assert fresh["pages"] == {"skipped_lastmod": 0, "not_modified": 21, "unchanged": 0,
                                   "changed": 3, "new": 1, "removed": 0, "failed": 0}
         assert sum(site.page_hits().values()) == 25
+        assert loop.hits["/robots.txt"] == 1  # asked again by the next build, once
         assert _manifest(second)["extra"]["shards"]["count"] == 4
         host = fresh["lastmod_hosts"]["127.0.0.1"]
         assert not host["trusted"] and host["verdict"], host  # earned: the next build skips

@@ -4,7 +4,9 @@
 `allowed_hosts`, a host that resolves to a refused address (private, loopback, link-local;
 metadata endpoints always), and a path that the origin's robots.txt disallows for our user
 agent. Resolved addresses and parsed robots.txt files are cached for the whole fetch; a
-robots.txt is fetched once per origin even when many URLs ask for it at the same time.
+robots.txt is fetched once per origin even when many URLs ask for it at the same time, and
+with `FetchConfig.robots_cache` set, once per build (tasks/fetch/robots_cache.py: the
+build's other fetch shards read it from there).
 
 Known limit: the address guard resolves the host itself and httpx resolves it again when
 connecting, so a DNS server that answers differently within that window (DNS rebinding)
@@ -19,6 +21,7 @@ import socket
 import urllib.robotparser
 from urllib.parse import urljoin, urlsplit
 
+from tasks.fetch import robots_cache
 from tasks.fetch.client import Outcome, PoliteClient, url_deadline
 from tasks.fetch.policy import (
     REDIRECT_STATUS,
@@ -119,7 +122,20 @@ class UrlGuard:
 
     async def _load_robots(self, origin: str) -> urllib.robotparser.RobotFileParser | None:
         """The parsed robots.txt of `origin`, or None meaning "allow all" (missing, 4xx,
-        5xx, unreachable or refused; the last three are logged)."""
+        5xx, unreachable or refused; the last three are logged); read from the build's
+        robots cache when another fetch of the build stored it, stored there otherwise."""
+        shared = self.config.robots_cache
+        if shared:
+            found, text = robots_cache.get(shared, origin)
+            if found:
+                return None if text is None else _parsed(f"{origin}/robots.txt", text)
+        text = await self._fetch_robots(origin)
+        if shared:
+            robots_cache.put(shared, origin, text)
+        return None if text is None else _parsed(f"{origin}/robots.txt", text)
+
+    async def _fetch_robots(self, origin: str) -> str | None:
+        """The text of `origin`'s robots.txt, or None meaning "allow all"."""
         url = f"{origin}/robots.txt"
         url_deadline.set(None)  # this task has its own cap, not the deadline of the URL
         try:                    # that happened to start it
@@ -144,6 +160,10 @@ class UrlGuard:
             return None
         if not 200 <= hop.status < 300:
             return None
-        parser = urllib.robotparser.RobotFileParser(url)
-        parser.parse(hop.body.decode("utf-8", errors="replace").splitlines())
-        return parser
+        return hop.body.decode("utf-8", errors="replace")
+
+
+def _parsed(url: str, text: str) -> urllib.robotparser.RobotFileParser:
+    parser = urllib.robotparser.RobotFileParser(url)
+    parser.parse(text.splitlines())
+    return parser

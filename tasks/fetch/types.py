@@ -121,6 +121,9 @@ class FetchConfig:
     user_agent: str = USER_AGENT
     github_raw_base: str = DEFAULT_GITHUB_RAW_BASE  # tests point this at a loopback server
     auth: tuple[HostAuth, ...] = ()  # per-host headers from environment variables
+    # a folder where the fetches of one build share robots.txt files (robots_cache.py);
+    # "" = each fetch asks on its own
+    robots_cache: str = ""
 
     def __post_init__(self) -> None:
         for name in (
