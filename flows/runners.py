@@ -91,9 +91,7 @@ def task_runner(setting: str | None = None) -> TaskRunner:
     TaskRunnerSettingError for a bad setting, ImportError when prefect-dask is missing."""
     spec = parse_task_runner(setting)
     if spec.kind == "threads":
-        from prefect.task_runners import ThreadPoolTaskRunner
-
-        return ThreadPoolTaskRunner(max_workers=spec.workers)
+        return _interruptible_threads()(max_workers=spec.workers)
     from prefect_dask import DaskTaskRunner
 
     if spec.address:
@@ -105,6 +103,27 @@ def task_runner(setting: str | None = None) -> TaskRunner:
     # Dask's default layout, with workers that get time to exit (flows/dask_nanny.py)
     return DaskTaskRunner(cluster_kwargs={"worker_class": GracefulNanny,
                                           "dashboard_address": ":0"})
+
+
+def _interruptible_threads() -> type:
+    """Prefect's thread pool runner, except that a flow ended by Ctrl-C (or SystemExit)
+    does not wait for the tasks still running: Prefect's own shuts its pool down with
+    wait=True, which held an interrupted build until its slowest task ended (a fetch: up
+    to a minute), with the build's lock held. The abandoned threads end with the process
+    (flows/cli/build.py gives them a few seconds)."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    class InterruptibleThreadPoolTaskRunner(ThreadPoolTaskRunner):
+        def __exit__(self, exc_type, exc_value, traceback) -> None:
+            if exc_type is not None and not issubclass(exc_type, Exception):
+                for event in self._cancel_events.values():
+                    event.set()
+                if self._executor is not None:
+                    self._executor.shutdown(wait=False, cancel_futures=True)
+                    self._executor = None
+            super().__exit__(exc_type, exc_value, traceback)
+
+    return InterruptibleThreadPoolTaskRunner
 
 
 def local_cluster_kwargs(workers: int, cores: int | None = None) -> dict:

@@ -46,6 +46,7 @@ from tasks.stages.common import BuildContext, Record
 # The reduce steps whose memory grows with the pack; the flow asks for them to run in a
 # child process on in-process runners for large packs (tasks/stages/isolated.py).
 ISOLATED_STAGES = ("resolve", "publish")
+WAKE_S = 0.5  # how often a waiting driver looks for Ctrl-C (see Scheduler._next_finished)
 
 
 class BuildError(RuntimeError):
@@ -153,7 +154,7 @@ class Scheduler:
                     raise BuildError(f"{self.ctx.pack}: stage {jobs[0][0]!r} waits on "
                                      "inputs that no stage before it produces")
                 return
-            self.wait([self.finished_runs.get()])  # the next run to finish, of any stage
+            self.wait([self._next_finished()])  # the next run to finish, of any stage
 
     def outputs(self, name: str) -> list[Record] | Record | None:
         """What stage `name` gave (waiting for it): every shard's record in shard order,
@@ -258,6 +259,16 @@ class Scheduler:
             # a terminal error already says what to fix: no chained traceback in the log
             raise BuildError(f"{self.ctx.pack}: {where} failed: {exc}") from (
                 None if stages.is_terminal(exc) else exc)
+
+    def _next_finished(self) -> PrefectFuture:
+        """The next task run to finish. Waits in short steps: Linux may hand Ctrl-C's
+        SIGINT to any thread, and a main thread blocked on a lock without a timeout would
+        notice it only when a task ends (a 60 s fetch holds the terminal that long)."""
+        while True:
+            try:
+                return self.finished_runs.get(timeout=WAKE_S)
+            except queue.Empty:
+                continue
 
     def _stamp(self, future: PrefectFuture) -> None:
         self.done_at[future] = self.clock()

@@ -123,3 +123,42 @@ def test_ctrl_c_reaches_the_build_in_the_warm_process(warm_host, tmp_path) -> No
     assert caller.returncode == 130 and MARK in err and "interrupted" in err
     assert time.monotonic() - started < 60  # not the 120 s sleep the fault injected
     assert not (out / "tea" / fmt.CURRENT_FILE).exists()
+
+
+def test_ctrl_c_stops_a_build_run_in_process_and_leaves_the_pack_buildable(
+        prefect_harness, tmp_path) -> None:
+    """No warm process (KPACK_SERVER_IDLE_S=0): the build runs in the command's own
+    process, and Ctrl-C during a task's sleep ends it as 130 with the lock given back."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(),
+           "KPACK_SERVER_IDLE_S": "0", "PREFECT_HOME": str(tmp_path / "home")}
+    with serve_site(tmp_path / "site") as base:
+        source = write_source(tmp_path / "tea", base)
+        out = tmp_path / "out"
+        caller = subprocess.Popen(
+            [sys.executable, "-m", "packs.cli", "build", str(source), "--out", str(out)],
+            cwd=REPO, env={**env, "KPACK_FAULTS": "fetch@1:sleep=120"},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 240
+            while not (out / "tea" / lock.LOCK_FILE).exists():
+                assert caller.poll() is None and time.monotonic() < deadline, \
+                    caller.communicate()[1][-3000:]
+                time.sleep(0.2)
+            started = time.monotonic()
+            while caller.poll() is None and time.monotonic() - started < 90:
+                caller.send_signal(signal.SIGINT)  # again, as a user would press it
+                time.sleep(3)
+            _, err = caller.communicate(timeout=30)
+        finally:
+            if caller.poll() is None:
+                caller.kill()
+        assert caller.returncode == 130 and "interrupted" in err, err[-3000:]
+        assert MARK not in err  # it did run in process
+        assert time.monotonic() - started < 60  # not the 120 s sleep the fault injected
+        assert not (out / "tea" / fmt.CURRENT_FILE).exists()
+        assert not (out / "tea" / lock.LOCK_FILE).exists()  # the lock is given back
+        again = _build(source, out, env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (out / "tea" / fmt.CURRENT_FILE).exists()

@@ -3,6 +3,9 @@ what the Claude extraction would cost instead. Exit codes: see packs/cli/common.
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -10,6 +13,9 @@ import typer
 
 from flows.cli.common import build_input_errors
 from packs.cli.common import EXIT_PARTIAL, fail, print_json
+
+EXIT_INTERRUPTED = 130  # as a shell reports a job ended by SIGINT
+EXIT_GRACE_S = 5.0
 
 
 def _fail(exc: BaseException) -> NoReturn:
@@ -72,9 +78,25 @@ def build(
     if code is None:  # no warm build process for this home (yet): build here
         try:
             code = run_request(request, inputs)
+        except KeyboardInterrupt:
+            code = _interrupted()
         finally:
             warm.spawn()
     raise typer.Exit(code)
+
+
+def _interrupted() -> int:
+    """Ctrl-C during a build run in this process. The flow has stopped (its lock given
+    back, nothing published), but a task may still run in a worker thread, and Python
+    waits for those at exit: a fetch of 60 s would hold the terminal that long. Prefect
+    gets EXIT_GRACE_S to send its last events, then the process ends whatever runs."""
+    typer.echo("interrupted", err=True)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    timer = threading.Timer(EXIT_GRACE_S, os._exit, args=(EXIT_INTERRUPTED,))
+    timer.daemon = True
+    timer.start()
+    return EXIT_INTERRUPTED
 
 
 def run_request(request: dict, inputs=None) -> int:
