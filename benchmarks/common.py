@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from flows.settings import configure_prefect_env
 
@@ -93,8 +94,9 @@ def machine_line() -> str:
 
 
 @contextmanager
-def serve_pages(pages: Sequence[Page]) -> Iterator[str]:
-    """Serve the pages as text/markdown on a free port of 127.0.0.1; yields the base URL."""
+def serve_pages(pages: Sequence[Page], port: int = 0) -> Iterator[str]:
+    """Serve the pages as text/markdown on 127.0.0.1 (on `port` when it is free, else a
+    free one); yields the base URL."""
     body = {p.path: p.markdown.encode("utf-8") for p in pages}
 
     class Handler(BaseHTTPRequestHandler):
@@ -110,15 +112,19 @@ def serve_pages(pages: Sequence[Page]) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    with serve_handler(Handler) as base:
+    with serve_handler(Handler, port) as base:
         yield base
 
 
 @contextmanager
-def serve_handler(handler) -> Iterator[str]:
-    """Serve requests with `handler` (a BaseHTTPRequestHandler factory) on a free port of
-    127.0.0.1 from a daemon thread; yields the base URL, shuts the server down after."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+def serve_handler(handler, port: int = 0) -> Iterator[str]:
+    """Serve requests with `handler` (a BaseHTTPRequestHandler factory) on 127.0.0.1 (on
+    `port` when it is free, else a free one) from a daemon thread; yields the base URL,
+    shuts the server down after."""
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError:  # taken: any free port (the pack's URLs then change)
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               daemon=True)
@@ -164,11 +170,15 @@ def build_cached(name: str, pages: Sequence[Page], work: Path, model: str = MODE
     state_file = folder / "state.json"
     extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in sorted((settings or {}).items()))
     fp = fingerprint(pages, model, extra)
+    port = 0
     if state_file.is_file():
         state = json.loads(state_file.read_text())
         pack_dir = Path(state["pack"])
         if state.get("fingerprint") == fp and (pack_dir / "current").is_file():
             return BuiltPack(pack_dir, state["base_url"], True, 0.0, state["counts"])
+        # Rebuilt on the same port, the pages keep their URLs: the build's caches apply
+        # (an unchanged section keeps its vector) and only what changed is paid for.
+        port = urlsplit(state["base_url"]).port or 0
     from flows.build import run_build
 
     source = folder / "source" / name
@@ -178,7 +188,7 @@ def build_cached(name: str, pages: Sequence[Page], work: Path, model: str = MODE
         f"embedding_model = {json.dumps(model)}\nfetch_concurrency = 16\n"
         "per_host_concurrency = 16\nkeep_builds = 1\n" + extra)
     t0 = time.perf_counter()
-    with serve_pages(pages) as base:
+    with serve_pages(pages, port) as base:
         (source / "urls.txt").write_text("".join(f"{base}{p.path}\n" for p in pages))
         summary = run_build(source, folder / "out", work_dir=folder / "work",
                             extractor="offline", allow_private_hosts=True)

@@ -13,9 +13,10 @@ Rules (the pure core, `split_markdown`):
   title; only a page with neither falls back to the last segment of its URL.
 - Template directives of doc generators (mdBook `{{#include}}`, Hugo shortcodes, MDX
   components such as `<Listing>`) are removed first (tasks/clean.py).
-- A section longer than `max_words` is cut into chunks at paragraph (or line) boundaries,
-  and a line longer than that at sentence ends; each chunk starts with the last blocks
-  (or sentences) of the previous one, up to `overlap_words` words.
+- A section longer than `max_words` is cut into chunks at paragraph boundaries, and a
+  paragraph longer than that at sentence ends, never at a hard line wrap inside a sentence
+  (a code block: at line ends); each chunk starts with the last blocks (or sentences) of
+  the previous one, up to `overlap_words` words.
 """
 
 from __future__ import annotations
@@ -30,15 +31,20 @@ from packs.markdown import heading, iter_lines_with_fences
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 
-SPLITTER_VERSION = "split-v5"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v6"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
+# v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
 HEADING_SEP = " > "
 
 # The splitter's own size rules, not packs/text.py's: words are whitespace runs and an
 # over-long line is cut at any ". X"; changing them re-splits every pack (SPLITTER_VERSION).
 _WORD = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+# A line that starts a block of its own inside a paragraph: a list item, table row, quote.
+_ITEM_LINE = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|\||>)")
+# The end of a line that ends its sentence: . ! ? or :, then closing quotes or marks.
+_CLOSED = re.compile(r"[.!?:][\"'”’)\]*_`]*$")
 
 
 @dataclass(frozen=True)
@@ -131,37 +137,64 @@ def _sentences(line: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(line.strip()) if s]
 
 
-def _split_big_block(text: str, max_words: int) -> list[tuple[str, str]]:
-    """Cut one block longer than max_words at line boundaries; a line longer than
-    max_words becomes one piece per sentence (a sentence still too long is cut at words),
-    so that chunks end at sentence ends and can overlap by whole sentences.
+def _split_big_block(text: str, max_words: int, is_code: bool) -> list[tuple[str, str]]:
+    """Cut one block longer than max_words into pieces. Prose: one piece per sentence
+    (`_wrapped_sentences`: a hard-wrapped sentence stays whole, so a chunk never ends in
+    the middle of one; a sentence still longer than max_words is cut at words), so that
+    chunks end at sentence ends and can overlap by whole sentences. Code: runs of lines.
     Returns (piece, separator that joins it to the piece before it)."""
+    if is_code:
+        return _line_runs(text, max_words)
+    pieces: list[tuple[str, str]] = []
+    for sentence, sep in _wrapped_sentences(text):
+        words = sentence.split()
+        if len(words) <= max_words:
+            pieces.append((sentence, sep))
+            continue
+        for i in range(0, len(words), max_words):
+            pieces.append((" ".join(words[i : i + max_words]), sep if i == 0 else " "))
+    return pieces
+
+
+def _wrapped_sentences(text: str) -> list[tuple[str, str]]:
+    """The sentences of a prose block as (text, separator before it): a line break inside
+    a sentence (a hard wrap) is kept inside it; a list item, table row or quote line
+    always starts a new one, and a line ending in . ! ? or : ends one."""
+    out: list[list[str]] = []  # [text, separator]
+    open_ = False  # the last sentence runs on to the next line
+    for line in text.splitlines():
+        indent = line[: len(line) - len(line.lstrip())]
+        parts = _sentences(line)
+        if not parts:
+            continue
+        for k, part in enumerate(parts):
+            if k == 0 and open_ and not _ITEM_LINE.match(line):
+                out[-1][0] += "\n" + indent + part
+            else:
+                out.append([indent + part if k == 0 else part, "\n" if k == 0 else " "])
+        open_ = not _CLOSED.search(parts[-1])
+    return [(t, sep) for t, sep in out]
+
+
+def _line_runs(text: str, max_words: int) -> list[tuple[str, str]]:
+    """Runs of whole lines of ≤ max_words words (a longer line is cut at words)."""
     pieces: list[tuple[str, str]] = []
     current: list[str] = []
     count = 0
-
-    def flush() -> None:
-        nonlocal current, count
-        if current:
-            pieces.append(("\n".join(current), "\n"))
-            current, count = [], 0
-
     for line in text.splitlines():
         n = _word_count(line)
+        if current and count + n > max_words:
+            pieces.append(("\n".join(current), "\n"))
+            current, count = [], 0
         if n > max_words:
-            flush()
-            sep = "\n"
-            for sentence in _sentences(line):
-                words = sentence.split()
-                for i in range(0, len(words), max_words):
-                    pieces.append((" ".join(words[i : i + max_words]), sep))
-                    sep = " "
+            words = line.split()
+            pieces += [(" ".join(words[i : i + max_words]), "\n")
+                       for i in range(0, len(words), max_words)]
             continue
-        if count + n > max_words:
-            flush()
         current.append(line)
         count += n
-    flush()
+    if current:
+        pieces.append(("\n".join(current), "\n"))
     return pieces
 
 
@@ -173,9 +206,9 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     if _word_count(body) <= max_words:
         return [body]
     units: list[tuple[str, str]] = []  # (text, separator before it)
-    for block, _ in _blocks(body):
+    for block, is_code in _blocks(body):
         if _word_count(block) > max_words:
-            pieces = _split_big_block(block, max_words)
+            pieces = _split_big_block(block, max_words, is_code)
             units.append((pieces[0][0], "\n\n"))
             units.extend(pieces[1:])
         else:

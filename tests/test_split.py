@@ -106,6 +106,31 @@ def test_long_paragraph_is_cut_at_sentence_ends_with_sentence_overlap() -> None:
         assert nxt[0] == prev[-1]
     assert set(" ".join(chunks).split()) == set(" ".join(sentences).split())
 
+def test_a_hard_wrapped_paragraph_is_cut_between_sentences_not_at_a_wrap() -> None:
+    # A Markdown paragraph wrapped at ~70 characters, longer than the window: before, its
+    # chunks ended at a line break ("Listing 19-13 behaves in the same").
+    sentences = [f"Sentence {i} says " + " ".join(f"s{i}w{j}" for j in range(15)) + "."
+                 for i in range(12)]
+    words = " ".join(sentences).split()
+    lines = [" ".join(words[i:i + 11]) for i in range(0, len(words), 11)]
+    assert not all(line.endswith(".") for line in lines)  # wraps fall inside sentences
+    chunks = chunk_text("\n".join(lines), max_words=64, overlap_words=25)
+    assert len(chunks) > 2 and all(len(c.split()) <= 64 for c in chunks)
+    for c in chunks:
+        assert c.startswith("Sentence ") and c.endswith("."), c
+        assert "\n" in c  # the page's wraps are kept inside the chunk
+    assert " ".join(" ".join(chunks).split()).count("Sentence 11 says") >= 1
+    assert set(" ".join(chunks).split()) == set(words)
+
+
+def test_a_long_list_paragraph_is_cut_between_items() -> None:
+    items = [f"- item {i} " + " ".join(f"i{i}w{j}" for j in range(12)) for i in range(10)]
+    chunks = chunk_text("Some options:\n" + "\n".join(items), max_words=60, overlap_words=0)
+    assert len(chunks) > 1
+    for c in chunks[1:]:
+        assert c.startswith("- item "), c  # an item is never split from its own words
+
+
 def test_code_sections_are_flagged() -> None:
     chunks = split_markdown("## Code\n```\na b c d e f g h\n```\nshort\n## Prose\nwords only here\n", "P")
     assert [c.is_code for c in chunks] == [True, False]
