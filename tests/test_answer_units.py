@@ -82,10 +82,35 @@ def test_a_lead_in_is_only_a_candidate_with_what_it_introduces():
         "- Each value in Rust has an owner.\n- There can only be one owner at a time.\n"
         "- When the owner goes out of scope, the value will be dropped.")
     assert leadins[1].display.endswith(":\ncargo check")
-    # A lead-in is never a unit on its own, nor is one with nothing after it.
-    assert not any(d.endswith(":") for _, d in shown)
+    # A lead-in is never a unit on its own; one with nothing after it (what it introduced
+    # is not in the text) is an ordinary sentence.
+    assert [d for _, d in shown if d.endswith(":")] == ["Nothing follows this lead-in:"]
+    assert ("sentence", "Nothing follows this lead-in:") in shown
     for u in units:  # every unit is a span of the text: its own citation quote
         assert RULES[u.start:u.end].split()[0].strip("`-") in u.display
+
+
+# A lead-in whose listing a template directive included (removed at split time): prose
+# follows it, then the sentence that answers.
+LISTING_GONE = """To skip the slow tests, mark them with the `ignore` attribute, as shown here:
+
+After the attribute, we add the line to each test we want to exclude. Now when we run
+our tests, the slow ones do not run and the output lists them as ignored. The next
+paragraph explains more of the output than anyone needs to read in one answer.
+
+To run only the ignored tests, use `cargo test -- --ignored`."""
+
+
+def test_a_lead_in_followed_by_prose_is_a_sentence_not_a_block_of_paragraphs():
+    units = candidates(LISTING_GONE)
+    assert not [u for u in units if u.kind == "leadin"]
+    first = units[0]
+    assert (first.kind, first.display) == (
+        "sentence", "To skip the slow tests, mark them with the `ignore` attribute, as shown here:")
+    # The answer is no longer crowded out by the lead-in glued to the paragraphs after it.
+    picks = extractive.select("How do I run only the ignored tests?", [LISTING_GONE],
+                              max_words=40)
+    assert "cargo test -- --ignored" in " ".join(p.unit.display for p in picks)
 
 
 def test_whole_short_items_and_short_paragraphs_are_units():

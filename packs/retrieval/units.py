@@ -20,10 +20,12 @@ its group (a paragraph, a whole list, a table, a code block).
 - a paragraph of 2-4 sentences and at most PARAGRAPH_WORDS words is a unit too
   (`paragraph`: a definition and the sentence that completes it), beside its sentences;
 - a sentence or item that ends with ":" is a lead-in: it is only ever quoted together with
-  what it introduces (`leadin`: the lead-in, with the rest of its paragraph when that is
-  short, and the list, table, code block or paragraph after it, cut after the item, row or
-  line that reaches LEADIN_WORDS words). A lead-in with nothing after it (a heading
-  follows, or the section ends) is not a candidate;
+  the list, table or code block it introduces (`leadin`: the lead-in, with the rest of its
+  paragraph when that is short, and what follows, cut after the item, row or line that
+  reaches LEADIN_WORDS words). A lead-in followed by a paragraph or a heading, or that
+  ends the text, introduced something the text lacks (a listing a template directive
+  included, a quote, the section's next chunk): it is an ordinary sentence, and the
+  paragraphs after it are no part of it;
 - a code block of fewer than MAX_CODE_LINES lines, every sentence, row and longer item's
   sentence as `segment` gives them. Headings never.
 """
@@ -47,6 +49,7 @@ _QUOTE_MARK = re.compile(r"^\s*>\s?", re.M)
 _DEFINITION = re.compile(r"^\s{0,3}:\s")
 # A Markdown link reference definition ("[label]: url"): the page does not show it.
 _LINK_DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*\S+(\s+[\"'(].*)?\s*$")
+_INTRODUCED = ("item", "row", "code")  # what a lead-in is quoted with
 _LEADIN_END = re.compile(r":[*_`\"')\]]*$")
 
 
@@ -205,16 +208,14 @@ def _merged(text: str, parts: list[Unit], kind: str) -> Unit:
 
 
 def _introduced(units: list[Unit], group: int) -> list[list[Unit]]:
-    """The blocks (items, rows, paragraphs, a code block) a lead-in introduces: those of
-    `group`, and for a paragraph the paragraphs after it too, up to a heading or a list."""
+    """The blocks (items, rows, a code block) of `group`, the list, table or code block a
+    lead-in introduces."""
     blocks: dict[int, list[Unit]] = {}
-    kind = next(u.kind for u in units if u.group == group)
     for u in units:
-        if u.group < group:
-            continue
-        if u.group != group and not (kind == "sentence" and u.kind == "sentence"):
+        if u.group == group:
+            blocks.setdefault(u.block, []).append(u)
+        elif u.group > group:
             break
-        blocks.setdefault(u.block, []).append(u)
     return list(blocks.values())
 
 
@@ -231,16 +232,17 @@ def _budget(lead: Unit, blocks: list[list[Unit]], whole: bool) -> tuple[list[lis
 
 
 def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | None:
-    """The lead-in units[k] with what it introduces, or None when nothing follows it. A
-    short paragraph comes whole ("First, a look at the rules. Keep them in mind:"), its
-    first sentence often being the one that names the subject; `block`: its sentences.
-    Items and rows are shown whole when they all fit, else by their first sentences."""
+    """The lead-in units[k] with the list, table or code block it introduces, or None when
+    none follows it (a paragraph, a heading or the end of the text follows). A short
+    paragraph comes whole ("First, a look at the rules. Keep them in mind:"), its first
+    sentence often being the one that names the subject; `block`: its sentences. Items
+    and rows are shown whole when they all fit, else by their first sentences."""
     lead = units[k]
     if lead.kind == "sentence" and len(block) > 1 and sum(map(_words, block)) <= PARAGRAPH_WORDS:
         lead = Unit(block[0].start, lead.end, lead.kind,
                     one_line(text[block[0].start:lead.end]), lead.block, lead.group)
     rest = [u for u in units[k + 1:] if u.group != lead.group]
-    if not rest or rest[0].kind == "heading":
+    if not rest or rest[0].kind not in _INTRODUCED:
         return None
     kind = rest[0].kind
     blocks = _introduced(rest, rest[0].group)
@@ -254,12 +256,12 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
         end, body = code.start + len(shown), shown
     else:
         kept, _ = _budget(lead, blocks, whole=True)
-        whole = len(kept) == len(blocks) or kind not in ("item", "row")
+        whole = len(kept) == len(blocks)
         if not whole:
             kept, _ = _budget(lead, blocks, whole=False)
         end = kept[-1][-1].end
         lines = [" ".join(u.display for u in (b if whole else b[:1])) for b in kept]
-        body = "\n".join(("- " + line) if kind in ("item", "row") else line for line in lines)
+        body = "\n".join("- " + line for line in lines)
     return Unit(lead.start, end, "leadin", f"{lead.display}\n{body}", lead.block, lead.group,
                 kind)
 
@@ -271,12 +273,17 @@ def candidates(text: str, links: bool = False) -> list[Unit]:
     by_block: dict[int, list[Unit]] = {}
     for u in units:
         by_block.setdefault(u.block, []).append(u)
+    # Lead-ins quoted with what they introduce, by the start of their last sentence. One
+    # that introduces no list, table or code block reads as any other sentence: what it
+    # introduced is not in the text, and the paragraphs after it would only fill the
+    # answer ('in his article "X", published in 1937, he stated:' still says something).
+    leads = {u.start: lead for k, u in enumerate(units)
+             if _is_leadin(u) and by_block[u.block][-1] is u
+             and (lead := _leadin(text, units, k, by_block[u.block])) is not None}
     done: set[int] = set()
-    for k, u in enumerate(units):
-        if _is_leadin(u) and by_block[u.block][-1] is u:
-            lead = _leadin(text, units, k, by_block[u.block])
-            if lead is not None:
-                out.append(lead)
+    for u in units:
+        if u.start in leads:
+            out.append(leads[u.start])
             continue
         if u.kind == "heading":
             continue
@@ -288,14 +295,14 @@ def candidates(text: str, links: bool = False) -> list[Unit]:
         if u.kind == "item" and len(parts) > 1 and sum(map(_words, parts)) <= ITEM_WORDS:
             if u.block not in done:  # the whole item, once
                 done.add(u.block)
-                whole = parts[:-1] if _is_leadin(parts[-1]) else parts
+                whole = parts[:-1] if parts[-1].start in leads else parts
                 if whole:
                     out.append(_merged(text, whole, "item"))
             continue
         if any(ch.isalnum() for ch in u.display):
             out.append(u)
         if (u.kind == "sentence" and u is parts[0] and 2 <= len(parts) <= 4
-                and sum(map(_words, parts)) <= PARAGRAPH_WORDS and not _is_leadin(parts[-1])):
+                and sum(map(_words, parts)) <= PARAGRAPH_WORDS and parts[-1].start not in leads):
             out.append(_merged(text, parts, "paragraph"))
     return out
 
