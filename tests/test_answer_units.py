@@ -157,6 +157,15 @@ def test_numbers_identifiers_and_reasons_by_question_type():
     assert "because" in best.unit.display
 
 
+def test_a_number_written_as_a_word_answers_how_often():
+    text_ = ("The collector removes unused images. It checks how much disk the images use "
+             "and removes unused images, oldest first, when the disk fills. It runs on "
+             "unused images every two minutes.")
+    (best,) = extractive.select("How often does the collector remove unused images?",
+                                [text_], max_units=1)
+    assert "every two minutes" in best.unit.display
+
+
 def test_the_packs_idf_weighs_a_rare_word_over_a_common_one():
     sections = ["Kestrel jobs run on every worker of the pool.",
                 "Cron schedules are read by the beat process."]

@@ -19,10 +19,11 @@ not always cited). Each is scored by
     + SECTION_PRIOR / (rank + 1)   the section's place (extra sections come last)
     + TYPE_BONUS[type] for each type of the question the unit answers: a code span or an
              identifier the question lacks (which / what setting, flag, command, field ...),
-             a number the question lacks (how many, how long, what port ...), a name it
-             lacks (who, where), a reason (why → because, so that ...), a list (what are
-             the rules, which steps ...), a default (if I leave X out, when not set ...),
-             a term the unit introduces in italics or bold (what is X called)
+             a number the question lacks, in digits or words ("every two minutes": how
+             many, how long, how often, what port ...), a name it lacks (who, where), a
+             reason (why → because, so that ...), a list (what are the rules, which
+             steps ...), a default (if I leave X out, when not set ...), a term the unit
+             introduces in italics or bold (what is X called)
 
 and halved for a unit of fewer than SHORT_WORDS words. The best go in best-first order:
 at most MAX_UNITS, at most PER_SECTION from one section, none overlapping another or
@@ -139,6 +140,11 @@ _PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "
 # A term the page introduces in italics or bold ("are called _consuming adapters_").
 _EMPHASIS = re.compile(r"(?<![\w*_])[_*]{1,2}([^_*\s][^_*]{0,60}?)[_*]{1,2}(?![\w*_])")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/%-]*")
+# A number written as a word ("every two minutes", "twice"); "one" is too often a pronoun.
+_NUMBER_WORD = re.compile(
+    r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
+    r"thirty|forty|fifty|sixty|hundred|thousand|million|billion|once|twice|dozen|half)\b",
+    re.I)
 
 
 def question_types(question: str) -> set[str]:
@@ -170,7 +176,7 @@ def _has(kind: str, u: Unit, raw: str, asked: set[str], rules: Rules = RULES) ->
     """Whether unit `u` (`raw`: its Markdown) has what a question of `kind` asks for;
     `asked`: the question's words as written, lower-cased."""
     if kind == "number":
-        return _novel(_NUMBER.findall(u.display), asked)
+        return _novel(_NUMBER.findall(u.display) + _NUMBER_WORD.findall(u.display), asked)
     if kind == "name":
         return u.kind == "code" or _novel(text_rules.identifiers(raw), asked)
     if kind in ("person", "place"):
