@@ -113,6 +113,18 @@ def test_a_lead_in_followed_by_prose_is_a_sentence_not_a_block_of_paragraphs():
     assert "cargo test -- --ignored" in " ".join(p.unit.display for p in picks)
 
 
+def test_html_the_page_keeps_is_shown_as_text_and_an_image_is_no_unit():
+    md = ("A `Vec<T>` grows on the heap. It holds values of type `T`.\n\n"
+          '<img alt="A diagram of a vector. It points at the heap!" src="img/v.svg" />\n\n'
+          '<span class="caption">Figure 8-1: A vector and its heap buffer</span>\n\n'
+          "The value `Option<&T>` is returned by `get`.")
+    shown = [u.display for u in candidates(md)]
+    assert not any("img" in d or "alt=" in d or "src=" in d for d in shown)
+    assert "Figure 8-1: A vector and its heap buffer" in shown
+    assert "The value `Option<&T>` is returned by `get`." in shown
+    assert "A `Vec<T>` grows on the heap." in shown
+
+
 def test_whole_short_items_and_short_paragraphs_are_units():
     md = ("Requests are reserved. Limits cap usage.\n\n"
           "- A pod with no requests is `BestEffort`. It is evicted first.\n"

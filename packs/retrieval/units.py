@@ -27,11 +27,15 @@ its group (a paragraph, a whole list, a table, a code block).
   included, a quote, the section's next chunk): it is an ordinary sentence, and the
   paragraphs after it are no part of it;
 - a code block of fewer than MAX_CODE_LINES lines, every sentence, row and longer item's
-  sentence as `segment` gives them. Headings never.
+  sentence as `segment` gives them. Headings never;
+- HTML the Markdown kept (a caption span, an anchor, an image) is shown as its text, the
+  tags and images left out (`display` only: the unit's span stays the page's text); a
+  block that is only markup is no candidate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -266,6 +270,35 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
                 kind)
 
 
+# HTML a page's Markdown keeps (caption spans, images, anchors, tables written as HTML):
+# a reader sees the text, not the tags, and an image by its picture, not its alt text. Only
+# these tag names, so that `Vec<T>` and "<message>" placeholders stay.
+_IMG = re.compile(r"<img\b[^>]*(>|$)", re.I)  # "$": a sentence end inside its alt text
+_TAG = re.compile(r"</?(a|abbr|b|br|code|dd|del|details|div|dl|dt|em|figcaption|figure|hr|i|"
+                  r"kbd|li|mark|ol|p|pre|s|small|span|strong|sub|summary|sup|table|tbody|td|"
+                  r"th|thead|tr|u|ul)\b(\s[^<>]*)?/?>", re.I)
+
+
+def _untagged(text: str) -> str:
+    """`text` without its HTML tags and images, line by line."""
+    if "<" not in text:
+        return text
+    return "\n".join(" ".join(_TAG.sub(" ", _IMG.sub(" ", line)).split())
+                     for line in text.split("\n"))
+
+
+def _visible(u: Unit) -> Unit | None:
+    """Unit `u` as a reader sees it (HTML tags out; code as it is), or None when only
+    markup is left."""
+    if u.kind == "code" or "<" not in u.display:
+        return u
+    lead, nl, rest = u.display.partition("\n") if u.inner == "code" else (u.display, "", "")
+    shown = _untagged(lead)
+    if not any(ch.isalnum() for ch in shown):
+        return None
+    return dataclasses.replace(u, display=shown + nl + rest)
+
+
 def candidates(text: str, links: bool = False) -> list[Unit]:
     """The units an answer may quote from a section's text (see the module docstring)."""
     units = segment(text, links)
@@ -304,7 +337,10 @@ def candidates(text: str, links: bool = False) -> list[Unit]:
         if (u.kind == "sentence" and u is parts[0] and 2 <= len(parts) <= 4
                 and sum(map(_words, parts)) <= PARAGRAPH_WORDS and parts[-1].start not in leads):
             out.append(_merged(text, parts, "paragraph"))
-    return out
+    # A block that is only markup (an image whose alt text has a sentence end) is none.
+    markup = {b for b, parts in by_block.items() if parts[0].kind != "code"
+              and not any(ch.isalnum() for ch in _untagged(text[parts[0].start:parts[-1].end]))}
+    return [v for u in out if u.block not in markup and (v := _visible(u)) is not None]
 
 
 def first_sentence(text: str) -> str:
