@@ -178,6 +178,35 @@ def test_a_number_written_as_a_word_answers_how_often():
     assert "every two minutes" in best.unit.display
 
 
+POLICIES = """The `concurrencyPolicy` field is optional. It says how to treat concurrent runs of
+a job this schedule creates. The spec may give one of the following concurrency policies:
+
+- `Allow` (default): the schedule allows concurrently running jobs, so a slow run and the
+  next one overlap, each with its own pods and its own record in the history of runs.
+- `Forbid`: the schedule does not allow concurrent runs; if it is time for a new run and the
+  previous run has not finished yet, the schedule skips the new run and counts it as missed.
+- `Replace`: if it is time for a new run and the previous run has not finished yet, the
+  schedule replaces the currently running job with a new one, and the old one is stopped."""
+
+
+def test_a_question_for_several_things_gets_the_names_of_a_long_lists_items():
+    assert "list" in extractive.question_types("Which concurrency policies can a schedule use?")
+    assert "list" not in extractive.question_types("Which flag turns off swap?")
+    first = ("Concurrency policies of a schedule apply only to the jobs the same schedule "
+             "creates. Jobs of different schedules always run concurrently, whatever policies "
+             "each schedule sets, and a schedule can use policies only for its own jobs.")
+    picks = extractive.select("Which concurrency policies can a schedule use?",
+                              [first, POLICIES])
+    shown = "\n".join(p.unit.display for p in picks)
+    lead = next(p.unit for p in picks if p.unit.kind == "leadin")
+    assert lead.display.endswith("policies:\n- `Allow` (default)\n- `Forbid`\n- `Replace`")
+    assert all(name in shown for name in ("`Allow`", "`Forbid`", "`Replace`"))
+    # Asked about one thing, the list is shown whole.
+    (one,) = extractive.select("What does the Forbid concurrency policy do when a run is "
+                               "late?", [POLICIES], max_units=1)
+    assert "skips the new run" in one.unit.display
+
+
 def test_the_packs_idf_weighs_a_rare_word_over_a_common_one():
     sections = ["Kestrel jobs run on every worker of the pool.",
                 "Cron schedules are read by the beat process."]

@@ -22,16 +22,20 @@ not always cited). Each is scored by
              a number the question lacks, in digits or words ("every two minutes": how
              many, how long, how often, what port ...), a name it lacks (who, where), a
              reason (why → because, so that ...), a list (what are the rules, which
-             steps ...), a default (if I leave X out, when not set ...), a term the unit
-             introduces in italics or bold (what is X called)
+             steps, which effects can a taint have ...), a default (if I leave X out,
+             when not set ...), a term the unit introduces in italics or bold (what is X
+             called)
 
-and halved for a unit of fewer than SHORT_WORDS words. The best go in best-first order:
-at most MAX_UNITS, at most PER_SECTION from one section, none overlapping another or
-repeating its text (chunks overlap), none scoring under FLOOR x the best, none longer than
-LONG_WORDS under LONG_FLOOR x the best, within MAX_WORDS words in all (the first is always
-kept). Weights were set on the dev splits of XQuAD and the two documentation answer sets
-(benchmarks/xquad_answers.py, benchmarks/doc_answers.py) with the text rules of
-packs/text.py at TUNED_ON; BENCHMARKS.md has the test splits.
+and halved for a unit of fewer than SHORT_WORDS words. A question for a list is answered
+by the names of its items: there a lead-in whose list runs over LONG_WORDS words is scored
+and shown as its `brief` (each item's head, packs/retrieval/units.py). The best go in
+best-first order: at most MAX_UNITS, at most PER_SECTION from one section, none
+overlapping another or repeating its text (chunks overlap), none scoring under FLOOR x the
+best, none longer than LONG_WORDS under LONG_FLOOR x the best, within MAX_WORDS words in
+all (the first is always kept). Weights were set on the dev splits of XQuAD and the two
+documentation answer sets (benchmarks/xquad_answers.py, benchmarks/doc_answers.py) with the
+text rules of packs/text.py at TUNED_ON, the third pass's rules on every row of the two
+documentation sets and XQuAD dev; BENCHMARKS.md has the test splits.
 """
 
 from __future__ import annotations
@@ -147,10 +151,18 @@ _NUMBER_WORD = re.compile(
     re.I)
 
 
+# "Which effects can a taint have?": several things of one kind, asked by a plural noun.
+_PLURAL_ASK = re.compile(r"\b(which|what) ([\w-]+ ){0,2}[\w-]*[^\Wsiu]s (are|can|could|do|"
+                         r"does|may|might|must|should|will)\b", re.I)
+
+
 def question_types(question: str) -> set[str]:
     """What the question asks for: "number", "name", "person", "place", "why", "list",
     "default" (none, one or more)."""
-    return {name for name, pattern in _TYPES.items() if pattern.search(question)}
+    kinds = {name for name, pattern in _TYPES.items() if pattern.search(question)}
+    if _PLURAL_ASK.search(question):
+        kinds.add("list")
+    return kinds
 
 
 def _novel(found: list[str], asked: set[str]) -> bool:
@@ -226,6 +238,10 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     units = [(i, u) for i, t in enumerate(texts) for u in candidates(t, rules.link_definitions)]
     if not units:
         return []
+    kinds = question_types(question)
+    if "list" in kinds:  # the names of the list's items, not a long list that crowds out others
+        units = [(i, u.brief if u.brief and len(u.display.split()) > LONG_WORDS else u)
+                 for i, u in units]
     unit_terms = [text_rules.terms(u.display) for _, u in units]
     weights = _weights(question, unit_terms, pack_idf)
     total = sum(weights.values()) or 1.0
@@ -234,7 +250,6 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     # passage writes as code.
     idents = [x.lower() for x in text_rules.identifiers(question)]
     idents += [f"`{m}`" for m in _SYMBOL.findall(question) if m not in _PUNCTUATION]
-    kinds = question_types(question)
     asked = {w.strip(".,;:?!\"'()").lower() for w in question.split()}
     heads = [_bm25(Counter(text_rules.terms(h)), 1, 1.0, weights) / total
              for h in (headings or [""] * len(texts))]

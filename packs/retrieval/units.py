@@ -22,10 +22,12 @@ its group (a paragraph, a whole list, a table, a code block).
 - a sentence or item that ends with ":" is a lead-in: it is only ever quoted together with
   the list, table or code block it introduces (`leadin`: the lead-in, with the rest of its
   paragraph when that is short, and what follows, cut after the item, row or line that
-  reaches LEADIN_WORDS words). A lead-in followed by a paragraph or a heading, or that
-  ends the text, introduced something the text lacks (a listing a template directive
-  included, a quote, the section's next chunk): it is an ordinary sentence, and the
-  paragraphs after it are no part of it;
+  reaches LEADIN_WORDS words; its `brief` is the lead-in with each item's or row's head,
+  what it names before ": " or its first ITEM_HEAD words, for a question that asks for the
+  list). A lead-in followed by a paragraph or a heading, or that ends the text, introduced
+  something the text lacks (a listing a template directive included, a quote, the
+  section's next chunk): it is an ordinary sentence, and the paragraphs after it are no
+  part of it;
 - a code block of fewer than MAX_CODE_LINES lines, every sentence, row and longer item's
   sentence as `segment` gives them. Headings never;
 - HTML the Markdown kept (a caption span, an anchor, an image) is shown as its text, the
@@ -45,6 +47,7 @@ from packs.markdown import heading, list_marker, opening_fence
 ITEM_WORDS = 60
 PARAGRAPH_WORDS = 60
 LEADIN_WORDS = 90
+ITEM_HEAD = 10  # words of an item shown in a lead-in's `brief`
 MAX_CODE_LINES = 5  # longer code blocks are never chosen whole (only after a lead-in)
 
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
@@ -66,6 +69,8 @@ class Unit:
     block: int = 0  # the paragraph, item, code block or row it belongs to
     group: int = 0  # the paragraph, list, table or code block it belongs to
     inner: str = ""  # a lead-in: the kind of what it introduces (item, row, code, sentence)
+    # A lead-in with a list or table: the same with each item's or row's head only.
+    brief: Unit | None = None
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -235,6 +240,35 @@ def _budget(lead: Unit, blocks: list[list[Unit]], whole: bool) -> tuple[list[lis
     return kept, words
 
 
+# An item's head: what it names before ": " or " - " ("`Forbid`: The CronJob does not
+# ..."), else its first ITEM_HEAD words; a row's: its first cell.
+_HEAD_END = re.compile(r"^(.{1,80}?)\s*(:\s|\s[-–—]\s)")
+
+
+def _head(item: str, kind: str = "item") -> str:
+    if kind == "row":
+        return item.split("; ")[0]
+    m = _HEAD_END.match(item)
+    if m:
+        return m.group(1)
+    w = item.split()
+    return item if len(w) <= ITEM_HEAD else " ".join(w[:ITEM_HEAD]) + " …"
+
+
+def _brief(lead: Unit, blocks: list[list[Unit]], kind: str) -> Unit:
+    """Lead-in `lead` with the heads of the items or rows `blocks`, as many as reach
+    LEADIN_WORDS."""
+    heads, words = [], _words(lead)
+    for b in blocks:
+        if heads and words >= LEADIN_WORDS:
+            break
+        heads.append((_head(" ".join(u.display for u in b), kind), b[-1].end))
+        words += len(heads[-1][0].split())
+    return Unit(lead.start, heads[-1][1], "leadin",
+                "\n".join([lead.display, *("- " + h for h, _ in heads)]), lead.block,
+                lead.group, kind)
+
+
 def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | None:
     """The lead-in units[k] with the list, table or code block it introduces, or None when
     none follows it (a paragraph, a heading or the end of the text follows). A short
@@ -266,6 +300,8 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
         end = kept[-1][-1].end
         lines = [" ".join(u.display for u in (b if whole else b[:1])) for b in kept]
         body = "\n".join("- " + line for line in lines)
+        return Unit(lead.start, end, "leadin", f"{lead.display}\n{body}", lead.block,
+                    lead.group, kind, _brief(lead, blocks, kind))
     return Unit(lead.start, end, "leadin", f"{lead.display}\n{body}", lead.block, lead.group,
                 kind)
 
