@@ -207,6 +207,30 @@ def test_a_question_for_several_things_gets_the_names_of_a_long_lists_items():
     assert "skips the new run" in one.unit.display
 
 
+FIELDS = """HTTP checks have additional fields that can be set on `httpGet`:
+
+- `host`: Host name to connect to, defaults to the pod IP. You probably want to set "Host"
+  in the headers instead.
+- `scheme`: Scheme to use for connecting to the host (HTTP or HTTPS). Defaults to "HTTP".
+- `path`: Path to access on the HTTP server. Defaults to "/".
+- `httpHeaders`: Custom headers to set in the request. HTTP allows repeated headers.
+- `port`: Name or number of the port to access on the container. Number must be in the
+  range 1 to 65535."""
+
+
+def test_a_long_list_shows_the_items_the_question_asks_about_and_heads_of_the_rest():
+    (pick,) = extractive.select("What URL path does an httpGet check request when no path "
+                                "is given?", [FIELDS], max_units=1)
+    shown = pick.unit.display.split("\n")
+    assert pick.unit.kind == "leadin"
+    assert shown == ["HTTP checks have additional fields that can be set on `httpGet`:",
+                     "- `host`", "- `scheme`",
+                     '- `path`: Path to access on the HTTP server. Defaults to "/".',
+                     "- `httpHeaders`: Custom headers to set in the request. HTTP allows "
+                     "repeated headers.", "- `port`"]
+    assert FIELDS[pick.unit.start:pick.unit.end].endswith("range 1 to 65535.")  # its quote
+
+
 def test_the_packs_idf_weighs_a_rare_word_over_a_common_one():
     sections = ["Kestrel jobs run on every worker of the pool.",
                 "Cron schedules are read by the beat process."]

@@ -26,9 +26,10 @@ not always cited). Each is scored by
              when not set ...), a term the unit introduces in italics or bold (what is X
              called)
 
-and halved for a unit of fewer than SHORT_WORDS words. A question for a list is answered
-by the names of its items: there a lead-in whose list runs over LONG_WORDS words is scored
-and shown as its `brief` (each item's head, packs/retrieval/units.py). The best go in
+and halved for a unit of fewer than SHORT_WORDS words. A lead-in whose list or table runs
+over LONG_WORDS words is scored and shown as its `brief` (packs/retrieval/units.py): for a
+question that asks for a list with the head of each item (their names), else with the
+items that have a term of the question whole and the others by their heads. The best go in
 best-first order: at most MAX_UNITS, at most PER_SECTION from one section, none
 overlapping another or repeating its text (chunks overlap), none scoring under FLOOR x the
 best, none longer than LONG_WORDS under LONG_FLOOR x the best, within MAX_WORDS words in
@@ -239,9 +240,8 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     if not units:
         return []
     kinds = question_types(question)
-    if "list" in kinds:  # the names of the list's items, not a long list that crowds out others
-        units = [(i, u.brief if u.brief and len(u.display.split()) > LONG_WORDS else u)
-                 for i, u in units]
+    asked_terms = set(text_rules.terms(question))
+    units = [(i, _shortened(u, "list" in kinds, asked_terms)) for i, u in units]
     unit_terms = [text_rules.terms(u.display) for _, u in units]
     weights = _weights(question, unit_terms, pack_idf)
     total = sum(weights.values()) or 1.0
@@ -270,6 +270,20 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     scored.sort(key=lambda p: (-p.score, p.section, p.unit.start))
     return _pick(scored, max_units or rules.max_units, per_section or PER_SECTION,
                  max_words or MAX_WORDS)
+
+
+def _shortened(u: Unit, listing: bool, asked: set[str]) -> Unit:
+    """Unit `u`, or when it is a lead-in whose list or table runs over LONG_WORDS words
+    (it would crowd out the other passages) its brief: with each item's head for a
+    question that asks for the list (`listing`), else with the items that have a term of
+    the question (`asked`) whole and the others by their heads."""
+    if u.brief is None or len(u.display.split()) <= LONG_WORDS:
+        return u
+    if listing:
+        return u.brief
+    lead = u.brief.display.split("\n")[0]
+    lines = [text if asked & set(text_rules.terms(text)) else head for text, head in u.brief.items]
+    return dataclasses.replace(u.brief, display="\n".join([lead, *("- " + x for x in lines)]))
 
 
 def _composite(units: list[tuple[int, Unit]], matched: list[float], k: int) -> float:

@@ -69,8 +69,10 @@ class Unit:
     block: int = 0  # the paragraph, item, code block or row it belongs to
     group: int = 0  # the paragraph, list, table or code block it belongs to
     inner: str = ""  # a lead-in: the kind of what it introduces (item, row, code, sentence)
-    # A lead-in with a list or table: the same with each item's or row's head only.
+    # A lead-in with a list or table: the same with each item's or row's head only, and
+    # (on that brief) each item's or row's (text, head).
     brief: Unit | None = None
+    items: tuple[tuple[str, str], ...] = ()
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -257,16 +259,17 @@ def _head(item: str, kind: str = "item") -> str:
 
 def _brief(lead: Unit, blocks: list[list[Unit]], kind: str) -> Unit:
     """Lead-in `lead` with the heads of the items or rows `blocks`, as many as reach
-    LEADIN_WORDS."""
+    LEADIN_WORDS (`items`: their texts and heads)."""
     heads, words = [], _words(lead)
     for b in blocks:
         if heads and words >= LEADIN_WORDS:
             break
-        heads.append((_head(" ".join(u.display for u in b), kind), b[-1].end))
+        full = " ".join(u.display for u in b)
+        heads.append((_head(full, kind), b[-1].end, full))
         words += len(heads[-1][0].split())
     return Unit(lead.start, heads[-1][1], "leadin",
-                "\n".join([lead.display, *("- " + h for h, _ in heads)]), lead.block,
-                lead.group, kind)
+                "\n".join([lead.display, *("- " + h for h, _, _ in heads)]), lead.block,
+                lead.group, kind, None, tuple((f, h) for h, _, f in heads))
 
 
 def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | None:
