@@ -82,10 +82,47 @@ def test_a_lead_in_is_only_a_candidate_with_what_it_introduces():
         "- Each value in Rust has an owner.\n- There can only be one owner at a time.\n"
         "- When the owner goes out of scope, the value will be dropped.")
     assert leadins[1].display.endswith(":\ncargo check")
-    # A lead-in is never a unit on its own, nor is one with nothing after it.
-    assert not any(d.endswith(":") for _, d in shown)
+    # A lead-in is never a unit on its own; one with nothing after it (what it introduced
+    # is not in the text) is an ordinary sentence.
+    assert [d for _, d in shown if d.endswith(":")] == ["Nothing follows this lead-in:"]
+    assert ("sentence", "Nothing follows this lead-in:") in shown
     for u in units:  # every unit is a span of the text: its own citation quote
         assert RULES[u.start:u.end].split()[0].strip("`-") in u.display
+
+
+# A lead-in whose listing a template directive included (removed at split time): prose
+# follows it, then the sentence that answers.
+LISTING_GONE = """To skip the slow tests, mark them with the `ignore` attribute, as shown here:
+
+After the attribute, we add the line to each test we want to exclude. Now when we run
+our tests, the slow ones do not run and the output lists them as ignored. The next
+paragraph explains more of the output than anyone needs to read in one answer.
+
+To run only the ignored tests, use `cargo test -- --ignored`."""
+
+
+def test_a_lead_in_followed_by_prose_is_a_sentence_not_a_block_of_paragraphs():
+    units = candidates(LISTING_GONE)
+    assert not [u for u in units if u.kind == "leadin"]
+    first = units[0]
+    assert (first.kind, first.display) == (
+        "sentence", "To skip the slow tests, mark them with the `ignore` attribute, as shown here:")
+    # The answer is no longer crowded out by the lead-in glued to the paragraphs after it.
+    picks = extractive.select("How do I run only the ignored tests?", [LISTING_GONE],
+                              max_words=40)
+    assert "cargo test -- --ignored" in " ".join(p.unit.display for p in picks)
+
+
+def test_html_the_page_keeps_is_shown_as_text_and_an_image_is_no_unit():
+    md = ("A `Vec<T>` grows on the heap. It holds values of type `T`.\n\n"
+          '<img alt="A diagram of a vector. It points at the heap!" src="img/v.svg" />\n\n'
+          '<span class="caption">Figure 8-1: A vector and its heap buffer</span>\n\n'
+          "The value `Option<&T>` is returned by `get`.")
+    shown = [u.display for u in candidates(md)]
+    assert not any("img" in d or "alt=" in d or "src=" in d for d in shown)
+    assert "Figure 8-1: A vector and its heap buffer" in shown
+    assert "The value `Option<&T>` is returned by `get`." in shown
+    assert "A `Vec<T>` grows on the heap." in shown
 
 
 def test_whole_short_items_and_short_paragraphs_are_units():
@@ -130,6 +167,68 @@ def test_numbers_identifiers_and_reasons_by_question_type():
            "point at deleted pages. The cache holds pages.")
     (best,) = extractive.select("Why is the cache cleared?", [why], max_units=1)
     assert "because" in best.unit.display
+
+
+def test_a_number_written_as_a_word_answers_how_often():
+    text_ = ("The collector removes unused images. It checks how much disk the images use "
+             "and removes unused images, oldest first, when the disk fills. It runs on "
+             "unused images every two minutes.")
+    (best,) = extractive.select("How often does the collector remove unused images?",
+                                [text_], max_units=1)
+    assert "every two minutes" in best.unit.display
+
+
+POLICIES = """The `concurrencyPolicy` field is optional. It says how to treat concurrent runs of
+a job this schedule creates. The spec may give one of the following concurrency policies:
+
+- `Allow` (default): the schedule allows concurrently running jobs, so a slow run and the
+  next one overlap, each with its own pods and its own record in the history of runs.
+- `Forbid`: the schedule does not allow concurrent runs; if it is time for a new run and the
+  previous run has not finished yet, the schedule skips the new run and counts it as missed.
+- `Replace`: if it is time for a new run and the previous run has not finished yet, the
+  schedule replaces the currently running job with a new one, and the old one is stopped."""
+
+
+def test_a_question_for_several_things_gets_the_names_of_a_long_lists_items():
+    assert "list" in extractive.question_types("Which concurrency policies can a schedule use?")
+    assert "list" not in extractive.question_types("Which flag turns off swap?")
+    first = ("Concurrency policies of a schedule apply only to the jobs the same schedule "
+             "creates. Jobs of different schedules always run concurrently, whatever policies "
+             "each schedule sets, and a schedule can use policies only for its own jobs.")
+    picks = extractive.select("Which concurrency policies can a schedule use?",
+                              [first, POLICIES])
+    shown = "\n".join(p.unit.display for p in picks)
+    lead = next(p.unit for p in picks if p.unit.kind == "leadin")
+    assert lead.display.endswith("policies:\n- `Allow` (default)\n- `Forbid`\n- `Replace`")
+    assert all(name in shown for name in ("`Allow`", "`Forbid`", "`Replace`"))
+    # Asked about one thing, the list is shown whole.
+    (one,) = extractive.select("What does the Forbid concurrency policy do when a run is "
+                               "late?", [POLICIES], max_units=1)
+    assert "skips the new run" in one.unit.display
+
+
+FIELDS = """HTTP checks have additional fields that can be set on `httpGet`:
+
+- `host`: Host name to connect to, defaults to the pod IP. You probably want to set "Host"
+  in the headers instead.
+- `scheme`: Scheme to use for connecting to the host (HTTP or HTTPS). Defaults to "HTTP".
+- `path`: Path to access on the HTTP server. Defaults to "/".
+- `httpHeaders`: Custom headers to set in the request. HTTP allows repeated headers.
+- `port`: Name or number of the port to access on the container. Number must be in the
+  range 1 to 65535."""
+
+
+def test_a_long_list_shows_the_items_the_question_asks_about_and_heads_of_the_rest():
+    (pick,) = extractive.select("What URL path does an httpGet check request when no path "
+                                "is given?", [FIELDS], max_units=1)
+    shown = pick.unit.display.split("\n")
+    assert pick.unit.kind == "leadin"
+    assert shown == ["HTTP checks have additional fields that can be set on `httpGet`:",
+                     "- `host`", "- `scheme`",
+                     '- `path`: Path to access on the HTTP server. Defaults to "/".',
+                     "- `httpHeaders`: Custom headers to set in the request. HTTP allows "
+                     "repeated headers.", "- `port`"]
+    assert FIELDS[pick.unit.start:pick.unit.end].endswith("range 1 to 65535.")  # its quote
 
 
 def test_the_packs_idf_weighs_a_rare_word_over_a_common_one():

@@ -19,18 +19,24 @@ not always cited). Each is scored by
     + SECTION_PRIOR / (rank + 1)   the section's place (extra sections come last)
     + TYPE_BONUS[type] for each type of the question the unit answers: a code span or an
              identifier the question lacks (which / what setting, flag, command, field ...),
-             a number the question lacks (how many, how long, what port ...), a name it
-             lacks (who, where), a reason (why → because, so that ...), a list (what are
-             the rules, which steps ...), a default (if I leave X out, when not set ...),
-             a term the unit introduces in italics or bold (what is X called)
+             a number the question lacks, in digits or words ("every two minutes": how
+             many, how long, how often, what port ...), a name it lacks (who, where), a
+             reason (why → because, so that ...), a list (what are the rules, which
+             steps, which effects can a taint have ...), a default (if I leave X out,
+             when not set ...), a term the unit introduces in italics or bold (what is X
+             called)
 
-and halved for a unit of fewer than SHORT_WORDS words. The best go in best-first order:
-at most MAX_UNITS, at most PER_SECTION from one section, none overlapping another or
-repeating its text (chunks overlap), none scoring under FLOOR x the best, none longer than
-LONG_WORDS under LONG_FLOOR x the best, within MAX_WORDS words in all (the first is always
-kept). Weights were set on the dev splits of XQuAD and the two documentation answer sets
-(benchmarks/xquad_answers.py, benchmarks/doc_answers.py) with the text rules of
-packs/text.py at TUNED_ON; BENCHMARKS.md has the test splits.
+and halved for a unit of fewer than SHORT_WORDS words. A lead-in whose list or table runs
+over LONG_WORDS words is scored and shown as its `brief` (packs/retrieval/units.py): for a
+question that asks for a list with the head of each item (their names), else with the
+items that have a term of the question whole and the others by their heads. The best go in
+best-first order: at most MAX_UNITS, at most PER_SECTION from one section, none
+overlapping another or repeating its text (chunks overlap), none scoring under FLOOR x the
+best, none longer than LONG_WORDS under LONG_FLOOR x the best, within MAX_WORDS words in
+all (the first is always kept). Weights were set on the dev splits of XQuAD and the two
+documentation answer sets (benchmarks/xquad_answers.py, benchmarks/doc_answers.py) with the
+text rules of packs/text.py at TUNED_ON, the third pass's rules on every row of the two
+documentation sets and XQuAD dev; BENCHMARKS.md has the test splits.
 """
 
 from __future__ import annotations
@@ -139,12 +145,25 @@ _PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "
 # A term the page introduces in italics or bold ("are called _consuming adapters_").
 _EMPHASIS = re.compile(r"(?<![\w*_])[_*]{1,2}([^_*\s][^_*]{0,60}?)[_*]{1,2}(?![\w*_])")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/%-]*")
+# A number written as a word ("every two minutes", "twice"); "one" is too often a pronoun.
+_NUMBER_WORD = re.compile(
+    r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
+    r"thirty|forty|fifty|sixty|hundred|thousand|million|billion|once|twice|dozen|half)\b",
+    re.I)
+
+
+# "Which effects can a taint have?": several things of one kind, asked by a plural noun.
+_PLURAL_ASK = re.compile(r"\b(which|what) ([\w-]+ ){0,2}[\w-]*[^\Wsiu]s (are|can|could|do|"
+                         r"does|may|might|must|should|will)\b", re.I)
 
 
 def question_types(question: str) -> set[str]:
     """What the question asks for: "number", "name", "person", "place", "why", "list",
     "default" (none, one or more)."""
-    return {name for name, pattern in _TYPES.items() if pattern.search(question)}
+    kinds = {name for name, pattern in _TYPES.items() if pattern.search(question)}
+    if _PLURAL_ASK.search(question):
+        kinds.add("list")
+    return kinds
 
 
 def _novel(found: list[str], asked: set[str]) -> bool:
@@ -170,7 +189,7 @@ def _has(kind: str, u: Unit, raw: str, asked: set[str], rules: Rules = RULES) ->
     """Whether unit `u` (`raw`: its Markdown) has what a question of `kind` asks for;
     `asked`: the question's words as written, lower-cased."""
     if kind == "number":
-        return _novel(_NUMBER.findall(u.display), asked)
+        return _novel(_NUMBER.findall(u.display) + _NUMBER_WORD.findall(u.display), asked)
     if kind == "name":
         return u.kind == "code" or _novel(text_rules.identifiers(raw), asked)
     if kind in ("person", "place"):
@@ -220,6 +239,9 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     units = [(i, u) for i, t in enumerate(texts) for u in candidates(t, rules.link_definitions)]
     if not units:
         return []
+    kinds = question_types(question)
+    asked_terms = set(text_rules.terms(question))
+    units = [(i, _shortened(u, "list" in kinds, asked_terms)) for i, u in units]
     unit_terms = [text_rules.terms(u.display) for _, u in units]
     weights = _weights(question, unit_terms, pack_idf)
     total = sum(weights.values()) or 1.0
@@ -228,7 +250,6 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     # passage writes as code.
     idents = [x.lower() for x in text_rules.identifiers(question)]
     idents += [f"`{m}`" for m in _SYMBOL.findall(question) if m not in _PUNCTUATION]
-    kinds = question_types(question)
     asked = {w.strip(".,;:?!\"'()").lower() for w in question.split()}
     heads = [_bm25(Counter(text_rules.terms(h)), 1, 1.0, weights) / total
              for h in (headings or [""] * len(texts))]
@@ -249,6 +270,20 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     scored.sort(key=lambda p: (-p.score, p.section, p.unit.start))
     return _pick(scored, max_units or rules.max_units, per_section or PER_SECTION,
                  max_words or MAX_WORDS)
+
+
+def _shortened(u: Unit, listing: bool, asked: set[str]) -> Unit:
+    """Unit `u`, or when it is a lead-in whose list or table runs over LONG_WORDS words
+    (it would crowd out the other passages) its brief: with each item's head for a
+    question that asks for the list (`listing`), else with the items that have a term of
+    the question (`asked`) whole and the others by their heads."""
+    if u.brief is None or len(u.display.split()) <= LONG_WORDS:
+        return u
+    if listing:
+        return u.brief
+    lead = u.brief.display.split("\n")[0]
+    lines = [text if asked & set(text_rules.terms(text)) else head for text, head in u.brief.items]
+    return dataclasses.replace(u.brief, display="\n".join([lead, *("- " + x for x in lines)]))
 
 
 def _composite(units: list[tuple[int, Unit]], matched: list[float], k: int) -> float:
