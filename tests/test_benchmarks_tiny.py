@@ -136,9 +136,12 @@ def test_the_answer_sets_are_well_formed():
             for page in r["gold"]:
                 assert split.setdefault(page, r["split"]) == r["split"], (name, page)
         # Dev may be larger than test (issue 34b added Rust book dev questions so that one
-        # question moves tuning by less); test keeps at least a third and 35 questions.
+        # question moves tuning by less; the third pass retired the first test split into
+        # dev and wrote a fresh one); test keeps at least a quarter and 35 questions.
         dev = sum(r["split"] == "dev" for r in qs)
-        assert 0.4 <= dev / len(qs) <= 0.67 and len(qs) - dev >= 35, name
+        assert 0.4 <= dev / len(qs) <= 0.75 and len(qs) - dev >= 35, name
+        # A retired test question is never test again.
+        assert not any(r.get("retired_test") and r["split"] == "test" for r in qs), name
 
 
 def test_gate_fit_separates_and_the_cut_keeps_in_domain_questions():
