@@ -12,9 +12,8 @@ counts, every group must be there), split dev / test by page. The first test spl
 (reported by issue 34's first two runs) was retired into dev (`retired_test`); the test
 rows (ids from 201) were written afterwards from the pages alone by someone who never ran
 the product on them, and a new row on a page that has dev questions went to dev. The
-packs are the ones
-benchmarks/corpora.py builds (reused when cached). Each question is searched once with the
-default pipeline and the gate off; the gate's calibrated verdict, computed on the same
+packs are the ones benchmarks/corpora.py builds (reused when cached). Each question is
+searched once with the default pipeline and the gate off; the gate's calibrated verdict, computed on the same
 search, decides the `gate on` column. Answers compared and scoring: benchmarks/answer_eval.py.
 Also printed: whether every gold string occurs in its gold page's sections in the pack (a
 question the pack cannot answer is a bad question), the containment per question kind, and
