@@ -1,7 +1,7 @@
 """What every `kpack` command shares: exit codes, the one-line error edge, JSON output.
 
 Exit codes: 0 success, 1 the work failed, 2 bad input, 3 `build --strict` published a
-pack with failed sources or a partial one. Which exceptions count as bad input is each
+pack with failed sources or a partial one, 130 a build stopped by Ctrl-C (flows/cli/build.py). Which exceptions count as bad input is each
 command group's call (`fail(exc, bad_input)`); KPACK_DEBUG=1 re-raises instead.
 """
 
