@@ -201,6 +201,34 @@ def test_small_pack_weight_is_the_smallest_that_keeps_dev_in_domain_questions():
     assert gate_small_packs.gated_share(rows, 0.75)[("rust-book", "test", "in")] == (1, 1)
 
 
+def test_small_pack_prose_study_lifts_only_prose_rows_of_dev():
+    from packs.retrieval import gate
+
+    params = gate.params_for(gate.MINILM)
+    z_cut = math.log(params["cut"] / (1 - params["cut"])) - params["bias"]
+    lift = math.log(gate.SMALL_PACK / 200)  # a 200-section pack
+
+    def row(corpus, split, group, sections=200):
+        # just under the cut by half the lift: a prose weight of 0.5 or more lifts it over
+        signals = {"similarity": (z_cut - lift / 2 + 1e-6) / params["weights"]["similarity"]}
+        return {"corpus": corpus, "split": split, "group": group, "pack": "15/15/1",
+                "sections": sections, "signals": signals}
+
+    rows = [row("scifact", "dev", "in"), row("scifact", "dev", "absent", sections=400),
+            row("kubernetes", "dev", "in"), row("kubernetes", "dev", "absent"),
+            row("scifact", "test", "in"), row("scifact", "test", "absent")]
+    got = gate_small_packs.gated_share(rows, 0.0, prose=0.5)
+    assert got[("scifact", "dev", "in")] == (0, 1)  # lifted over the cut
+    assert got[("scifact", "dev", "absent")] == (1, 1)  # 400 sections: a smaller lift
+    assert got[("kubernetes", "dev", "in")] == (1, 1)  # technical: no prose lift
+    # below 300 sections only: the 400-section pack gets none, the 200-section one less
+    assert gate_small_packs.gated_share(rows, 0.0, 0.5, 300)[("scifact", "dev", "in")] == (1, 1)
+    assert gate_small_packs.gated_share(rows, 0.0, 0.0)[("scifact", "dev", "in")] == (1, 1)
+    text = "\n".join(gate_small_packs.prose_lines(rows))
+    assert "| 0.5 " in text and "scifact 0/1 = 0.0% / 100.0%" in text
+    assert "kubernetes" not in text.split("\n\n", 1)[1]  # the prose packs' dev rows only
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")

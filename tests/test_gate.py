@@ -139,6 +139,24 @@ def test_small_counts_only_in_a_small_technical_pack():
     assert gate.params_for(gate.MINILM)["weights"]["small"] > 0
 
 
+def test_the_shipped_small_weight_is_the_one_chosen_on_the_current_gates_signals():
+    """`small`'s weight is chosen by benchmarks/gate_small_packs.py on the signals of the
+    gate shipped: the weight in gate.CALIBRATED is the one its results file records as
+    chosen on dev, and its provenance names the gate version it was chosen on (a refit
+    that changes the signals must choose it again)."""
+    import re
+    from pathlib import Path
+
+    results = (Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+               / "gate_small_packs.md").read_text(encoding="utf-8")
+    chosen = re.search(r"weight of `small` chosen on dev: ([0-9.]+)", results)
+    assert chosen, "benchmarks/results/gate_small_packs.md records no chosen weight"
+    params = gate.params_for(gate.MINILM)
+    assert params["weights"]["small"] == pytest.approx(float(chosen.group(1)))
+    provenance = params["calibration"].split("small:", 1)[1]
+    assert "gate_small_packs.py" in provenance and gate.GATE_VERSION in provenance
+
+
 def test_technical_signals_count_only_in_a_pack_with_code():
     q = "Can HAProxy or Nomad restart a Pod with its Kubelet and Restart policy?"
     prose = gate.signals(q, [0.6], TOP, VOCAB, 0.42)

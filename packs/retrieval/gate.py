@@ -93,12 +93,12 @@ CALIBRATED: dict[str, dict[str, object]] = {
              "weights": {"similarity": 11.278, "margin": 4.065, "coverage": 1.442,
                          "section_coverage": 1.806, "unknown": -2.014, "specific": 0.089,
                          "pairs": 1.6, "pack_pairs": 1.856, "names": -2.136,
-                         "doc_specific": -1.944, "doc_rare_names": -2.048, "small": 1.0},
+                         "doc_specific": -1.944, "doc_rare_names": -2.048, "small": 0.75},
              "bias": -2.573, "cut": 0.46,
              "calibration": "dev questions of the Kubernetes docs, the Rust book, SciFact "
                             "and XQuAD, text-v1 words (benchmarks/gate_calibration.py, "
                             "2026-11-27); small: dev questions of 8 small packs cut from the "
-                            "first two (benchmarks/gate_small_packs.py, 2026-11-26, gate-v7)"},
+                            "first two (benchmarks/gate_small_packs.py, 2026-11-27, gate-v8)"},
 }
 
 
