@@ -96,32 +96,40 @@ def test_builds_run_in_the_warm_process_with_their_output_and_exit_codes(
     assert "none of the 2 URLs could be fetched" in failed.stderr
 
 
+def _interrupted_build(source: Path, out: Path, env: dict) -> tuple[int, str, float]:
+    """Run `kpack build` with its fetch held for 120 s (KPACK_FAULTS), press Ctrl-C once it
+    holds the pack's lock, again every 3 s until it exits; (exit code, stderr, seconds
+    from the first Ctrl-C to the exit)."""
+    caller = subprocess.Popen(
+        [sys.executable, "-m", "packs.cli", "build", str(source), "--out", str(out)],
+        cwd=REPO, env={**env, "KPACK_FAULTS": "fetch@1:sleep=120"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not (out / source.name / lock.LOCK_FILE).exists():
+            assert caller.poll() is None and time.monotonic() < deadline, \
+                caller.communicate()[1][-3000:]
+            time.sleep(0.2)
+        started = time.monotonic()
+        # what a terminal sends on Ctrl-C; Prefect lets the first one pass while the
+        # flow waits on its tasks, as a user presses it again
+        while caller.poll() is None and time.monotonic() - started < 90:
+            caller.send_signal(signal.SIGINT)
+            time.sleep(3)
+        _, err = caller.communicate(timeout=30)
+    finally:
+        if caller.poll() is None:
+            caller.kill()
+    return caller.returncode, err, time.monotonic() - started
+
+
 def test_ctrl_c_reaches_the_build_in_the_warm_process(warm_host, tmp_path) -> None:
     with serve_site(tmp_path / "site") as base:
         source = write_source(tmp_path / "tea", base)
         out = tmp_path / "out"
-        caller = subprocess.Popen(
-            [sys.executable, "-m", "packs.cli", "build", str(source), "--out", str(out)],
-            cwd=REPO, env={**warm_host, "KPACK_FAULTS": "fetch@1:sleep=120"},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 180
-            while not (out / "tea" / lock.LOCK_FILE).exists():
-                assert caller.poll() is None and time.monotonic() < deadline, \
-                    caller.communicate()[1][-3000:]
-                time.sleep(0.2)
-            started = time.monotonic()
-            # what a terminal sends on Ctrl-C; Prefect lets the first one pass while the
-            # flow waits on its tasks, as a user presses it again
-            while caller.poll() is None and time.monotonic() - started < 90:
-                caller.send_signal(signal.SIGINT)
-                time.sleep(3)
-            _, err = caller.communicate(timeout=30)
-        finally:
-            if caller.poll() is None:
-                caller.kill()
-    assert caller.returncode == 130 and MARK in err and "interrupted" in err
-    assert time.monotonic() - started < 60  # not the 120 s sleep the fault injected
+        code, err, seconds = _interrupted_build(source, out, warm_host)
+    assert code == 130 and MARK in err and "interrupted" in err
+    assert seconds < 60  # not the 120 s sleep the fault injected
     assert not (out / "tea" / fmt.CURRENT_FILE).exists()
 
 
@@ -136,27 +144,10 @@ def test_ctrl_c_stops_a_build_run_in_process_and_leaves_the_pack_buildable(
     with serve_site(tmp_path / "site") as base:
         source = write_source(tmp_path / "tea", base)
         out = tmp_path / "out"
-        caller = subprocess.Popen(
-            [sys.executable, "-m", "packs.cli", "build", str(source), "--out", str(out)],
-            cwd=REPO, env={**env, "KPACK_FAULTS": "fetch@1:sleep=120"},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 240
-            while not (out / "tea" / lock.LOCK_FILE).exists():
-                assert caller.poll() is None and time.monotonic() < deadline, \
-                    caller.communicate()[1][-3000:]
-                time.sleep(0.2)
-            started = time.monotonic()
-            while caller.poll() is None and time.monotonic() - started < 90:
-                caller.send_signal(signal.SIGINT)  # again, as a user would press it
-                time.sleep(3)
-            _, err = caller.communicate(timeout=30)
-        finally:
-            if caller.poll() is None:
-                caller.kill()
-        assert caller.returncode == 130 and "interrupted" in err, err[-3000:]
+        code, err, seconds = _interrupted_build(source, out, env)
+        assert code == 130 and "interrupted" in err, err[-3000:]
         assert MARK not in err  # it did run in process
-        assert time.monotonic() - started < 60  # not the 120 s sleep the fault injected
+        assert seconds < 60  # not the 120 s sleep the fault injected
         assert not (out / "tea" / fmt.CURRENT_FILE).exists()
         assert not (out / "tea" / lock.LOCK_FILE).exists()  # the lock is given back
         again = _build(source, out, env)
