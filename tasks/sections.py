@@ -147,13 +147,18 @@ def _split_big_block(text: str, max_words: int, is_code: bool) -> list[tuple[str
         return _line_runs(text, max_words)
     pieces: list[tuple[str, str]] = []
     for sentence, sep in _wrapped_sentences(text):
-        words = sentence.split()
-        if len(words) <= max_words:
+        if _word_count(sentence) <= max_words:
             pieces.append((sentence, sep))
             continue
-        for i in range(0, len(words), max_words):
-            pieces.append((" ".join(words[i : i + max_words]), sep if i == 0 else " "))
+        cut = _word_runs(sentence, max_words)
+        pieces += [(cut[0], sep)] + [(run, " ") for run in cut[1:]]
     return pieces
+
+
+def _word_runs(text: str, max_words: int) -> list[str]:
+    """`text` cut into runs of max_words words (whitespace joined as one space)."""
+    words = text.split()
+    return [" ".join(words[i : i + max_words]) for i in range(0, len(words), max_words)]
 
 
 def _wrapped_sentences(text: str) -> list[tuple[str, str]]:
@@ -187,9 +192,7 @@ def _line_runs(text: str, max_words: int) -> list[tuple[str, str]]:
             pieces.append(("\n".join(current), "\n"))
             current, count = [], 0
         if n > max_words:
-            words = line.split()
-            pieces += [(" ".join(words[i : i + max_words]), "\n")
-                       for i in range(0, len(words), max_words)]
+            pieces += [(run, "\n") for run in _word_runs(line, max_words)]
             continue
         current.append(line)
         count += n

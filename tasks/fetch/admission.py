@@ -125,14 +125,16 @@ class UrlGuard:
         5xx, unreachable or refused; the last three are logged); read from the build's
         robots cache when another fetch of the build stored it, stored there otherwise."""
         shared = self.config.robots_cache
-        if shared:
-            found, text = robots_cache.get(shared, origin)
-            if found:
-                return None if text is None else _parsed(f"{origin}/robots.txt", text)
-        text = await self._fetch_robots(origin)
-        if shared:
-            robots_cache.put(shared, origin, text)
-        return None if text is None else _parsed(f"{origin}/robots.txt", text)
+        found, text = robots_cache.get(shared, origin) if shared else (False, None)
+        if not found:
+            text = await self._fetch_robots(origin)
+            if shared:
+                robots_cache.put(shared, origin, text)
+        if text is None:
+            return None
+        parser = urllib.robotparser.RobotFileParser(f"{origin}/robots.txt")
+        parser.parse(text.splitlines())
+        return parser
 
     async def _fetch_robots(self, origin: str) -> str | None:
         """The text of `origin`'s robots.txt, or None meaning "allow all"."""
@@ -161,9 +163,3 @@ class UrlGuard:
         if not 200 <= hop.status < 300:
             return None
         return hop.body.decode("utf-8", errors="replace")
-
-
-def _parsed(url: str, text: str) -> urllib.robotparser.RobotFileParser:
-    parser = urllib.robotparser.RobotFileParser(url)
-    parser.parse(text.splitlines())
-    return parser
