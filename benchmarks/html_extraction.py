@@ -99,7 +99,8 @@ def _project(**overrides: object) -> Extractor:
             return trafilatura.extract(*args, **{**kwargs, **overrides})
 
         proxy = SimpleNamespace(extract=extract, extract_metadata=trafilatura.extract_metadata)
-        with mock.patch.object(fetch_parse, "trafilatura", proxy):
+        # html_to_markdown imports trafilatura when it runs: the proxy stands in for it.
+        with mock.patch.dict(sys.modules, {"trafilatura": proxy}):
             markdown = fetch_parse.html_to_markdown(raw, url)[1]
         if not calls:
             raise RuntimeError("html_to_markdown no longer calls trafilatura.extract: update the benchmark")
