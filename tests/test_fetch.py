@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from packs.retrieval import extractive
+from packs.retrieval.units import candidates
 from packs.retry import RetryPolicy, backoff_s, is_retryable, retry_after_s
 from tasks.fetch.markdown_source import split_front_matter, strip_shortcodes
 from tasks.fetch.pages import (
@@ -445,6 +447,48 @@ def test_code_with_line_numbers_becomes_one_fence(table: str) -> None:
     _, text, _ = html_to_markdown(html, "https://a.example/")
     assert "```\nlet a = 1;\nlet b = 2;\n```" in text
     assert "1 2" not in text and "| `x` | `y` |" in text  # a table of two code cells stays
+
+
+SPHINX_OPTIONS = (
+    '<html><body><div role="main"><section><h1>Command line</h1>'
+    "<p>The options of the spam tool, each with what it changes and its default.</p>"
+    '<dl class="std option"><dt class="sig sig-object std" id="cmdoption-timeout">'
+    '<span class="sig-name descname"><span class="pre">--timeout</span></span>'
+    '<span class="sig-prename descclassname"> <span class="pre">SECONDS</span></span>'
+    '<a class="headerlink" href="#cmdoption-timeout">¶</a></dt>'
+    "<dd><p>How long to wait for a reply. The default is 30 seconds.</p>"
+    "<p>Set it to 0 to wait forever.</p></dd></dl>"
+    '<dl class="glossary simple"><dt>term one</dt><dd>first meaning, with <code>x</code></dd>'
+    "<dt>term two</dt><dt>term 2</dt><dd><p>second meaning</p></dd><dd>and a third</dd></dl>"
+    "<p>That is every option the tool has in this release of it.</p></section></div></body></html>"
+)
+
+
+def test_definition_lists_keep_each_term_with_its_definition() -> None:
+    # trafilatura alone writes "- --timeout SECONDS" and "- How long to wait..." as two
+    # bullets: a passage quoting the definition cannot say what it defines.
+    _, text, _ = html_to_markdown(SPHINX_OPTIONS, "https://a.example/cmd.html")
+    assert "- `--timeout SECONDS`: How long to wait for a reply. The default is 30 seconds." in text
+    assert "Set it to 0 to wait forever." in text and "¶" not in text
+    assert "- **term one**: first meaning, with `x`" in text
+    assert "- **term two, term 2**: second meaning" in text and "and a third" in text
+    units = [u.display for u in candidates(text)]
+    assert any(u.startswith("`--timeout SECONDS`: How long to wait") for u in units)
+    # So the offline answer names the option it quotes.
+    best = extractive.select("Which option sets how long to wait for a reply?", [text])[0]
+    assert "--timeout" in best.unit.display
+
+
+def test_an_empty_anchor_does_not_bracket_its_paragraph() -> None:
+    # An index-term anchor (<a id=...></a>, no text, no href) made trafilatura write the
+    # rest of the paragraph as "[The four golden signals ...]".
+    html = ('<html><body><article><h1>Signals</h1><p><a data-type="indexterm" id="i1"></a>'
+            "The four golden signals of monitoring are latency, traffic, errors, and "
+            "saturation, and they come first.</p><p>Measure them all the time, "
+            'as the <a href="/book">book</a> says.</p></article></body></html>')
+    _, text, _ = html_to_markdown(html, "https://a.example/")
+    assert "\nThe four golden signals of monitoring are latency" in "\n" + text
+    assert "[The four" not in text and "[book](https://a.example/book)" in text
 
 
 def test_parse_document_never_crashes_on_garbage() -> None:

@@ -198,6 +198,8 @@ def html_to_markdown(html: str | bytes, url: str) -> tuple[str | None, str, list
     base = _base_href(tree, url)
     _unwrap_numbered_code(tree)
     _wrap_bare_pre(tree)
+    _join_definitions(tree)
+    _drop_empty_anchors(tree)
     meta = trafilatura.extract_metadata(copy.deepcopy(tree), default_url=url)
     extracted = trafilatura.extract(
         tree,
@@ -247,6 +249,106 @@ def _wrap_bare_pre(tree: lxml.html.HtmlElement) -> None:
         for child in list(pre):
             if child is not code:
                 code.append(child)  # moves the child (and its tail) into <code>
+
+
+def _drop_empty_anchors(tree: lxml.html.HtmlElement) -> None:
+    # An anchor with neither text nor href (an index-term or jump target: <a id="x"></a>)
+    # makes trafilatura bracket the rest of its paragraph: "[The four golden signals ...]".
+    for a in list(tree.iter("a")):
+        if a.get("href") is None and len(a) == 0 and not (a.text or "").strip():
+            a.drop_tree()  # its tail stays
+
+
+# A term that is code: a Sphinx signature ("sig" classes, "pre" spans) or a <code> term.
+_CODE_TERM = re.compile(r"\b(sig|pre|option|property|descname)\b")
+
+
+def _join_definitions(tree: lxml.html.HtmlElement) -> None:
+    # trafilatura writes a definition list's terms and definitions as separate bullets, so
+    # "- --timeout" and "- How long to wait..." come apart and an answer quoting the
+    # definition cannot say what it defines (Sphinx documents every option, function and
+    # glossary term this way). Each term and its definitions become one list item:
+    # "- `--timeout SECONDS`: How long to wait...". Inner lists first.
+    for dl in reversed(list(tree.iter("dl"))):
+        parent = dl.getparent()
+        if parent is None:
+            continue
+        entries = [c for c in dl if isinstance(c.tag, str)]
+        entries = [g for c in entries
+                   for g in ([x for x in c if isinstance(x.tag, str)] if c.tag == "div" else [c])]
+        if not any(e.tag == "dd" for e in entries):
+            continue
+        ul = etree.Element("ul")
+        terms: list[lxml.html.HtmlElement] = []
+        item = None
+        for e in entries:
+            if e.tag == "dt":
+                if item is not None:
+                    terms, item = [], None
+                terms.append(e)
+            elif e.tag == "dd":
+                if item is None:
+                    item = etree.SubElement(ul, "li")
+                    _start_item(item, terms, e)
+                else:
+                    _append_definition(item, e)
+        if terms and item is None:  # terms the list never defines: kept, as an item
+            etree.SubElement(ul, "li").text = ", ".join(filter(None, map(_term_text, terms)))
+        ul.tail = dl.tail
+        parent.replace(dl, ul)
+
+
+def _term_text(dt: lxml.html.HtmlElement) -> str:
+    for a in dt.xpath(".//a"):
+        if a.text_content().strip().lower() in _PERMALINK_TEXT and a.getparent() is not None:
+            a.drop_tree()  # a permalink ("¶")
+    return " ".join(dt.text_content().split()).rstrip(":").strip()
+
+
+def _is_code_term(dt: lxml.html.HtmlElement) -> bool:
+    classes = " ".join(e.get("class", "") for e in dt.iter() if isinstance(e.tag, str))
+    return (_CODE_TERM.search(classes) is not None or dt.find(".//code") is not None
+            or dt.find(".//tt") is not None)
+
+
+_BLOCKS = frozenset({"p", "div", "ul", "ol", "pre", "table", "dl", "blockquote", "section",
+                     "h1", "h2", "h3", "h4", "h5", "h6", "figure"})
+
+
+def _start_item(item: lxml.html.HtmlElement, terms: list, dd: lxml.html.HtmlElement) -> None:
+    """Item `item` opens with the `terms`, then ": " and definition `dd`'s content."""
+    names = [t for t in (_term_text(dt) for dt in terms) if t]
+    children = list(dd)
+    if children and children[0].tag == "p" and not (dd.text or "").strip():
+        lead = children[0]
+        text, rest = lead.text, children
+    else:  # inline content first: it goes into a paragraph of its own
+        lead = etree.SubElement(item, "p")
+        text = dd.text
+        rest = []
+        for c in children:
+            if rest or (isinstance(c.tag, str) and c.tag in _BLOCKS):
+                rest.append(c)
+            else:
+                lead.append(c)
+    if names:
+        head = etree.Element("code" if any(map(_is_code_term, terms)) else "strong")
+        head.text = ", ".join(names)
+        head.tail = ": " + (text or "").lstrip()
+        lead.text = None
+        lead.insert(0, head)
+    else:
+        lead.text = text
+    for c in rest:
+        item.append(c)
+
+
+def _append_definition(item: lxml.html.HtmlElement, dd: lxml.html.HtmlElement) -> None:
+    """A further definition of the same term: its content after the first's."""
+    if (dd.text or "").strip():
+        etree.SubElement(item, "p").text = dd.text
+    for c in list(dd):
+        item.append(c)
 
 
 def _fallback_title(tree: lxml.html.HtmlElement) -> str | None:

@@ -33,7 +33,9 @@ from tasks.stages.common import (
 )
 
 NAME = "fetch"
-VERSION = "fetch-v2"  # v2: Markdown loses empty anchors (<a id="old"></a>) before its first heading
+# v2: Markdown loses empty anchors (<a id="old"></a>) before its first heading; v3: an HTML
+# definition list keeps each term with its definition, and loses its empty anchors
+VERSION = "fetch-v3"
 SCOPE = "shard"
 INPUTS: tuple[str, ...] = ()
 RETRIES = 1
