@@ -48,11 +48,15 @@ os.environ.setdefault("KPACK_SERVER_IDLE_S", "0")
 configure_prefect_env()
 
 
+MARKDOWN = "text/markdown; charset=utf-8"
+
+
 @dataclass(frozen=True)
 class Page:
     path: str  # "/doc/123"
     title: str
-    markdown: str
+    markdown: str  # the body served (HTML when `content_type` says so)
+    content_type: str = MARKDOWN
 
 
 def markdown_page(title: str, sections: Sequence[tuple[str | None, str]]) -> str:
@@ -95,15 +99,15 @@ def machine_line() -> str:
 
 @contextmanager
 def serve_pages(pages: Sequence[Page], port: int = 0) -> Iterator[str]:
-    """Serve the pages as text/markdown on 127.0.0.1 (on `port` when it is free, else a
-    free one); yields the base URL."""
-    body = {p.path: p.markdown.encode("utf-8") for p in pages}
+    """Serve the pages on 127.0.0.1, each with its content type (on `port` when it is
+    free, else a free one); yields the base URL."""
+    body = {p.path: (p.markdown.encode("utf-8"), p.content_type) for p in pages}
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            data = body.get(self.path.split("?", 1)[0])
+            data, kind = body.get(self.path.split("?", 1)[0], (None, MARKDOWN))
             self.send_response(200 if data is not None else 404)
-            self.send_header("Content-Type", "text/markdown; charset=utf-8")
+            self.send_header("Content-Type", kind)
             data = data if data is not None else b"not found"
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -158,6 +162,8 @@ def fingerprint(pages: Sequence[Page], model: str, settings: str = "") -> str:
                        f"{settings}".encode())
     for p in pages:
         h.update(f"\0{p.path}\0{p.title}\0{p.markdown}".encode())
+        if p.content_type != MARKDOWN:
+            h.update(f"\0{p.content_type}".encode())
     return h.hexdigest()
 
 

@@ -8,6 +8,11 @@ latency benchmarks.
     scifact     5,183 abstracts (benchmarks/scifact.py), claims: dev = qrels/train.tsv,
                 test = qrels/test.tsv
     xquad       48 Wikipedia articles (benchmarks/xquad.py), dev = articles 0-23
+    cargo-book  the Cargo book as HTML, as rustup installs it with the Rust docs
+                ($(rustc --print sysroot)/share/doc/rust/html/cargo, or $KPACK_CARGO_DOCS):
+                101 pages (print.html, toc.html and 404.html left out), served as text/html,
+                so the build takes the product's HTML path. Only an answer set
+                (benchmarks/data/cargo_answers.jsonl, benchmarks/doc_answers.py).
 
 Every corpus is served over loopback and built with the real flow and the offline extractor
 (`common.build_cached`, reused while the pages, model and splitter are unchanged). The
@@ -20,6 +25,8 @@ come from benchmarks/data/ood_questions.jsonl (unrelated ones are asked of every
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +40,8 @@ DOCS = {  # corpus → (folder under the data root, questions file, page filter)
     "rust-book": ("rust-book", "rust_questions.jsonl", ("src/",)),
 }
 OOD_FILE = DATA_DIR / "ood_questions.jsonl"
+HTML_DOCS = ("cargo-book",)  # answer sets only: no retrieval questions
+_NOT_PAGES = frozenset({"print.html", "toc.html", "404.html"})  # the whole book, its contents
 
 
 @dataclass
@@ -46,8 +55,25 @@ class Corpus:
     unrelated: dict[str, list] = field(default_factory=dict)  # split → [evaluation.Question]
 
 
+def cargo_docs() -> Path | None:
+    """The Cargo book's HTML folder: $KPACK_CARGO_DOCS, else the one rustup installed with
+    the Rust docs (the rust-docs component); None when there is none."""
+    if env := os.environ.get("KPACK_CARGO_DOCS"):
+        root = Path(env)
+    else:
+        try:
+            sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True,
+                                     text=True, timeout=30, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+        root = Path(sysroot) / "share" / "doc" / "rust" / "html" / "cargo"
+    return root if (root / "index.html").is_file() else None
+
+
 def available(data: Path, name: str) -> bool:
-    """Whether the data of corpus `name` is under `data`."""
+    """Whether the data of corpus `name` is under `data` (the Cargo book: installed)."""
+    if name == "cargo-book":
+        return cargo_docs() is not None
     if name in DOCS:
         return (data / DOCS[name][0] / "MANIFEST.jsonl").is_file()
     if name == "scifact":
@@ -66,6 +92,14 @@ def doc_pages(data: Path, name: str) -> list[common.Page]:
             text = (root / row["path"]).read_text(encoding="utf-8")
             pages.append(common.Page("/" + row["path"], row.get("title") or "", text))
     return pages
+
+
+def html_pages(root: Path) -> list[common.Page]:
+    """The HTML pages under `root` (but _NOT_PAGES), served at /<path relative to it>."""
+    return [common.Page("/" + p.relative_to(root).as_posix(), "",
+                        p.read_text(encoding="utf-8", errors="replace"),
+                        "text/html; charset=utf-8")
+            for p in sorted(root.rglob("*.html")) if p.name not in _NOT_PAGES]
 
 
 def _question(row: dict, gold: list[str]):
@@ -92,6 +126,14 @@ def unrelated_questions(name: str) -> dict[str, list]:
 
 def load(data: Path, name: str, work: Path) -> Corpus:
     """Build (or reuse) the pack of `name` and load its questions."""
+    if name in HTML_DOCS:
+        root = cargo_docs()
+        if root is None:
+            raise FileNotFoundError("no Cargo book found: install the rust-docs component "
+                                    "or set KPACK_CARGO_DOCS to its html/cargo folder")
+        built = common.build_cached(name, html_pages(root), work,
+                                    description="The Cargo book, HTML (benchmark)")
+        return Corpus(name, built, {"dev": [], "test": []}, {"dev": [], "test": []})
     if name in DOCS:
         built = common.build_cached(name, doc_pages(data, name), work,
                                     description=f"{name} documentation (benchmark)")

@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import answer_eval, common, corpora  # noqa: E402
 
-FILES = {"kubernetes": "k8s_answers.jsonl", "rust-book": "rust_answers.jsonl"}
+FILES = {"kubernetes": "k8s_answers.jsonl", "rust-book": "rust_answers.jsonl",
+         "cargo-book": "cargo_answers.jsonl"}
 COLS = ("gate on", "gate off", "words")
 RESULTS = ROOT / "benchmarks" / "results" / "doc_answers.md"
 

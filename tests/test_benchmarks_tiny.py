@@ -419,6 +419,49 @@ def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
     assert report.read_text().startswith("# Documentation answer sets")
 
 
+CARGO_BUILD_HTML = """<html><head><title>cargo build</title></head><body>
+<nav class="sidebar"><ol><li><a href="index.html">Introduction</a></li></ol></nav>
+<main><h1>cargo-build(1)</h1><h2 id="name">NAME</h2><p>cargo-build --- Compile the current
+package and all of its dependencies into artifacts you can run.</p>
+<h2 id="options">OPTIONS</h2><dl>
+<dt class="option-term" id="option-r"><a class="option-anchor" href="#option-r"><code>-r</code></a></dt>
+<dt class="option-term" id="option-release"><a class="option-anchor" href="#option-release"><code>--release</code></a></dt>
+<dd class="option-desc">Build optimized artifacts with the <code>release</code> profile.</dd>
+<dt class="option-term" id="option-jobs"><a class="option-anchor" href="#option-jobs"><code>--jobs</code> <em>N</em></a></dt>
+<dd class="option-desc">Number of parallel jobs to run. Defaults to the number of logical CPUs.</dd>
+</dl></main></body></html>"""
+
+
+def test_tiny_html_doc_answers_benchmark(tmp_path, prefect_harness, capsys, monkeypatch):
+    # The Cargo book corpus is HTML: served as text/html, built through the product's HTML
+    # path, where a definition list's option and its description stay one passage.
+    root = tmp_path / "cargo"
+    (root / "commands").mkdir(parents=True)
+    (root / "index.html").write_text("<html><body><main><h1>The Cargo Book</h1><p>Cargo is "
+                                     "the Rust package manager, and this is its book.</p>"
+                                     "</main></body></html>")
+    (root / "commands" / "cargo-build.html").write_text(CARGO_BUILD_HTML)
+    (root / "print.html").write_text("<html><body><p>the whole book again</p></body></html>")
+    monkeypatch.setenv("KPACK_CARGO_DOCS", str(root))
+    questions = tmp_path / "answers.jsonl"
+    rows = [("Which cargo build flag builds optimized artifacts?", "setting",
+             "commands/cargo-build.html", [["`--release`", "--release"]], "dev"),
+            ("How many parallel jobs does cargo build run by default?", "number",
+             "commands/cargo-build.html", [["logical CPUs"]], "test")]
+    questions.write_text("".join(json.dumps({
+        "id": f"q{i}", "question": q, "kind": k, "gold": [g], "answers": a, "split": sp})
+        + "\n" for i, (q, k, g, a, sp) in enumerate(rows)))
+    assert doc_answers.main(["--work", str(tmp_path / "work"), "--corpus", "cargo-book",
+                             "--questions", str(questions)]) == 0
+    out = capsys.readouterr().out
+    assert "cargo-book: 2 questions" in out and "missing from their gold pages in the pack: none" in out
+    product = next(line for line in out.splitlines()
+                   if line.startswith("| product: extractive answer"))
+    assert product.split("|")[3].strip().startswith("1.000")  # gate off: both contained
+    built = json.loads((tmp_path / "work" / "cargo-book" / "state.json").read_text())
+    assert built["counts"]["articles"] == 2  # print.html (the whole book again) left out
+
+
 def test_tiny_extract_calls_benchmark(tmp_path, prefect_harness, capsys, monkeypatch):
     data = tmp_path / "kubernetes-docs"
     for path, text in K8S_PAGES.items():
