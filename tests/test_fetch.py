@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -477,6 +478,42 @@ def test_definition_lists_keep_each_term_with_its_definition() -> None:
     # So the offline answer names the option it quotes.
     best = extractive.select("Which option sets how long to wait for a reply?", [text])[0]
     assert "--timeout" in best.unit.display
+
+
+def test_an_mdbook_page_is_titled_by_its_own_heading() -> None:
+    # mdBook puts a hidden help box ("Keyboard shortcuts", an h2) and the book's name (an
+    # h1 in the menu bar) before the content; trafilatura titled every page by the first.
+    html = ('<html><head><title>Configuration - The Cargo Book</title></head><body>'
+            '<div id="mdbook-help-container"><div id="mdbook-help-popup"><h2 class="'
+            'mdbook-help-title">Keyboard shortcuts</h2><p>Press S to search.</p></div></div>'
+            '<div class="menu-bar"><h1 class="menu-title">The Cargo Book</h1></div>'
+            '<main><h1 id="configuration"><a class="header" href="#configuration">'
+            "Configuration</a></h1><p>This document explains how the configuration system "
+            'works, and which keys there are.</p><h3 id="alias"><a class="header" href="#alias">'
+            "<code>[alias]</code></a></h3><p>The alias table defines command aliases, one "
+            "per key, with the command each runs.</p></main></body></html>")
+    title, text, _ = html_to_markdown(html, "https://a.example/reference/config.html")
+    assert title == "Configuration"
+    assert "### `[alias]`" in text and "(#alias)" not in text
+    # A content heading the <title> does not name ("cargo-build(1)"): the <title>.
+    page = html.replace("Configuration - The", "cargo build - The")
+    assert html_to_markdown(page, "https://a.example/c.html")[0] == "cargo build - The Cargo Book"
+
+
+def test_html_pages_are_parsed_one_at_a_time() -> None:
+    # lxml and trafilatura on several fetch threads at once corrupted the heap now and then
+    # (glibc aborted the build; benchmarks/html_parse_threads.py): parsing takes a lock.
+    from tasks.fetch import parse
+
+    done = threading.Event()
+    html = "<html><body><article><p>One page of text, long enough to be kept.</p></article></body></html>"
+    with parse._HTML_LOCK:
+        worker = threading.Thread(target=lambda: (html_to_markdown(html, "https://a.example/"),
+                                                  done.set()))
+        worker.start()
+        assert not done.wait(0.5)  # waits for the lock
+    assert done.wait(30)
+    worker.join()
 
 
 def test_an_empty_anchor_does_not_bracket_its_paragraph() -> None:
