@@ -10,7 +10,7 @@ import pytest
 from packs import text
 from packs.result import RankedSection
 from packs.retrieval import extractive, scores
-from packs.retrieval.units import candidates
+from packs.retrieval.units import Unit, candidates
 from tasks.clean import clean_markdown
 from tasks.extract.offline import extract_offline
 from tasks.sections import split_markdown
@@ -376,3 +376,19 @@ def test_what_is_it_called_gets_the_sentence_that_introduces_the_term():
 def test_the_first_versions_rules_still_quote_link_definitions():
     md = "Text here.\n\n[traits]: ch10-02-traits.html\n"
     assert len(candidates(md)) == 1 and len(candidates(md, links=True)) == 2
+
+
+def test_a_best_passage_over_the_word_budget_gives_way_to_a_close_one_that_fits():
+    # A lead-in with its list can run past MAX_WORDS on its own and fill the answer;
+    # when a passage that fits scores within LONG_FLOOR of it, that one is shown instead.
+    long = Unit(0, 10, "leadin", " ".join(["word"] * (extractive.MAX_WORDS + 10)))
+    fits = Unit(20, 30, "sentence", "The root of the index holds `config.json` for Cargo.")
+    other = Unit(40, 50, "sentence", "Each package has a file of its own in the index.")
+
+    def picked(close: float) -> list[Unit]:
+        scored = [extractive.Pick(0, long, 1.0), extractive.Pick(0, fits, close),
+                  extractive.Pick(0, other, 0.6)]
+        return [p.unit for p in extractive._pick(scored, 5, 4, extractive.MAX_WORDS)]
+
+    assert picked(extractive.LONG_FLOOR + 0.05) == [fits, other]
+    assert picked(extractive.LONG_FLOOR - 0.1) == [long]  # nothing close: the best, whole
