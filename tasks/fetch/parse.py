@@ -226,12 +226,14 @@ def _html_to_markdown(html: str, url: str) -> tuple[str | None, str, list[str]]:
 
 
 _H1 = re.compile(r"#[ \t]+(.+?)[ \t#]*")
+_SITE_SUFFIX = re.compile(r"(.+?)\s+[-|—–·]\s+[^-|—–·]{1,40}")
 
 
 def _title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str | None:
     """The page's title: the `#` heading its main content opens with, when the <title>
     names it ("Configuration" in "Configuration - The Cargo Book"); else trafilatura's
-    `guess` when a <meta> tag gives it (og:title and the like); else the <title>. Without
+    `guess` when a <meta> tag gives it (og:title and the like); else the <title>, less
+    what follows its last " - ", " | " or " — " (mostly the site's name). Without
     a <meta> tag the guess is the first heading anywhere in the page: mdBook's hidden help
     box ("Keyboard shortcuts") opens every page of every book."""
     heads = tree.xpath("//head/title") or tree.xpath("//title")  # not an <svg>'s <title>
@@ -244,7 +246,8 @@ def _title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str
         meta = {" ".join((c or "").split()) for c in tree.xpath("//meta/@content")}
         if " ".join(guess.split()) in meta or not names:
             return guess
-    return names or _fallback_title(tree)
+    site = _SITE_SUFFIX.fullmatch(names)  # "cargo build - The Cargo Book": the page's part
+    return (site.group(1) if site else names) or _fallback_title(tree)
 
 
 def _base_href(tree: lxml.html.HtmlElement, url: str) -> str:
