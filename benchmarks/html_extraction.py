@@ -377,11 +377,37 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     articles = run_articles(bench, args.limit) if bench.is_dir() else None
     docs = run_docs(docs_dir) if docs_dir.is_dir() else None
+    titles = run_titles(docs_dir) if docs_dir.is_dir() else None
     if args.json:
-        print(json.dumps({"machine": _machine(), "articles": articles, "docs": docs}, indent=2))
+        print(json.dumps({"machine": _machine(), "articles": articles, "docs": docs,
+                          "titles": titles}, indent=2))
     else:
         print_report(articles, docs)
+        if titles:
+            print(f"\ntitles: {titles['same']} of {titles['pages']} readability-test-pages "
+                  "come out with the title of their expected-metadata.json (case and spaces "
+                  "folded)")
     return 0
+
+
+def run_titles(folder: Path) -> dict[str, int]:
+    """How many pages of `folder` (readability-test-pages) html_to_markdown titles as their
+    expected-metadata.json does."""
+    def fold(text: str | None) -> str:
+        return " ".join((text or "").split()).casefold()
+
+    same = pages = 0
+    for page in sorted(folder.iterdir()):
+        meta, source = page / "expected-metadata.json", page / "source.html"
+        if not (meta.is_file() and source.is_file()):
+            continue
+        expected = json.loads(meta.read_text(encoding="utf-8")).get("title")
+        if not expected:
+            continue
+        pages += 1
+        title = fetch_parse.html_to_markdown(source.read_bytes(), "https://example.org/")[0]
+        same += fold(title) == fold(expected)
+    return {"pages": pages, "same": same}
 
 
 if __name__ == "__main__":
