@@ -1,17 +1,19 @@
 """Documentation answer sets: does the offline answer contain the values the docs give?
 
     python benchmarks/doc_answers.py [--data ../shared/data] [--work out/bench]
-        [--corpus kubernetes --corpus rust-book] [--split dev|test|both] [--out FILE]
-        [--questions FILE (with one --corpus: another answer set in the same format)]
+        [--corpus kubernetes --corpus rust-book --corpus cargo-book] [--split dev|test|both]
+        [--out FILE] [--questions FILE (with one --corpus: another answer set, same format)]
 
-Questions: benchmarks/data/k8s_answers.jsonl (Kubernetes docs, prose subset) and
-benchmarks/data/rust_answers.jsonl (the Rust book), written for issue 34 by reading the
+Questions: benchmarks/data/k8s_answers.jsonl (Kubernetes docs, prose subset),
+benchmarks/data/rust_answers.jsonl (the Rust book) and, only when asked for with
+`--corpus cargo-book`, benchmarks/data/cargo_answers.jsonl (the Cargo book as HTML, from
+the Rust toolchain's docs: benchmarks/corpora.py), written for issue 34 by reading the
 pages: each has its gold page(s) and `answers`, groups of short strings the answer must
 contain (a flag, a setting, a number, a name, a list's items; any alternative of a group
-counts, every group must be there), split dev / test by page. The first test split
-(reported by issue 34's first two runs) was retired into dev (`retired_test`); the test
-rows (ids from 201) were written afterwards from the pages alone by someone who never ran
-the product on them, and a new row on a page that has dev questions went to dev. The
+counts, every group must be there), split dev / test by page. Each reported test split
+was retired afterwards (`retired_test`: into dev, or `spent` where a fresh split shares its
+pages) and a fresh one written from the pages alone by someone who never ran the product
+on them: ids 201+ (round 2), then 301+ (`test_round` 3), the current test split. The
 packs are the ones benchmarks/corpora.py builds (reused when cached). Each question is
 searched once with the default pipeline and the gate off; the gate's calibrated verdict, computed on the same
 search, decides the `gate on` column. Answers compared and scoring: benchmarks/answer_eval.py.
@@ -110,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
         printed.append(line)
 
-    names = [n for n in args.corpus or list(FILES) if corpora.available(args.data, n)]
+    # The Cargo book comes from the Rust toolchain, not from --data: only when asked for.
+    default = [n for n in FILES if n not in corpora.HTML_DOCS]
+    names = [n for n in args.corpus or default if corpora.available(args.data, n)]
     if not names:
         print(f"skipped: no documentation corpus under {args.data} (pass --data DIR holding "
               "kubernetes-docs/ or rust-book/)")
