@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,17 +49,23 @@ def stage_key(*parts: object) -> str:
     return fmt.short_hash(*(json.dumps(p, sort_keys=True, default=str) for p in parts))
 
 
+def _tmp(path: Path) -> Path:
+    """A temp file beside `path`, its own to this process and thread: fetch shards run on
+    threads of one process and may write the same file (an origin's robots.txt) at once."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
 def write_parquet(df: pl.DataFrame, path: Path) -> None:
     """Write via a temp file and rename, so a killed run never leaves a torn intermediate
     that the next run would mistake for finished work."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _tmp(path)
     df.write_parquet(tmp)
     os.replace(tmp, path)
 
 
 def write_text(path: Path, text: str) -> None:
     """Atomic small-file write (markers, pointers, state), same reason as write_parquet."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _tmp(path)
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 

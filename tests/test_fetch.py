@@ -826,3 +826,32 @@ def test_front_matter_only_markdown_keeps_description_or_title() -> None:
     assert (title, text) == ("Configuration", "Resources for configuring Pods.")
     assert markdown_document("---\ntitle: Best practices\n---\n", "http://h/b.md")[:2] == (
         "Best practices", "Best practices")
+
+
+def test_threads_writing_the_same_file_at_once_all_succeed(tmp_path) -> None:
+    # Fetch shards run on threads of one process and each keeps its origin's robots.txt:
+    # with a temp name per process only, one thread's rename found the other's temp file
+    # gone ("could not keep robots.txt ... No such file or directory").
+    import threading
+
+    from tasks.workdir import write_text
+
+    target, errors = tmp_path / "robots.json", []
+    start = threading.Barrier(8)
+
+    def write(k: int) -> None:
+        start.wait()
+        for j in range(200):
+            try:
+                write_text(target, f"{k} {j}")
+            except OSError as e:
+                errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert target.read_text().split()[1] == "199"
+    assert not list(tmp_path.glob(".*.tmp"))
