@@ -16,7 +16,8 @@ Rules (the pure core, `split_markdown`):
 - A section longer than `max_words` is cut into chunks at paragraph boundaries, and a
   paragraph longer than that at sentence ends, never at a hard line wrap inside a sentence
   (a code block: at line ends); each chunk starts with the last blocks (or sentences) of
-  the previous one, up to `overlap_words` words.
+  the previous one, up to `overlap_words` words. A lead-in (a short paragraph ending in
+  ":") never ends a chunk: it opens the next one, with what it introduces.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from packs.markdown import heading, iter_lines_with_fences
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 
-SPLITTER_VERSION = "split-v6"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v7"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
+# v7: a lead-in ("... such as:") opens the chunk of what it introduces, never ends one
 HEADING_SEP = " > "
 
 # The splitter's own size rules, not packs/text.py's: words are whitespace runs and an
@@ -45,6 +47,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _ITEM_LINE = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|\||>)")
 # The end of a line that ends its sentence: . ! ? or :, then closing quotes or marks.
 _CLOSED = re.compile(r"[.!?:][\"'”’)\]*_`]*$")
+# The end of a lead-in: prose that introduces the list, table or code block after it.
+_LEADIN = re.compile(r":[\"'”’)\]*_`]*\s*$")
 
 
 @dataclass(frozen=True)
@@ -203,40 +207,46 @@ def _line_runs(text: str, max_words: int) -> list[tuple[str, str]]:
 
 def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     """Pack blocks (and the pieces of over-long blocks) into chunks of ≤ max_words, each
-    starting with the previous chunk's trailing units up to overlap_words words."""
+    starting with the previous chunk's trailing units up to overlap_words words. A lead-in
+    (prose ending with ":") never ends a chunk: it opens the next one, with the list, table
+    or code block it introduces (that chunk may then run over max_words by the lead-in's
+    words, at most max_words // 3)."""
     if max_words <= 0:
         raise ValueError("max_words must be positive")
     if _word_count(body) <= max_words:
         return [body]
-    units: list[tuple[str, str]] = []  # (text, separator before it)
+    units: list[tuple[str, str, bool]] = []  # (text, separator before it, is a lead-in)
     for block, is_code in _blocks(body):
         if _word_count(block) > max_words:
             pieces = _split_big_block(block, max_words, is_code)
-            units.append((pieces[0][0], "\n\n"))
-            units.extend(pieces[1:])
+            pieces = [(pieces[0][0], "\n\n"), *pieces[1:]]
         else:
-            units.append((block, "\n\n"))
-    chunks: list[list[tuple[str, str]]] = []
-    current: list[tuple[str, str]] = []
+            pieces = [(block, "\n\n")]
+        units += [(text, sep, not is_code and _LEADIN.search(text) is not None
+                   and _word_count(text) <= max_words // 3) for text, sep in pieces]
+    chunks: list[list[tuple[str, str, bool]]] = []
+    current: list[tuple[str, str, bool]] = []
     count = 0
     for unit in units:
         n = _word_count(unit[0])
-        if current and count + n > max_words:
+        if current and count + n > max_words and not (len(current) == 1 and current[0][2]):
+            carried = [current.pop()] if current[-1][2] else []
             chunks.append(current)
-            overlap: list[tuple[str, str]] = []
+            lead = sum(_word_count(u[0]) for u in carried)
+            overlap: list[tuple[str, str, bool]] = []
             kept = 0
             for prev in reversed(current):
                 m = _word_count(prev[0])
-                if kept + m > overlap_words or kept + m + n > max_words:
+                if kept + m > overlap_words or kept + m + lead + n > max_words:
                     break
                 overlap.insert(0, prev)
                 kept += m
-            current, count = overlap, kept
+            current, count = overlap + carried, kept + lead
         current.append(unit)
         count += n
     if current:
         chunks.append(current)
-    return ["".join(text if i == 0 else sep + text for i, (text, sep) in enumerate(c))
+    return ["".join(text if i == 0 else sep + text for i, (text, sep, _) in enumerate(c))
             for c in chunks]
 
 

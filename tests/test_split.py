@@ -131,6 +131,37 @@ def test_a_long_list_paragraph_is_cut_between_items() -> None:
         assert c.startswith("- item "), c  # an item is never split from its own words
 
 
+def test_a_lead_in_opens_the_chunk_of_the_list_it_introduces() -> None:
+    # The Cargo book's "to express strategies such as:" ended one chunk and its list began
+    # the next: the answer quoted the lead-in alone and no chunk held both.
+    intro = " ".join(f"a{j}" for j in range(50)) + "."
+    lead = "Cargo can replace one source with another to express strategies such as:"
+    items = "\n".join(f"- strategy {i} " + " ".join(f"s{i}w{j}" for j in range(12))
+                      for i in range(3))
+    after = " ".join(f"b{j}" for j in range(20)) + "."
+    body = "\n\n".join([intro, lead, items, after])
+    chunks = chunk_text(body, max_words=64, overlap_words=10)
+    assert not any(c.endswith(":") for c in chunks)
+    assert chunks[1].startswith(lead + "\n\n- strategy 0")
+    assert set(" ".join(chunks).split()) == set(body.split())
+
+
+def test_a_lead_in_that_opens_a_section_stays_with_a_long_code_block() -> None:
+    lead = "The full set of available keys are:"
+    code = "```\n" + "\n".join(f"key{i} = {i}  # what key {i} does here" for i in range(20)) + "\n```"
+    chunks = chunk_text(f"{lead}\n\n{code}\n\nAfter the listing.", max_words=64,
+                        overlap_words=10)
+    assert chunks[0].startswith(lead + "\n\n```\nkey0")
+    assert all(len(c.split()) <= 64 + 64 // 3 for c in chunks)
+
+
+def test_a_long_paragraph_ending_in_a_colon_is_no_lead_in_to_carry() -> None:
+    long_lead = " ".join(f"w{j}" for j in range(30)) + " as follows:"
+    body = "\n\n".join(["x " * 40, long_lead, "- " + "y " * 40])
+    chunks = chunk_text(body, max_words=64, overlap_words=0)
+    assert all(len(c.split()) <= 64 for c in chunks)
+
+
 def test_code_sections_are_flagged() -> None:
     chunks = split_markdown("## Code\n```\na b c d e f g h\n```\nshort\n## Prose\nwords only here\n", "P")
     assert [c.is_code for c in chunks] == [True, False]
