@@ -392,3 +392,20 @@ def test_a_best_passage_over_the_word_budget_gives_way_to_a_close_one_that_fits(
 
     assert picked(extractive.LONG_FLOOR + 0.05) == [fits, other]
     assert picked(extractive.LONG_FLOOR - 0.1) == [long]  # nothing close: the best, whole
+
+
+def test_an_identifier_most_candidates_write_does_not_choose_the_answer() -> None:
+    # "in Cargo.toml" only says where: in the Cargo book half the passages write it, and a
+    # flat bonus for it put "Each `Cargo.toml` is a manifest." above the passage naming
+    # the key asked for.
+    q = "Which key in Cargo.toml says which profile a custom profile takes its settings from?"
+    texts = ["\n\n".join(["Profile settings can be changed in `Cargo.toml`.",
+                          "The package table of `Cargo.toml` names the package.",
+                          "Each `Cargo.toml` is a manifest.",
+                          "Dependencies are listed in `Cargo.toml` too.",
+                          "Features are declared in `Cargo.toml`.",
+                          "Workspaces share one `Cargo.lock`."]),
+             "A custom profile sets the `inherits` key to the profile whose settings it takes."]
+    picks = extractive.select(q, texts)
+    assert "`inherits`" in picks[0].unit.display
+    assert extractive._rarity(1, 12) == 1.0 > extractive._rarity(6, 12) > extractive._rarity(12, 12)

@@ -13,7 +13,9 @@ not always cited). Each is scored by
              over the total weight of the question's terms; a lead-in scores at least as
              its best part, plus PART_BONUS for each further part that matches
     + IDENTIFIER_WEIGHT  x the share of the question's identifiers, code spans and lone
-             symbols (`--flag`, `maxSurge`, `pack.toml`, "!") the unit writes
+             symbols (`--flag`, `maxSurge`, `pack.toml`, "!") the unit writes, each
+             weighted by its rarity among the candidates (`_rarity`: 1 when one candidate
+             writes it; "Cargo.toml" in half the Cargo book's passages counts little)
     + HEADING_WEIGHT     x the same BM25 share for the section's heading path (a sentence
              under "Restart policy" rarely repeats "restart policy" itself)
     + SECTION_PRIOR / (rank + 1)   the section's place (extra sections come last)
@@ -34,10 +36,11 @@ best-first order: at most MAX_UNITS, at most PER_SECTION from one section, none
 overlapping another or repeating its text (chunks overlap), none scoring under FLOOR x the
 best, none longer than LONG_WORDS under LONG_FLOOR x the best, within MAX_WORDS words in
 all (the first is always kept, unless it alone runs over MAX_WORDS and a passage that fits
-scores at least LONG_FLOOR x it: a lead-in with a long list would fill the answer). Weights were set on the dev splits of XQuAD and the two
-documentation answer sets (benchmarks/xquad_answers.py, benchmarks/doc_answers.py) with the
-text rules of packs/text.py at TUNED_ON, the third pass's rules on every row of the two
-documentation sets and XQuAD dev; BENCHMARKS.md has the test splits.
+scores at least LONG_FLOOR x it: a lead-in with a long list would fill the answer). Weights
+were set on the dev splits of XQuAD and the two documentation answer sets
+(benchmarks/xquad_answers.py, benchmarks/doc_answers.py) with the text rules of
+packs/text.py at TUNED_ON, the third pass's rules on every row of the two documentation
+sets and XQuAD dev; BENCHMARKS.md has the test splits.
 """
 
 from __future__ import annotations
@@ -220,6 +223,12 @@ def _weights(question: str, units: list[list[str]],
     return weights
 
 
+def _rarity(df: int, n: int) -> float:
+    """The IDF of a string that `df` of `n` candidates contain, over that of one in a
+    single candidate (1.0 then, less the more candidates share it)."""
+    return math.log(1 + n / (max(df, 1) - 0.5)) / math.log(1 + n / 0.5)
+
+
 def _bm25(tf: Counter, length: int, avg: float, weights: dict[str, float]) -> float:
     score = 0.0
     for t, w in weights.items():
@@ -252,6 +261,11 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     idents = [x.lower() for x in text_rules.identifiers(question)]
     idents += [f"`{m}`" for m in _SYMBOL.findall(question) if m not in _PUNCTUATION]
     asked = {w.strip(".,;:?!\"'()").lower() for w in question.split()}
+    # An identifier that many candidates write ("Cargo.toml" across the Cargo book,
+    # `--release` in every build command) tells little about which one answers: each
+    # weighs its IDF among the candidates, 1 when a single candidate has it.
+    lows = [texts[i][u.start:u.end].lower() for i, u in units]
+    ident_weight = {x: _rarity(sum(x in low for low in lows), len(units)) for x in idents}
     heads = [_bm25(Counter(text_rules.terms(h)), 1, 1.0, weights) / total
              for h in (headings or [""] * len(texts))]
     scored = []
@@ -261,8 +275,8 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
         score = (_composite(units, matched, k) + HEADING_WEIGHT * heads[i]
                  + SECTION_PRIOR / (i + 1))
         if idents:
-            low = raw.lower()
-            score += IDENTIFIER_WEIGHT * sum(x in low for x in idents) / len(idents)
+            score += IDENTIFIER_WEIGHT * sum(ident_weight[x] for x in idents
+                                             if x in lows[k]) / len(idents)
         score += sum(TYPE_BONUS[k] for k in kinds if _has(k, u, raw, asked, rules))
         if len(u.display.split()) < SHORT_WORDS:
             score /= 2
