@@ -208,40 +208,45 @@ def _line_runs(text: str, max_words: int) -> list[tuple[str, str]]:
 def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     """Pack blocks (and the pieces of over-long blocks) into chunks of ≤ max_words, each
     starting with the previous chunk's trailing units up to overlap_words words. A lead-in
-    (prose ending with ":") never ends a chunk: it opens the next one, with the list, table
-    or code block it introduces (that chunk may then run over max_words by the lead-in's
-    words, at most max_words // 3)."""
+    (prose of at most max_words // 3 words ending with ":") never ends a chunk: it opens
+    the next one, with the list, table or code block it introduces (cut so that its first
+    piece fits beside the lead-in)."""
     if max_words <= 0:
         raise ValueError("max_words must be positive")
     if _word_count(body) <= max_words:
         return [body]
     units: list[tuple[str, str, bool]] = []  # (text, separator before it, is a lead-in)
     for block, is_code in _blocks(body):
-        if _word_count(block) > max_words:
-            pieces = _split_big_block(block, max_words, is_code)
+        lead = _word_count(units[-1][0]) if units and units[-1][2] else 0
+        room = max_words - lead  # what a lead-in before it leaves of the window
+        if _word_count(block) > room:
+            pieces = _split_big_block(block, room, is_code)
             pieces = [(pieces[0][0], "\n\n"), *pieces[1:]]
         else:
             pieces = [(block, "\n\n")]
-        units += [(text, sep, not is_code and _LEADIN.search(text) is not None
-                   and _word_count(text) <= max_words // 3) for text, sep in pieces]
+        last = pieces[-1][0]  # only a block's end introduces the next block
+        leads = not is_code and _LEADIN.search(last) is not None
+        units += [(text, sep, False) for text, sep in pieces[:-1]]
+        units.append((last, pieces[-1][1], leads and _word_count(last) <= max_words // 3))
     chunks: list[list[tuple[str, str, bool]]] = []
     current: list[tuple[str, str, bool]] = []
-    count = 0
+    count = head = 0  # head: units of `current` that repeat the end of the last chunk
     for unit in units:
         n = _word_count(unit[0])
-        if current and count + n > max_words and not (len(current) == 1 and current[0][2]):
+        if current and count + n > max_words:
             carried = [current.pop()] if current[-1][2] else []
-            chunks.append(current)
             lead = sum(_word_count(u[0]) for u in carried)
             overlap: list[tuple[str, str, bool]] = []
             kept = 0
-            for prev in reversed(current):
-                m = _word_count(prev[0])
-                if kept + m > overlap_words or kept + m + lead + n > max_words:
-                    break
-                overlap.insert(0, prev)
-                kept += m
-            current, count = overlap + carried, kept + lead
+            if len(current) > head:  # else the chunk would only repeat the last one's end
+                chunks.append(current)
+                for prev in reversed(current):
+                    m = _word_count(prev[0])
+                    if kept + m > overlap_words or kept + m + lead + n > max_words:
+                        break
+                    overlap.insert(0, prev)
+                    kept += m
+            current, count, head = overlap + carried, kept + lead, len(overlap)
         current.append(unit)
         count += n
     if current:

@@ -152,7 +152,35 @@ def test_a_lead_in_that_opens_a_section_stays_with_a_long_code_block() -> None:
     chunks = chunk_text(f"{lead}\n\n{code}\n\nAfter the listing.", max_words=64,
                         overlap_words=10)
     assert chunks[0].startswith(lead + "\n\n```\nkey0")
-    assert all(len(c.split()) <= 64 + 64 // 3 for c in chunks)
+    assert all(len(c.split()) <= 64 for c in chunks)  # the code cut to fit beside it
+
+
+def test_chunks_with_lead_ins_keep_the_window_and_lose_nothing() -> None:
+    import random
+
+    rng = random.Random(7)
+    for trial in range(300):
+        blocks, k = [], 0
+        for _ in range(rng.randint(2, 12)):
+            kind, n = rng.choice(["prose", "lead", "list", "code"]), rng.randint(1, 90)
+            words = [f"t{trial}w{(k := k + 1)}" for _ in range(n)]
+            if kind == "lead":  # a lead-in of 1-19 words, then what it introduces
+                blocks.append(" ".join(words[:rng.randint(1, 19)]) + " such as:")
+                kind, words = rng.choice(["list", "code"]), words[19:] or ["x"]
+                n = len(words)
+            if kind == "list":
+                blocks.append("\n".join("- " + " ".join(words[i:i + 9])
+                                        for i in range(0, n, 9)))
+            elif kind == "code":
+                blocks.append("```\n" + "\n".join(" ".join(words[i:i + 6])
+                                                   for i in range(0, n, 6)) + "\n```")
+            else:
+                blocks.append(" ".join(words) + ".")
+        body = "\n\n".join(blocks)
+        chunks = chunk_text(body, max_words=64, overlap_words=16)
+        assert all(len(c.split()) <= 64 for c in chunks), trial
+        assert set(" ".join(chunks).split()) == set(body.split()), trial
+        assert not any(c.endswith("such as:") for c in chunks[:-1]), trial
 
 
 def test_a_long_paragraph_ending_in_a_colon_is_no_lead_in_to_carry() -> None:
