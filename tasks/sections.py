@@ -17,7 +17,8 @@ Rules (the pure core, `split_markdown`):
   paragraph longer than that at sentence ends, never at a hard line wrap inside a sentence
   (a code block: at line ends); each chunk starts with the last blocks (or sentences) of
   the previous one, up to `overlap_words` words. A lead-in (a short paragraph ending in
-  ":") never ends a chunk: it opens the next one, with what it introduces.
+  ":" before a list, table or code block) never ends a chunk: it opens the next one, with
+  what it introduces.
 """
 
 from __future__ import annotations
@@ -208,15 +209,17 @@ def _line_runs(text: str, max_words: int) -> list[tuple[str, str]]:
 def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     """Pack blocks (and the pieces of over-long blocks) into chunks of ≤ max_words, each
     starting with the previous chunk's trailing units up to overlap_words words. A lead-in
-    (prose of at most max_words // 3 words ending with ":") never ends a chunk: it opens
-    the next one, with the list, table or code block it introduces (cut so that its first
-    piece fits beside the lead-in)."""
+    (prose of at most max_words // 3 words ending with ":" before a list, table or code
+    block) never ends a chunk: it opens the next one, with what it introduces (cut so that
+    its first piece fits beside the lead-in). One before a paragraph introduced what the
+    page lacks (a listing a template directive included) and stays where it is."""
     if max_words <= 0:
         raise ValueError("max_words must be positive")
     if _word_count(body) <= max_words:
         return [body]
+    blocks = _blocks(body)
     units: list[tuple[str, str, bool]] = []  # (text, separator before it, is a lead-in)
-    for block, is_code in _blocks(body):
+    for k, (block, is_code) in enumerate(blocks):
         lead = _word_count(units[-1][0]) if units and units[-1][2] else 0
         room = max_words - lead  # what a lead-in before it leaves of the window
         if _word_count(block) > room:
@@ -225,9 +228,12 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
         else:
             pieces = [(block, "\n\n")]
         last = pieces[-1][0]  # only a block's end introduces the next block
-        leads = not is_code and _LEADIN.search(last) is not None
+        introduces = k + 1 < len(blocks) and (blocks[k + 1][1]
+                                              or _ITEM_LINE.match(blocks[k + 1][0]) is not None)
+        leads = (introduces and not is_code and _LEADIN.search(last) is not None
+                 and _word_count(last) <= max_words // 3)
         units += [(text, sep, False) for text, sep in pieces[:-1]]
-        units.append((last, pieces[-1][1], leads and _word_count(last) <= max_words // 3))
+        units.append((last, pieces[-1][1], leads))
     chunks: list[list[tuple[str, str, bool]]] = []
     current: list[tuple[str, str, bool]] = []
     count = head = 0  # head: units of `current` that repeat the end of the last chunk

@@ -155,6 +155,17 @@ def test_a_lead_in_that_opens_a_section_stays_with_a_long_code_block() -> None:
     assert all(len(c.split()) <= 64 for c in chunks)  # the code cut to fit beside it
 
 
+def test_a_lead_in_before_a_paragraph_stays_in_its_chunk() -> None:
+    # The Rust book: "we can use `cargo test -- --ignored`:" introduced a listing the
+    # source includes by a directive; the paragraph after it is no part of it, and moving
+    # the sentence would take it from the section's first chunk, where a search finds it.
+    first = " ".join(f"a{j}" for j in range(40)) + "."
+    lead = "If we want to run only the ignored tests, we can use `cargo test -- --ignored`:"
+    after = " ".join(f"b{j}" for j in range(40)) + "."
+    chunks = chunk_text("\n\n".join([first, lead, after]), max_words=64, overlap_words=0)
+    assert chunks[0].endswith(lead) and chunks[1] == after
+
+
 def test_chunks_with_lead_ins_keep_the_window_and_lose_nothing() -> None:
     import random
 
