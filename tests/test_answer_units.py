@@ -409,3 +409,20 @@ def test_an_identifier_most_candidates_write_does_not_choose_the_answer() -> Non
     picks = extractive.select(q, texts)
     assert "`inherits`" in picks[0].unit.display
     assert extractive._rarity(1, 12) == 1.0 > extractive._rarity(6, 12) > extractive._rarity(12, 12)
+
+
+def test_an_item_that_introduces_a_sub_list_is_quoted_with_it() -> None:
+    # Kubernetes field lists: "- **whenUnsatisfiable** indicates how to deal with a Pod
+    # ...:" then its values one level down; the item was quoted alone, without them.
+    t = ("- **whenUnsatisfiable** indicates how to deal with a Pod that does not satisfy "
+         "the constraint:\n"
+         "  - `DoNotSchedule` (default) tells the scheduler not to schedule it.\n"
+         "  - `ScheduleAnyway` tells the scheduler to still schedule it.\n"
+         "- **labelSelector** is used to find matching Pods.\n")
+    lead = next(u for u in candidates(t) if u.kind == "leadin")
+    assert lead.display.startswith("**whenUnsatisfiable**")
+    assert "`DoNotSchedule`" in lead.display and "`ScheduleAnyway`" in lead.display
+    assert "labelSelector" not in lead.display  # the next item at its own depth ends it
+    # An item followed by items at its own depth introduces nothing of its own.
+    flat = "- Some options:\n- `a` does one thing.\n- `b` does another.\n"
+    assert not any(u.kind == "leadin" for u in candidates(flat))

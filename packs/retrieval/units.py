@@ -20,14 +20,14 @@ its group (a paragraph, a whole list, a table, a code block).
 - a paragraph of 2-4 sentences and at most PARAGRAPH_WORDS words is a unit too
   (`paragraph`: a definition and the sentence that completes it), beside its sentences;
 - a sentence or item that ends with ":" is a lead-in: it is only ever quoted together with
-  the list, table or code block it introduces (`leadin`: the lead-in, with the rest of its
-  paragraph when that is short, and what follows, cut after the item, row or line that
-  reaches LEADIN_WORDS words; its `brief` is the lead-in with each item's or row's head,
-  what it names before ": " or its first ITEM_HEAD words, for a question that asks for the
-  list). A lead-in followed by a paragraph or a heading, or that ends the text, introduced
-  something the text lacks (a listing a template directive included, a quote, the
-  section's next chunk): it is an ordinary sentence, and the paragraphs after it are no
-  part of it;
+  the list, table or code block it introduces, an item the items nested under it
+  (`leadin`: the lead-in, with the rest of its paragraph when that is short, and what
+  follows, cut after the item, row or line that reaches LEADIN_WORDS words; its `brief` is
+  the lead-in with each item's or row's head, what it names before ": " or its first
+  ITEM_HEAD words, for a question that asks for the list). A lead-in followed by a
+  paragraph or a heading, or that ends the text, introduced something the text lacks (a
+  listing a template directive included, a quote): it is an ordinary sentence, and the
+  paragraphs after it are no part of it;
 - a code block of fewer than MAX_CODE_LINES lines, every sentence, row and longer item's
   sentence as `segment` gives them. Headings never;
 - HTML the Markdown kept (a caption span, an anchor, an image) is shown as its text, the
@@ -272,6 +272,29 @@ def _brief(lead: Unit, blocks: list[list[Unit]], kind: str) -> Unit:
                 lead.group, kind, None, tuple((f, h) for h, _, f in heads))
 
 
+def _indent(text: str, pos: int) -> int:
+    """The indentation of the line that holds `pos`."""
+    start = text.rfind("\n", 0, pos) + 1
+    line = text[start:pos]
+    return len(line) - len(line.lstrip())
+
+
+def _nested(text: str, units: list[Unit], k: int) -> list[Unit]:
+    """The items nested under the item whose last unit is units[k] (its sub-list:
+    "- **whenUnsatisfiable** indicates how to deal with ...:" then "  - `DoNotSchedule`
+    ..."), up to the next item at its own depth or the end of the list."""
+    first = next(u for u in units if u.block == units[k].block)
+    depth = _indent(text, first.start)
+    out = []
+    for u in units[k + 1:]:
+        if u.kind != "item" or u.group != units[k].group:
+            break
+        if u.block != (out[-1].block if out else None) and _indent(text, u.start) <= depth:
+            break
+        out.append(u)
+    return out
+
+
 def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | None:
     """The lead-in units[k] with the list, table or code block it introduces, or None when
     none follows it (a paragraph, a heading or the end of the text follows). A short
@@ -282,7 +305,8 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
     if lead.kind == "sentence" and len(block) > 1 and sum(map(_words, block)) <= PARAGRAPH_WORDS:
         lead = Unit(block[0].start, lead.end, lead.kind,
                     one_line(text[block[0].start:lead.end]), lead.block, lead.group)
-    rest = [u for u in units[k + 1:] if u.group != lead.group]
+    nested = _nested(text, units, k) if lead.kind == "item" else []
+    rest = nested or [u for u in units[k + 1:] if u.group != lead.group]
     if not rest or rest[0].kind not in _INTRODUCED:
         return None
     kind = rest[0].kind
