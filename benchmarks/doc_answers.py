@@ -25,6 +25,7 @@ the questions the product misses (dev only: test is looked at once).
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -86,6 +87,16 @@ def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
             per_question)
 
 
+# A bullet of the offline answer that ends with ":" (and its [n]): a lead-in quoted
+# without the list, table or code block it introduces.
+_ALONE = re.compile(r"^- .*:[*_`\"')\]]* \[\d+[^\]]*\]$", re.M)
+
+
+def lead_ins_alone(per_question: list[dict]) -> int:
+    """How many product answers quote a lead-in without what follows it."""
+    return sum(_ALONE.search(q["texts"][-1]) is not None for q in per_question)
+
+
 def by_kind(per_question: list[dict], rows: list[dict]) -> str:
     """The product's containment (gate off) per question kind."""
     kinds: dict[str, list[float]] = {}
@@ -138,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
                 table, per_question = run(pack, subset, corpus.built.base_url, log)
                 log(answer_eval.table(table, COLS))
                 log(f"product by kind (gate off): {by_kind(per_question, subset)}")
+                log(f"product answers that quote a lead-in without what follows it: "
+                    f"{lead_ins_alone(per_question)} of {len(subset)}")
                 if args.misses and split == "dev":
                     for q, r in zip(per_question, subset):
                         if not answer_eval.contains(q["texts"][-1], r["answers"]):

@@ -22,6 +22,7 @@ from benchmarks import (
     gate_small_packs,
     k8s_build,
     k8s_runners,
+    lead_in_chunks,
     query_latency,
     retrieval_defaults,
     scifact,
@@ -524,3 +525,19 @@ def test_tiny_freshness_benchmark(tmp_path, prefect_harness, capsys):
     assert int(trusted[4].replace(",", "")) < int(never[4].replace(",", ""))  # bytes
     assert "40 pages, 10% changed: the trusted rebuild downloaded" in out
     assert "| 40 | rebuild, lastmod trusted |" in results.read_text()
+
+
+def test_tiny_lead_in_chunks_benchmark(tmp_path, capsys):
+    # One page whose lead-in falls at a chunk's end: split-v7 carries it to the chunk of
+    # its list, so none is counted; a lead-in before a paragraph stays and is.
+    data = tmp_path / "kubernetes-docs"
+    (data / "concepts").mkdir(parents=True)
+    intro = " ".join(f"w{i}" for i in range(100)) + "."
+    items = "\n".join(f"- item {i} " + " ".join(f"i{i}w{j}" for j in range(10)) for i in range(6))
+    page = (f"# Page\n\n## Section\n\n{intro}\n\nThe kinds are:\n\n{items}\n\n"
+            f"## Other\n\n{intro}\n\nWe run it like this:\n\n{intro}\n")
+    (data / "concepts" / "page.md").write_text(page)
+    (data / "MANIFEST.jsonl").write_text(json.dumps({"path": "concepts/page.md"}) + "\n")
+    assert lead_in_chunks.main(["--data", str(tmp_path), "--words", "140"]) == 0
+    out = capsys.readouterr().out
+    assert "| kubernetes | 1 | " in out and out.rstrip().endswith("| 1 |"), out
