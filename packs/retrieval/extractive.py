@@ -39,8 +39,8 @@ all (the first is always kept, unless it alone runs over MAX_WORDS and a passage
 scores at least LONG_FLOOR x it: a lead-in with a long list would fill the answer). Weights
 were set on the dev splits of XQuAD and the two documentation answer sets
 (benchmarks/xquad_answers.py, benchmarks/doc_answers.py) with the text rules of
-packs/text.py at TUNED_ON, the third pass's rules on every row of the two documentation
-sets and XQuAD dev; BENCHMARKS.md has the test splits.
+packs/text.py at TUNED_ON, the third pass's rules on every row of the two documentation sets
+and XQuAD dev; BENCHMARKS.md has the test splits.
 """
 
 from __future__ import annotations
@@ -180,13 +180,8 @@ def _novel(found: list[str], asked: set[str]) -> bool:
 def idf_of(vocabulary) -> Callable[[str], float]:
     """A word → IDF function over a pack's sections (a gate `Vocabulary`, whose terms are
     the gate's word forms); a compound ("kube-proxy") takes its rarest part's."""
-    from packs.retrieval import gate
-
-    def idf(word: str) -> float:
-        parts = gate.terms(word)
-        return max((vocabulary.idf(p) for p in parts), default=0.0)
-
-    return idf
+    return lambda word: max((vocabulary.idf(p) for p in text_rules.gate_terms(word)),
+                            default=0.0)
 
 
 def _has(kind: str, u: Unit, raw: str, asked: set[str], rules: Rules = RULES) -> bool:
@@ -261,9 +256,8 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     idents = [x.lower() for x in text_rules.identifiers(question)]
     idents += [f"`{m}`" for m in _SYMBOL.findall(question) if m not in _PUNCTUATION]
     asked = {w.strip(".,;:?!\"'()").lower() for w in question.split()}
-    # An identifier that many candidates write ("Cargo.toml" across the Cargo book,
-    # `--release` in every build command) tells little about which one answers: each
-    # weighs its IDF among the candidates, 1 when a single candidate has it.
+    # An identifier many candidates write ("Cargo.toml" in the Cargo book) tells little
+    # about which one answers: each weighs its rarity among them (`_rarity`).
     lows = [texts[i][u.start:u.end].lower() for i, u in units]
     ident_weight = {x: _rarity(sum(x in low for low in lows), len(units)) for x in idents}
     heads = [_bm25(Counter(text_rules.terms(h)), 1, 1.0, weights) / total

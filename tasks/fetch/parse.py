@@ -13,13 +13,21 @@ import copy
 import re
 import threading
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
 
 import charset_normalizer
 import lxml.html
 from lxml import etree
 
 from packs.markdown import Fence, line_kinds
+from tasks.fetch.html_tree import (
+    PERMALINK_TEXT,
+    base_href,
+    drop_empty_anchors,
+    join_definitions,
+    title,
+    unwrap_numbered_code,
+    wrap_bare_pre,
+)
 from tasks.fetch.markdown_source import (
     INLINE_CODE,
     LINK,
@@ -181,7 +189,6 @@ def decode(body: bytes, content_type: str | None, *, html: bool) -> str:
 # threads on the Cargo book); one page at a time they never did in 30,000 (lxml 6.1.3,
 # libxml2 2.14.6, trafilatura 2.3.1). The fetch threads parse HTML one at a time.
 _HTML_LOCK = threading.Lock()
-_PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "link", "permalink", "anchor"})
 
 
 def html_to_markdown(html: str | bytes, url: str) -> tuple[str | None, str, list[str]]:
@@ -206,11 +213,11 @@ def _html_to_markdown(html: str, url: str) -> tuple[str | None, str, list[str]]:
         return None, "", []
     import trafilatura  # here, not at module level: a no-change rebuild never parses HTML
 
-    base = _base_href(tree, url)
-    _unwrap_numbered_code(tree)
-    _wrap_bare_pre(tree)
-    _join_definitions(tree)
-    _drop_empty_anchors(tree)
+    base = base_href(tree, url)
+    unwrap_numbered_code(tree)
+    wrap_bare_pre(tree)
+    join_definitions(tree)
+    drop_empty_anchors(tree)
     meta = trafilatura.extract_metadata(copy.deepcopy(tree), default_url=url)
     extracted = trafilatura.extract(
         tree,
@@ -222,177 +229,7 @@ def _html_to_markdown(html: str, url: str) -> tuple[str | None, str, list[str]]:
         deduplicate=False,
     )
     markdown, links = tidy_markdown(extracted or "", base, page_url=url)
-    return _title(markdown, tree, meta.title if meta else None), markdown, links
-
-
-_H1 = re.compile(r"#[ \t]+(.+?)[ \t#]*")
-_SITE_SUFFIX = re.compile(r"(.+?)\s+[-|—–·]\s+[^-|—–·]{1,40}")
-
-
-def _title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str | None:
-    """The page's title: the `#` heading its main content opens with, when the <title>
-    names it ("Configuration" in "Configuration - The Cargo Book"); else trafilatura's
-    `guess` when a <meta> tag gives it (og:title and the like); else the <title>, less
-    what follows its last " - ", " | " or " — " (mostly the site's name). Without
-    a <meta> tag the guess is the first heading anywhere in the page: mdBook's hidden help
-    box ("Keyboard shortcuts") opens every page of every book."""
-    heads = tree.xpath("//head/title") or tree.xpath("//title")  # not an <svg>'s <title>
-    names = " ".join(heads[0].text_content().split()) if heads else ""
-    first = next((line for line in markdown.splitlines() if line.strip()), "")
-    m = _H1.fullmatch(first.strip())
-    if m and " ".join(m.group(1).split()).casefold() in names.casefold():
-        return m.group(1).strip()
-    if guess:
-        meta = {" ".join((c or "").split()) for c in tree.xpath("//meta/@content")}
-        if " ".join(guess.split()) in meta or not names:
-            return guess
-    site = _SITE_SUFFIX.fullmatch(names)  # "cargo build - The Cargo Book": the page's part
-    return (site.group(1) if site else names) or _fallback_title(tree)
-
-
-def _base_href(tree: lxml.html.HtmlElement, url: str) -> str:
-    hrefs = tree.xpath("//head/base/@href")
-    return urljoin(url, hrefs[0].strip()) if hrefs else url
-
-
-def _unwrap_numbered_code(tree: lxml.html.HtmlElement) -> None:
-    # A code block with line numbers is often a one-row table (Pygments "table" line
-    # numbers in Sphinx, Jekyll's Rouge, Hugo): a cell of numbers beside a cell of code.
-    # trafilatura turns that table into one Markdown row with the code's lines run
-    # together; the code's <pre> alone replaces the table.
-    for table in list(tree.iter("table")):
-        rows = table.xpath("./tr | ./tbody/tr")
-        cells = rows[0].xpath("./td") if len(rows) == 1 else []
-        pres = [cell.xpath(".//pre") for cell in cells]
-        if len(cells) != 2 or not all(len(p) == 1 for p in pres):
-            continue
-        numbers, code = pres[0][0], pres[1][0]
-        if not re.fullmatch(r"[\d\s]+", numbers.text_content()) or table.getparent() is None:
-            continue
-        code.tail = table.tail
-        table.getparent().replace(table, code)
-
-
-def _wrap_bare_pre(tree: lxml.html.HtmlElement) -> None:
-    # trafilatura fences <pre><code> but often turns a bare <pre> into a quote. A <pre>
-    # holding links is left alone: that is a preformatted document (an RFC), not code.
-    for pre in tree.iter("pre"):
-        if pre.find(".//code") is not None or pre.find(".//a") is not None:
-            continue
-        code = etree.SubElement(pre, "code")
-        code.text, pre.text = pre.text, None
-        for child in list(pre):
-            if child is not code:
-                code.append(child)  # moves the child (and its tail) into <code>
-
-
-def _drop_empty_anchors(tree: lxml.html.HtmlElement) -> None:
-    # An anchor with neither text nor href (an index-term or jump target: <a id="x"></a>)
-    # makes trafilatura bracket the rest of its paragraph: "[The four golden signals ...]".
-    for a in list(tree.iter("a")):
-        if a.get("href") is None and len(a) == 0 and not (a.text or "").strip():
-            a.drop_tree()  # its tail stays
-
-
-# A term that is code: a Sphinx signature ("sig" classes, "pre" spans) or a <code> term.
-_CODE_TERM = re.compile(r"\b(sig|pre|option|property|descname)\b")
-
-
-def _join_definitions(tree: lxml.html.HtmlElement) -> None:
-    # trafilatura writes a definition list's terms and definitions as separate bullets, so
-    # "- --timeout" and "- How long to wait..." come apart and an answer quoting the
-    # definition cannot say what it defines (Sphinx documents every option, function and
-    # glossary term this way). Each term and its definitions become one list item:
-    # "- `--timeout SECONDS`: How long to wait...". Inner lists first.
-    for dl in reversed(list(tree.iter("dl"))):
-        parent = dl.getparent()
-        if parent is None:
-            continue
-        entries = [c for c in dl if isinstance(c.tag, str)]
-        entries = [g for c in entries
-                   for g in ([x for x in c if isinstance(x.tag, str)] if c.tag == "div" else [c])]
-        if not any(e.tag == "dd" for e in entries):
-            continue
-        ul = etree.Element("ul")
-        terms: list[lxml.html.HtmlElement] = []
-        item = None
-        for e in entries:
-            if e.tag == "dt":
-                if item is not None:
-                    terms, item = [], None
-                terms.append(e)
-            elif e.tag == "dd":
-                if item is None:
-                    item = etree.SubElement(ul, "li")
-                    _start_item(item, terms, e)
-                else:
-                    _append_definition(item, e)
-        if terms and item is None:  # terms the list never defines: kept, as an item
-            etree.SubElement(ul, "li").text = ", ".join(filter(None, map(_term_text, terms)))
-        ul.tail = dl.tail
-        parent.replace(dl, ul)
-
-
-def _term_text(dt: lxml.html.HtmlElement) -> str:
-    for a in dt.xpath(".//a"):
-        if a.text_content().strip().lower() in _PERMALINK_TEXT and a.getparent() is not None:
-            a.drop_tree()  # a permalink ("¶")
-    return " ".join(dt.text_content().split()).rstrip(":").strip()
-
-
-def _is_code_term(dt: lxml.html.HtmlElement) -> bool:
-    classes = " ".join(e.get("class", "") for e in dt.iter() if isinstance(e.tag, str))
-    return (_CODE_TERM.search(classes) is not None or dt.find(".//code") is not None
-            or dt.find(".//tt") is not None)
-
-
-_BLOCKS = frozenset({"p", "div", "ul", "ol", "pre", "table", "dl", "blockquote", "section",
-                     "h1", "h2", "h3", "h4", "h5", "h6", "figure"})
-
-
-def _start_item(item: lxml.html.HtmlElement, terms: list, dd: lxml.html.HtmlElement) -> None:
-    """Item `item` opens with the `terms`, then ": " and definition `dd`'s content."""
-    names = [t for t in (_term_text(dt) for dt in terms) if t]
-    children = list(dd)
-    if children and children[0].tag == "p" and not (dd.text or "").strip():
-        lead = children[0]
-        text, rest = lead.text, children
-    else:  # inline content first: it goes into a paragraph of its own
-        lead = etree.SubElement(item, "p")
-        text = dd.text
-        rest = []
-        for c in children:
-            if rest or (isinstance(c.tag, str) and c.tag in _BLOCKS):
-                rest.append(c)
-            else:
-                lead.append(c)
-    if names:
-        head = etree.Element("code" if any(map(_is_code_term, terms)) else "strong")
-        head.text = ", ".join(names)
-        head.tail = ": " + (text or "").lstrip()
-        lead.text = None
-        lead.insert(0, head)
-    else:
-        lead.text = text
-    for c in rest:
-        item.append(c)
-
-
-def _append_definition(item: lxml.html.HtmlElement, dd: lxml.html.HtmlElement) -> None:
-    """A further definition of the same term: its content after the first's."""
-    if (dd.text or "").strip():
-        etree.SubElement(item, "p").text = dd.text
-    for c in list(dd):
-        item.append(c)
-
-
-def _fallback_title(tree: lxml.html.HtmlElement) -> str | None:
-    for xpath in ("//title", "//h1"):
-        for node in tree.xpath(xpath):
-            text = " ".join(node.text_content().split())
-            if text:
-                return text
-    return None
+    return title(markdown, tree, meta.title if meta else None), markdown, links
 
 
 def tidy_markdown(markdown: str, base: str, *, page_url: str) -> tuple[str, list[str]]:
@@ -441,7 +278,7 @@ def _tidy_heading(line: str) -> str:
         return line
 
     def unwrap(m: re.Match[str]) -> str:
-        return "" if m.group(1).strip().lower() in _PERMALINK_TEXT else m.group(1)
+        return "" if m.group(1).strip().lower() in PERMALINK_TEXT else m.group(1)
 
     rest = LINK.sub(unwrap, rest)
     # A heading that is wholly a link to itself ("[`[alias]`](#alias)", whose brackets
