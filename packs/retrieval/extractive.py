@@ -258,7 +258,7 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     asked = {w.strip(".,;:?!\"'()").lower() for w in question.split()}
     # An identifier many candidates write ("Cargo.toml" in the Cargo book) tells little
     # about which one answers: each weighs its rarity among them (`_rarity`).
-    lows = [texts[i][u.start:u.end].lower() for i, u in units]
+    lows = [texts[i][u.start:u.end].lower() for i, u in units] if idents else []
     ident_weight = {x: _rarity(sum(x in low for low in lows), len(units)) for x in idents}
     heads = [_bm25(Counter(text_rules.terms(h)), 1, 1.0, weights) / total
              for h in (headings or [""] * len(texts))]

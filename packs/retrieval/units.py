@@ -118,12 +118,11 @@ def _indent(text: str, pos: int) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _nested(text: str, units: list[Unit], k: int) -> list[Unit]:
-    """The items nested under the item whose last unit is units[k] (its sub-list:
-    "- **whenUnsatisfiable** indicates how to deal with ...:" then "  - `DoNotSchedule`
-    ..."), up to the next item at its own depth or the end of the list."""
-    first = next(u for u in units if u.block == units[k].block)
-    depth = _indent(text, first.start)
+def _nested(text: str, units: list[Unit], k: int, depth: int) -> list[Unit]:
+    """The items nested under the item whose last unit is units[k] and whose marker is
+    indented `depth` (its sub-list: "- **whenUnsatisfiable** indicates how to deal with
+    ...:" then "  - `DoNotSchedule` ..."), up to the next item at its own depth or the end
+    of the list."""
     out = []
     for u in units[k + 1:]:
         if u.kind != "item" or u.group != units[k].group:
@@ -144,7 +143,8 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
     if lead.kind == "sentence" and len(block) > 1 and sum(map(_words, block)) <= PARAGRAPH_WORDS:
         lead = Unit(block[0].start, lead.end, lead.kind,
                     one_line(text[block[0].start:lead.end]), lead.block, lead.group)
-    nested = _nested(text, units, k) if lead.kind == "item" else []
+    nested = (_nested(text, units, k, _indent(text, block[0].start))
+              if lead.kind == "item" else [])
     rest = nested or [u for u in units[k + 1:] if u.group != lead.group]
     if not rest or rest[0].kind not in _INTRODUCED:
         return None
