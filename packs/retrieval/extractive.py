@@ -54,6 +54,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packs import text as text_rules
+from packs.retrieval import asks
+from packs.retrieval.asks import question_types
 from packs.retrieval.units import Unit, candidates, first_sentence, segment
 
 if TYPE_CHECKING:
@@ -99,41 +101,11 @@ class Rules:
 RULES = Rules()
 FIRST = Rules(link_definitions=True, term_bonus=False, max_units=4)
 
-_TYPES: dict[str, re.Pattern[str]] = {
-    "person": re.compile(r"\b(who|whom|whose)\b", re.I),
-    "place": re.compile(r"\bwhere\b", re.I),
-    "number": re.compile(
-        r"\b(how (many|much|long|old|often|far|large|big|fast|soon|frequently)|when|"
-        r"what (year|date|time|percentage|percent|number|port|version|size|age|amount)|"
-        r"which (year|date|port|version)|at what)\b", re.I),
-    "name": re.compile(
-        r"\b(which|what|name of)\b[\w\s-]{0,30}?\b(settings?|flags?|options?|fields?|"
-        r"commands?|parameters?|arguments?|annotations?|labels?|keys?|variables?|"
-        r"functions?|methods?|macros?|traits?|types?|keywords?|attributes?|files?|"
-        r"subcommands?|plugins?|modes?|polic(y|ies)|values?|names?|crates?|tools?|"
-        r"resources?|objects?|kinds?|fields?|operators?|syntax|extensions?|"
-        r"controllers?|endpoints?|headers?|directories|directory|paths?)\b", re.I),
-    "default": re.compile(
-        r"\b(default|defaults|by default|unless|otherwise|without (any|a|an|setting)|"
-        r"(if|when) (i |you )?(leave|don't set|do not set|omit|skip)|"
-        r"not (set|given|specified|configured)|omitted|left out|unset|unspecified|"
-        r"when nothing)", re.I),
-    "term": re.compile(r"\b(called|what do (we|you|they|people) call|known as|(term|word) for)\b",
-                       re.I),
-    "why": re.compile(r"^\s*why\b|\b(what is the (reason|purpose)|for what purpose)\b", re.I),
-    "list": re.compile(
-        r"\b(what|which) are (the|some)\b|\blist\b|\b(what|which) (\w+ ){0,2}"
-        r"(rules|steps|kinds|types|ways|phases|stages|states|conditions|requirements|"
-        r"components|categories|levels|classes)\b", re.I),
-}
 RETRIEVAL_ONLY_NOTE = (
     "Retrieval-only answer (no language model was used; set ANTHROPIC_API_KEY for a "
     "synthesised answer). The most relevant passages in the pack:"
 )
 _MARKER_LIKE = re.compile(r"(?<![\\\w])\[(?=\d)")
-_DEFAULT = re.compile(r"\bdefault", re.I)
-_REASON = re.compile(r"\b(because|so that|since|in order to|to avoid|to prevent|otherwise|"
-                     r"this means|that way|the reason|due to|so it|so the)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -143,38 +115,8 @@ class Pick:
     score: float
 
 
-_CAPITAL = re.compile(r"(?<=[\s(\"'“‘])[A-Z][\w'’.-]*[A-Za-z0-9]")
 _SYMBOL = re.compile(r"(?<!\S)[^\w\s]{1,3}(?!\S)")
 _PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "'"})
-# A term the page introduces in italics or bold ("are called _consuming adapters_").
-_EMPHASIS = re.compile(r"(?<![\w*_])[_*]{1,2}([^_*\s][^_*]{0,60}?)[_*]{1,2}(?![\w*_])")
-_NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/%-]*")
-# A number written as a word ("every two minutes", "twice"); "one" is too often a pronoun.
-_NUMBER_WORD = re.compile(
-    r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
-    r"thirty|forty|fifty|sixty|hundred|thousand|million|billion|once|twice|dozen|half)\b",
-    re.I)
-
-
-# "Which effects can a taint have?": several things of one kind, asked by a plural noun.
-_PLURAL_ASK = re.compile(r"\b(which|what) ([\w-]+ ){0,2}[\w-]*[^\Wsiu]s (are|can|could|do|"
-                         r"does|may|might|must|should|will)\b", re.I)
-
-
-def question_types(question: str) -> set[str]:
-    """What the question asks for: "number", "name", "person", "place", "why", "list",
-    "default" (none, one or more)."""
-    kinds = {name for name, pattern in _TYPES.items() if pattern.search(question)}
-    if _PLURAL_ASK.search(question):
-        kinds.add("list")
-    return kinds
-
-
-def _novel(found: list[str], asked: set[str]) -> bool:
-    """Whether `found` (names, numbers, identifiers of a unit) has one the question does
-    not write itself: the answer to "who ..." is a name the question lacks."""
-    return any(w not in asked and w not in text_rules.STOP_WORDS
-               for w in (f.lower().strip(".,") for f in found))
 
 
 def idf_of(vocabulary) -> Callable[[str], float]:
@@ -182,24 +124,6 @@ def idf_of(vocabulary) -> Callable[[str], float]:
     the gate's word forms); a compound ("kube-proxy") takes its rarest part's."""
     return lambda word: max((vocabulary.idf(p) for p in text_rules.gate_terms(word)),
                             default=0.0)
-
-
-def _has(kind: str, u: Unit, raw: str, asked: set[str], rules: Rules = RULES) -> bool:
-    """Whether unit `u` (`raw`: its Markdown) has what a question of `kind` asks for;
-    `asked`: the question's words as written, lower-cased."""
-    if kind == "number":
-        return _novel(_NUMBER.findall(u.display) + _NUMBER_WORD.findall(u.display), asked)
-    if kind == "name":
-        return u.kind == "code" or _novel(text_rules.identifiers(raw), asked)
-    if kind in ("person", "place"):
-        return _novel(_CAPITAL.findall(" " + u.display), asked)
-    if kind == "term":
-        return rules.term_bonus and _novel(_EMPHASIS.findall(raw), asked)
-    if kind == "why":
-        return _REASON.search(u.display) is not None
-    if kind == "default":
-        return _DEFAULT.search(u.display) is not None
-    return u.kind == "leadin" and "\n- " in u.display
 
 
 def _weights(question: str, units: list[list[str]],
@@ -236,7 +160,8 @@ def _bm25(tf: Counter, length: int, avg: float, weights: dict[str, float]) -> fl
 def select(question: str, texts: Sequence[str], max_units: int | None = None,
            per_section: int | None = None, headings: Sequence[str] | None = None,
            pack_idf: Callable[[str], float] | None = None,
-           max_words: int | None = None, rules: Rules = RULES) -> list[Pick]:
+           max_words: int | None = None, rules: Rules = RULES,
+           priors: Sequence[float] | None = None) -> list[Pick]:
     """The best units of `texts` (the cited sections' contents, best section first, with
     their `headings` paths when given) for `question`, best first; `pack_idf` maps a
     word to its IDF in the pack (see `idf_of`); `rules`: see `Rules`. The limits default
@@ -244,7 +169,7 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     units = [(i, u) for i, t in enumerate(texts) for u in candidates(t, rules.link_definitions)]
     if not units:
         return []
-    kinds = question_types(question)
+    kinds = asks.question_types(question)
     asked_terms = set(text_rules.terms(question))
     units = [(i, _shortened(u, "list" in kinds, asked_terms)) for i, u in units]
     unit_terms = [text_rules.terms(u.display) for _, u in units]
@@ -267,11 +192,11 @@ def select(question: str, texts: Sequence[str], max_units: int | None = None,
     for k, (i, u) in enumerate(units):
         raw = texts[i][u.start:u.end]
         score = (_composite(units, matched, k) + HEADING_WEIGHT * heads[i]
-                 + SECTION_PRIOR / (i + 1))
+                 + (priors[i] if priors is not None else SECTION_PRIOR / (i + 1)))
         if idents:
             score += IDENTIFIER_WEIGHT * sum(ident_weight[x] for x in idents
                                              if x in lows[k]) / len(idents)
-        score += sum(TYPE_BONUS[k] for k in kinds if _has(k, u, raw, asked, rules))
+        score += sum(TYPE_BONUS[k] for k in kinds if asks.has(k, u, raw, asked, rules.term_bonus))
         if len(u.display.split()) < SHORT_WORDS:
             score /= 2
         scored.append(Pick(i, u, score))
