@@ -62,7 +62,8 @@ def answers(pack, result) -> list[str]:
     # Issue 34's answer: the same call with this branch's rules switched off (FIRST).
     idf = extractive.idf_of(pack.vocabulary())
     first, _, _ = extractive.answer(question, cited, pack_idf=idf,
-                                    extra=page_sections(pack, result), rules=extractive.FIRST)
+                                    extra=page_sections(pack, result, extractive.FIRST.pages),
+                                    rules=extractive.FIRST)
     return [extractive.first_sentence(cited[0].content),
             baseline_extractive.answer_text(question, cited), body(first),
             body(str(product["answer"]))]

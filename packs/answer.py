@@ -17,8 +17,6 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from packs import citations as cite_mod
 from packs.llm import client as llm_client
 from packs.llm import errors as llm_errors
@@ -106,20 +104,23 @@ def _plan(result: SearchResult) -> tuple[str, str, str]:
             synthesis.user_message(result.question, result.context, block))
 
 
-def page_sections(pack: Any, result: SearchResult) -> list[RankedSection]:
-    """The sections of the first extractive.PAGES cited pages that the context does not
-    hold: the page a question is about is usually first, the section that answers it not
-    always cited. [] for several packs (a PackSet reads no single database)."""
+def page_sections(pack: Any, result: SearchResult, pages: int | None = None
+                  ) -> list[RankedSection]:
+    """The sections of the cited pages (the first `pages` of them; None: all) that the
+    context does not hold, each with its similarity to the question: the page a question
+    is about is usually cited, the section that answers it not always. [] for several
+    packs (a PackSet reads no single database)."""
     db, cited = getattr(pack, "db", None), result.cited()
-    if db is None or not cited or not extractive.PAGES:
+    if db is None or not cited or pages == 0:
         return []
-    pages = list(dict.fromkeys(s.article_id for s in cited))[:extractive.PAGES]
+    articles = list(dict.fromkeys(s.article_id for s in cited))[:pages]
     have = {s.id for s in cited}
-    no_vector = np.zeros(pack.manifest.embedding.dim, dtype=np.float32)  # order is by page
+    qvec = pack.embed_query(result.question)
     return [RankedSection(id=r.id, article_id=r.article_id, url=r.url, title=r.title,
                           heading_path=r.heading_path, content=r.content, score=0.0,
-                          word_count=r.word_count, relation="same_page")
-            for r in db.article_sections(pages, no_vector) if r.id not in have]
+                          similarity=r.similarity, word_count=r.word_count,
+                          relation="same_page")
+            for r in db.article_sections(articles, qvec) if r.id not in have]
 
 
 def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str | None = None

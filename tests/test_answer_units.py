@@ -5,6 +5,9 @@ tasks/clean.py, tasks/offline_extract.py, packs/retrieval/scores.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
 
 from packs import text
@@ -426,3 +429,49 @@ def test_an_item_that_introduces_a_sub_list_is_quoted_with_it() -> None:
     # An item followed by items at its own depth introduces nothing of its own.
     flat = "- Some options:\n- `a` does one thing.\n- `b` does another.\n"
     assert not any(u.kind == "leadin" for u in candidates(flat))
+
+
+# --- issue 34, sixth pass: a section's prior from its similarity too ----------------------------
+
+
+def test_a_sections_prior_is_the_better_of_its_rank_and_its_similarity():
+    e = math.exp
+    got = extractive.priors([0.5, 0.7, None, 0.6], ranked=2)
+    want = [max(0.5, 0.5 * e(-2)), max(0.25, 0.5), 0.0, 0.5 * e(-1)]
+    assert got == pytest.approx(want)
+    assert extractive.priors([None, None], ranked=2) is None  # rank alone, as select's default
+
+
+def _probe_sections(extra_similarity: float):
+    cited = [RankedSection(id=k, article_id="p", url="u", title="Probes",
+                           heading_path=f"Probes > {k}", content=text, score=1.0,
+                           citation=n, similarity=sim)
+             for n, (k, text, sim) in enumerate([
+                 ("Overview", "The kubelet restarts a container whose probes fail: one that "
+                  "stops answering gets no traffic.", 0.62),
+                 ("History", "Probes came to the kubelet early.", 0.40),
+                 ("Liveness", "A liveness probe restarts a container that stops answering.",
+                  0.70)], start=1)]
+    extra = [RankedSection(id="t", article_id="p", url="u", title="Probes",
+                           heading_path="Probes > Timing", score=0.0,
+                           content="A probe gives up after `timeoutSeconds`, 1 second by default.",
+                           similarity=extra_similarity)]
+    return cited, extra
+
+
+def test_a_similar_section_cited_late_outweighs_the_top_sections_place():
+    cited, _ = _probe_sections(0.0)
+    q = "What restarts a container that stops answering?"
+    answer, _, _ = extractive.answer(q, cited, max_units=1)
+    assert "liveness probe restarts" in answer
+    # By rank alone the top section's place wins.
+    first = dataclasses.replace(extractive.RULES, similarity_prior=False)
+    answer, _, _ = extractive.answer(q, cited, max_units=1, rules=first)
+    assert "liveness probe restarts" not in answer
+
+
+def test_an_extra_section_far_less_similar_than_the_best_is_not_read():
+    q = "How long does a probe wait before it gives up?"
+    near, far = _probe_sections(0.55), _probe_sections(0.45)  # best 0.70, reach 0.2
+    assert "1 second by default" in extractive.answer(q, near[0], extra=near[1])[0]
+    assert "1 second by default" not in extractive.answer(q, far[0], extra=far[1])[0]

@@ -35,6 +35,7 @@ class Sec:
     content: str
     pack: str | None = None
     citation: int | None = None
+    similarity: float | None = None
 
 
 def test_markers_grammar():

@@ -2,9 +2,9 @@
 
 Candidates (packs/retrieval/units.py) are the sentences, whole list items, table rows, short
 paragraphs, small code blocks and lead-ins with the list, table or code they introduce, of
-the first MAX_SECTIONS cited sections and of the other sections of the first PAGES cited
-pages (`extra`: the page a question is about is usually first, the section that answers it
-not always cited). Each is scored by
+the cited sections and of the other sections of their pages whose similarity to the
+question is within EXTRA_REACH of the best section's (`extra`: the page a question is about
+is usually cited, the section that answers it not always). Each is scored by
 
     BM25     the question's terms (packs/text.py: stop words out, Porter stems) in the unit,
              k1 = K1, b = B over the candidates' lengths, each term weighted by its IDF in
@@ -18,7 +18,12 @@ not always cited). Each is scored by
              writes it; "Cargo.toml" in half the Cargo book's passages counts little)
     + HEADING_WEIGHT     x the same BM25 share for the section's heading path (a sentence
              under "Restart policy" rarely repeats "restart policy" itself)
-    + SECTION_PRIOR / (rank + 1)   the section's place (extra sections come last)
+    + the section's prior (`priors`), the better of its place and its similarity to the
+             question: SECTION_PRIOR / (rank + 1) for a cited section, SECTION_PRIOR x
+             exp(-(best - similarity) / SIMILARITY_SCALE) for any section, `best` the
+             highest similarity among them (search ranks by more than similarity, and
+             reads only part of a page: the section that answers may be cited fifth, or
+             not at all)
     + TYPE_BONUS[type] for each type of the question the unit answers: a code span or an
              identifier the question lacks (which / what setting, flag, command, field ...),
              a number the question lacks, in digits or words ("every two minutes": how
@@ -77,8 +82,8 @@ SHORT_WORDS = 4
 FLOOR = 0.5
 LONG_WORDS = 60
 LONG_FLOOR = 0.8
-MAX_SECTIONS = 7
-PAGES = 3  # the other sections of the first cited page are read too (packs/answer.py)
+SIMILARITY_SCALE = 0.1
+EXTRA_REACH = 0.2  # an extra section is read when its prior is at least e^-2 of the best's
 MAX_UNITS = 5
 PER_SECTION = 4
 MAX_WORDS = 120
@@ -91,15 +96,23 @@ class Rules:
     quotes "[label]: url" lines as text (they are no part of the page as shown);
     `term_bonus` gives TYPE_BONUS["term"] to a unit that introduces a term in italics or
     bold when the question asks what something is called; `max_units`: at most this many
-    passages (within MAX_WORDS either way)."""
+    passages (within MAX_WORDS either way). Later passes: `sections`, the first this many
+    cited sections are read (None: all of them), `pages`: the other sections of the first
+    this many cited pages (None: all; packs/answer.py `page_sections`), `similarity_prior`:
+    a section's prior is the better of its rank's and its similarity's (`priors`), else its
+    rank's alone, the extra sections ranked after the cited ones."""
 
     link_definitions: bool = False
     term_bonus: bool = True
     max_units: int = MAX_UNITS
+    sections: int | None = None
+    pages: int | None = None
+    similarity_prior: bool = True
 
 
 RULES = Rules()
-FIRST = Rules(link_definitions=True, term_bonus=False, max_units=4)
+FIRST = Rules(link_definitions=True, term_bonus=False, max_units=4, sections=7, pages=3,
+              similarity_prior=False)
 
 RETRIEVAL_ONLY_NOTE = (
     "Retrieval-only answer (no language model was used; set ANTHROPIC_API_KEY for a "
@@ -288,23 +301,43 @@ def shown(unit: Unit) -> str:
     return _MARKER_LIKE.sub(r"\\[", unit.display)
 
 
+def priors(similarities: Sequence[float | None], ranked: int) -> list[float] | None:
+    """Each section's prior for `select`: the first `ranked` (the cited sections, in their
+    order) take SECTION_PRIOR / (rank + 1), every section with a similarity to the question
+    SECTION_PRIOR x exp(-(best - similarity) / SIMILARITY_SCALE), and each the better of
+    the two. None (rank alone) when no section has a similarity."""
+    known = [x for x in similarities if x is not None]
+    if not known:
+        return None
+    best = max(known)
+    return [max(SECTION_PRIOR / (i + 1) if i < ranked else 0.0,
+                0.0 if x is None else SECTION_PRIOR * math.exp((x - best) / SIMILARITY_SCALE))
+            for i, x in enumerate(similarities)]
+
+
 def answer(question: str, cited: Sequence[RankedSection], max_units: int | None = None,
-           note: str = RETRIEVAL_ONLY_NOTE, max_sections: int | None = None,
-           pack_idf: Callable[[str], float] | None = None,
+           note: str = RETRIEVAL_ONLY_NOTE, pack_idf: Callable[[str], float] | None = None,
            extra: Sequence[RankedSection] = (), rules: Rules = RULES
            ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
-    """(answer, quotes, extra sections quoted): the units of the first `max_sections`
-    cited sections and of the `extra` sections (the rest of the first page, not in the
+    """(answer, quotes, extra sections quoted): the units of the cited sections (the first
+    rules.sections) and of the `extra` sections (the rest of their pages, not in the
     context) that best answer the question (`select`), best first, one bullet each with
     its [n] ([n, pack] with several packs), under the `note` line; each quote is the unit's
     span of its section, so packs/citations.py verifies it. An extra section the answer
     quotes is numbered after the cited ones and returned (a copy, `citation` set) so that
     the caller lists it among the sources."""
-    shown_sections = list(cited[:max_sections or MAX_SECTIONS])
+    shown_sections = list(cited[:rules.sections])
+    if rules.similarity_prior:
+        best = max((s.similarity for s in [*shown_sections, *extra] if s.similarity is not None),
+                   default=None)
+        extra = [s for s in extra if best is None or (s.similarity is not None
+                                                      and s.similarity >= best - EXTRA_REACH)]
     sections = [*shown_sections, *extra]
+    prior = (priors([s.similarity for s in sections], len(shown_sections))
+             if rules.similarity_prior else None)
     picks = select(question, [s.content for s in sections], max_units,
                    headings=[s.heading_path or s.title or "" for s in sections],
-                   pack_idf=pack_idf, rules=rules)
+                   pack_idf=pack_idf, rules=rules, priors=prior)
     if not picks:
         return "The pack has no passages relevant to this question.", [], []
     lines, quotes, used = [note, ""], [], []
