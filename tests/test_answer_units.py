@@ -475,3 +475,25 @@ def test_an_extra_section_far_less_similar_than_the_best_is_not_read():
     near, far = _probe_sections(0.55), _probe_sections(0.45)  # best 0.70, reach 0.2
     assert "1 second by default" in extractive.answer(q, near[0], extra=near[1])[0]
     assert "1 second by default" not in extractive.answer(q, far[0], extra=far[1])[0]
+
+
+def test_list_as_a_verb_does_not_ask_for_a_list():
+    # A list question is shown its items by their heads alone: the limit "at most 3" in
+    # the item would be cut from "How many nameservers can dnsConfig list at most?".
+    assert extractive.question_types("How many servers can a config list at most?") == {"number"}
+    assert "list" in extractive.question_types("List the ownership rules.")
+    assert "list" in extractive.question_types("Give me a list of the scalar types.")
+
+
+def test_a_lead_in_inside_a_blockquote_is_quoted_with_its_quoted_code():
+    md = ("Unwinding is the default.\n\n"
+          "> Note: profiles live in the _Cargo.toml_ file. To abort on panic in release\n"
+          "> mode, add this:\n>\n> ```toml\n> [profile.release]\n> panic = 'abort'\n> ```\n\n"
+          "Let's try calling `panic!`.")
+    lead = [u for u in candidates(md) if u.kind == "leadin"]
+    assert len(lead) == 1 and lead[0].display.endswith("[profile.release]\npanic = 'abort'")
+    assert md[lead[0].start:lead[0].end].endswith("> panic = 'abort'")  # the span: its quote
+    (code,) = [u for u in candidates(md) if u.kind == "code"]
+    assert code.display == "[profile.release]\npanic = 'abort'"
+    picks = extractive.select("How do I abort on panic in release mode?", [md], max_units=1)
+    assert "panic = 'abort'" in extractive.shown(picks[0].unit)

@@ -38,7 +38,8 @@ _TYPES: dict[str, re.Pattern[str]] = {
                        re.I),
     "why": re.compile(r"^\s*why\b|\b(what is the (reason|purpose)|for what purpose)\b", re.I),
     "list": re.compile(
-        r"\b(what|which) are (the|some)\b|\blist\b|\b(what|which) (\w+ ){0,2}"
+        r"\b(what|which) are (the|some)\b|^\s*list\b|\blist (of|all|the|every)\b|"
+        r"\b(what|which) (\w+ ){0,2}"
         r"(rules|steps|kinds|types|ways|phases|stages|states|conditions|requirements|"
         r"components|categories|levels|classes)\b", re.I),
 }

@@ -12,7 +12,10 @@
 - a link reference definition line ("[label]: url") is no unit (the page does not show it);
 - a paragraph is split at sentence ends (packs/text.py: never at a soft line break or an
   abbreviation, never inside `code`), and always at a hard break (two trailing spaces or a
-  backslash).
+  backslash);
+- inside a blockquote ("> Note: ... add this:" then "> ```toml"), each line is read without
+  its "> " marker, so a quoted fence, list or table is one as well, and a ">" line alone
+  ends a paragraph as a blank line does.
 Each unit carries the index of its block (a paragraph, an item, a code block, a row) and of
 its group (a paragraph, a whole list, a table, a code block).
 """
@@ -48,10 +51,12 @@ class Unit:
     items: tuple[tuple[str, str], ...] = ()
 
 
-def _lines(text: str) -> list[tuple[int, int]]:
+def _lines(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, quoted) of each line, its start after a blockquote marker ("> ")."""
     out, pos = [], 0
     for line in text.split("\n"):
-        out.append((pos, pos + len(line)))
+        m = _QUOTE_MARK.match(line)
+        out.append((pos + (m.end() if m else 0), pos + len(line), m is not None))
         pos += len(line) + 1
     return out
 
@@ -102,9 +107,9 @@ class _Segmenter:
             self.add(s, e, kind, one_line(text[s:e]))
         self.para = []
 
-    def row(self, i: int, lines: list[tuple[int, int]]) -> None:
+    def row(self, i: int, lines: list[tuple[int, int, bool]]) -> None:
         text = self.text
-        a, b = lines[i]
+        a, b, _ = lines[i]
         line = text[a:b]
         if _TABLE_RULE.match(line):
             return
@@ -128,7 +133,7 @@ def segment(text: str, links: bool = False) -> list[Unit]:
     lines = _lines(text)
     i = 0
     while i < len(lines):
-        a, b = lines[i]
+        a, b, quoted = lines[i]
         line = text[a:b]
         fence = opening_fence(line)
         if fence:
@@ -141,7 +146,11 @@ def segment(text: str, links: bool = False) -> list[Unit]:
                 ca, cb = text_rules.trim_span(text, body[0][0], body[-1][1])
                 if ca < cb:
                     seg._next("code")
-                    seg.add(ca, cb, "code", text[ca:cb])
+                    shown = text[ca:cb]
+                    if quoted:  # the code without the quote's markers
+                        shown = "\n".join(text[max(x, ca):min(y, cb)] for x, y, _ in body
+                                          if y >= ca and x <= cb)
+                    seg.add(ca, cb, "code", shown)
             i = j + 1
             continue
         if not line.strip():

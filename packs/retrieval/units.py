@@ -157,7 +157,8 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
         n = next((j for j in range(len(lines)) if len(" ".join(lines[:j + 1]).split())
                   >= budget), len(lines) - 1) + 1
         shown = "\n".join(lines[:n])
-        end, body = code.start + len(shown), shown
+        # The span's lines, one per shown line (a quoted block shows its lines unmarked).
+        end, body = code.start + len("\n".join(text[code.start:code.end].split("\n")[:n])), shown
     else:
         kept, _ = _budget(lead, blocks, whole=True)
         whole = len(kept) == len(blocks)
