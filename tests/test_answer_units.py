@@ -497,3 +497,8 @@ def test_a_lead_in_inside_a_blockquote_is_quoted_with_its_quoted_code():
     assert code.display == "[profile.release]\npanic = 'abort'"
     picks = extractive.select("How do I abort on panic in release mode?", [md], max_units=1)
     assert "panic = 'abort'" in extractive.shown(picks[0].unit)
+
+
+def test_when_asks_for_a_time_only_at_the_start():
+    assert "number" in extractive.question_types("When was the scheduler added?")
+    assert extractive.question_types("Why must tests not share state when they run?") == {"why"}

@@ -19,7 +19,7 @@ _TYPES: dict[str, re.Pattern[str]] = {
     "person": re.compile(r"\b(who|whom|whose)\b", re.I),
     "place": re.compile(r"\bwhere\b", re.I),
     "number": re.compile(
-        r"\b(how (many|much|long|old|often|far|large|big|fast|soon|frequently)|when|"
+        r"^\s*when\b|\b(how (many|much|long|old|often|far|large|big|fast|soon|frequently)|"
         r"what (year|date|time|percentage|percent|number|port|version|size|age|amount)|"
         r"which (year|date|port|version)|at what)\b", re.I),
     "name": re.compile(
