@@ -123,11 +123,14 @@ def test_the_question_sets_are_well_formed():
 
 def test_the_answer_sets_are_well_formed():
     """benchmarks/data/*_answers.jsonl: 60+ questions each, every gold group non-empty, no
-    page with both dev and test (or spent) questions, 35+ test questions and dev 40-75% of
+    page with both dev and test (or spent) questions, 35+ test questions and dev 40-80% of
     the questions in use (dev and test: spent ones are used by nothing), several kinds."""
-    for name in ("k8s_answers", "rust_answers"):
+    for name, corpus in (("k8s_answers", "kubernetes"), ("rust_answers", "rust-book")):
         qs = corpora.load_rows(corpora.DATA_DIR / f"{name}.jsonl")
         assert len(qs) >= 60 and len({r["id"] for r in qs}) == len(qs), name
+        # Every gold page is one the benchmark builds (Kubernetes: not reference/).
+        prefixes = corpora.DOCS[corpus][2]
+        assert all(g.startswith(prefixes) for r in qs for g in r["gold"]), name
         assert len({r["question"] for r in qs}) == len(qs), name
         assert {"setting", "number", "list", "why", "definition"} <= {r["kind"] for r in qs}
         assert {r["split"] for r in qs} <= {"dev", "test", "spent"}, name
@@ -145,7 +148,9 @@ def test_the_answer_sets_are_well_formed():
         # split's, else `spent`, used by nothing); test keeps 35 questions at least.
         dev = sum(r["split"] == "dev" for r in qs)
         test = sum(r["split"] == "test" for r in qs)
-        assert 0.4 <= dev / (dev + test) <= 0.75 and test >= 35, name
+        # (at most 80%: the fifth Kubernetes split lost 11 of its 55 questions, on
+        # reference/ pages the benchmark does not build, and has 44)
+        assert 0.4 <= dev / (dev + test) <= 0.8 and test >= 35, name
         # A retired test question is never test again.
         assert not any(r.get("retired_test") and r["split"] == "test" for r in qs), name
         assert all(r.get("retired_test") for r in qs if r["split"] == "spent"), name
