@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import time
 from collections.abc import Callable, Sequence
 
 from benchmarks import common
@@ -45,6 +46,11 @@ def body(answer: str) -> str:
     return "\n".join(line for line in answer.splitlines()[1:] if line.strip())
 
 
+# Milliseconds of each product answer `answers` computed (ask() on a search result already
+# made: the offline answer alone), for the benchmarks' latency line.
+PRODUCT_MS: list[float] = []
+
+
 def answers(pack, result) -> list[str]:
     """The texts of METHODS for one search result ("" when nothing was cited). The product's
     is what `ask()` returns for that result with no API key (packs.answer.ask), its label
@@ -58,7 +64,9 @@ def answers(pack, result) -> list[str]:
     if not cited:
         return ["" for _ in METHODS]
     os.environ.pop("ANTHROPIC_API_KEY", None)  # the offline answer, always
+    start = time.perf_counter()
     product, _ = ask(pack, result, SearchOptions())
+    PRODUCT_MS.append(1000 * (time.perf_counter() - start))
     # Issue 34's answer: the same call with this branch's rules switched off (FIRST).
     idf = extractive.idf_of(pack.vocabulary())
     first, _, _ = extractive.answer(question, cited, pack_idf=idf,

@@ -13,13 +13,15 @@ contain (a flag, a setting, a number, a name, a list's items; any alternative of
 counts, every group must be there), split dev / test by page. Each reported test split
 was retired afterwards (`retired_test`: into dev, or `spent` where a fresh split shares its
 pages) and a fresh one written from the pages alone by someone who never ran the product
-on them: ids 201+ (round 2), then 301+ (`test_round` 3), the current test split. The
+on them: ids 201+ (round 2), 301+ (round 3), 401+ (round 4), then 451+ (`test_round` 5),
+the current test split. The
 packs are the ones benchmarks/corpora.py builds (reused when cached). Each question is
 searched once with the default pipeline and the gate off; the gate's calibrated verdict, computed on the same
 search, decides the `gate on` column. Answers compared and scoring: benchmarks/answer_eval.py.
 Also printed: whether every gold string occurs in its gold page's sections in the pack (a
 question the pack cannot answer is a bad question), the containment per question kind, and
-the questions the product misses (dev only: test is looked at once).
+the questions the product misses (dev only: test is looked at once), and the time of the
+product's offline answer alone (ask() on the search result: p50 and p90).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ def check_golds(pack, rows: list[dict], base_url: str) -> list[str]:
 def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
     """(table rows, per-question records) for one split."""
     per_question, ceiling = [], []
+    answer_eval.PRODUCT_MS.clear()
     t0 = time.perf_counter()
     for k, r in enumerate(rows, start=1):
         result = pack.search(r["question"], use_cache=False, gate_threshold=-1.0)
@@ -83,6 +86,10 @@ def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
     log(f"  {sum(q['gated'] for q in per_question)} of {len(rows)} gated by the calibrated "
         f"gate; ms per question (search + answers): "
         f"{1000 * (time.perf_counter() - t0) / max(len(rows), 1):.0f}")
+    if answer_eval.PRODUCT_MS:
+        ms = sorted(answer_eval.PRODUCT_MS)
+        log(f"  product's offline answer alone (after the search): p50 {ms[len(ms) // 2]:.0f} ms,"
+            f" p90 {ms[int(0.9 * (len(ms) - 1))]:.0f} ms")
     return (answer_eval.score_rows(per_question, [r["answers"] for r in rows], ceiling),
             per_question)
 
