@@ -115,7 +115,8 @@ def page_sections(pack: Any, result: SearchResult, pages: int | None = None
         return []
     articles = list(dict.fromkeys(s.article_id for s in cited))[:pages]
     have = {s.id for s in cited}
-    qvec = pack.embed_query(result.question)
+    qvec = (result.question_vector if result.question_vector is not None
+            else pack.embed_query(result.question))
     return [RankedSection(id=r.id, article_id=r.article_id, url=r.url, title=r.title,
                           heading_path=r.heading_path, content=r.content, score=0.0,
                           similarity=r.similarity, word_count=r.word_count,

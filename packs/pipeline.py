@@ -142,4 +142,5 @@ def _result(st: QueryState, pack: PackReader) -> SearchResult:
         fallback_full_articles=st.fallback,
         fewshot=[{"question": e.question, "answer": e.answer} for e in st.examples],
         timings_ms=dict(st.timer.ms), warnings=st.warnings, build_id=pack.manifest.build_id,
-        token_usage=st.usage, filters=st.active.to_dict(), gate=st.verdict)
+        token_usage=st.usage, filters=st.active.to_dict(), gate=st.verdict,
+        question_vector=st.qvec)

@@ -72,6 +72,9 @@ class SearchResult:
     # The confidence gate's verdict (packs.retrieval.gate.decide): rule, passed,
     # confidence, cut, signals.
     gate: dict[str, object] = field(default_factory=dict)
+    # The question's unit vector, as search embedded it (the offline answer weighs the cited
+    # pages' other sections by it without embedding the question again); not in to_dict().
+    question_vector: Any = field(default=None, repr=False, compare=False)
 
     def cited(self) -> list[RankedSection]:
         """Sections that made it into the context, in citation order."""
@@ -79,6 +82,7 @@ class SearchResult:
         return sorted(both, key=lambda s: s.citation or 0)
 
     def to_dict(self) -> dict[str, object]:
-        d = dataclasses.asdict(self)
+        d = dataclasses.asdict(dataclasses.replace(self, question_vector=None))
+        del d["question_vector"]
         d["facts"]["triples"] = [list(t) for t in self.facts.triples]
         return d

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from query_fixtures import ARTICLES, build_pack, embedder, pack_dir, url_of  # noqa: F401
 
@@ -103,6 +104,9 @@ def test_search_result_shape_and_json(pack):
     assert {"name": "RetryPolicy", "type": "class"} in d["facts"]["entities"]
     assert d["fewshot"] and len(d["fewshot"]) == 2
     assert set(d["timings_ms"]) >= {"embed", "vector", "bm25", "quality", "context"}
+    # The question's vector rides along for the offline answer, outside the JSON.
+    assert "question_vector" not in d
+    assert np.allclose(result.question_vector, pack.embed_query(result.question))
 
 
 def test_quality_filter_drops_short_sections(pack):
