@@ -2,8 +2,8 @@
 
     python benchmarks/graph_precision.py sample --pack PACK --corpus NAME --out DIR
         [--seed 48] [--entities 200] [--facts 100] [--relations 100]
-    python benchmarks/graph_precision.py score --pack PACK --corpus NAME --labels DIR
-        [--sample-new N] [--seed 48] [--results FILE]
+    python benchmarks/graph_precision.py score --pack PACK --corpus NAME [--pack ... --corpus ...]
+        --labels DIR [--sample-new N] [--seed 48] [--results FILE]
 
 `sample` draws a seeded uniform sample of the pack's distinct entities, facts and
 relationships (from the Parquet tables of its current build) and writes DIR/NAME_entities.jsonl,
@@ -252,23 +252,29 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def report(corpus: str, counts: dict[str, int], scores: dict[str, dict]) -> str:
-    """The score table and failure classes as text."""
-    lines = [common.machine_line(),
-             f"corpus {corpus}: " + ", ".join(f"{v} {k}" for k, v in counts.items()), "",
-             "| kind | labelled | present | precision (present) | 95% interval | removed "
-             "false | removed true | retyped | precision (labelled sample) | 95% interval |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for kind, s in scores.items():
-        lo, hi = s["interval"]
-        slo, shi = s["sample_interval"]
-        lines.append(f"| {kind} | {s['labelled']} | {s['present']} | {_pct(s['precision'])} | "
-                     f"{lo:.3f}–{hi:.3f} | {s['removed_false']} | {s['removed_true']} | "
-                     f"{s['retyped']} | {_pct(s['sample_precision'])} | {slo:.3f}–{shi:.3f} |")
-    lines.append("")
-    for kind, s in scores.items():
-        classes = ", ".join(f"{c} {n}" for c, n in s["classes"].most_common())
-        lines.append(f"{kind} labelled false by class: {classes or 'none'}")
+def report(corpora: list[tuple[str, str, dict[str, int], dict[str, dict]]]) -> str:
+    """The score table and failure classes of each (corpus, tables folder, pack counts,
+    scores by kind) as text."""
+    lines = [common.machine_line(), ""]
+    for corpus, where, counts, _ in corpora:
+        lines.append(f"{corpus}: {where} ("
+                     + ", ".join(f"{v} {k}" for k, v in counts.items()) + ")")
+    lines += ["", "| corpus | kind | labelled | present | precision (present) | 95% interval | "
+              "removed false | removed true | retyped | precision (labelled sample) | "
+              "95% interval |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for corpus, _, _, scores in corpora:
+        for kind, s in scores.items():
+            lo, hi = s["interval"]
+            slo, shi = s["sample_interval"]
+            lines.append(f"| {corpus} | {kind} | {s['labelled']} | {s['present']} | "
+                         f"{_pct(s['precision'])} | {lo:.3f}–{hi:.3f} | {s['removed_false']} | "
+                         f"{s['removed_true']} | {s['retyped']} | "
+                         f"{_pct(s['sample_precision'])} | {slo:.3f}–{shi:.3f} |")
+    lines += ["", "Labelled false, by class (benchmarks/data/graph_labels/README.md):"]
+    for corpus, _, _, scores in corpora:
+        for kind, s in scores.items():
+            classes = ", ".join(f"{c} {n}" for c, n in s["classes"].most_common())
+            lines.append(f"  {corpus} {kind}: {classes or 'none'}")
     return "\n".join(lines)
 
 
@@ -304,24 +310,30 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    graph = load_graph(args.pack)
-    print(f"{args.corpus}: read {graph.counts}", file=sys.stderr, flush=True)
-    scores, fresh = {}, {}
-    for kind in KINDS:
-        labelled = _read_jsonl(_path(args.labels, args.corpus, kind))
-        keyed = items(graph, kind)
-        names = {k.rsplit("|", 1)[0] for k in keyed} if kind == "entities" else set()
-        scores[kind] = score_kind(labelled, set(keyed), names)
-        if args.sample_new:
-            fresh[kind] = draw(keyed, args.sample_new, args.seed, {r["key"] for r in labelled})
-    common.print_report(report(args.corpus, graph.counts, scores), args.results,
-                        f"Graph precision: {args.corpus}", "graph_precision.py", None)
-    for kind, rows in fresh.items():
-        print(f"\n{len(rows)} unlabelled {kind} of the pack (seed {args.seed}):")
+    if len(args.pack) != len(args.corpus):
+        raise SystemExit("give one --corpus per --pack, in the same order")
+    results, fresh = [], []
+    for pack, corpus in zip(args.pack, args.corpus):
+        graph = load_graph(pack)
+        print(f"{corpus}: read {graph.counts}", file=sys.stderr, flush=True)
+        scores = {}
+        for kind in KINDS:
+            labelled = _read_jsonl(_path(args.labels, corpus, kind))
+            keyed = items(graph, kind)
+            names = {k.rsplit("|", 1)[0] for k in keyed} if kind == "entities" else set()
+            scores[kind] = score_kind(labelled, set(keyed), names)
+            if args.sample_new:
+                fresh.append((corpus, kind, draw(keyed, args.sample_new, args.seed,
+                                                 {r["key"] for r in labelled})))
+        results.append((corpus, str(tables_dir(pack)), graph.counts, scores))
+    common.print_report(report(results), args.results, "Graph precision on the labelled samples",
+                        "graph_precision.py", None)
+    for corpus, kind, rows in fresh:
+        print(f"\n{len(rows)} unlabelled {kind} of {corpus} (seed {args.seed}):")
         for r in rows:
             print(json.dumps(r, ensure_ascii=False))
-    print(f"\nscored {sum(s['labelled'] for s in scores.values())} labelled items of "
-          f"{args.corpus}", file=sys.stderr)
+    total = sum(s["labelled"] for *_, scores in results for s in scores.values())
+    print(f"\nscored {total} labelled items of {', '.join(args.corpus)}", file=sys.stderr)
     return 0
 
 
@@ -337,8 +349,10 @@ def main(argv: list[str] | None = None) -> int:
         s.add_argument(f"--{kind}", type=int, default=n, help=f"sample size (default {n})")
     s.add_argument("--force", action="store_true", help="overwrite existing files")
     c = sub.add_parser("score", help="precision of the labelled items still in the pack")
-    c.add_argument("--pack", type=Path, required=True, help="pack folder or build folder")
-    c.add_argument("--corpus", required=True)
+    c.add_argument("--pack", type=Path, required=True, action="append",
+                   help="pack folder or build folder (repeat for several corpora)")
+    c.add_argument("--corpus", required=True, action="append",
+                   help="the corpus of each --pack, in the same order")
     c.add_argument("--labels", type=Path, required=True, help="folder of NAME_<kind>.jsonl")
     c.add_argument("--sample-new", type=int, default=0, metavar="N",
                    help="also print N unlabelled items per kind of the pack")

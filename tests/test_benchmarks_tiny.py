@@ -621,12 +621,12 @@ def test_graph_precision_keys_sample_and_arithmetic(tmp_path, capsys):
     text = capsys.readouterr().out
     # entities: 5 labelled (3 true), present pod + deployment + github.com: 2/3; removed
     # true: replicaset (retyped) ; removed false: true; sample precision 3/5
-    assert "| entities | 5 | 3 | 0.667 | 0.208–0.939 | 1 | 1 | 1 | 0.600 |" in text
-    assert "| facts | 2 | 1 | 1.000 |" in text and "| 1 | 0 | 0 | 0.500 |" in text
-    assert "| relations | 2 | 1 | 1.000 |" in text
-    assert "entities labelled false by class: literal 2" in text
+    assert "| c | entities | 5 | 3 | 0.667 | 0.208–0.939 | 1 | 1 | 1 | 0.600 |" in text
+    assert "| c | facts | 2 | 1 | 1.000 |" in text and "| 1 | 0 | 0 | 0.500 |" in text
+    assert "| c | relations | 2 | 1 | 1.000 |" in text
+    assert "c entities: literal 2" in text
     assert '"name": "kubectl"' in text and '"text": "A new fact."' in text
-    assert "| entities | 5 | 3 |" in (tmp_path / "r.md").read_text()
+    assert "| c | entities | 5 | 3 |" in (tmp_path / "r.md").read_text()
 
 
 def test_graph_precision_refuses_unlabelled_items():
