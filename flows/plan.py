@@ -48,16 +48,10 @@ def chunking(source: SourceConfig, embedder: ModelInfo) -> tuple[int, int]:
 
 
 def fetch_config(source: SourceConfig, allow_private_hosts: bool) -> fetch_core.FetchConfig:
+    """pack.toml's fetch settings; `allow_private_hosts` from the command line adds to its."""
     cfg = source.config
-    return fetch_core.FetchConfig(
-        timeout_s=cfg.fetch_timeout_s,
-        max_bytes=cfg.max_page_bytes,
-        concurrency=cfg.fetch_concurrency,
-        per_host_concurrency=cfg.per_host_concurrency,
-        allowed_hosts=tuple(cfg.allowed_hosts),
-        allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts,
-        auth=tuple(cfg.auth),
-    )
+    return fetch_core.FetchConfig.from_pack(
+        cfg, allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts)
 
 
 def extract_config(source: SourceConfig, kind: str | None, max_cost_usd: float | None,
