@@ -140,11 +140,7 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
              len(layout), source.config.shard_pages,
              f", {slots} cluster task slots" if slots else "")
 
-    names = stages.names()
-    writer = stages.publisher()
-    early = [i + 1 for i, stage in enumerate(stages.PIPELINE) if stage.ENDS_EARLY]
-    gate, last = max(early, default=0), names.index(writer.NAME)
-    head, middle, tail = names[:gate], names[gate:last], names[last:]  # fetch | ... | publish
+    head, middle, tail = stages.phases()  # fetch | split ... resolve | publish
     sched.run(head)
     made_from = [r for name in head if stages.get(name).ENDS_EARLY
                  for r in sched.all_records(name)]
@@ -154,17 +150,17 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
         if reason:
             raise BuildError(f"{source.name}: {reason}; nothing was published")
     fingerprint = inputs_fingerprint(ctx, made_from)
-    unchanged = writer.unchanged(ctx, fingerprint) if head else None
+    writer = stages.publisher()
+    unchanged = writer.unchanged(ctx, fingerprint) if made_from else None
     if unchanged is not None:
-        out = Path(out_dir)
         log.info("no changes since build %s: nothing to publish", unchanged["build_id"])
-        append_history(out / source.name, build_id, "no changes",
+        append_history(Path(out_dir) / source.name, build_id, "no changes",
                        f"inputs equal build {unchanged['build_id']}", pages=freshness["pages"])
-        unchanged["freshness"] = freshness
-        unchanged["seconds"] = round(time.perf_counter() - t_start, 1)
-        unchanged["durations"] = sched.durations()
-        publish_report(unchanged)
-        return unchanged
+        summary = {**unchanged, "freshness": freshness,
+                   "seconds": round(time.perf_counter() - t_start, 1),
+                   "durations": sched.durations()}
+        publish_report(summary)
+        return summary
 
     sched.run(middle)
     lineage = [s.NAME for s in stages.PIPELINE if s.LINEAGE and s.enabled(ctx)]

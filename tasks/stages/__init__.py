@@ -122,6 +122,15 @@ def publisher() -> Stage:
     return next(s for s in PIPELINE if s.PUBLISHES)
 
 
+def phases() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The pipeline cut where the flow acts between stages: up to the last stage that may
+    end the build early (ENDS_EARLY), then up to the publisher, then from it on."""
+    all_names = names()
+    early = max((i + 1 for i, s in enumerate(PIPELINE) if s.ENDS_EARLY), default=0)
+    last = all_names.index(publisher().NAME)
+    return all_names[:early], all_names[early:last], all_names[last:]
+
+
 def cache_key(name: str, ctx: BuildContext, shard, inputs: dict) -> str | None:
     """The cache key of a run of stage `name`: its content key, within this work directory
     (records name their files by absolute path); None when the key is known only after
