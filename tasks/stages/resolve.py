@@ -10,66 +10,39 @@ even when its key did not change.
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 
 import polars as pl
 
 from packs import format as fmt
 from tasks.extract import core as extract_core
 from tasks.extract.assemble import assemble
-from tasks.shards import Shard
-from tasks.stages.common import (
-    BuildContext,
-    ProgressFn,
-    Record,
-    log,
-    parquet_rows,
-    stage_key,
-    write_parquet,
-)
+from tasks.stages.base import PACK, Stage
+from tasks.stages.common import write_parquet
 
-NAME = "resolve"
-VERSION = "resolve-v1"
-SCOPE = "pack"
-INPUTS = ("extract",)
-RETRIES = 1
 TABLES = (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS, fmt.FACTS)
 
 
-def settings(ctx: BuildContext) -> tuple:
-    return (VERSION,)
+class Resolve(Stage):
+    NAME = "resolve"
+    VERSION = "resolve-v1"
+    SCOPE = PACK
+    INPUTS = ("extract",)
+    OUTPUTS = {t: t for t in TABLES}
+    ISOLATE = True
 
-
-def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> str:
-    return stage_key(NAME, settings(ctx), sorted(r.ref for r in inputs["extract"]))
-
-
-def paths(ctx: BuildContext, content_key: str) -> dict[str, str]:
-    folder = ctx.work.stage(NAME)
-    return {t: str(folder / f"{t}-{content_key}.parquet") for t in TABLES}
-
-
-def complete(ctx: BuildContext, content_key: str) -> bool:
-    return all(Path(p).is_file() for p in paths(ctx, content_key).values())
-
-
-def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
-        progress: ProgressFn | None = None) -> Record:
-    start = time.perf_counter()
-    content_key = key(ctx, shard, inputs)
-    files = paths(ctx, content_key)
-    if not complete(ctx, content_key):
+    def compute(self, ctx, shard, inputs, files, progress) -> None:
         df = (pl.scan_parquet([r.paths["extractions"] for r in inputs["extract"]])
               .filter(pl.col("status") == "ok").select("section_id", "data")
               .sort("section_id").collect())
         extractions = [(sid, extract_core.parse_extraction(json.loads(data)))
                        for sid, data in df.iter_rows()]
         del df
-        tables = assemble(extractions)
-        for name, table in tables.items():
-            write_parquet(table, Path(files[name]))
-    rows = {t: parquet_rows(p) for t, p in files.items()}
-    log.info("resolve: %d entities, %d relationships, %d facts", rows[fmt.ENTITIES],
-             rows[fmt.RELATIONSHIPS], rows[fmt.FACTS])
-    return Record(NAME, content_key, None, files, rows, time.perf_counter() - start)
+        for name, table in assemble(extractions).items():
+            write_parquet(table, files[name])
+
+    def summary_line(self, shard, inputs, record) -> str:
+        return (f"resolve: {record.rows[fmt.ENTITIES]} entities, "
+                f"{record.rows[fmt.RELATIONSHIPS]} relationships, {record.rows[fmt.FACTS]} facts")
+
+
+STAGE = Resolve()
