@@ -91,7 +91,7 @@ def param(request: Request, name: str, default: str = "") -> str:
     value = request.query_params.get(name, default).strip()
     if len(value) > MAX_PARAM_CHARS:
         raise HTTPException(400, f"the parameter {name!r} is longer than "
-                                 f"{MAX_PARAM_CHARS} characters")
+                                 f"{MAX_PARAM_CHARS:,} characters")
     return value
 
 
