@@ -57,9 +57,16 @@ class SitemapConfig(BaseModel):
     # "auto": skip a page whose <lastmod> is unchanged once its host's lastmod has proved
     # trustworthy (tasks/fetch/lastmod_trust.py); "never": ask every page conditionally.
     trust_lastmod: Literal["auto", "never"] = "auto"
-    # Share of the pages a trusted lastmod would skip that are asked conditionally anyway,
-    # a different sample each build: how a lastmod that stopped telling the truth is caught.
+    # Pages a trusted lastmod would skip are asked conditionally anyway, a new random
+    # sample each build: how a lastmod that stopped telling the truth is caught. The sample
+    # is large enough that when recheck_lie_share of a host's pages changed without a new
+    # lastmod, one of them is asked within recheck_within_builds builds with probability
+    # recheck_confidence (0 turns this bound off), and never smaller than recheck_share of
+    # them (tasks/fetch/lastmod_trust.py: recheck_rate).
     recheck_share: float = Field(default=0.02, ge=0.0, le=1.0)
+    recheck_lie_share: float = Field(default=0.2, gt=0.0, le=1.0)
+    recheck_within_builds: int = Field(default=2, ge=1, le=100)
+    recheck_confidence: float = Field(default=0.99, ge=0.0, le=0.9999)
     # A page is asked at least this often (days since its last request) however its
     # lastmod reads.
     max_skip_days: float = Field(default=30.0, ge=0.0, le=3650.0)
