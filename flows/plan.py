@@ -57,6 +57,7 @@ def fetch_config(source: SourceConfig, allow_private_hosts: bool) -> fetch_core.
         allowed_hosts=tuple(cfg.allowed_hosts),
         allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts,
         auth=tuple(cfg.auth),
+        secret_params=tuple(cfg.secret_params), urls_file=str(source.urls_file),
     )
 
 

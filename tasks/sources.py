@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from packs.urls import has_userinfo, strip_userinfo
+from packs.urls import REDACTED, has_userinfo, redact_secrets, strip_userinfo
 from tasks.fetch.types import HostAuth
 
 URLS_FILE = "urls.txt"
@@ -105,6 +105,10 @@ class PackConfig(BaseModel):
     # Headers for hosts that need credentials, each value read from an environment
     # variable when the build runs ([[auth]] tables; tasks.fetch.types.HostAuth).
     auth: list[HostAuth] = Field(default_factory=list, max_length=64)
+    # Query parameters whose values are secrets, besides packs.urls.SECRET_PARAMS (token,
+    # key, api_key, password, signature, X-Amz-Signature, ...): their values never reach
+    # the pack, the work folder, the logs or Prefect (see parse_urls).
+    secret_params: list[str] = Field(default_factory=list, max_length=256)
     fetch_concurrency: int = Field(default=8, ge=1, le=64)
     per_host_concurrency: int = Field(default=2, ge=1, le=32)
     fetch_timeout_s: float = Field(default=20.0, gt=0, le=600)
@@ -176,8 +180,12 @@ class SourceConfig:
     config: PackConfig
     sitemaps: tuple[UrlEntry, ...] = ()  # the `sitemap:` lines, expanded at build time
 
+    @property
+    def urls_file(self) -> Path:
+        return self.folder / URLS_FILE
 
-def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
+
+def parse_urls(text: str, origin: Path, secret_params: tuple[str, ...] = ()) -> list[UrlEntry]:
     """Parse urls.txt text. `origin` is the file (for messages and relative paths).
 
     Lines: an http(s) URL, a file:// URL, or a local path (relative to the file's folder);
@@ -185,7 +193,12 @@ def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
     `#` starts a comment (at line start or after whitespace); blank lines are ignored;
     duplicates are dropped keeping the first. Credentials in a URL (`user:password@`) are
     removed with a warning, so that no pack, log or work file ever holds them (pack.toml's
-    [[auth]] passes them instead). Raises SourceError naming file:line.
+    [[auth]] passes them instead). The values of secret-looking query parameters
+    (packs.urls.SECRET_PARAMS and `secret_params`: `?token=`, `&password=`, a signed URL's
+    X-Amz-Signature, ...) become REDACTED in the URL the build records, with a warning;
+    the request is still made with the URL as written here (`request_urls` reads it back
+    when the fetch runs), so the page is fetched and its secret stored nowhere. Raises
+    SourceError naming file:line.
     """
     entries: list[UrlEntry] = []
     seen: set[tuple[bool, str]] = set()
@@ -207,6 +220,14 @@ def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
         if any(c.isspace() for c in target):
             raise SourceError(f"{where}: one URL or path per line, got {line!r}")
         url = _normalise_entry(target, base, where)
+        url, secret = redact_secrets(url, secret_params)
+        if secret:
+            log.warning("%s: %s in %s looks like a secret: the pack records this URL with "
+                        "%s in its place and the build requests it as written in %s; a "
+                        "secret kept in urls.txt is in plain text there (a header from an "
+                        "environment variable, [[auth]] in %s, keeps it out of files)",
+                        where, ", ".join(f"?{n}=" for n in secret), url, REDACTED,
+                        origin.name, CONFIG_FILE)
         if (sitemap is not None, url) not in seen:
             seen.add((sitemap is not None, url))
             entries.append(UrlEntry(url=url, line=lineno, sitemap=sitemap is not None))
@@ -342,7 +363,7 @@ def load_source(folder: Path | str) -> SourceConfig:
         line = raw[: exc.start].count(b"\n") + 1
         raise SourceError(f"{urls_path}:{line}: not UTF-8 text (byte {exc.start}); save the "
                           "file as UTF-8") from exc
-    entries = parse_urls(text.removeprefix("\ufeff"), urls_path)
+    entries = parse_urls(text.removeprefix("\ufeff"), urls_path, tuple(config.secret_params))
     if not entries:
         raise SourceError(f"{urls_path}: lists no URLs")
     name = config.name or folder.resolve().name
@@ -353,6 +374,28 @@ def load_source(folder: Path | str) -> SourceConfig:
     return SourceConfig(name=name, folder=folder.resolve(), config=config,
                         urls=tuple(e for e in entries if not e.sitemap),
                         sitemaps=tuple(e for e in entries if e.sitemap))
+
+
+def request_urls(urls_file: str | os.PathLike[str], secret_params: tuple[str, ...] = ()
+                 ) -> dict[str, str]:
+    """{URL as recorded (secrets REDACTED): URL as written} for the lines of `urls_file`
+    that carry a secret-looking query parameter: what the fetch requests in their place
+    (read when it runs, so the secret travels through no Prefect parameter, work file or
+    log). {} when the file cannot be read (the fetch then asks for the recorded URL)."""
+    try:
+        text = Path(urls_file).read_text(encoding="utf-8").removeprefix("\ufeff")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    found = {}
+    for raw in text.splitlines():
+        line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()
+        sitemap = _SITEMAP_LINE.match(line)
+        target = strip_userinfo(sitemap.group(1).strip() if sitemap else line)
+        if target.lower().startswith(("http://", "https://")):
+            recorded, secret = redact_secrets(target, secret_params)
+            if secret:
+                found.setdefault(recorded, target)
+    return found
 
 
 def resolve_embedding_model(config: PackConfig, override: str | None = None) -> str:

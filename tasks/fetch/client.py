@@ -122,6 +122,13 @@ class PoliteClient:
         self.policy = RetryPolicy(max_retries=config.max_retries,
                                   backoff_cap_s=config.max_retry_after_s,
                                   max_retry_after_s=config.max_retry_after_s)
+        # URL as recorded (its secrets REDACTED) -> the URL to request (urls.txt's line, or
+        # a sitemap index's entry); in memory only
+        self.requests: dict[str, str] = {}
+        if config.urls_file:
+            from tasks.sources import request_urls
+
+            self.requests = request_urls(config.urls_file, config.secret_params)
 
     async def get(self, url: str, headers: dict[str, str], *, typed: bool = True) -> Hop:
         """GET with retries on transient failures (jittered backoff, Retry-After honoured).
@@ -137,7 +144,8 @@ class PoliteClient:
         )
         try:
             return await retrying(
-                self.get_once, url, headers, max_bytes=self.config.max_bytes, typed=typed
+                self.get_once, self.requests.get(url, url), headers,
+                max_bytes=self.config.max_bytes, typed=typed
             )
         except Transient as exc:
             attempts = self.config.max_retries + 1
