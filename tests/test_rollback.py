@@ -77,8 +77,9 @@ def test_a_current_moved_back_by_hand_is_refused_by_a_reader_with_trust(signed, 
     layout.set_current(pack, "b0100")  # what a rollback without kpack install looks like
     with pytest.raises(DowngradeError, match="current names build b0100 .* but build b0200"):
         KnowledgePack.open(pack, trust=keys[1])
-    res = _kpack("search", str(pack), "how are jobs retried?", "--trust", str(keys[1]))
-    assert res.returncode == 2 and "a rollback?" in res.stderr, res.stderr
+    for command in (["search", str(pack), "how are jobs retried?"], ["verify", str(pack)]):
+        res = _kpack(*command, "--trust", str(keys[1]))
+        assert res.returncode == 2 and "a rollback?" in res.stderr, (command, res.stderr)
     with KnowledgePack.open(pack, trust=keys[1], allow_downgrade=True) as kp:
         assert kp.manifest.build_id == "b0100"
     with KnowledgePack.open(layout.build_path(pack, "b0100"), trust=keys[1]) as kp:

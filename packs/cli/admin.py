@@ -138,6 +138,10 @@ def verify(
         build = resolve_build_dir(pack)
         manifest = (signing.read_trusted_manifest(build, trust) if trust
                     else read_manifest(build))
+        if trust and pack.expanduser().resolve() != build.resolve():
+            from packs.rollback import newer_trusted
+
+            newer_trusted(build, manifest, trust)  # current moved back: a rollback
         checked = verify_files(build, manifest.checksums, allow_unverified=allow_unverified)
         signature = signing.read_signature(build)
     except PackCorruptError as exc:
