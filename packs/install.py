@@ -190,27 +190,7 @@ def install(
     staging = Path(tempfile.mkdtemp(prefix=".kpack-install-", dir=into_dir))
     installed = False
     try:
-        if is_url(str(source)):
-            url = str(source)
-            if not url.lower().startswith(("http://", "https://")):
-                raise ArchiveError(f"{url}: only http:// and https:// URLs are supported")
-            fetch = fetch or _http_fetch
-            archive = staging / "archive.tar.gz"
-            if not fetch(url, archive, max_bytes, timeout_s):
-                raise DownloadError(f"{url}: not found (HTTP 404)")
-            if expected is None:
-                sidecar = staging / "archive.sha256"
-                if fetch(url + CHECKSUM_SUFFIX, sidecar, MAX_SIDECAR_BYTES, timeout_s):
-                    expected = checksum_from_text(
-                        sidecar.read_text("utf-8", "replace"), url + CHECKSUM_SUFFIX)
-        else:
-            archive = Path(source).expanduser()
-            if not archive.is_file():
-                raise ArchiveError(f"{archive}: no such archive file")
-            sidecar = archive.with_name(archive.name + CHECKSUM_SUFFIX)
-            if expected is None and sidecar.is_file():
-                expected = checksum_from_text(
-                    sidecar.read_text("utf-8", "replace")[:MAX_SIDECAR_BYTES], str(sidecar))
+        archive, expected = _archive(source, staging, expected, max_bytes, timeout_s, fetch)
         if expected is None:
             raise ArchiveError(f"{label}: no checksum to verify against; pass --sha256 HEX or "
                                f"put {Path(label).name}{CHECKSUM_SUFFIX} next to the archive")
@@ -240,6 +220,34 @@ def install(
         shutil.rmtree(staging, ignore_errors=True)
         if created and not installed:
             into_dir.rmdir()  # it was made for this install and is empty again
+
+
+def _archive(source, staging: Path, expected: str | None, max_bytes: int, timeout_s: float,
+             fetch) -> tuple[Path, str | None]:
+    """(the archive file: `source` itself, or downloaded into `staging`; the checksum to
+    expect: `expected`, else its .sha256 sidecar's, else None)."""
+    if is_url(str(source)):
+        url = str(source)
+        if not url.lower().startswith(("http://", "https://")):
+            raise ArchiveError(f"{url}: only http:// and https:// URLs are supported")
+        fetch = fetch or _http_fetch
+        archive = staging / "archive.tar.gz"
+        if not fetch(url, archive, max_bytes, timeout_s):
+            raise DownloadError(f"{url}: not found (HTTP 404)")
+        if expected is None:
+            sidecar = staging / "archive.sha256"
+            if fetch(url + CHECKSUM_SUFFIX, sidecar, MAX_SIDECAR_BYTES, timeout_s):
+                expected = checksum_from_text(
+                    sidecar.read_text("utf-8", "replace"), url + CHECKSUM_SUFFIX)
+        return archive, expected
+    archive = Path(source).expanduser()
+    if not archive.is_file():
+        raise ArchiveError(f"{archive}: no such archive file")
+    sidecar = archive.with_name(archive.name + CHECKSUM_SUFFIX)
+    if expected is None and sidecar.is_file():
+        expected = checksum_from_text(
+            sidecar.read_text("utf-8", "replace")[:MAX_SIDECAR_BYTES], str(sidecar))
+    return archive, expected
 
 
 def _http_fetch(url: str, dest: Path, max_bytes: int, timeout_s: float) -> bool:

@@ -57,12 +57,10 @@ class SitemapConfig(BaseModel):
     # "auto": skip a page whose <lastmod> is unchanged once its host's lastmod has proved
     # trustworthy (tasks/fetch/lastmod_trust.py); "never": ask every page conditionally.
     trust_lastmod: Literal["auto", "never"] = "auto"
-    # Pages a trusted lastmod would skip are asked conditionally anyway, a new random
-    # sample each build: how a lastmod that stopped telling the truth is caught. The sample
-    # is large enough that when recheck_lie_share of a host's pages changed without a new
-    # lastmod, one of them is asked within recheck_within_builds builds with probability
-    # recheck_confidence (0 turns this bound off), and never smaller than recheck_share of
-    # them (tasks/fetch/lastmod_trust.py: recheck_rate).
+    # Pages a trusted lastmod would skip are asked anyway, a new random sample each build,
+    # so that when recheck_lie_share of a host's pages changed without a new lastmod one is
+    # asked within recheck_within_builds builds with probability recheck_confidence (0: no
+    # such bound), and never fewer than recheck_share (lastmod_trust.py: recheck_rate).
     recheck_share: float = Field(default=0.02, ge=0.0, le=1.0)
     recheck_lie_share: float = Field(default=0.2, gt=0.0, le=1.0)
     recheck_within_builds: int = Field(default=2, ge=1, le=100)
@@ -106,8 +104,7 @@ class PackConfig(BaseModel):
     # variable when the build runs ([[auth]] tables; tasks.fetch.types.HostAuth).
     auth: list[HostAuth] = Field(default_factory=list, max_length=64)
     # Query parameters whose values are secrets, besides packs.urls.SECRET_PARAMS (token,
-    # key, api_key, password, signature, X-Amz-Signature, ...): their values never reach
-    # the pack, the work folder, the logs or Prefect (see parse_urls).
+    # key, password, X-Amz-Signature, ...): their values are never stored (parse_urls).
     secret_params: list[str] = Field(default_factory=list, max_length=256)
     fetch_concurrency: int = Field(default=8, ge=1, le=64)
     per_host_concurrency: int = Field(default=2, ge=1, le=32)
@@ -193,12 +190,9 @@ def parse_urls(text: str, origin: Path, secret_params: tuple[str, ...] = ()) -> 
     `#` starts a comment (at line start or after whitespace); blank lines are ignored;
     duplicates are dropped keeping the first. Credentials in a URL (`user:password@`) are
     removed with a warning, so that no pack, log or work file ever holds them (pack.toml's
-    [[auth]] passes them instead). The values of secret-looking query parameters
-    (packs.urls.SECRET_PARAMS and `secret_params`: `?token=`, `&password=`, a signed URL's
-    X-Amz-Signature, ...) become REDACTED in the URL the build records, with a warning;
-    the request is still made with the URL as written here (`request_urls` reads it back
-    when the fetch runs), so the page is fetched and its secret stored nowhere. Raises
-    SourceError naming file:line.
+    [[auth]] passes them instead). Secret-looking query values (packs.urls.SECRET_PARAMS,
+    `secret_params`) become REDACTED in the URL recorded, with a warning; the fetch still
+    requests the URL as written (`request_urls`). Raises SourceError naming file:line.
     """
     entries: list[UrlEntry] = []
     seen: set[tuple[bool, str]] = set()
