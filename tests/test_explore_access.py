@@ -112,6 +112,10 @@ def test_kpack_explore_takes_a_token_from_the_environment(kestrel) -> None:
         proc.terminate()
         out, err = proc.communicate(timeout=30)
     assert out == "" and err == ""  # loopback: no warning, the URL once
+    short = subprocess.run([str(kpack), "explore", str(kestrel), "--token", "abc"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert short.returncode == 2 and short.stderr.startswith("error: --token must be at "
+                                                             "least 12"), short.stderr
 
 
 # --- following `current` -----------------------------------------------------------------

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 import secrets
 import socket
 from collections.abc import Iterable
@@ -26,6 +27,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
 TOKEN_PARAM = "token"
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{12,256}")  # safe in a URL and a cookie
 COOKIE_PREFIX = "kpack_explore_"  # + the port: explorers on two ports keep their own
 
 

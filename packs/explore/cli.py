@@ -126,8 +126,9 @@ def serve(paths: Sequence[str | os.PathLike[str]], *, host: str = DEFAULT_HOST,
     """Open the packs (`verify`, `trust`: see open_app), bind, print the URL with `out`,
     serve until Ctrl-C. Off loopback: a token (`token`, else a new one), a warning with
     `warn` first, and the URL with the token. Raises what open_app and bind raise."""
-    if token is not None and not token.strip():
-        raise ExploreError("--token is empty; give a token, or leave it out to get one")
+    if token is not None and not access.TOKEN_SHAPE.fullmatch(token):
+        raise ExploreError("--token must be at least 12 letters, digits, '.', '_', '~' or "
+                           "'-'; or leave it out to get one")
     if not access.is_loopback(host):
         token = token or access.new_token()
     app, packs = open_app(paths, host, verify=verify, trust=trust, token=token,
