@@ -32,7 +32,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-import json
 import os
 import secrets
 import stat
@@ -111,16 +110,11 @@ def secret_for(url: str, folder: Path) -> str | None:
     """The secret to send to the API at `url`: this home's when `url` is its server (a
     loopback URL on the port its record names), else None (a server the user runs is
     theirs to configure)."""
+    from flows.server import read_state  # (flows.server imports this module)
+
     loopback, port = _is_loopback(url)
-    if not loopback:
-        return None
-    try:
-        record = json.loads((folder / "kpack-server.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("port") != port:
-        return None
-    return read_secret(folder)
+    record = read_state(folder) if loopback else None
+    return read_secret(folder) if record is not None and record.port == port else None
 
 
 def client_settings(secret: str | None) -> dict:

@@ -94,7 +94,8 @@ def test_the_secret_is_made_once_mode_0600_and_refused_when_others_may_read_it(
 def test_a_configured_api_url_gets_the_secret_only_when_it_names_this_homes_server(
         tmp_path) -> None:
     secret = server_auth.ensure_secret(tmp_path)
-    (tmp_path / server.STATE_FILE).write_text(json.dumps({"port": 4321}))
+    (tmp_path / server.STATE_FILE).write_text(json.dumps(
+        {"url": "http://127.0.0.1:4321/api", "pid": 1, "port": 4321, "started_at": 0.0}))
     assert server_auth.secret_for("http://127.0.0.1:4321/api", tmp_path) == secret
     assert server_auth.secret_for("http://localhost:4321/api", tmp_path) == secret
     assert server_auth.secret_for("http://127.0.0.1:4200/api", tmp_path) is None
