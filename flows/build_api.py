@@ -55,8 +55,9 @@ def api_for_build(log=None, timeout_s: float | None = None,
     configured = PREFECT_API_URL.value()
     if configured:
         # this home's own server, named by the user (kpack server start's URL): its secret
-        secret = None if PREFECT_API_AUTH_STRING.value() else \
-            server_auth.secret_for(configured, server.home())
+        record = None if PREFECT_API_AUTH_STRING.value() else server.read_state()
+        secret = server_auth.secret_for(configured, server.home(),
+                                        record.port if record else None)
         if secret:
             with _api_url(configured, updates, secret):
                 yield "configured"

@@ -106,15 +106,12 @@ def _is_loopback(url: str) -> tuple[bool, int | None]:
         return False, None
 
 
-def secret_for(url: str, folder: Path) -> str | None:
+def secret_for(url: str, folder: Path, server_port: int | None) -> str | None:
     """The secret to send to the API at `url`: this home's when `url` is its server (a
-    loopback URL on the port its record names), else None (a server the user runs is
-    theirs to configure)."""
-    from flows.server import read_state  # (flows.server imports this module)
-
+    loopback URL on `server_port`, the port its record names), else None (a server the
+    user runs is theirs to configure)."""
     loopback, port = _is_loopback(url)
-    record = read_state(folder) if loopback else None
-    return read_secret(folder) if record is not None and record.port == port else None
+    return read_secret(folder) if loopback and server_port and port == server_port else None
 
 
 def client_settings(secret: str | None) -> dict:

@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from packs.urls import REDACTED, has_userinfo, redact_secrets, strip_userinfo
+from tasks.fetch.secret_urls import SITEMAP_LINE, strip_comment
 from tasks.fetch.types import HostAuth
 
 URLS_FILE = "urls.txt"
@@ -28,7 +29,6 @@ DEFAULT_CLAUDE_MODEL = "claude-haiku-4-5"
 EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_SITEMAP_LINE = re.compile(r"^sitemap:\s*(.*)$", re.IGNORECASE)
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?]+$")
 log = logging.getLogger("kpack.sources")
 
@@ -192,13 +192,14 @@ def parse_urls(text: str, origin: Path, secret_params: tuple[str, ...] = ()) -> 
     removed with a warning, so that no pack, log or work file ever holds them (pack.toml's
     [[auth]] passes them instead). Secret-looking query values (packs.urls.SECRET_PARAMS,
     `secret_params`) become REDACTED in the URL recorded, with a warning; the fetch still
-    requests the URL as written (`request_urls`). Raises SourceError naming file:line.
+    requests the URL as written (tasks.fetch.secret_urls). Raises SourceError naming
+    file:line.
     """
     entries: list[UrlEntry] = []
     seen: set[tuple[bool, str]] = set()
     base = origin.parent
     for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()
+        line = strip_comment(raw)
         if not line:
             continue
         where = f"{origin}:{lineno}"
@@ -206,7 +207,7 @@ def parse_urls(text: str, origin: Path, secret_params: tuple[str, ...] = ()) -> 
                     and c not in "\t"), None)
         if bad is not None:
             raise SourceError(f"{where}: control character {bad!r} in {line!r}; remove it")
-        sitemap = _SITEMAP_LINE.match(line)
+        sitemap = SITEMAP_LINE.match(line)
         target = sitemap.group(1).strip() if sitemap else line
         if not target:
             raise SourceError(f"{where}: 'sitemap:' names no URL; write sitemap: "
@@ -368,28 +369,6 @@ def load_source(folder: Path | str) -> SourceConfig:
     return SourceConfig(name=name, folder=folder.resolve(), config=config,
                         urls=tuple(e for e in entries if not e.sitemap),
                         sitemaps=tuple(e for e in entries if e.sitemap))
-
-
-def request_urls(urls_file: str | os.PathLike[str], secret_params: tuple[str, ...] = ()
-                 ) -> dict[str, str]:
-    """{URL as recorded (secrets REDACTED): URL as written} for the lines of `urls_file`
-    that carry a secret-looking query parameter: what the fetch requests in their place
-    (read when it runs, so the secret travels through no Prefect parameter, work file or
-    log). {} when the file cannot be read (the fetch then asks for the recorded URL)."""
-    try:
-        text = Path(urls_file).read_text(encoding="utf-8").removeprefix("\ufeff")
-    except (OSError, UnicodeDecodeError):
-        return {}
-    found = {}
-    for raw in text.splitlines():
-        line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()
-        sitemap = _SITEMAP_LINE.match(line)
-        target = strip_userinfo(sitemap.group(1).strip() if sitemap else line)
-        if target.lower().startswith(("http://", "https://")):
-            recorded, secret = redact_secrets(target, secret_params)
-            if secret:
-                found.setdefault(recorded, target)
-    return found
 
 
 def resolve_embedding_model(config: PackConfig, override: str | None = None) -> str:

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 from packs.urls import REDACTED, clean_url, is_secret_param, redact_secrets
-from tasks.sources import parse_urls, request_urls
+from tasks.fetch.secret_urls import request_urls
+from tasks.sources import parse_urls
 from tests.conftest import OFFLINE_MODEL
 from tests.loopback_site import LoopbackSite
 

@@ -94,12 +94,12 @@ def test_the_secret_is_made_once_mode_0600_and_refused_when_others_may_read_it(
 def test_a_configured_api_url_gets_the_secret_only_when_it_names_this_homes_server(
         tmp_path) -> None:
     secret = server_auth.ensure_secret(tmp_path)
-    (tmp_path / server.STATE_FILE).write_text(json.dumps(
-        {"url": "http://127.0.0.1:4321/api", "pid": 1, "port": 4321, "started_at": 0.0}))
-    assert server_auth.secret_for("http://127.0.0.1:4321/api", tmp_path) == secret
-    assert server_auth.secret_for("http://localhost:4321/api", tmp_path) == secret
-    assert server_auth.secret_for("http://127.0.0.1:4200/api", tmp_path) is None
-    assert server_auth.secret_for("https://prefect.example.com:4321/api", tmp_path) is None
+    assert server_auth.secret_for("http://127.0.0.1:4321/api", tmp_path, 4321) == secret
+    assert server_auth.secret_for("http://localhost:4321/api", tmp_path, 4321) == secret
+    assert server_auth.secret_for("http://127.0.0.1:4200/api", tmp_path, 4321) is None
+    assert server_auth.secret_for("http://127.0.0.1:4321/api", tmp_path, None) is None
+    assert server_auth.secret_for("https://prefect.example.com:4321/api", tmp_path,
+                                  4321) is None
 
 
 # --- one real server -------------------------------------------------------------------------
@@ -212,6 +212,16 @@ def test_the_python_client_needs_the_secret(kept, built) -> None:
     with _client(kept["info"].url, kept["secret"]) as client:
         client.set_flow_run_name(built["run"].id, built["run"].name)  # a change: CSRF too
         assert client.read_flow_run(built["run"].id).name == built["run"].name
+
+
+@pytest.mark.prefect_server
+def test_a_build_pointed_at_the_homes_server_by_url_sends_the_secret(kept, built) -> None:
+    """`export PREFECT_API_URL=<kpack server start's API>` (deployments/README) is this
+    home's server: the build adds the secret itself (no PREFECT_API_AUTH_STRING set)."""
+    env = {**kept["env"], "PREFECT_API_URL": kept["info"].url, "KPACK_SERVER_IDLE_S": "0"}
+    res = _kpack(["build", str(kept["source"]), "--out", str(built["out"])], env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "no changes" in res.stdout and "temporary" not in res.stderr
 
 
 NOBODY = r"""

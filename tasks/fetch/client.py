@@ -27,6 +27,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from packs.retry import RetryPolicy, is_retryable, retry_after_s
 from tasks.fetch.parse import is_text_type, media_type
 from tasks.fetch.policy import REDIRECT_STATUS, format_size
+from tasks.fetch.secret_urls import request_urls
 from tasks.fetch.types import AuthError, FetchConfig, Sleep
 
 ACCEPT = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
@@ -126,8 +127,6 @@ class PoliteClient:
         # a sitemap index's entry); in memory only
         self.requests: dict[str, str] = {}
         if config.urls_file:
-            from tasks.sources import request_urls
-
             self.requests = request_urls(config.urls_file, config.secret_params)
 
     async def get(self, url: str, headers: dict[str, str], *, typed: bool = True) -> Hop:
