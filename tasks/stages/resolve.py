@@ -1,6 +1,8 @@
 """resolve (once per pack): every shard's extractions → the entities, mentions,
 relationships and facts tables (`tasks.extract.core.assemble`: entity resolution across the
-whole pack, deterministic ids).
+whole pack, deterministic ids). For the offline extractor, the names the pages' code binds
+or uses as values (`offline_names.bound_names`: an example's `name: pod-e`, `let guess`)
+are left out wherever they occur, so it reads the split outputs' code too.
 
 A reduce step: the same entity is named in many shards. Its key is the digests of the
 extract outputs, so an extraction that gained sections (a retried failure) resolves again
@@ -16,8 +18,10 @@ from pathlib import Path
 import polars as pl
 
 from packs import format as fmt
+from packs.markdown import fence_spans
 from tasks.extract import core as extract_core
 from tasks.extract.assemble import assemble
+from tasks.extract.offline_names import bound_names
 from tasks.shards import Shard
 from tasks.stages.common import (
     BuildContext,
@@ -30,9 +34,9 @@ from tasks.stages.common import (
 )
 
 NAME = "resolve"
-VERSION = "resolve-v1"
+VERSION = "resolve-v2"  # v2: names rendered (no link syntax), offline examples' names out
 SCOPE = "pack"
-INPUTS = ("extract",)
+INPUTS = ("extract", "split")
 RETRIES = 1
 TABLES = (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS, fmt.FACTS)
 
@@ -42,7 +46,19 @@ def settings(ctx: BuildContext) -> tuple:
 
 
 def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> str:
-    return stage_key(NAME, settings(ctx), sorted(r.ref for r in inputs["extract"]))
+    split = sorted(r.ref for r in inputs["split"]) if ctx.extract_kind == "offline" else []
+    return stage_key(NAME, settings(ctx), sorted(r.ref for r in inputs["extract"]), split)
+
+
+def example_names(inputs: dict) -> set[str]:
+    """The names every section's fenced code binds or uses as values (offline builds)."""
+    names: set[str] = set()
+    for r in inputs["split"]:
+        for (content,) in r.table("sections", ["content"]).iter_rows():
+            text = content or ""
+            for start, end in fence_spans(text):
+                names |= bound_names(text[start:end])
+    return names
 
 
 def paths(ctx: BuildContext, content_key: str) -> dict[str, str]:
@@ -66,7 +82,8 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
         extractions = [(sid, extract_core.parse_extraction(json.loads(data)))
                        for sid, data in df.iter_rows()]
         del df
-        tables = assemble(extractions)
+        stop = example_names(inputs) if ctx.extract_kind == "offline" else set()
+        tables = assemble(extractions, stop)
         for name, table in tables.items():
             write_parquet(table, Path(files[name]))
     rows = {t: parquet_rows(p) for t, p in files.items()}
