@@ -23,7 +23,7 @@ from packs.llm import errors as llm_errors
 from packs.llm.usage import add_query_usage, zero_query_usage
 from packs.options import SearchOptions
 from packs.result import RankedSection, SearchResult
-from packs.retrieval import extractive, fewshot, gate, synthesis
+from packs.retrieval import extractive, fewshot, gate, synthesis, whole_pack
 
 ASK_FIELDS = ("answer", "sources", "citations", "unsupported", "entities", "facts",
               "cypher_query", "query_type", "token_usage")
@@ -135,6 +135,11 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
         return (f"The pack has nothing relevant enough to answer this ({gate.reason(result)}),"
                 f" and {why or 'no language model is configured (ANTHROPIC_API_KEY unset)'}.",
                 [], GATED, result)
+    # Issue 48: a list, across or overview question gets a list of cited items gathered
+    # through the graph (packs/retrieval/whole_pack.py); None: answered as below.
+    whole = whole_pack.offline_answer(pack, result)
+    if whole is not None:
+        return whole
     kw = {"note": note} if note else {}
     vocabulary = getattr(pack, "vocabulary", None)  # a PackSet has none: IDF of the sections
     idf = extractive.idf_of(vocabulary()) if vocabulary is not None else None

@@ -5,7 +5,7 @@ Every stage module has the same shape (after graphrag's `index/workflows/`):
     NAME, VERSION        the stage's name and the version of what it writes
     SCOPE                "shard": mapped over the shards of the pack (fetch, split,
                          extract, embed, keywords); "pack": once over all shards (links,
-                         resolve, publish: the reduce steps and the single writer)
+                         resolve, topics, publish: the reduce steps and the single writer)
     INPUTS               the stages whose records it reads (flows/scheduler.py wires them)
     RETRIES              how often the flow retries a failed run of it
     settings(ctx)        what in the build settings changes its output
@@ -41,14 +41,24 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from tasks.stages import embed, extract, fetch, keywords, links, publish, resolve, split
+from tasks.stages import (
+    embed,
+    extract,
+    fetch,
+    keywords,
+    links,
+    publish,
+    resolve,
+    split,
+    topics,
+)
 from tasks.stages.common import BuildContext, stage_key
 
 PIPELINE: tuple[str, ...] = (
-    "fetch", "split", "links", "extract", "embed", "keywords", "resolve", "publish",
+    "fetch", "split", "links", "extract", "embed", "keywords", "resolve", "topics", "publish",
 )
 _MODULES: dict[str, ModuleType] = {
-    m.NAME: m for m in (fetch, split, links, extract, embed, keywords, resolve, publish)
+    m.NAME: m for m in (fetch, split, links, extract, embed, keywords, resolve, topics, publish)
 }
 assert set(_MODULES) == set(PIPELINE), "every pipeline stage has a module"
 

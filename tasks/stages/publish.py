@@ -31,7 +31,7 @@ from tasks.stages.common import BuildContext, ProgressFn, log
 NAME = "publish"
 VERSION = "publish-v1"
 SCOPE = "pack"
-INPUTS = ("fetch", "split", "embed", "keywords", "links", "resolve", "extract")
+INPUTS = ("fetch", "split", "embed", "keywords", "links", "resolve", "topics", "extract")
 RETRIES = 0
 MAX_LISTED = 50  # URLs / sections a summary lists; manifests keep them all
 SOURCE_COLUMNS = ("url", "status", "http_status", "final_url", "content_type",
@@ -106,11 +106,12 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
     can tell it has nothing new, and `changes`, the diff against the build it replaces.
     """
     pages = _pages(inputs)
-    resolved = inputs["resolve"]
+    resolved, topics = inputs["resolve"], inputs.get("topics")
+    graph = {t: resolved.table(t) for t in resolved.paths}
+    if topics is not None:
+        graph.update({t: topics.table(t) for t in topics.paths})
     tables = publish_core.assemble_tables(
-        pages, _sections(inputs), inputs["links"].table("links"),
-        {t: resolved.table(t) for t in resolved.paths},
-    )
+        pages, _sections(inputs), inputs["links"].table("links"), graph)
     failures, not_extracted = _failures(inputs)
     out_dir = Path(ctx.out_dir)
     pack_root = out_dir / ctx.pack

@@ -1,0 +1,330 @@
+"""Questions about the whole pack: list, across and overview questions answered as a list
+of items, each with its own citation (a verbatim span of its section, checked by
+packs/citations.py like any other).
+
+    kind = question_kind("Which kubectl subcommands do the debugging pages use?")  # "list"
+    text, quotes, sections = answer(pack, result, kind)
+
+`question_kind` reads the question: "overview" (what does X cover, the main topics of X,
+what is this pack about), "across" (in each / across / in which situations / from release
+to release / compare), "list" (which/what + a plural noun, list all/every); None for a
+question about one thing, which keeps the single-passage answer.
+
+Candidates come through the graph, not only the search's top sections:
+- the **region**: the pages of the search's first sections, and the pages beside them (the
+  longest common path prefix of the first pages, cut at a separator: `concepts/scheduling-
+  eviction/`, `src/ch20-`), and the pages the first page links to;
+- **list / across**: the entities those sections mention (MENTIONS), and the entities whose
+  name starts with an identifier of the question (`kubectl`, `kubeadm`), each scored by
+  the rank of the sections that mention it, its rarity in the pack (an entity every page
+  names is no item), whether its type is the kind asked for (subcommands: command; flags:
+  flag; ...) and whether it appears in a list of a first section; each item is quoted by
+  the sentence (or list item, table row) of its best section that names it;
+- **overview**: the region's pages, each item the page's title with its lead sentence and
+  the headings of its sections; for the pack itself ("what is this pack about"), its
+  topic map (packs/topics.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from packs import text as text_rules
+from packs.citations import locate
+from packs.retrieval.segment import segment
+
+QUERY_TYPE = "whole_pack_retrieval_only"
+MAX_ITEMS = 14
+FLOOR = 0.12  # an item scoring under this share of the best is left out
+MAX_PAGES = 14
+REGION_PAGES = 40
+_HOST = re.compile(r"^[a-z]+://[^/]+")
+
+_OVERVIEW = re.compile(
+    r"\bmain topics\b|\bwhat (?:topics )?does (?:the |this )?.{0,80}\bcover\b|"
+    r"\bwhat (?:is|are) (?:this|the) (?:pack|documentation|docs|book|site|corpus)\b.{0,20}about|"
+    r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b",
+    re.I)
+_ACROSS = re.compile(
+    r"\bacross\b|\bin each\b|\bfor each\b|\bin which (?:situations|places|pages|chapters|"
+    r"cases|sections|contexts)\b|\bfrom (?:release|version) to (?:release|version)\b|"
+    r"\bwhat changed\b|\bcompare\b|\bevery (?:supported|page|chapter|release|version)\b|"
+    r"\bwhere (?:does|do) the (?:book|docs|documentation) use\b", re.I)
+_LIST = re.compile(
+    r"^\s*(?:list|name)\b|\b(?:list|name) (?:all|every|the)\b|\bwhat are all\b|"
+    r"\b(?:which|what) (?:\w+[ -]){0,5}?(?:[a-z]+(?:s|es|ies)|data|criteria)\b "
+    r"(?:do|does|did|can|could|are|were|exist|appear|is|should|must|may|will|have|has)\b|"
+    r"\bwhat kinds? of\b|\bwhich kinds? of\b", re.I)
+# The kind of item a question asks for → entity types that are such items.
+_WANTED = (
+    (re.compile(r"\bsub-?commands?|commands?|tools?\b", re.I), {"command", "tool"}),
+    (re.compile(r"\bflags?|options?|arguments?\b", re.I), {"flag"}),
+    (re.compile(r"\bsettings?|fields?|keys?|parameters?|attributes?\b", re.I),
+     {"setting", "code"}),
+    (re.compile(r"\benvironment variables?\b", re.I), {"environment_variable"}),
+    (re.compile(r"\bfunctions?|methods?|macros?\b", re.I), {"function", "code"}),
+    (re.compile(r"\bfiles?\b", re.I), {"file"}),
+    (re.compile(r"\bversions?|releases?\b", re.I), {"version"}),
+    (re.compile(r"\btraits?|types?|enums?|structs?|resources?|objects?|kinds?|"
+                r"conditions?|keywords?\b", re.I), {"code", "api"}),
+)
+ARTICLES = "MATCH (a:Article) RETURN a.id, a.url, a.title"
+SECTION_MENTIONS = ("MATCH (s:Section)-[:MENTIONS]->(e:Entity) WHERE s.id IN $ids "
+                    "RETURN s.id, e.id, e.name, e.type")
+ENTITY_DF = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE e.id IN $ids "
+             "RETURN e.id, count(*)")
+NAMED_LIKE = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE lower(e.name) STARTS WITH $p "
+              "RETURN s.id, e.id, e.name, e.type LIMIT 400")
+SECTIONS_OF = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids "
+               "RETURN a.id, s.id, s.url, s.title, s.heading_path, s.content, s.position "
+               "ORDER BY a.id, s.position, s.chunk")
+SECTIONS_BY_ID = ("MATCH (s:Section) WHERE s.id IN $ids RETURN s.article_id, s.id, s.url, "
+                  "s.title, s.heading_path, s.content, s.position")
+LINKED = "MATCH (a:Article {id: $id})-[:LINKS_TO]->(b:Article) RETURN b.id"
+COUNT_SECTIONS = "MATCH (s:Section) RETURN count(*)"
+
+
+def question_kind(question: str) -> str | None:
+    """"overview", "across", "list" or None (see the module docstring)."""
+    if _OVERVIEW.search(question):
+        return "overview"
+    if _ACROSS.search(question):
+        return "across"
+    if _LIST.search(question):
+        return "list"
+    return None
+
+
+@dataclass
+class Sec:
+    article_id: str
+    id: str
+    url: str
+    title: str
+    heading_path: str
+    content: str
+    position: int
+    weight: float = 0.0
+
+
+@dataclass
+class Item:
+    name: str
+    section: Sec
+    start: int
+    end: int
+    score: float
+    extra: list[str] = field(default_factory=list)
+
+
+def _sec(row: list) -> Sec:
+    art, sid, url, title, heading, content, pos = row
+    return Sec(art or "", sid, url or "", title or "", heading or "", content or "",
+               int(pos or 0))
+
+
+def region(pack: Any, result: Any, limit: int = MAX_PAGES) -> tuple[list[str], dict[str, float]]:
+    """(article ids of the question's region, best first; {section id: weight} of the
+    search's sections): the first pages, the pages under the deepest path prefix of the
+    first page that holds another of the first five pages (and at most REGION_PAGES pages
+    of the pack), and the pages the first page links to."""
+    cited = result.cited()
+    weights = {s.id: 1.0 / (1 + i) for i, s in enumerate(cited)}
+    first = list(dict.fromkeys(s.article_id for s in cited))
+    urls = {}
+    for s in cited:
+        urls.setdefault(s.article_id, _HOST.sub("", s.url))
+    arts = [(a, _HOST.sub("", url or "")) for a, url, _ in pack.db.read(ARTICLES, {})]
+    out = list(first)
+    if first:
+        top, others = urls[first[0]], [urls[a] for a in first[1:5]]
+        cuts = [k + 1 for k, c in enumerate(top) if c in "/-_"]
+        for cut in sorted(cuts, reverse=True):
+            prefix = top[:cut]
+            if prefix.count("/") < 2 and len(prefix) < 8:
+                break
+            under = [a for a, path in arts if path.startswith(prefix)]
+            if any(o.startswith(prefix) for o in others) and len(under) <= REGION_PAGES:
+                out += sorted(under, key=lambda a: dict(arts)[a])
+                break
+        out += [r[0] for r in pack.db.read(LINKED, {"id": first[0]})]
+    return list(dict.fromkeys(out))[:limit], weights
+
+
+def _spans(content: str) -> list[tuple[int, int]]:
+    """Quotable spans of a section: the offline answer's units (packs/retrieval/units.py:
+    sentences of whole paragraphs, list items, table rows, one-line code), not lead-ins."""
+    return [(u.start, u.end) for u in segment(content)
+            if u.kind in ("sentence", "item", "row", "paragraph")
+            or (u.kind == "code" and "\n" not in u.display.strip())]
+
+
+def _quote(sec: Sec, name: str) -> tuple[int, int] | None:
+    low = name.lower()
+    best = None
+    for start, end in _spans(sec.content):
+        text = sec.content[start:end]
+        if low in text.lower() and 3 <= len(text.split()) <= 80:
+            if best is None or (end - start) < (best[1] - best[0]):
+                best = (start, end)
+    return best
+
+
+_HEAD = re.compile(r"\b(?:which|what|kinds? of|types? of|list(?: all)?(?: the)?)\s+"
+                   r"(?:[\w-]+\s+){0,3}?([a-z][\w-]*?(?:s|es))\b", re.I)
+
+
+def _head(question: str) -> str | None:
+    """The stem of the plural noun a list question asks for ("containers" → "contain")."""
+    m = _HEAD.search(question)
+    return text_rules.stem(m.group(1).lower()) if m else None
+
+
+def _wanted(question: str) -> set[str]:
+    for pattern, types in _WANTED:
+        if pattern.search(question):
+            return types
+    return set()
+
+
+def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
+    """The items of a list or across question (see the module docstring)."""
+    arts, weights = region(pack, result)
+    secs = [_sec(r) for r in pack.db.read(SECTIONS_OF, {"ids": arts})] if arts else []
+    cited = {s.id for s in result.cited()}
+    by_id = {s.id: s for s in secs}
+    for s in result.cited():
+        if s.id not in by_id:
+            by_id[s.id] = Sec(s.article_id, s.id, s.url, s.title, s.heading_path, s.content, 0)
+    rank = {a: i for i, a in enumerate(arts)}
+    for s in by_id.values():
+        s.weight = max(weights.get(s.id, 0.0), 0.35 / (1 + rank.get(s.article_id, 9)))
+    mentions: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for sid, eid, name, etype in pack.db.read(SECTION_MENTIONS, {"ids": list(by_id)}):
+        mentions[eid].append((sid, name, etype))
+    for ident in text_rules.identifiers(result.question)[:3]:
+        for sid, eid, name, etype in pack.db.read(NAMED_LIKE, {"p": ident.lower() + " "}):
+            if sid not in by_id:
+                rows = pack.db.read(SECTIONS_BY_ID, {"ids": [sid]})
+                if not rows:
+                    continue
+                by_id[sid] = _sec(rows[0])
+                by_id[sid].weight = 0.3
+            mentions[eid].append((sid, name, etype))
+    if not mentions:
+        return []
+    total = pack.db.read(COUNT_SECTIONS, {})[0][0] or 1
+    df = dict(pack.db.read(ENTITY_DF, {"ids": list(mentions)}))
+    wanted, asked = _wanted(result.question), set(text_rules.terms(result.question))
+    head = _head(result.question)
+    scored = []
+    for eid, places in mentions.items():
+        name, etype = places[0][1], places[0][2]
+        if set(text_rules.terms(name)) <= asked or len(name) > 60:
+            continue  # the question's own subject is no item of it
+        sids = list(dict.fromkeys(p[0] for p in places))
+        pages = {by_id[s].article_id for s in sids}
+        score = sum(by_id[s].weight for s in sids)
+        score *= math.log(1 + total / (1 + df.get(eid, 1)))
+        if wanted and etype in wanted:
+            score *= 2.0
+        if head and head in text_rules.terms(name):
+            score *= 3.0  # "init containers" for "what kinds of containers"
+        if kind == "across":
+            score *= 1 + 0.5 * (len(pages) - 1)
+        best = max(sids, key=lambda s: (by_id[s].weight, s in cited))
+        scored.append((score, name, by_id[best]))
+    scored.sort(key=lambda x: (-x[0], x[1].lower()))
+    items: list[Item] = []
+    seen: set[str] = set()
+    for score, name, sec in scored:
+        if len(items) >= MAX_ITEMS or (items and score < FLOOR * items[0].score):
+            break
+        if name.lower() in seen:
+            continue
+        span = _quote(sec, name)
+        if span is None:
+            continue
+        seen.add(name.lower())
+        items.append(Item(name, sec, span[0], span[1], score))
+    return items
+
+
+def overview_items(pack: Any, result: Any) -> list[Item]:
+    """One item per page of the question's region: its title, lead sentence and headings."""
+    arts, _ = region(pack, result)
+    pages: dict[str, list[Sec]] = defaultdict(list)
+    for row in pack.db.read(SECTIONS_OF, {"ids": arts}) if arts else []:
+        pages[row[0]].append(_sec(row))
+    items = []
+    for k, art in enumerate(arts):
+        secs = pages.get(art) or []
+        lead = next(((s, sp) for s in secs for sp in _spans(s.content)
+                     if len(s.content[sp[0]:sp[1]].split()) >= 6), None)
+        if lead is None:
+            continue
+        sec, (start, end) = lead
+        heads = list(dict.fromkeys(h.split(" > ")[-1] for h in (s.heading_path for s in secs)
+                                   if " > " in h))
+        items.append(Item(sec.title or sec.heading_path.split(" > ")[0], sec, start, end,
+                          1.0 / (1 + k), heads[:8]))
+    return items
+
+
+def answer(pack: Any, result: Any, kind: str) -> tuple[str, list[tuple[int, str]], list[Sec]]:
+    """(answer text, quotes as (n, quote), the sections cited in [n] order) of a whole-pack
+    question; ("", [], []) when the pack gives no item (the caller then answers as for a
+    single passage)."""
+    items = overview_items(pack, result) if kind == "overview" else list_items(pack, result, kind)
+    if not items:
+        return "", [], []
+    numbers: dict[str, int] = {}
+    sections: list[Sec] = []
+    lead = {"overview": "What the pack covers on this, page by page",
+            "across": "Across the pack's pages", "list": "The items the pack names"}[kind]
+    lines = [f"{lead} (retrieval-only: each item quotes the section it comes from; set "
+             "ANTHROPIC_API_KEY for a synthesised answer):", ""]
+    quotes = []
+    for item in items:
+        sec = item.section
+        if sec.id not in numbers:
+            numbers[sec.id] = len(numbers) + 1
+            sections.append(sec)
+        quote = sec.content[item.start:item.end]
+        if locate(quote, sec.content) is None:
+            continue
+        shown = " ".join(quote.split()).lstrip("-*+ ")
+        shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)
+        extra = f" (covers: {'; '.join(item.extra)})" if item.extra else ""
+        lines.append(f"- **{item.name}**{extra}: {shown} [{numbers[sec.id]}]")
+        quotes.append((numbers[sec.id], quote))
+    return "\n".join(lines), quotes, sections
+
+
+def offline_answer(pack: Any, result: Any) -> tuple[str, list, str, Any] | None:
+    """ask()'s offline path for a whole-pack question: (answer, quotes, QUERY_TYPE, the
+    result whose sources are the sections cited, [n] in order), or None when the question
+    is about one thing, the search was gated, several packs are asked (a PackSet reads no
+    single database) or the pack gives no item."""
+    import dataclasses
+
+    from packs.result import RankedSection
+
+    kind = question_kind(result.question)
+    if kind is None or result.gated or getattr(pack, "db", None) is None:
+        return None
+    text, quotes, secs = answer(pack, result, kind)
+    if not text:
+        return None
+    score = {s.id: s for s in result.cited()}
+    cited = [RankedSection(id=s.id, article_id=s.article_id, url=s.url, title=s.title,
+                           heading_path=s.heading_path, content=s.content,
+                           score=score[s.id].score if s.id in score else 0.0,
+                           citation=n, relation=None if s.id in score else "whole_pack",
+                           stages=["whole_pack"])
+             for n, s in enumerate(secs, start=1)]
+    return text, quotes, QUERY_TYPE, dataclasses.replace(result, sections=cited, related=[])
