@@ -85,7 +85,7 @@ def run_split(pack, rows: list[dict], log, misses: bool) -> dict:
             log(f"  {r['id']} {got:.2f} {product['query_type']}: missed {missed}")
         if n % 10 == 0:
             log(f"  {n}/{len(rows)} questions, {time.perf_counter() - t0:.0f} s")
-    lines = [f"| run | item recall (95% interval) |", "|---|---|"]
+    lines = ["| run | item recall (95% interval) |", "|---|---|"]
     for name, values in per.items():
         lines.append(f"| {name} | {common.interval(values)} |")
     log("\n".join(lines))

@@ -163,8 +163,8 @@ def _sentence_span(content: str, wanted: list[str]) -> tuple[int, int] | None:
 def topics(entities: pl.DataFrame, mentions: pl.DataFrame, relationships: pl.DataFrame,
            sections: pl.DataFrame, method: str = "leiden") -> dict[str, pl.DataFrame]:
     """The topic tables of a pack (see the module docstring). `sections` needs id, content
-    and the page title (`title`, or `page_title` as the splitter writes it). Deterministic for given tables; empty tables when the graph
-    has no community of MIN_ENTITIES entities."""
+    and the page title (`title`, or `page_title` as the splitter writes it). Deterministic
+    for given tables; empty tables when the graph has no community of MIN_ENTITIES."""
     kept, weights = entity_graph(mentions, relationships, sections.height)
     groups = [g for g in communities(len(kept), weights, method) if len(g) >= MIN_ENTITIES]
     if not groups:
@@ -193,7 +193,8 @@ def topics(entities: pl.DataFrame, mentions: pl.DataFrame, relationships: pl.Dat
         for k, eid in enumerate(top):
             for sid in by_entity.get(eid, ()):
                 section_weight[sid] += 1.0 / (1 + k)
-        top_sections = sorted(section_weight, key=lambda s: (-section_weight[s], s))[:TOP_SECTIONS]
+        top_sections = sorted(section_weight,
+                              key=lambda s: (-section_weight[s], s))[:TOP_SECTIONS]
         titles = Counter(info[s][0] for s in top_sections[:6] if s in info and info[s][0])
         title, n_title = titles.most_common(1)[0] if titles else ("", 0)
         if n_title < 2:

@@ -128,8 +128,13 @@ def _answer(title: str, heading: str, section: str) -> dict:
 
     out = extract_offline(title, heading, section)
     found = list(out["entities"])
-    # A model also names the multi-word terms the heuristics leave to it.
+    # A model also names the multi-word terms the heuristics leave to it, and always the
+    # section's topic (the schema asks for at least one entity).
     seen = {e["name"].lower() for e in found}
+    topic = re.split(r"\s+>\s+", heading or title)[-1].strip()
+    if topic and topic.lower() not in seen:
+        seen.add(topic.lower())
+        found.insert(0, {"name": topic, "type": "concept", "description": "", "aliases": []})
     for m in re.finditer(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+){1,3}\b", section):
         if m.group(0).lower() not in seen:
             seen.add(m.group(0).lower())

@@ -56,8 +56,11 @@ _ACROSS = re.compile(
     r"\bwhere (?:does|do) the (?:book|docs|documentation) use\b", re.I)
 _LIST = re.compile(
     r"^\s*(?:list|name)\b|\b(?:list|name) (?:all|every|the)\b|\bwhat are all\b|"
-    r"\b(?:which|what) (?:\w+[ -]){0,5}?(?:[a-z]+(?:s|es|ies)|data|criteria)\b "
-    r"(?:do|does|did|can|could|are|were|exist|appear|is|should|must|may|will|have|has)\b|"
+    r"^\s*(?:which|what) (?:[\w.:<>-]+ ){0,5}?(?!(?:does|happens|goes|means|has|is|was|this|"
+    r"its|sets|uses|gets|runs|makes|takes|needs|looks|works)\b)"
+    r"(?:[a-z]+[^s\W]s|[a-z]+ies|data|criteria) (?:do|does|did|can|could|are|were|exist|"
+    r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
+    r"in|of|for|that|which|does|make|let)\b|"
     r"\bwhat kinds? of\b|\bwhich kinds? of\b", re.I)
 # The kind of item a question asks for → entity types that are such items.
 _WANTED = (
