@@ -38,7 +38,7 @@ from packs.citations import locate
 from packs.retrieval.segment import segment
 
 QUERY_TYPE = "whole_pack_retrieval_only"
-MAX_ITEMS = 14
+MAX_ITEMS = 16
 FLOOR = 0.12  # an item scoring under this share of the best is left out
 MAX_PAGES = 14
 REGION_PAGES = 40
@@ -64,7 +64,7 @@ _LIST = re.compile(
     r"\bwhat kinds? of\b|\bwhich kinds? of\b", re.I)
 # The kind of item a question asks for → entity types that are such items.
 _WANTED = (
-    (re.compile(r"\bsub-?commands?|commands?|tools?\b", re.I), {"command", "tool"}),
+    (re.compile(r"\bsub-?commands?|commands?\b", re.I), {"command", "tool"}),
     (re.compile(r"\bflags?|options?|arguments?\b", re.I), {"flag"}),
     (re.compile(r"\bsettings?|fields?|keys?|parameters?|attributes?\b", re.I),
      {"setting", "code"}),
@@ -130,30 +130,40 @@ def _sec(row: list) -> Sec:
                int(pos or 0))
 
 
-def region(pack: Any, result: Any, limit: int = MAX_PAGES) -> tuple[list[str], dict[str, float]]:
+def _family(path: str, paths: list[str]) -> str:
+    """The prefix the pages beside `path` share: its file name's numbered stem ("src/ch03-"
+    for "src/ch03-01-variables.md") when other pages have it, else its folder when that
+    holds 2 to REGION_PAGES pages; "" when neither."""
+    folder, _, name = path.rpartition("/")
+    stem = re.match(r"[A-Za-z]*\d+[-_.]", name)
+    if stem:
+        prefix = f"{folder}/{stem.group(0)}"
+        if sum(p.startswith(prefix) for p in paths) >= 2:
+            return prefix
+    prefix = folder + "/"
+    if folder and 2 <= sum(p.startswith(prefix) for p in paths) <= REGION_PAGES:
+        return prefix
+    return ""
+
+
+def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = False
+           ) -> tuple[list[str], dict[str, float]]:
     """(article ids of the question's region, best first; {section id: weight} of the
-    search's sections): the first pages, the pages under the deepest path prefix of the
-    first page that holds another of the first five pages (and at most REGION_PAGES pages
-    of the pack), and the pages the first page links to."""
+    search's sections): the pages beside the first page (`_family`: its chapter or its
+    folder), the other first pages (unless `family_only`) and the pages the first page
+    links to."""
     cited = result.cited()
     weights = {s.id: 1.0 / (1 + i) for i, s in enumerate(cited)}
     first = list(dict.fromkeys(s.article_id for s in cited))
-    urls = {}
-    for s in cited:
-        urls.setdefault(s.article_id, _HOST.sub("", s.url))
+    if not first:
+        return [], weights
     arts = [(a, _HOST.sub("", url or "")) for a, url, _ in pack.db.read(ARTICLES, {})]
-    out = list(first)
-    if first:
-        top, others = urls[first[0]], [urls[a] for a in first[1:5]]
-        cuts = [k + 1 for k, c in enumerate(top) if c in "/-_"]
-        for cut in sorted(cuts, reverse=True):
-            prefix = top[:cut]
-            if prefix.count("/") < 2 and len(prefix) < 8:
-                break
-            under = [a for a, path in arts if path.startswith(prefix)]
-            if any(o.startswith(prefix) for o in others) and len(under) <= REGION_PAGES:
-                out += sorted(under, key=lambda a: dict(arts)[a])
-                break
+    path_of = dict(arts)
+    top = path_of.get(first[0], "")
+    family = _family(top, [p for _, p in arts])
+    near = sorted((a for a, p in arts if family and p.startswith(family)), key=path_of.get)
+    out = [first[0], *near] if family_only else [*first[:3], *near, *first[3:]]
+    if not near or not family_only:
         out += [r[0] for r in pack.db.read(LINKED, {"id": first[0]})]
     return list(dict.fromkeys(out))[:limit], weights
 
@@ -209,7 +219,8 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
     mentions: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for sid, eid, name, etype in pack.db.read(SECTION_MENTIONS, {"ids": list(by_id)}):
         mentions[eid].append((sid, name, etype))
-    for ident in text_rules.identifiers(result.question)[:3]:
+    words = [w for w in text_rules.words(result.question) if w not in text_rules.STOP_WORDS]
+    for ident in list(dict.fromkeys([*text_rules.identifiers(result.question), *words]))[:8]:
         for sid, eid, name, etype in pack.db.read(NAMED_LIKE, {"p": ident.lower() + " "}):
             if sid not in by_id:
                 rows = pack.db.read(SECTIONS_BY_ID, {"ids": [sid]})
@@ -240,13 +251,17 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
         if kind == "across":
             score *= 1 + 0.5 * (len(pages) - 1)
         best = max(sids, key=lambda s: (by_id[s].weight, s in cited))
-        scored.append((score, name, by_id[best]))
+        scored.append((score, name, by_id[best], etype))
     scored.sort(key=lambda x: (-x[0], x[1].lower()))
+    if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
+        scored.sort(key=lambda x: x[3] not in wanted)
     items: list[Item] = []
     seen: set[str] = set()
-    for score, name, sec in scored:
-        if len(items) >= MAX_ITEMS or (items and score < FLOOR * items[0].score):
+    for score, name, sec, _ in scored:
+        if len(items) >= MAX_ITEMS:
             break
+        if items and score < FLOOR * items[0].score:
+            continue
         if name.lower() in seen:
             continue
         span = _quote(sec, name)
@@ -259,7 +274,7 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
 
 def overview_items(pack: Any, result: Any) -> list[Item]:
     """One item per page of the question's region: its title, lead sentence and headings."""
-    arts, _ = region(pack, result)
+    arts, _ = region(pack, result, family_only=True)
     pages: dict[str, list[Sec]] = defaultdict(list)
     for row in pack.db.read(SECTIONS_OF, {"ids": arts}) if arts else []:
         pages[row[0]].append(_sec(row))
