@@ -23,7 +23,14 @@ from packs.llm import errors as llm_errors
 from packs.llm.usage import add_query_usage, zero_query_usage
 from packs.options import SearchOptions
 from packs.result import RankedSection, SearchResult
-from packs.retrieval import extractive, fewshot, gate, synthesis, whole_pack
+from packs.retrieval import (
+    extractive,
+    fewshot,
+    gate,
+    synthesis,
+    whole_pack,
+    whole_pack_claude,
+)
 
 ASK_FIELDS = ("answer", "sources", "citations", "unsupported", "entities", "facts",
               "cypher_query", "query_type", "token_usage")
@@ -166,6 +173,12 @@ def ask(pack: Any, result: SearchResult, opts: SearchOptions
     api = llm_client.shared_client()
     if api is None:
         return _offline_dict(pack, result, usage), True
+    try:  # issue 48: a whole-pack question, as a map-reduce over its region's sections
+        whole = _whole_pack_dict(pack, result, api, opts, usage)
+    except Exception as exc:
+        return _degrade(pack, result, usage, exc), False
+    if whole is not None:
+        return whole, True
     qtype, system, user = _plan(result)
     try:
         if result.gated:
@@ -181,6 +194,20 @@ def ask(pack: Any, result: SearchResult, opts: SearchOptions
     add_query_usage(usage, u)
     answer, cits = _finish(result, text, quotes, _pack_name(pack))
     return _answer_dict(result, answer, cits, qtype, usage), True
+
+
+def _whole_pack_dict(pack: Any, result: SearchResult, api: Any, opts: SearchOptions,
+                     usage: dict[str, Any]) -> dict[str, object] | None:
+    """The answer dict of a whole-pack question with Claude (packs/retrieval/
+    whole_pack_claude.py), or None for a question about one thing."""
+    whole = whole_pack_claude.answer(pack, result, api, opts.model, usage)
+    if whole is None:
+        return None
+    text, quotes, qtype, listed = whole
+    if qtype == INSUFFICIENT:
+        text = insufficient_text(listed)
+    answer, cits = _finish(listed, text, quotes, _pack_name(pack))
+    return _answer_dict(listed, answer, cits, qtype, usage)
 
 
 def _degrade(pack: Any, result: SearchResult, usage: dict[str, Any],
@@ -211,6 +238,14 @@ def ask_stream(pack: Any, result: SearchResult, opts: SearchOptions
         final = _offline_dict(pack, result, usage)
         yield str(final["answer"])
         yield final
+        return
+    try:  # a whole-pack answer is a list made after its map calls: yielded whole
+        whole = _whole_pack_dict(pack, result, api, opts, usage)
+    except Exception as exc:
+        whole = _degrade(pack, result, usage, exc)
+    if whole is not None:
+        yield str(whole["answer"])
+        yield whole
         return
     qtype, system, user = _plan(result)
     chunks: list[str] = []

@@ -204,11 +204,11 @@ def _wanted(question: str) -> set[str]:
     return set()
 
 
-def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
-    """The items of a list or across question (see the module docstring)."""
-    arts, weights = region(pack, result)
+def _region_sections(pack: Any, result: Any, kind: str) -> dict[str, Sec]:
+    """The region's sections by id, each weighted: the search's rank for its sections,
+    else its page's place in the region."""
+    arts, weights = region(pack, result, family_only=kind == "overview")
     secs = [_sec(r) for r in pack.db.read(SECTIONS_OF, {"ids": arts})] if arts else []
-    cited = {s.id for s in result.cited()}
     by_id = {s.id: s for s in secs}
     for s in result.cited():
         if s.id not in by_id:
@@ -216,6 +216,21 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
     rank = {a: i for i, a in enumerate(arts)}
     for s in by_id.values():
         s.weight = max(weights.get(s.id, 0.0), 0.35 / (1 + rank.get(s.article_id, 9)))
+    return by_id
+
+
+def map_sections(pack: Any, result: Any, limit: int) -> list[Sec]:
+    """The sections a model reads for a whole-pack question (packs/retrieval/
+    whole_pack_claude.py): the region's, best weighted first, at most `limit`."""
+    kind = question_kind(result.question) or "list"
+    by_id = _region_sections(pack, result, kind)
+    return sorted(by_id.values(), key=lambda s: (-s.weight, s.article_id, s.position))[:limit]
+
+
+def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
+    """The items of a list or across question (see the module docstring)."""
+    by_id = _region_sections(pack, result, kind)
+    cited = {s.id for s in result.cited()}
     mentions: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for sid, eid, name, etype in pack.db.read(SECTION_MENTIONS, {"ids": list(by_id)}):
         mentions[eid].append((sid, name, etype))
