@@ -13,6 +13,10 @@ it judges is tried, and every run of it is appended, misses included.
   "interval", "baseline", "command", "note"}`: one blind run of a frozen split
   (`record_run`); a split is run once per change, and its figure stands when it misses.
 
+Runs made before the ledger existed (issue 34's answer targets) are transcribed from the old
+BENCHMARKS.md with `"historic": true`: their times are the blocks' (to the hour), they have
+no hash, and `"blind": false` marks a second or later look at a split already reported.
+
 A split is the rows of a JSON Lines file whose fields equal the `--where` pairs; its hash is
 the sha256 of those rows, each as canonical JSON (sorted keys), sorted by id: editing,
 adding or dropping one of its questions after the freeze changes the hash, and `verify`
@@ -127,6 +131,20 @@ def record_run(split: str, target: str, figure: float, questions: int, *,
     return run
 
 
+def pooled(target: str, ledger: Path = LEDGER) -> tuple[float, int, int] | None:
+    """(figure, questions, splits) of `target` pooled over the first (blind) run of every
+    split ever run for it, misses included: the question-weighted mean. None before any run.
+    Later looks at a split already reported are not blind and are left out."""
+    seen: dict[str, dict] = {}
+    for e in entries(ledger):
+        if e["event"] == "run" and e["target"] == target and e.get("blind", True):
+            seen.setdefault(e["split"], e)
+    if not seen:
+        return None
+    n = sum(e["questions"] for e in seen.values())
+    return sum(e["figure"] * e["questions"] for e in seen.values()) / n, n, len(seen)
+
+
 def verify(ledger: Path = LEDGER, only: str | None = None) -> list[str]:
     """One line per frozen split whose rows no longer hash as frozen (empty: all intact)."""
     problems = []
@@ -168,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{sum(e['event'] == 'freeze' for e in entries())} frozen splits, "
               f"{len(problems)} changed")
         return 1 if problems else 0
+    for target in sorted({e["target"] for e in entries() if e["event"] == "run"}):
+        figure, n, splits = pooled(target)
+        print(f"pooled {target}: {figure:.3f} over {splits} blind splits ({n} questions)")
     for e in entries():
         if e["event"] == "freeze":
             print(f"{e['date'][:10]} freeze {e['split']} ({e['questions']} q) for {e['target']}")

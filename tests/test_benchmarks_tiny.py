@@ -204,6 +204,13 @@ def test_the_ledger_refuses_a_changed_split_and_an_unfrozen_run(tmp_path):
     with pytest.raises(ValueError, match="changed after the freeze"):
         ledger.record_run(entry["split"], "t", 0.9, 1, ledger=book)
     assert sum(e["event"] == "run" for e in ledger.entries(book)) == 1
+    # Pooled over the first run of each split, misses included; a second look is not blind.
+    other = ledger.freeze(data, {"id": "a"}, "t", ledger=book)
+    ledger.record_run(other["split"], "t", 1.0, 3, ledger=book)
+    with book.open("a") as fh:
+        fh.write(json.dumps({"event": "run", "target": "t", "split": other["split"],
+                             "questions": 3, "figure": 0.0, "blind": False}) + "\n")
+    assert ledger.pooled("t", book) == (pytest.approx((0.5 * 1 + 1.0 * 3) / 4), 4, 2)
 
 
 def test_gate_fit_separates_and_the_cut_keeps_in_domain_questions():

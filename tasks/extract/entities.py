@@ -40,9 +40,10 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from packs.format import entity_id
+from packs.rows import Entity
 from tasks.extract.names import rendered
 
 # More specific first; used to break ties between equally frequent types.
@@ -79,13 +80,7 @@ class RawEntity:
     section_id: str = ""
 
 
-@dataclass
-class ResolvedEntity:
-    id: str
-    name: str
-    type: str
-    description: str
-    aliases: list[str] = field(default_factory=list)
+ResolvedEntity = Entity  # what the pack's entities table holds (packs.rows)
 
 
 @dataclass

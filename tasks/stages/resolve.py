@@ -12,8 +12,6 @@ even when its key did not change.
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 
 import polars as pl
 
@@ -22,32 +20,34 @@ from packs.markdown import fence_spans
 from tasks.extract import core as extract_core
 from tasks.extract.assemble import assemble
 from tasks.extract.offline_names import bound_names
-from tasks.shards import Shard
-from tasks.stages.common import (
-    BuildContext,
-    ProgressFn,
-    Record,
-    log,
-    parquet_rows,
-    stage_key,
-    write_parquet,
-)
+from tasks.stages.base import PACK, Stage
+from tasks.stages.common import write_parquet
 
-NAME = "resolve"
-VERSION = "resolve-v2"  # v2: names rendered (no link syntax), offline examples' names out
-SCOPE = "pack"
-INPUTS = ("extract", "split")
-RETRIES = 1
 TABLES = (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS, fmt.FACTS)
 
 
-def settings(ctx: BuildContext) -> tuple:
-    return (VERSION,)
+class Resolve(Stage):
+    NAME = "resolve"
+    VERSION = "resolve-v2"  # v2: names rendered (no link syntax), offline examples' names out
+    SCOPE = PACK
+    INPUTS = ("extract", "split")
+    OUTPUTS = {t: t for t in TABLES}
+    ISOLATE = True
 
+    def compute(self, ctx, shard, inputs, files, progress) -> None:
+        df = (pl.scan_parquet([r.paths["extractions"] for r in inputs["extract"]])
+              .filter(pl.col("status") == "ok").select("section_id", "data")
+              .sort("section_id").collect())
+        extractions = [(sid, extract_core.parse_extraction(json.loads(data)))
+                       for sid, data in df.iter_rows()]
+        del df
+        stop = example_names(inputs) if ctx.extract_kind == "offline" else set()
+        for name, table in assemble(extractions, stop).items():
+            write_parquet(table, files[name])
 
-def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> str:
-    split = sorted(r.ref for r in inputs["split"]) if ctx.extract_kind == "offline" else []
-    return stage_key(NAME, settings(ctx), sorted(r.ref for r in inputs["extract"]), split)
+    def summary_line(self, shard, inputs, record) -> str:
+        return (f"resolve: {record.rows[fmt.ENTITIES]} entities, "
+                f"{record.rows[fmt.RELATIONSHIPS]} relationships, {record.rows[fmt.FACTS]} facts")
 
 
 def example_names(inputs: dict) -> set[str]:
@@ -61,32 +61,4 @@ def example_names(inputs: dict) -> set[str]:
     return names
 
 
-def paths(ctx: BuildContext, content_key: str) -> dict[str, str]:
-    folder = ctx.work.stage(NAME)
-    return {t: str(folder / f"{t}-{content_key}.parquet") for t in TABLES}
-
-
-def complete(ctx: BuildContext, content_key: str) -> bool:
-    return all(Path(p).is_file() for p in paths(ctx, content_key).values())
-
-
-def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
-        progress: ProgressFn | None = None) -> Record:
-    start = time.perf_counter()
-    content_key = key(ctx, shard, inputs)
-    files = paths(ctx, content_key)
-    if not complete(ctx, content_key):
-        df = (pl.scan_parquet([r.paths["extractions"] for r in inputs["extract"]])
-              .filter(pl.col("status") == "ok").select("section_id", "data")
-              .sort("section_id").collect())
-        extractions = [(sid, extract_core.parse_extraction(json.loads(data)))
-                       for sid, data in df.iter_rows()]
-        del df
-        stop = example_names(inputs) if ctx.extract_kind == "offline" else set()
-        tables = assemble(extractions, stop)
-        for name, table in tables.items():
-            write_parquet(table, Path(files[name]))
-    rows = {t: parquet_rows(p) for t, p in files.items()}
-    log.info("resolve: %d entities, %d relationships, %d facts", rows[fmt.ENTITIES],
-             rows[fmt.RELATIONSHIPS], rows[fmt.FACTS])
-    return Record(NAME, content_key, None, files, rows, time.perf_counter() - start)
+STAGE = Resolve()
