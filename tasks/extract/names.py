@@ -10,6 +10,7 @@ is displayed with its markup. Pure; never raises.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 
@@ -33,6 +34,7 @@ def _group(match: re.Match[str]) -> str:
     return next((g for g in match.groups() if g is not None), "")
 
 
+@functools.lru_cache(maxsize=65536)  # pure, and names repeat across a pack's sections
 def rendered(name: str) -> str:
     """`name` without its Markdown or HTML markup: link and image syntax reduced to the
     link text, emphasis markers and inline tags removed, HTML entities resolved, a code

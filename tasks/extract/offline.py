@@ -31,12 +31,13 @@ from packs import text as text_rules
 from packs.markdown import heading, list_marker, replace_fences
 from tasks.extract.names import rendered
 from tasks.extract.offline_names import GENERIC_WORDS, code_entity, heading_entity
-from tasks.extract.offline_text import is_fact, stated_relations
+from tasks.extract.offline_text import find_word, is_fact, stated_relations
 
 # bump when the heuristics change; v2: ~~~ fences skipped too; v3: sentences of whole
 # paragraphs; v4 (issue 48): stop-entities, identifier types, headings only when named,
-# whole-sentence facts, stated relations
-OFFLINE_VERSION = f"offline-v4+{text_rules.TEXT_RULES_VERSION}"
+# whole-sentence facts, stated relations; v5: code spans kept whole in facts, bold
+# labels of steps and parts are no terms
+OFFLINE_VERSION = f"offline-v5+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
     "terms and headings that name a thing, found by pattern and typed by their form; "
@@ -65,9 +66,16 @@ _DEFINITION = re.compile(
 _BARE_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,5}s?\b")
 _LEADING_STOP = re.compile(r"^(?:The|A|An|This|These|That|Those|In|On|For|To|If|When|Use|With)\s+")
 _LINKS = re.compile(r"!?\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)|<https?://[^>]*>")
-_HTML = re.compile(r"<[^>\n]{1,200}>")
+_HTML = re.compile(r"</?(?:a|abbr|b|br|code|del|em|i|img|ins|kbd|mark|p|s|samp|small|span|"
+                   r"strong|sub|sup|tt|u|var|div|sup)(?:\s[^<>]*)?/?>", re.I)
 _EMPHASIS_MARK = re.compile(r"(?<![\w*])\*{1,2}(?=\S)|(?<=\S)\*{1,2}(?![\w*])|"
                             r"(?<![\w_])_{1,2}(?=[^\s_])|(?<=[^\s_])_{1,2}(?![\w_])")
+# A bold label that names a step, a task or a part of the document, not a thing.
+_LABEL = re.compile(r"^(?:chapter|section|step|part|appendix|listing|figure|table)\s+\w+$|"
+                    r"^(?:using|use|debug|debugging|create|creating|run|running|install|"
+                    r"installing|configure|configuring|check|checking|update|updating|add|"
+                    r"adding|remove|removing|set|setting|enable|disable|option|method|"
+                    r"approach|solution|example|scenario)\b", re.I)
 _NOT_TERMS = frozenset({"note", "warning", "caution", "important", "tip", "example",
                         "deprecated", "beta", "alpha", "stable", "optional", "required",
                         "default", "feature state", "info", "danger", "todo"})
@@ -119,10 +127,11 @@ def _sentences(prose: str) -> list[str]:
 
 
 def _plain(sentence: str) -> str:
-    """The sentence as rendered: link text without targets, no tags, no emphasis marks."""
-    text = _LINKS.sub(lambda m: m.group(1) or "", sentence)
-    text = _HTML.sub("", text)
-    return _EMPHASIS_MARK.sub("", text).strip()
+    """The sentence as rendered: link text without targets, no tags, no emphasis marks;
+    code spans are kept as written (`_`, `<T>` and `<=` are code, not markup)."""
+    parts = re.split(r"(`[^`\n]*`)", _LINKS.sub(lambda m: m.group(1) or "", sentence))
+    return "".join(p if p.startswith("`") else _EMPHASIS_MARK.sub("", _HTML.sub("", p))
+                   for p in parts).strip()
 
 
 class _Entities:
@@ -169,7 +178,7 @@ def _terms(sentence: str, plain: str, ents: _Entities, acronyms: dict[str, str])
     for m in _BOLD.finditer(sentence):
         phrase = _plain(m.group(1) or m.group(2)).strip(" .:")
         if (phrase.lower() not in _NOT_TERMS and 1 <= len(phrase.split()) <= 4
-                and phrase[:1].isalnum()):
+                and phrase[:1].isalnum() and not _LABEL.match(phrase)):
             found.append(ents.add(phrase, "term", plain))
     return [f for f in found if f]
 
@@ -207,7 +216,7 @@ def extract_offline(page_title: str, heading_path: str, content: str) -> dict:
     for sentence, plain in zip(sentences, plains):
         names = _terms(sentence, plain, ents, acronyms) + _identifiers(sentence, plain,
                                                                         content or "", ents)
-        if topic and re.search(rf"(?<![\w-]){re.escape(topic.lower())}(?![\w-])", plain.lower()):
+        if topic and find_word(plain.lower(), topic.lower()) >= 0:
             names.append(topic)
         per_sentence.append((plain, list(dict.fromkeys(names))))
 

@@ -96,14 +96,26 @@ _PLAIN_VERB = re.compile(r"^\s*(?:\w+ly )?(?:[a-z]+s|can \w+|will \w+|must \w+|i
                          r"multiple|many))?\s*$")
 
 
+def find_word(low: str, name: str) -> int:
+    """Where lower-cased `name` first occurs in `low` as a whole word (-1: nowhere)."""
+    at = low.find(name)
+    while at >= 0:
+        end = at + len(name)
+        if ((at == 0 or not (low[at - 1].isalnum() or low[at - 1] in "_-"))
+                and (end == len(low) or not (low[end].isalnum() or low[end] in "_-"))):
+            return at
+        at = low.find(name, at + 1)
+    return -1
+
+
 def _spans(sentence: str, names: list[str]) -> list[tuple[int, int, str]]:
     """(start, end, name) of each name's first occurrence as a whole word, in order."""
     low = sentence.lower()
     out = []
     for name in names:
-        m = re.search(rf"(?<![\w-]){re.escape(name.lower())}(?![\w-])", low)
-        if m:
-            out.append((m.start(), m.end(), name))
+        at = find_word(low, name.lower())
+        if at >= 0:
+            out.append((at, at + len(name), name))
     out.sort()
     return [s for i, s in enumerate(out) if not any(
         o[0] <= s[0] and s[1] <= o[1] and o != s for o in out)]
