@@ -131,8 +131,8 @@ def page_sections(pack: Any, result: SearchResult, pages: int | None = None
             for r in db.article_sections(articles, qvec) if r.id not in have]
 
 
-def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str | None = None
-             ) -> tuple[str, synthesis.Quotes, str, SearchResult]:
+def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str | None = None,
+             whole: bool = True) -> tuple[str, synthesis.Quotes, str, SearchResult]:
     """(answer, quotes, query_type, the result its sources are listed from) without a
     language model. `note`: the line that heads the extractive answer; `why`: why none was
     used though one is configured (its failure, told in the gated answer). A section of
@@ -144,9 +144,9 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
                 [], GATED, result)
     # Issue 48: a list, across or overview question gets a list of cited items gathered
     # through the graph (packs/retrieval/whole_pack.py); None: answered as below.
-    whole = whole_pack.offline_answer(pack, result)
-    if whole is not None:
-        return whole
+    listed = whole_pack.offline_answer(pack, result) if whole else None
+    if listed is not None:
+        return listed
     kw = {"note": note} if note else {}
     vocabulary = getattr(pack, "vocabulary", None)  # a PackSet has none: IDF of the sections
     idf = extractive.idf_of(vocabulary()) if vocabulary is not None else None
@@ -158,8 +158,9 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
 
 
 def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, Any],
-                  note: str | None = None, why: str | None = None) -> dict[str, object]:
-    answer, quotes, qtype, result = _offline(pack, result, note, why)
+                  note: str | None = None, why: str | None = None,
+                  whole: bool = True) -> dict[str, object]:
+    answer, quotes, qtype, result = _offline(pack, result, note, why, whole)
     answer, cits = _finish(result, answer, quotes, _pack_name(pack))
     return _answer_dict(result, answer, cits, qtype, usage)
 
@@ -172,7 +173,7 @@ def ask(pack: Any, result: SearchResult, opts: SearchOptions
     add_query_usage(usage, result.token_usage)  # search's own calls (multi-query)
     api = llm_client.shared_client()
     if api is None:
-        return _offline_dict(pack, result, usage), True
+        return _offline_dict(pack, result, usage, whole=opts.enabled("whole_pack")), True
     try:  # issue 48: a whole-pack question, as a map-reduce over its region's sections
         whole = _whole_pack_dict(pack, result, api, opts, usage)
     except Exception as exc:
@@ -200,7 +201,8 @@ def _whole_pack_dict(pack: Any, result: SearchResult, api: Any, opts: SearchOpti
                      usage: dict[str, Any]) -> dict[str, object] | None:
     """The answer dict of a whole-pack question with Claude (packs/retrieval/
     whole_pack_claude.py), or None for a question about one thing."""
-    whole = whole_pack_claude.answer(pack, result, api, opts.model, usage)
+    whole = (whole_pack_claude.answer(pack, result, api, opts.model, usage)
+             if opts.enabled("whole_pack") else None)
     if whole is None:
         return None
     text, quotes, qtype, listed = whole
@@ -235,7 +237,7 @@ def ask_stream(pack: Any, result: SearchResult, opts: SearchOptions
     add_query_usage(usage, result.token_usage)  # search's own calls (multi-query)
     api = llm_client.shared_client()
     if api is None:
-        final = _offline_dict(pack, result, usage)
+        final = _offline_dict(pack, result, usage, whole=opts.enabled("whole_pack"))
         yield str(final["answer"])
         yield final
         return
