@@ -41,6 +41,7 @@ from tasks.extract.offline_text import is_fact
 TOPICS_VERSION = "topics-v1"
 MIN_MENTIONS = 2
 MAX_SHARE = 0.05
+MIN_SHARE_FLOOR = 10  # a small pack's entities may be in up to this many sections
 RELATION_WEIGHT = 1.0
 MIN_ENTITIES = 4
 TOP_ENTITIES = 12
@@ -70,7 +71,7 @@ def entity_graph(mentions: pl.DataFrame, relationships: pl.DataFrame, n_sections
     """(node entity ids, {(i, j): weight} with i < j) of the co-mention graph (see the
     module docstring)."""
     counts = Counter(mentions["entity_id"].to_list())
-    cap = max(MIN_MENTIONS, int(MAX_SHARE * max(n_sections, 1)))
+    cap = max(MIN_SHARE_FLOOR, int(MAX_SHARE * max(n_sections, 1)))
     kept = sorted(e for e, n in counts.items() if MIN_MENTIONS <= n <= cap)
     index = {e: i for i, e in enumerate(kept)}
     by_section: dict[str, list[int]] = defaultdict(list)

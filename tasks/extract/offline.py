@@ -36,8 +36,8 @@ from tasks.extract.offline_text import find_word, is_fact, stated_relations
 # bump when the heuristics change; v2: ~~~ fences skipped too; v3: sentences of whole
 # paragraphs; v4 (issue 48): stop-entities, identifier types, headings only when named,
 # whole-sentence facts, stated relations; v5: code spans kept whole in facts, bold
-# labels of steps and parts are no terms
-OFFLINE_VERSION = f"offline-v5+{text_rules.TEXT_RULES_VERSION}"
+# labels of steps and parts are no terms; v6: a page title may be one plain word
+OFFLINE_VERSION = f"offline-v6+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
     "terms and headings that name a thing, found by pattern and typed by their form; "
@@ -90,12 +90,12 @@ def topic_of(page_title: str, heading_path: str, prose: str = "") -> str:
     """The section's subject: its last heading (or the page title) that names a thing its
     text names too (`offline_names.heading_entity`); "" when none does."""
     parts = [p for p in _HEADING_SPLIT.split(heading_path or "") if p.strip()]
-    candidates = [_clean_heading(parts[-1])] if parts else []
+    candidates = [(_clean_heading(parts[-1]), len(parts) == 1)] if parts else []
     title = _TITLE_SUFFIX.sub("", (page_title or "").strip()).strip()
     if len(parts) <= 1 and title:
-        candidates.append(rendered(title))
-    for name in candidates:
-        found = heading_entity(name, prose)
+        candidates.append((rendered(title), True))
+    for name, is_title in candidates:
+        found = heading_entity(name, prose, title=is_title)
         if found:
             return found
     return ""

@@ -231,10 +231,11 @@ def _fold(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
-def heading_entity(heading: str, text: str) -> str | None:
+def heading_entity(heading: str, text: str, title: bool = False) -> str | None:
     """The heading as an entity name when it is a noun phrase naming one thing that the
     section's text names too (`text`: its prose, lower-cased or not); None for a task,
-    a question, a list of topics, a generic heading or a heading the text never names."""
+    a question, a list of topics, a generic heading or a heading the text never names.
+    `title`: the heading is a page's title, which may be one plain word ("Kettles")."""
     name = heading.strip().strip("#").strip().rstrip(":").strip()
     if not name or len(name) > 60 or name.lower() in GENERIC_HEADINGS:
         return None
@@ -245,8 +246,8 @@ def heading_entity(heading: str, text: str) -> str | None:
         return None
     if words[0].endswith("ing") and (len(words) == 1 or words[1] in _DETERMINERS):
         return None  # "Creating a Deployment", "Backing up an etcd cluster"
-    if len(words) == 1 and name[:1].isupper() and name[1:].islower():
-        return None  # a plain capitalised word ("Runtime", "Constraints") names nothing
+    if len(words) == 1 and name[:1].isupper() and name[1:].islower() and not title:
+        return None  # a plain capitalised heading ("Runtime", "Constraints") names nothing
     folded = " ".join(_fold(w) for w in words if w not in ("the", "a", "an"))
     prose = " ".join(_fold(w) for w in _words(text))
     if folded and re.search(rf"(?<![\w-]){re.escape(folded)}(?![\w-])", prose):
