@@ -7,7 +7,9 @@ baselines, in one run.
 
 Questions: benchmarks/data/k8s_whole_pack.jsonl and rust_whole_pack.jsonl (list, across
 and overview questions; gold = the set of items, each with alternatives; test split frozen
-in benchmarks/ledger.jsonl: run it once). An item counts when one of its alternatives
+in benchmarks/ledger.jsonl: run it once), and with `--corpus cargo-book`
+cargo_whole_pack.jsonl (8 dev questions written for issue 48 from the Cargo book's pages, a
+third site so the rules are not fitted to two; no test split). An item counts when one of its alternatives
 occurs in the answer text, case- and whitespace-folded. Per question: item recall; per run
 the mean with a 95% bootstrap interval, for
 
