@@ -38,7 +38,7 @@ from packs.citations import locate
 from packs.retrieval.segment import segment
 
 QUERY_TYPE = "whole_pack_retrieval_only"
-MAX_ITEMS = 16
+MAX_ITEMS = 20
 FLOOR = 0.12  # an item scoring under this share of the best is left out
 MAX_PAGES = 14
 REGION_PAGES = 40

@@ -36,8 +36,9 @@ from tasks.extract.offline_text import find_word, is_fact, stated_relations
 # bump when the heuristics change; v2: ~~~ fences skipped too; v3: sentences of whole
 # paragraphs; v4 (issue 48): stop-entities, identifier types, headings only when named,
 # whole-sentence facts, stated relations; v5: code spans kept whole in facts, bold
-# labels of steps and parts are no terms; v6: a page title may be one plain word
-OFFLINE_VERSION = f"offline-v6+{text_rules.TEXT_RULES_VERSION}"
+# labels of steps and parts are no terms; v6: a page title may be one plain word; v7: the
+# code spans of table cells
+OFFLINE_VERSION = f"offline-v7+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
     "terms and headings that name a thing, found by pattern and typed by their form; "
@@ -220,6 +221,11 @@ def extract_offline(page_title: str, heading_path: str, content: str) -> dict:
             names.append(topic)
         per_sentence.append((plain, list(dict.fromkeys(names))))
 
+    # Table cells name things too (a field, a flag, a trait per row): their code spans are
+    # entities (no facts or relations: a row is no sentence).
+    for row in re.findall(r"(?m)^\s*\|(.+)\|\s*$", prose):
+        if not re.fullmatch(r"[\s|:-]*", row):
+            _identifiers(row, _plain(row), content or "", ents)
     relationships: list[dict] = []
     seen: set[tuple[str, str, str]] = set()
     for plain, names in per_sentence:
