@@ -59,7 +59,7 @@ def top_k_text(result, k: int = TOP_K) -> str:
     return "\n".join(u.display for s in result.cited()[:k] for u in segment(s.content))
 
 
-def run_split(pack, rows: list[dict], log, misses: bool) -> dict:
+def run_split(pack, rows: list[dict], log, misses: bool) -> dict[str, list[float]]:
     from packs import answer as answer_mod
 
     per = {"product": [], "extractive": [], "top-k": [], "top-k, same words": []}
@@ -96,7 +96,7 @@ def run_split(pack, rows: list[dict], log, misses: bool) -> dict:
     log(f"product - best non-graph baseline at no more words ({best}): {common.interval(gain)}")
     log(f"citations verified: {verified}/{total}; questions with an unverified citation: "
         f"{bad_questions}; answer words p50 {statistics.median(words):.0f}; query_type {types}")
-    return {k: statistics.fmean(v) for k, v in per.items()}
+    return per
 
 
 def extractive_answer(pack, result, answer_mod) -> str:
@@ -110,6 +110,19 @@ def extractive_answer(pack, result, answer_mod) -> str:
     return text
 
 
+def _record(name: str, per: dict[str, list[float]], argv: list[str] | None) -> None:
+    """Append this test run to the ledger (benchmarks/ledger.py), baselines beside it."""
+    from benchmarks import ledger
+
+    command = " ".join(["python benchmarks/whole_pack.py", *(argv or sys.argv[1:])])
+    entry = ledger.record_run(
+        f"{FILES[name]}:split=test", f"whole-pack-{name}", statistics.fmean(per["product"]),
+        len(per["product"]), interval=common.bootstrap(per["product"]),
+        baseline={k: round(statistics.fmean(v), 4) for k, v in per.items() if k != "product"},
+        command=command, note="issue 48: item recall of the offline answer")
+    print(f"recorded in the ledger: {entry['split']} {entry['figure']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
@@ -119,7 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=Path, default=None)
     ap.add_argument("--misses", action="store_true", help="print each dev question's misses")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
+    ap.add_argument("--record", action="store_true",
+                    help="with --split test: append the run to benchmarks/ledger.jsonl "
+                         "(the split must be frozen there; a split is run once)")
     args = ap.parse_args(argv)
+    if args.record and args.split != "test":
+        ap.error("--record is for a frozen test split")
     if args.misses and args.split == "test":
         ap.error("--misses is for dev: a test split is looked at once, as a figure")
     printed: list[str] = []
@@ -141,8 +159,16 @@ def main(argv: list[str] | None = None) -> int:
         rows = corpora.load_rows(args.questions or corpora.DATA_DIR / FILES[name])
         rows = [r for r in rows if r["split"] == args.split]
         log(f"\n{name} {args.split}: {len(rows)} questions, pack {corpus.built.pack_dir}")
+        if args.record:  # refuse before running when the split changed after its freeze
+            from benchmarks import ledger
+
+            problems = ledger.verify(only=f"{FILES[name]}:split=test")
+            if problems:
+                raise SystemExit("; ".join(problems))
         with KnowledgePack.open(corpus.built.pack_dir) as pack:
-            run_split(pack, rows, log, args.misses)
+            per = run_split(pack, rows, log, args.misses)
+        if args.record:
+            _record(name, per, argv)
     if args.out:
         command = " ".join(["python benchmarks/whole_pack.py", *(argv or sys.argv[1:])])
         args.out.write_text("# Whole-pack questions: item recall\n\n"
