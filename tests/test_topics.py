@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 
 import polars as pl
+from query_fixtures import build_pack, embedder  # noqa: F401 (fixtures)
 
 from packs import format as fmt
 from packs.retrieval.whole_pack import question_kind
-from tasks.topics import MIN_ENTITIES, topics
+from tasks.topics import MIN_ENTITIES, SCHEMAS, topics
 
 
 def _tables():
@@ -70,3 +71,49 @@ def test_whole_pack_questions_are_recognised():
     for single in ("How do I drain a node?", "Which flag sets the grace period?",
                    "What happens when a probe fails?", "What is a Pod?"):
         assert question_kind(single) is None, single
+
+
+def _topic_tables(tables: dict) -> dict:
+    """One hand-made topic over the Kestrel fixture: its entities, two sections, and a
+    digest line quoting the first sentence of the first section."""
+    ents = tables[fmt.ENTITIES]
+    secs = tables[fmt.SECTIONS].sort("id")
+    sid, content = secs["id"][0], secs["content"][0]
+    end = content.index(".") + 1
+    cites = json.dumps([{"n": 1, "section_id": sid, "start": 0, "end": end}])
+    tid = "t1"
+    return {
+        fmt.TOPICS: pl.DataFrame([{
+            "id": tid, "title": "Retries and workers", "rank": 0, "size": ents.height,
+            "sections": 2, "entity_names": ents["name"].to_list(),
+            "digest": f"- {content[:end]} [1]", "digest_kind": "sentences",
+            "citations": cites}], schema=SCHEMAS[fmt.TOPICS]),
+        fmt.TOPIC_ENTITIES: pl.DataFrame(
+            [{"topic_id": tid, "entity_id": e, "rank": k, "weight": 1.0}
+             for k, e in enumerate(ents["id"])], schema=SCHEMAS[fmt.TOPIC_ENTITIES]),
+        fmt.TOPIC_SECTIONS: pl.DataFrame(
+            [{"topic_id": tid, "section_id": s, "rank": k, "weight": 1.0}
+             for k, s in enumerate(secs["id"][:2])], schema=SCHEMAS[fmt.TOPIC_SECTIONS]),
+    }
+
+
+def test_a_pack_reads_its_topics_and_the_explorer_shows_them(tmp_path, embedder):
+    from starlette.testclient import TestClient
+
+    from packs import KnowledgePack, PackSet
+    from packs.explore.app import create_app
+    from packs.topics import has_topics, pack_topics
+
+    folder = build_pack(tmp_path, embedder, extra=_topic_tables)
+    with KnowledgePack.open(folder) as pack:
+        assert has_topics(pack.db) and pack.manifest.counts.topics == 1
+        [t] = pack_topics(pack)
+        assert t.title == "Retries and workers" and len(t.sections) == 2
+        assert {e.name for e in t.entities} >= {"RetryPolicy", "Worker"}
+        [c] = t.citations
+        assert c["verified"] and c["quote"] in t.digest and c["url"].startswith("https://")
+    with PackSet.open([folder]) as packs:
+        with TestClient(create_app(packs), base_url="http://127.0.0.1") as client:
+            html = client.get("/topics").text
+    assert "Retries and workers" in html and 'data-verified="true"' in html
+    assert "/entity?id=" in html and "/section/" in html
