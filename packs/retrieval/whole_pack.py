@@ -35,6 +35,7 @@ from typing import Any
 
 from packs import text as text_rules
 from packs.citations import locate
+from packs.markdown import fence_spans
 from packs.retrieval.segment import segment
 
 QUERY_TYPE = "whole_pack_retrieval_only"
@@ -170,10 +171,26 @@ def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = F
 
 def _spans(content: str) -> list[tuple[int, int]]:
     """Quotable spans of a section: the offline answer's units (packs/retrieval/units.py:
-    sentences of whole paragraphs, list items, table rows, one-line code), not lead-ins."""
-    return [(u.start, u.end) for u in segment(content)
-            if u.kind in ("sentence", "item", "row", "paragraph")
-            or (u.kind == "code" and "\n" not in u.display.strip())]
+    sentences of whole paragraphs, list items, table rows, one-line code), not lead-ins,
+    and the lines of its code blocks (`source <(kubectl completion bash)`)."""
+    out = [(u.start, u.end) for u in segment(content)
+           if u.kind in ("sentence", "item", "row", "paragraph")
+           or (u.kind == "code" and "\n" not in u.display.strip())]
+    for start, end in _code_lines(content):
+        out.append((start, end))
+    return out
+
+
+def _code_lines(content: str) -> list[tuple[int, int]]:
+    """(start, end) of each non-blank line, 2 to 120 characters, inside a code block."""
+    out = []
+    for a, b in fence_spans(content):
+        for m in re.finditer(r"[^\n]+", content[a:b]):
+            line = m.group(0).strip()
+            if 2 <= len(line) <= 120 and not line.startswith(("```", "~~~")):
+                at = a + m.start() + m.group(0).find(line)
+                out.append((at, at + len(line)))
+    return out
 
 
 def _quote(sec: Sec, name: str) -> tuple[int, int] | None:
@@ -227,10 +244,29 @@ def map_sections(pack: Any, result: Any, limit: int) -> list[Sec]:
     return sorted(by_id.values(), key=lambda s: (-s.weight, s.article_id, s.position))[:limit]
 
 
+def page_items(by_id: dict[str, Sec], question: str, limit: int = 10) -> list[Item]:
+    """For an across question: one item per page of the region, the page's title with the
+    passage (sentence, list item, table row, one-line code) that holds most of the
+    question's terms, pages ordered by how well their best passage matches."""
+    asked = set(text_rules.terms(question))
+    best: dict[str, tuple[float, Sec, tuple[int, int]]] = {}
+    for sec in by_id.values():
+        for start, end in _spans(sec.content):
+            hits = len(asked & set(text_rules.terms(sec.content[start:end])))
+            score = hits + sec.weight
+            if hits >= 2 and score > best.get(sec.article_id, (0.0,))[0]:
+                best[sec.article_id] = (score, sec, (start, end))
+    ranked = sorted(best.values(), key=lambda b: (-b[0], b[1].url))[:limit]
+    return [Item(sec.title or sec.heading_path.split(" > ")[0], sec, a, b, score)
+            for score, sec, (a, b) in ranked]
+
+
 def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
-    """The items of a list or across question (see the module docstring)."""
+    """The items of a list or across question (see the module docstring): for an across
+    question each page's best passage first (`page_items`), then the graph's items."""
     by_id = _region_sections(pack, result, kind)
     cited = {s.id for s in result.cited()}
+    per_page = page_items(by_id, result.question) if kind == "across" else []
     mentions: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for sid, eid, name, etype in pack.db.read(SECTION_MENTIONS, {"ids": list(by_id)}):
         mentions[eid].append((sid, name, etype))
@@ -245,7 +281,7 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
                 by_id[sid].weight = 0.3
             mentions[eid].append((sid, name, etype))
     if not mentions:
-        return []
+        return per_page
     total = pack.db.read(COUNT_SECTIONS, {})[0][0] or 1
     df = dict(pack.db.read(ENTITY_DF, {"ids": list(mentions)}))
     wanted, asked = _wanted(result.question), set(text_rules.terms(result.question))
@@ -270,12 +306,12 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
     scored.sort(key=lambda x: (-x[0], x[1].lower()))
     if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
         scored.sort(key=lambda x: x[3] not in wanted)
-    items: list[Item] = []
+    items: list[Item] = list(per_page)
     seen: set[str] = set()
     for score, name, sec, _ in scored:
         if len(items) >= MAX_ITEMS:
             break
-        if items and score < FLOOR * items[0].score:
+        if score < FLOOR * scored[0][0]:
             continue
         if name.lower() in seen:
             continue
@@ -331,6 +367,8 @@ def answer(pack: Any, result: Any, kind: str) -> tuple[str, list[tuple[int, str]
         if locate(quote, sec.content) is None:
             continue
         shown = " ".join(quote.split()).lstrip("-*+ ")
+        if any(a <= item.start and item.end <= b for a, b in fence_spans(sec.content)):
+            shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
         shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)
         extra = f" (covers: {'; '.join(item.extra)})" if item.extra else ""
         lines.append(f"- **{item.name}**{extra}: {shown} [{numbers[sec.id]}]")
