@@ -142,11 +142,6 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
         return (f"The pack has nothing relevant enough to answer this ({gate.reason(result)}),"
                 f" and {why or 'no language model is configured (ANTHROPIC_API_KEY unset)'}.",
                 [], GATED, result)
-    # Issue 48: a list, across or overview question gets a list of cited items gathered
-    # through the graph (packs/retrieval/whole_pack.py); None: answered as below.
-    listed = whole_pack.offline_answer(pack, result) if whole else None
-    if listed is not None:
-        return listed
     kw = {"note": note} if note else {}
     vocabulary = getattr(pack, "vocabulary", None)  # a PackSet has none: IDF of the sections
     idf = extractive.idf_of(vocabulary()) if vocabulary is not None else None
@@ -154,6 +149,11 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
                                              extra=page_sections(pack, result), **kw)
     if used:
         result = dataclasses.replace(result, related=[*result.related, *used])
+    # Issue 48: a list, across or overview question also gets a list of cited items
+    # gathered through the graph (packs/retrieval/whole_pack.py), after these passages.
+    listed = whole_pack.offline_answer(pack, result, (answer, quotes)) if whole else None
+    if listed is not None:
+        return listed
     return answer, quotes, "retrieval_only", result
 
 

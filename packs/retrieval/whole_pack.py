@@ -344,28 +344,28 @@ def overview_items(pack: Any, result: Any) -> list[Item]:
     return items
 
 
-def answer(pack: Any, result: Any, kind: str) -> tuple[str, list[tuple[int, str]], list[Sec]]:
-    """(answer text, quotes as (n, quote), the sections cited in [n] order) of a whole-pack
-    question; ("", [], []) when the pack gives no item (the caller then answers as for a
-    single passage)."""
+def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = None
+           ) -> tuple[str, list[tuple[int, str]], list[tuple[int, Sec]]]:
+    """(answer text, quotes as (n, quote), the sections it adds with their [n]) of a
+    whole-pack question; `numbers`: the [n] of sections already cited (others are numbered
+    after them). ("", [], []) when the pack gives no item."""
     items = overview_items(pack, result) if kind == "overview" else list_items(pack, result, kind)
     if not items:
         return "", [], []
-    numbers: dict[str, int] = {}
-    sections: list[Sec] = []
+    numbers = dict(numbers or {})
+    added: list[tuple[int, Sec]] = []
     lead = {"overview": "What the pack covers on this, page by page",
             "across": "Across the pack's pages", "list": "The items the pack names"}[kind]
-    lines = [f"{lead} (retrieval-only: each item quotes the section it comes from; set "
-             "ANTHROPIC_API_KEY for a synthesised answer):", ""]
+    lines = [f"{lead}, each quoting the section it comes from:", ""]
     quotes = []
     for item in items:
         sec = item.section
-        if sec.id not in numbers:
-            numbers[sec.id] = len(numbers) + 1
-            sections.append(sec)
         quote = sec.content[item.start:item.end]
         if locate(quote, sec.content) is None:
             continue
+        if sec.id not in numbers:
+            numbers[sec.id] = max(numbers.values(), default=0) + 1
+            added.append((numbers[sec.id], sec))
         shown = " ".join(quote.split()).lstrip("-*+ ")
         if any(a <= item.start and item.end <= b for a, b in fence_spans(sec.content)):
             shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
@@ -373,14 +373,17 @@ def answer(pack: Any, result: Any, kind: str) -> tuple[str, list[tuple[int, str]
         extra = f" (covers: {'; '.join(item.extra)})" if item.extra else ""
         lines.append(f"- **{item.name}**{extra}: {shown} [{numbers[sec.id]}]")
         quotes.append((numbers[sec.id], quote))
-    return "\n".join(lines), quotes, sections
+    return "\n".join(lines), quotes, added
 
 
-def offline_answer(pack: Any, result: Any) -> tuple[str, list, str, Any] | None:
+def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = None
+                   ) -> tuple[str, list, str, Any] | None:
     """ask()'s offline path for a whole-pack question: (answer, quotes, QUERY_TYPE, the
-    result whose sources are the sections cited, [n] in order), or None when the question
-    is about one thing, the search was gated, several packs are asked (a PackSet reads no
-    single database) or the pack gives no item."""
+    result whose sources list every section cited), or None when the question is about
+    one thing, the search was gated, several packs are asked (a PackSet reads no single
+    database) or the pack gives no item. `single`: the single-passage answer on the same
+    result ((text, quotes), its sections among `result`'s): it comes first, so a question
+    read as a list question still has the passages that answer it as one."""
     import dataclasses
 
     from packs.result import RankedSection
@@ -388,14 +391,15 @@ def offline_answer(pack: Any, result: Any) -> tuple[str, list, str, Any] | None:
     kind = question_kind(result.question)
     if kind is None or result.gated or getattr(pack, "db", None) is None:
         return None
-    text, quotes, secs = answer(pack, result, kind)
+    numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
+    text, quotes, added = answer(pack, result, kind, numbers)
     if not text:
         return None
-    score = {s.id: s for s in result.cited()}
-    cited = [RankedSection(id=s.id, article_id=s.article_id, url=s.url, title=s.title,
-                           heading_path=s.heading_path, content=s.content,
-                           score=score[s.id].score if s.id in score else 0.0,
-                           citation=n, relation=None if s.id in score else "whole_pack",
-                           stages=["whole_pack"])
-             for n, s in enumerate(secs, start=1)]
-    return text, quotes, QUERY_TYPE, dataclasses.replace(result, sections=cited, related=[])
+    listed = [RankedSection(id=s.id, article_id=s.article_id, url=s.url, title=s.title,
+                            heading_path=s.heading_path, content=s.content, score=0.0,
+                            citation=n, relation="whole_pack", stages=["whole_pack"])
+              for n, s in added]
+    if single is not None:
+        text, quotes = f"{single[0].rstrip()}\n\n{text}", [*single[1], *quotes]
+    return text, quotes, QUERY_TYPE, dataclasses.replace(
+        result, related=[*result.related, *listed])
