@@ -244,21 +244,32 @@ def map_sections(pack: Any, result: Any, limit: int) -> list[Sec]:
     return sorted(by_id.values(), key=lambda s: (-s.weight, s.article_id, s.position))[:limit]
 
 
-def page_items(by_id: dict[str, Sec], question: str, limit: int = 10) -> list[Item]:
-    """For an across question: one item per page of the region, the page's title with the
-    passage (sentence, list item, table row, one-line code) that holds most of the
-    question's terms, pages ordered by how well their best passage matches."""
+def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
+               per_page: int = 3) -> list[Item]:
+    """For an across question: the region's sections whose best passage (sentence, list
+    item, table row, code line) holds at least two of the question's terms, each an item
+    named by its heading with that passage, best first, at most `per_page` of a page."""
     asked = set(text_rules.terms(question))
-    best: dict[str, tuple[float, Sec, tuple[int, int]]] = {}
+    best: list[tuple[float, Sec, tuple[int, int]]] = []
     for sec in by_id.values():
+        top = None
         for start, end in _spans(sec.content):
             hits = len(asked & set(text_rules.terms(sec.content[start:end])))
-            score = hits + sec.weight
-            if hits >= 2 and score > best.get(sec.article_id, (0.0,))[0]:
-                best[sec.article_id] = (score, sec, (start, end))
-    ranked = sorted(best.values(), key=lambda b: (-b[0], b[1].url))[:limit]
-    return [Item(sec.title or sec.heading_path.split(" > ")[0], sec, a, b, score)
-            for score, sec, (a, b) in ranked]
+            heading = len(asked & set(text_rules.terms(sec.heading_path.split(" > ")[-1])))
+            score = hits + 0.5 * heading + sec.weight
+            if hits >= 2 and (top is None or score > top[0]):
+                top = (score, sec, (start, end))
+        if top:
+            best.append(top)
+    best.sort(key=lambda b: (-b[0], b[1].url, b[1].position))
+    out: list[Item] = []
+    pages: dict[str, int] = defaultdict(int)
+    for score, sec, (a, b) in best:
+        if len(out) >= limit or pages[sec.article_id] >= per_page:
+            continue
+        pages[sec.article_id] += 1
+        out.append(Item(sec.heading_path.split(" > ")[-1] or sec.title, sec, a, b, score))
+    return out
 
 
 def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
