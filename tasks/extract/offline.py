@@ -37,8 +37,8 @@ from tasks.extract.offline_text import find_word, is_fact, stated_relations
 # paragraphs; v4 (issue 48): stop-entities, identifier types, headings only when named,
 # whole-sentence facts, stated relations; v5: code spans kept whole in facts, bold
 # labels of steps and parts are no terms; v6: a page title may be one plain word; v7: the
-# code spans of table cells
-OFFLINE_VERSION = f"offline-v7+{text_rules.TEXT_RULES_VERSION}"
+# code spans of table cells; v8: generic heading heads, quantified definition subjects
+OFFLINE_VERSION = f"offline-v8+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
     "terms and headings that name a thing, found by pattern and typed by their form; "
@@ -130,9 +130,11 @@ def _sentences(prose: str) -> list[str]:
 def _plain(sentence: str) -> str:
     """The sentence as rendered: link text without targets, no tags, no emphasis marks;
     code spans are kept as written (`_`, `<T>` and `<=` are code, not markup)."""
+    if not any(c in sentence for c in "*_<["):
+        return sentence.strip()  # nothing to render (most sentences)
     parts = re.split(r"(`[^`\n]*`)", _LINKS.sub(lambda m: m.group(1) or "", sentence))
-    return "".join(p if p.startswith("`") else _EMPHASIS_MARK.sub("", _HTML.sub("", p))
-                   for p in parts).strip()
+    return "".join(p if p.startswith("`") or not any(c in p for c in "*_<")
+                   else _EMPHASIS_MARK.sub("", _HTML.sub("", p)) for p in parts).strip()
 
 
 class _Entities:
@@ -167,7 +169,8 @@ def _terms(sentence: str, plain: str, ents: _Entities, acronyms: dict[str, str])
     if m:
         subject = _LEADING_STOP.sub("", m.group(1)).strip("`")
         if subject.lower() not in GENERIC_WORDS and not subject.lower().startswith(
-                ("it ", "this", "there", "here")):
+                ("it ", "this", "there", "here", "all ", "some ", "many ", "most ", "each ",
+                 "every ", "both ", "other ", "no ")):
             found.append(ents.add(subject, "term", plain))
     for m in _ACRONYM_DEF.finditer(plain):
         long_name = ents.add(_LEADING_STOP.sub("", m.group(1)), "term", plain, alias=m.group(2))
@@ -188,11 +191,12 @@ def _identifiers(sentence: str, plain: str, source: str, ents: _Entities) -> lis
     """Identifiers of a sentence, judged by `code_entity` against the section's `source`
     (its Markdown, code blocks included: how the page uses a name tells what it is)."""
     found = []
-    for m in _BACKTICK.finditer(_LINKS.sub(lambda x: x.group(1) or "", sentence)):
+    linked = _LINKS.sub(lambda x: x.group(1) or "", sentence) if "[" in sentence else sentence
+    for m in _BACKTICK.finditer(linked):
         judged = code_entity(m.group(1), plain, source)
         if judged:
             found.append(ents.add(judged[0], judged[1], plain))
-    unticked = _BACKTICK.sub(" ", plain)
+    unticked = _BACKTICK.sub(" ", plain) if "`" in plain else plain
     for rx in (_PATHLIKE, _SNAKE, _CAMEL):
         for m in rx.finditer(unticked):
             judged = code_entity(m.group(0), plain, source)

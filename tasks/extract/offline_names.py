@@ -28,6 +28,7 @@ release), `command` (a program and its subcommand: `kubectl get`, `cargo test`).
 
 from __future__ import annotations
 
+import functools
 import re
 
 GENERIC_WORDS = frozenset("""
@@ -53,6 +54,12 @@ store storing switch test testing troubleshoot try turn understand understanding
 updating upgrade upgrading use using validate verify view write writing working why what
 how when where which who is are can do does should will
 """.split())
+# Head nouns of headings that fit any software ("Cloud provider integrations").
+_GENERIC_HEADS = frozenset("""patterns integrations considerations guidelines tips
+recommendations limitations examples options methods ways approaches strategies practices
+steps details notes issues concerns scenarios alternatives basics fundamentals
+prerequisites requirements""".split())
+_QUANTIFIERS = frozenset("all some many most each every both other multiple no one two".split())
 _DETERMINERS = frozenset("""a an the your our my their its this that these those with to up
 out from for into on in of and or by at over multiple each every all some any""".split())
 GENERIC_HEADINGS = frozenset("""
@@ -141,8 +148,9 @@ def _command(name: str, section: str) -> tuple[str, str] | None:
         if not _SUBCOMMAND.match(w) or w in ("a", "the", "to", "and", "or", "of"):
             break
         kept.append(w)
-    if len(kept) == 1 and not re.search(rf"(?m)^\s*(?:\$\s+)?{re.escape(words[0])}\s", section):
-        return None  # a lone word is a command only when the page runs it
+    runs = re.search(rf"(?m)^\s*(?:[$#>]\s*|sudo\s+)?{re.escape(words[0])}\s", section)
+    if not runs and (len(kept) == 1 or not re.search(r"\s--?\w", name)):
+        return None  # a command only when the page runs it, or when it is given flags
     return " ".join(kept), "command"
 
 
@@ -150,7 +158,27 @@ def code_entity(span: str, sentence: str = "", section: str = "") -> tuple[str, 
     """(name, type) for a code span or an identifier from prose, or None for a
     stop-entity (see the module docstring). `sentence`: the sentence it is in; `section`:
     the section's text (to tell an environment variable or a command by its use)."""
-    name = span.strip().strip("`").strip()
+    found = _judge(span.strip().strip("`").strip())
+    if found is None or found[1] not in _IN_CONTEXT:
+        return found
+    name, kind = found
+    if kind == "?command":
+        return _command(name, section)
+    if kind == "?version":
+        return (name, "version") if _RELEASE_WORDS.search(sentence) else None
+    if ("$" + name) in section or _ENV_CONTEXT.search(sentence):  # "?env"
+        return name, "environment_variable"
+    return name, "code"
+
+
+_IN_CONTEXT = frozenset({"?command", "?version", "?env"})
+
+
+@functools.lru_cache(maxsize=65536)  # the same names recur across a pack's sections
+def _judge(name: str) -> tuple[str, str] | None:
+    """`code_entity` on the name alone: a final (name, type), None, or (name, "?kind")
+    when its sentence or section decides (a command, a version, an environment
+    variable)."""
     if name.endswith(("…", "...")):
         return None
     if len(name) < 2 or len(name) > 80 or not any(c.isalpha() for c in name):
@@ -168,7 +196,7 @@ def code_entity(span: str, sentence: str = "", section: str = "") -> tuple[str, 
         key = setting.group(1)
         return (key, "setting") if _FIELD_PATH.match(key) or len(key) > 3 else None
     if " " in name:
-        return _command(name, section)
+        return name, "?command"
     if _FUNCTION_PATH.match(name):
         return name.removesuffix("()"), ("function" if name[0].islower() or "::" in name
                                           else "code")
@@ -181,7 +209,7 @@ def code_entity(span: str, sentence: str = "", section: str = "") -> tuple[str, 
     if _MACRO.match(name):
         return name, "function"
     if _VERSION.match(name):
-        return (name, "version") if _RELEASE_WORDS.search(sentence) else None
+        return name, "?version"
     if _PATH.match(name) or (_FILE_EXT.search(name) and re.match(r"^[\w./@-]+$", name)):
         return name, "file"
     if _FIELD_PATH.match(name):
@@ -191,9 +219,7 @@ def code_entity(span: str, sentence: str = "", section: str = "") -> tuple[str, 
                                      or re.search(r"\.[a-z]+[A-Z]", name)
                                      or name.split(".")[0] in _OBJECT_ROOTS) else None
     if _ENV_NAME.match(name):
-        if ("$" + name) in section or _ENV_CONTEXT.search(sentence):
-            return name, "environment_variable"
-        return name, "code"
+        return name, "?env"
     if re.fullmatch(r"'[a-z]\w*", name):
         return name, "code"  # a lifetime ('a, 'static)
     if re.fullmatch(r"[a-z]{1,2}|_\w?", name):
@@ -248,6 +274,8 @@ def heading_entity(heading: str, text: str, title: bool = False) -> str | None:
         return None  # "Creating a Deployment", "Backing up an etcd cluster"
     if len(words) == 1 and name[:1].isupper() and name[1:].islower() and not title:
         return None  # a plain capitalised heading ("Runtime", "Constraints") names nothing
+    if words[0] in _QUANTIFIERS or (len(words) > 1 and words[-1] in _GENERIC_HEADS):
+        return None  # "Common usage patterns", "Cloud provider integrations"
     folded = " ".join(_fold(w) for w in words if w not in ("the", "a", "an"))
     prose = " ".join(_fold(w) for w in _words(text))
     if folded and re.search(rf"(?<![\w-]){re.escape(folded)}(?![\w-])", prose):

@@ -91,6 +91,13 @@ _PATTERNS = [(rel, re.compile(rf"^\s*(?:(?:field|setting|option|flag|value|param
                               rf"always |usually |typically |normally )?(?:{verb})"
                               rf"(?: (?:a|an|the|each|every|all|one|any|its|their))?\s*$", re.I))
              for rel, verb in RELATION_PATTERNS]
+# A word every pattern holds: a pattern is tried only when the text between has one.
+_TRIGGER = re.compile(r"\b(?:replac|supersed|succeed|instead|place|successor|deprecat|set|"
+                      r"configur|specifi|control|defin|enabl|disabl|determin|add|introduc|"
+                      r"new|availab|stable|beta|alpha|graduat|promot|remov|is|are|implement|"
+                      r"extend|inherit|use|relie|built|run|call|depend|requir|need|creat|"
+                      r"generat|produc|start|spawn|manag|own|schedul|contain|hold|includ|"
+                      r"store|wrap|return|yield)")
 _PLAIN_VERB = re.compile(r"^\s*(?:\w+ly )?(?:[a-z]+s|can \w+|will \w+|must \w+|is \w+ed|are "
                          r"\w+ed)(?: (?:a|an|the|each|every|all|its|their|one or more|"
                          r"multiple|many))?\s*$")
@@ -131,7 +138,8 @@ def stated_relations(sentence: str, names: list[str]) -> list[tuple[str, str, st
         between = re.sub(r"\s*\([^()]*\)", "", sentence[e1:s2].replace("`", ""))
         if len(between.split()) > 8 or re.search(r"[,;:()]", between):
             continue
-        for rel, pattern in _PATTERNS:
+        low = between.lower()
+        for rel, pattern in _PATTERNS if _TRIGGER.search(low) else ():
             if pattern.match(between):
                 out.append((a, rel, b))
                 break
