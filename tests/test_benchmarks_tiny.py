@@ -489,7 +489,8 @@ def test_tiny_whole_pack_benchmark(tmp_path, prefect_harness, capsys):
     _write_k8s(tmp_path)
     questions = tmp_path / "whole.jsonl"
     questions.write_text(json.dumps({
-        "id": "w1", "question": "Which kubectl commands do the pages use?", "kind": "list",
+        "id": "w1", "question": "Which kubectl commands create a Secret from literal values "
+                                "or files?", "kind": "list",
         "items": [{"item": "kubectl create secret generic",
                    "alternatives": ["kubectl create secret generic"],
                    "pages": ["tasks/configmap-secret/managing-secret-using-kubectl.md"]},
