@@ -5,10 +5,8 @@ packs/citations.py like any other).
     kind = question_kind("Which kubectl subcommands do the debugging pages use?")  # "list"
     text, quotes, sections = answer(pack, result, kind)
 
-`question_kind` reads the question: "overview" (what does X cover, the main topics of X,
-what is this pack about), "across" (in each / across / in which situations / from release
-to release / compare), "list" (which/what + a plural noun, list all/every); None for a
-question about one thing, which keeps the single-passage answer.
+`question_kind` (packs/retrieval/whole_pack_questions.py) reads the question: "overview",
+"across", "list", or None for a question about one thing (the single-passage answer).
 
 Candidates come through the graph, not only the search's top sections:
 - the **region**: the pages of the search's first sections, and the pages beside them (the
@@ -37,6 +35,7 @@ from packs import text as text_rules
 from packs.citations import locate
 from packs.markdown import fence_spans
 from packs.retrieval.segment import segment
+from packs.retrieval.whole_pack_questions import head_stem, question_kind, wanted_types
 
 QUERY_TYPE = "whole_pack_retrieval_only"
 MAX_ITEMS = 20
@@ -45,37 +44,6 @@ MAX_PAGES = 14
 REGION_PAGES = 40
 _HOST = re.compile(r"^[a-z]+://[^/]+")
 
-_OVERVIEW = re.compile(
-    r"\bmain topics\b|\bwhat (?:topics )?does (?:the |this )?.{0,80}\bcover\b|"
-    r"\bwhat (?:is|are) (?:this|the) (?:pack|documentation|docs|book|site|corpus)\b.{0,20}about|"
-    r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b",
-    re.I)
-_ACROSS = re.compile(
-    r"\bacross\b|\bin each\b|\bfor each\b|\bin which (?:situations|places|pages|chapters|"
-    r"cases|sections|contexts)\b|\bfrom (?:release|version) to (?:release|version)\b|"
-    r"\bwhat changed\b|\bcompare\b|\bevery (?:supported|page|chapter|release|version)\b|"
-    r"\bwhere (?:does|do) the (?:book|docs|documentation) use\b", re.I)
-_LIST = re.compile(
-    r"^\s*(?:list|name)\b|\b(?:list|name) (?:all|every|the)\b|\bwhat are all\b|"
-    r"^\s*(?:which|what) (?:[\w.:<>-]+ ){0,5}?(?!(?:does|happens|goes|means|has|is|was|this|"
-    r"its|sets|uses|gets|runs|makes|takes|needs|looks|works)\b)"
-    r"(?:[a-z]+[^s\W]s|[a-z]+ies|data|criteria) (?:do|does|did|can|could|are|were|exist|"
-    r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
-    r"in|of|for|that|which|does|make|let)\b|"
-    r"\bwhat kinds? of\b|\bwhich kinds? of\b", re.I)
-# The kind of item a question asks for → entity types that are such items.
-_WANTED = (
-    (re.compile(r"\bsub-?commands?|commands?\b", re.I), {"command", "tool"}),
-    (re.compile(r"\bflags?|options?|arguments?\b", re.I), {"flag"}),
-    (re.compile(r"\bsettings?|fields?|keys?|parameters?|attributes?\b", re.I),
-     {"setting", "code"}),
-    (re.compile(r"\benvironment variables?\b", re.I), {"environment_variable"}),
-    (re.compile(r"\bfunctions?|methods?|macros?\b", re.I), {"function", "code"}),
-    (re.compile(r"\bfiles?\b", re.I), {"file"}),
-    (re.compile(r"\bversions?|releases?\b", re.I), {"version"}),
-    (re.compile(r"\btraits?|types?|enums?|structs?|resources?|objects?|kinds?|"
-                r"conditions?|keywords?\b", re.I), {"code", "api"}),
-)
 ARTICLES = "MATCH (a:Article) RETURN a.id, a.url, a.title"
 SECTION_MENTIONS = ("MATCH (s:Section)-[:MENTIONS]->(e:Entity) WHERE s.id IN $ids "
                     "RETURN s.id, e.id, e.name, e.type")
@@ -90,17 +58,6 @@ SECTIONS_BY_ID = ("MATCH (s:Section) WHERE s.id IN $ids RETURN s.article_id, s.i
                   "s.title, s.heading_path, s.content, s.position")
 LINKED = "MATCH (a:Article {id: $id})-[:LINKS_TO]->(b:Article) RETURN b.id"
 COUNT_SECTIONS = "MATCH (s:Section) RETURN count(*)"
-
-
-def question_kind(question: str) -> str | None:
-    """"overview", "across", "list" or None (see the module docstring)."""
-    if _OVERVIEW.search(question):
-        return "overview"
-    if _ACROSS.search(question):
-        return "across"
-    if _LIST.search(question):
-        return "list"
-    return None
 
 
 @dataclass
@@ -204,23 +161,6 @@ def _quote(sec: Sec, name: str) -> tuple[int, int] | None:
     return best
 
 
-_HEAD = re.compile(r"\b(?:which|what|kinds? of|types? of|list(?: all)?(?: the)?)\s+"
-                   r"(?:[\w-]+\s+){0,3}?([a-z][\w-]*?(?:s|es))\b", re.I)
-
-
-def _head(question: str) -> str | None:
-    """The stem of the plural noun a list question asks for ("containers" → "contain")."""
-    m = _HEAD.search(question)
-    return text_rules.stem(m.group(1).lower()) if m else None
-
-
-def _wanted(question: str) -> set[str]:
-    for pattern, types in _WANTED:
-        if pattern.search(question):
-            return types
-    return set()
-
-
 def _region_sections(pack: Any, result: Any, kind: str) -> dict[str, Sec]:
     """The region's sections by id, each weighted: the search's rank for its sections,
     else its page's place in the region."""
@@ -295,8 +235,8 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
         return per_page
     total = pack.db.read(COUNT_SECTIONS, {})[0][0] or 1
     df = dict(pack.db.read(ENTITY_DF, {"ids": list(mentions)}))
-    wanted, asked = _wanted(result.question), set(text_rules.terms(result.question))
-    head = _head(result.question)
+    wanted, asked = wanted_types(result.question), set(text_rules.terms(result.question))
+    head = head_stem(result.question)
     scored = []
     for eid, places in mentions.items():
         name, etype = places[0][1], places[0][2]
