@@ -274,8 +274,36 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
     return items
 
 
+_PACK_ITSELF = re.compile(r"\b(?:this|the) (?:pack|documentation|docs|site|corpus|book)\b"
+                          r"(?: (?:about|cover|covers))?\s*\??\s*$|\b(?:main )?topics of "
+                          r"(?:this|the) (?:pack|documentation|docs|site|corpus|book)\b", re.I)
+
+
+def topic_items(pack: Any) -> list[Item]:
+    """The pack's topic map as items (packs/topics.py): each topic's title with the first
+    quote of its digest ([] for a pack built before topics)."""
+    from packs.topics import has_topics, pack_topics
+
+    if not has_topics(pack.db):
+        return []
+    items = []
+    for t in pack_topics(pack, MAX_ITEMS):
+        c = next((c for c in t.citations if c["verified"]), None)
+        rows = pack.db.read(SECTIONS_BY_ID, {"ids": [c["section_id"]]}) if c else []
+        if rows:
+            extra = [e.name for e in t.entities[:6]]
+            items.append(Item(t.title, _sec(rows[0]), c["start"], c["end"], 1.0, extra))
+    return items
+
+
 def overview_items(pack: Any, result: Any) -> list[Item]:
-    """One item per page of the question's region: its title, lead sentence and headings."""
+    """One item per page of the question's region: its title, lead sentence and headings;
+    for a question about the pack itself ("what is this documentation about?"), its
+    topics (`topic_items`)."""
+    if _PACK_ITSELF.search(result.question):
+        found = topic_items(pack)
+        if found:
+            return found
     arts, _ = region(pack, result, family_only=True)
     pages: dict[str, list[Sec]] = defaultdict(list)
     for row in pack.db.read(SECTIONS_OF, {"ids": arts}) if arts else []:
