@@ -117,3 +117,49 @@ def test_a_pack_reads_its_topics_and_the_explorer_shows_them(tmp_path, embedder)
             html = client.get("/topics").text
     assert "Retries and workers" in html and 'data-verified="true"' in html
     assert "/entity?id=" in html and "/section/" in html
+
+
+def _digest_reply(request: dict) -> dict:
+    """The digest tool's input: a summary citing excerpt 1 by its first sentence."""
+    import re
+
+    from anthropic_fake import _first_user_text
+
+    first = re.search(r'<excerpt n="1"[^>]*>\n(.*?)\n</excerpt>', _first_user_text(request), re.S)
+    sentence = first.group(1).split(". ")[0] if first else "nothing"
+    return {"summary": "This topic covers the cluster's parts [1].",
+            "citations": [{"n": 1, "quote": sentence}]}
+
+
+def test_claude_digests_cite_verified_spans_and_are_cached(tmp_path, monkeypatch):
+    import random
+
+    from anthropic_fake import FakeAnthropic
+
+    from tasks.llm import guards
+    from tasks.llm import layers as llm
+    from tasks.llm import store as llm_store
+    from tasks.topic_digest import DIGEST_VERSION, claude_digests
+
+    ents, mentions, rels, sections = _tables()
+    tables = topics(ents, mentions, rels, sections)
+    content = dict(sections.select("id", "content").iter_rows())
+
+    def client(fake, journal):
+        store = llm_store.ResponseStore(llm_store.read_journal(journal), journal=journal)
+        provider = llm.AnthropicProvider("test-key", base_url=fake.base_url, timeout_s=10)
+        return llm.LLM(provider, store, model="claude-haiku-4-5",
+                       prompt_version=DIGEST_VERSION, concurrency=2, max_retries=0,
+                       budget=guards.Budget(None), clock=lambda: 0.0, sleep=lambda s: None,
+                       rng=random.Random(0), run_id="r1")
+
+    journal = tmp_path / "digests.jsonl"
+    with FakeAnthropic(api_key="test-key", responder=_digest_reply) as fake:
+        out = claude_digests(tables, sections, client(fake, journal))[fmt.TOPICS]
+        assert set(out["digest_kind"]) == {"claude"} and fake.stats.requests == 2
+        for row in out.iter_rows(named=True):
+            [c] = json.loads(row["citations"])
+            quote = content[c["section_id"]][c["start"]:c["end"]]
+            assert quote and "[1]" in row["digest"]
+        again = claude_digests(tables, sections, client(fake, journal))[fmt.TOPICS]
+        assert again.equals(out) and fake.stats.requests == 2  # answered from the journal
