@@ -91,6 +91,7 @@ _PLACEHOLDER = re.compile(r"<[^<>]*\s[^<>]*>|<[a-z]+(?:-[a-z]+)+>|<[A-Z]+(?:_[A-
 _FLAG = re.compile(r"^(--?[A-Za-z][\w-]*)(?:[= ].*)?$")
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|^[A-Z]{2,}$")
 _FUNCTION_PATH = re.compile(r"^[A-Za-z_][\w]*(?:::[A-Za-z_]\w*)+(?:!|\(\))?$")
+_TYPE_METHOD = re.compile(r"^(?:\w+::)*[A-Z]\w*(?:<[^<>]*>)?::[a-z_][a-z0-9_]*$")
 _CALL = re.compile(r"^([A-Za-z_][\w.:]*)\((.*)\)$")
 _MACRO = re.compile(r"^[a-z_][a-z0-9_]*!$")
 _FIELD_PATH = re.compile(r"^\.?[a-z][A-Za-z0-9]*(?:\[\])?(?:\.[A-Za-z][\w-]*(?:\[\])?)+$")
@@ -179,8 +180,8 @@ def _judge(name: str) -> tuple[str, str] | None:
     """`code_entity` on the name alone: a final (name, type), None, or (name, "?kind")
     when its sentence or section decides (a command, a version, an environment
     variable)."""
-    if name.endswith(("…", "...")):
-        return None
+    if name.endswith(("…", "...", ":", "..")) or re.match(r"^(?:\*|\.\.)[a-z_]", name):
+        return None  # cut short ("start..", "k8s:enc:kms:v2:") or an expression (`*y`, `..a`)
     if len(name) < 2 or len(name) > 80 or not any(c.isalpha() for c in name):
         return None
     if is_literal(name) or is_host(name) or _EXTENSION_ONLY.match(name) and "." in name:
@@ -198,8 +199,10 @@ def _judge(name: str) -> tuple[str, str] | None:
     if " " in name:
         return name, "?command"
     if _FUNCTION_PATH.match(name):
-        return name.removesuffix("()"), ("function" if name[0].islower() or "::" in name
-                                          else "code")
+        # A path is a function when written as a call or as `Type::method`; a module, a
+        # trait, a type or a variant (`std::io`, `std::io::Write`, `Poll::Pending`) is code.
+        called = name.endswith(("()", "!")) or bool(_TYPE_METHOD.match(name))
+        return name.removesuffix("()"), ("function" if called else "code")
     call = _CALL.match(name)
     if call:
         callee = call.group(1)
@@ -210,6 +213,8 @@ def _judge(name: str) -> tuple[str, str] | None:
         return name, "function"
     if _VERSION.match(name):
         return name, "?version"
+    if re.match(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)+/\S", name):
+        return name, "code"  # a key under a domain (`kubernetes.io/ingress.class`), no file
     if _PATH.match(name) or (_FILE_EXT.search(name) and re.match(r"^[\w./@-]+$", name)):
         return name, "file"
     if _FIELD_PATH.match(name):
