@@ -292,7 +292,8 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     out = capsys.readouterr().out
     assert "(reused" in out and "dev split (3 questions)" in out and "test split (2 questions)" in out
     for label in ("baseline: first sentence of the top section",
-                  "baseline: today's answer (before issue 34)", "product: extractive answer",
+                  "baseline: before issue 34", "baseline: turn-3 product (issue 34 final)",
+                  "product: extractive answer",
                   "ceiling:"):
         assert out.count(label) == 2, label
     assert report.read_text().startswith("# XQuAD (English): gold answer text")
