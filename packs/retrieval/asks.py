@@ -20,8 +20,8 @@ _TYPES: dict[str, re.Pattern[str]] = {
     "place": re.compile(r"\bwhere\b", re.I),
     "number": re.compile(
         r"^\s*when\b|\b(how (many|much|long|old|often|far|large|big|fast|soon|frequently)|"
-        r"what (year|date|time|percentage|percent|number|port|version|size|age|amount)|"
-        r"which (year|date|port|version)|at what)\b", re.I),
+        r"what (year|date|time|percentage|percent|number|port|version|release|size|age|amount)|"
+        r"which (year|date|port|version|release)|since when|at what)\b", re.I),
     "name": re.compile(
         r"\b(which|what|name of)\b[\w\s-]{0,30}?\b(settings?|flags?|options?|fields?|"
         r"commands?|parameters?|arguments?|annotations?|labels?|keys?|variables?|"
