@@ -20,6 +20,7 @@ from benchmarks import (
     gate_calibration,
     gate_experiments,
     gate_small_packs,
+    graph_precision,
     k8s_build,
     k8s_runners,
     lead_in_chunks,
@@ -148,12 +149,68 @@ def test_the_answer_sets_are_well_formed():
         # split's, else `spent`, used by nothing); test keeps 35 questions at least.
         dev = sum(r["split"] == "dev" for r in qs)
         test = sum(r["split"] == "test" for r in qs)
-        # (at most 80%: the fifth Kubernetes split lost 11 of its 55 questions, on
-        # reference/ pages the benchmark does not build, and has 44)
-        assert 0.4 <= dev / (dev + test) <= 0.8 and test >= 35, name
+        # (at most 85%: issue 47 retired the fifth Kubernetes split into dev and added 45
+        # dev questions per corpus to train the reader on; test keeps 50 at least)
+        assert 0.4 <= dev / (dev + test) <= 0.85 and test >= 50, name
+        # Classes (issue 47): the questions that carry one are identifier, paraphrase or
+        # two-page, and a two-page question has two gold pages.
+        for r in qs:
+            assert r.get("class") in (None, "identifier", "paraphrase", "two-page"), r["id"]
+            assert (r.get("class") == "two-page") <= (len(r["gold"]) == 2), r["id"]
         # A retired test question is never test again.
         assert not any(r.get("retired_test") and r["split"] == "test" for r in qs), name
         assert all(r.get("retired_test") for r in qs if r["split"] == "spent"), name
+
+
+def test_the_whole_pack_sets_are_well_formed():
+    """benchmarks/data/*_whole_pack.jsonl (issue 48): 30+ questions each, dev and test, each
+    a set of 4-12 items whose pages span 3 pages at least; the corpus builds every page."""
+    for name, corpus in (("k8s_whole_pack", "kubernetes"), ("rust_whole_pack", "rust-book")):
+        qs = corpora.load_rows(corpora.DATA_DIR / f"{name}.jsonl")
+        assert len(qs) >= 30 and len({r["id"] for r in qs}) == len(qs), name
+        assert {r["split"] for r in qs} == {"dev", "test"}, name
+        assert sum(r["split"] == "test" for r in qs) >= 20, name
+        prefixes = corpora.DOCS[corpus][2]
+        for r in qs:
+            assert 4 <= len(r["items"]) <= 12, r["id"]
+            assert all(i["alternatives"] and all(a.strip() for a in i["alternatives"])
+                       for i in r["items"]), r["id"]
+            pages = {p for i in r["items"] for p in i["pages"]}
+            assert len(pages) >= 3 and all(p.startswith(prefixes) for p in pages), r["id"]
+
+
+def test_every_frozen_blind_split_is_intact_in_the_ledger():
+    """benchmarks/ledger.jsonl: a test split frozen before a change still hashes the same
+    (a question edited, added or dropped after the freeze fails here)."""
+    from benchmarks import ledger
+
+    assert ledger.entries(), "benchmarks/ledger.jsonl holds the frozen splits"
+    assert ledger.verify() == []
+
+
+def test_the_ledger_refuses_a_changed_split_and_an_unfrozen_run(tmp_path):
+    from benchmarks import ledger
+
+    book, data = tmp_path / "ledger.jsonl", tmp_path / "set.jsonl"
+    data.write_text('{"id": "a", "split": "test", "q": "x"}\n{"id": "b", "split": "dev"}\n')
+    entry = ledger.freeze(data, {"split": "test"}, "t", ledger=book)
+    assert entry["questions"] == 1
+    assert ledger.freeze(data, {"split": "test"}, "t", ledger=book) == entry  # idempotent
+    with pytest.raises(ValueError, match="not frozen"):
+        ledger.record_run("other", "t", 0.5, 1, ledger=book)
+    ledger.record_run(entry["split"], "t", 0.5, 1, ledger=book)
+    data.write_text('{"id": "a", "split": "test", "q": "y"}\n')
+    assert ledger.verify(book) and ledger.verify(book)[0].endswith(entry["date"])
+    with pytest.raises(ValueError, match="changed after the freeze"):
+        ledger.record_run(entry["split"], "t", 0.9, 1, ledger=book)
+    assert sum(e["event"] == "run" for e in ledger.entries(book)) == 1
+    # Pooled over the first run of each split, misses included; a second look is not blind.
+    other = ledger.freeze(data, {"id": "a"}, "t", ledger=book)
+    ledger.record_run(other["split"], "t", 1.0, 3, ledger=book)
+    with book.open("a") as fh:
+        fh.write(json.dumps({"event": "run", "target": "t", "split": other["split"],
+                             "questions": 3, "figure": 0.0, "blind": False}) + "\n")
+    assert ledger.pooled("t", book) == (pytest.approx((0.5 * 1 + 1.0 * 3) / 4), 4, 2)
 
 
 def test_gate_fit_separates_and_the_cut_keeps_in_domain_questions():
@@ -562,3 +619,94 @@ def test_tiny_lead_in_chunks_benchmark(tmp_path, capsys):
     assert lead_in_chunks.main(["--data", str(tmp_path), "--words", "140"]) == 0
     out = capsys.readouterr().out
     assert "| kubernetes | 1 | " in out and out.rstrip().endswith("| 1 |"), out
+
+
+def _graph_pack(root, entities, facts, relations):
+    """A pack folder holding only the tables graph_precision reads (one section)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = root / "builds" / "b1" / "tables"
+    tables.mkdir(parents=True)
+    (root / "current").write_text("b1\n")
+    content = ("A Pod is the smallest unit. Set `replicas` to `true` here. "
+               "A Deployment manages a ReplicaSet.\n\nSee github.com for more.")
+    cols = {
+        "sections": {"id": ["s1"], "url": ["http://127.0.0.1/p"], "heading_path": ["Pods"],
+                     "position": [0], "chunk": [0], "content": [content]},
+        "entities": {"id": [f"e{i}" for i in range(len(entities))],
+                     "name": [n for n, _ in entities], "type": [t for _, t in entities],
+                     "description": [""] * len(entities), "aliases": [[]] * len(entities)},
+        "mentions": {"section_id": ["s1"] * len(entities),
+                     "entity_id": [f"e{i}" for i in range(len(entities))]},
+        "facts": {"id": [f"f{i}" for i in range(len(facts))], "text": facts,
+                  "entity_id": ["e0"] * len(facts), "section_id": ["s1"] * len(facts)},
+        "relationships": {"source_id": [a for a, _, _ in relations],
+                          "target_id": [b for _, _, b in relations],
+                          "relation": [r for _, r, _ in relations],
+                          "evidence": ["A Deployment manages a ReplicaSet."] * len(relations),
+                          "section_id": ["s1"] * len(relations)},
+    }
+    for name, data in cols.items():
+        pq.write_table(pa.table(data), tables / f"{name}.parquet")
+    return root
+
+
+def test_graph_precision_keys_sample_and_arithmetic(tmp_path, capsys):
+    ents = [("Pod", "concept"), ("true", "code"), ("Deployment", "code"),
+            ("ReplicaSet", "code"), ("github.com", "code")]
+    facts = ["A Pod is the smallest unit.", "Set `replicas` to"]
+    rels = [("e2", "CO_OCCURS_WITH", "e3"), ("e0", "CO_OCCURS_WITH", "e1")]
+    before = _graph_pack(tmp_path / "before", ents, facts, rels)
+    out = tmp_path / "labels"
+    assert graph_precision.main(["sample", "--pack", str(before), "--corpus", "c", "--out",
+                                 str(out), "--entities", "9", "--facts", "9"]) == 0
+    rows = {k: [json.loads(x) for x in (out / f"c_{k}.jsonl").read_text().splitlines()]
+            for k in graph_precision.KINDS}
+    assert sorted(r["key"] for r in rows["entities"]) == [
+        "deployment|code", "github.com|code", "pod|concept", "replicaset|code", "true|code"]
+    pod = next(r for r in rows["entities"] if r["name"] == "Pod")
+    assert pod["context"] == "A Pod is the smallest unit." and pod["heading_path"] == "Pods"
+    assert {r["label"] for k in rows for r in rows[k]} == {None}
+    assert {r["key"] for r in rows["relations"]} == {
+        "deployment|CO_OCCURS_WITH|replicaset", "pod|CO_OCCURS_WITH|true"}
+    with pytest.raises(FileExistsError):  # labels are never overwritten by accident
+        graph_precision.main(["sample", "--pack", str(before), "--corpus", "c", "--out", str(out)])
+
+    good = {"pod|concept", "deployment|code", "replicaset|code",
+            graph_precision.fact_key("A Pod is the smallest unit."),
+            "deployment|CO_OCCURS_WITH|replicaset"}
+    for kind, items in rows.items():
+        for r in items:
+            r["label"], r["why"] = r["key"] in good, None if r["key"] in good else "literal: x"
+        (out / f"c_{kind}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in items))
+    # After: "true" and the fragment fact are gone, one good entity gone, "ReplicaSet"
+    # retyped, names re-cased, the symmetric relation written the other way round.
+    after = _graph_pack(tmp_path / "after", [("POD", "concept"), ("Deployment", "code"),
+                                             ("ReplicaSet", "api"), ("github.com", "code"),
+                                             ("kubectl", "command")],
+                        ["a pod is the SMALLEST unit", "A new fact."],
+                        [("e2", "CO_OCCURS_WITH", "e1")])
+    assert graph_precision.main(["score", "--pack", str(after), "--corpus", "c", "--labels",
+                                 str(out), "--sample-new", "5",
+                                 "--results", str(tmp_path / "r.md")]) == 0
+    text = capsys.readouterr().out
+    # entities: 5 labelled (3 true), present pod + deployment + github.com: 2/3; removed
+    # true: replicaset (retyped) ; removed false: true; sample precision 3/5
+    assert "| c | entities | 5 | 3 | 0.667 | 0.208–0.939 | 1 | 1 | 1 | 0.600 |" in text
+    assert "| c | facts | 2 | 1 | 1.000 |" in text and "| 1 | 0 | 0 | 0.500 |" in text
+    assert "| c | relations | 2 | 1 | 1.000 |" in text
+    assert "c entities: literal 2" in text
+    assert '"name": "kubectl"' in text and '"text": "A new fact."' in text
+    assert "| c | entities | 5 | 3 |" in (tmp_path / "r.md").read_text()
+
+
+def test_graph_precision_refuses_unlabelled_items():
+    with pytest.raises(ValueError, match="no true/false label"):
+        graph_precision.score_kind([{"key": "a|code", "label": None}], {"a|code"})
+    s = graph_precision.score_kind([{"key": "a|code", "label": True},
+                                    {"key": "b|code", "label": False, "why": "generic: b"}],
+                                   {"a|code", "b|code"})
+    assert s["precision"] == 0.5 and s["classes"] == {"generic": 1}
+    lo, hi = graph_precision.wilson(8, 10)
+    assert round(lo, 4) == 0.4902 and round(hi, 4) == 0.9433
