@@ -2,12 +2,10 @@
 benchmark pack, read as the product reads them (benchmarks/train_reader.py fits on them).
 
 Dev rows only (the blind test splits are never read here):
-    kubernetes  benchmarks/data/k8s_answers.jsonl, split dev, and the round-5 test rows
-                (`test_round` 5, retired into dev after they were reported), plus
-                k8s_dev_extra.jsonl when present (split dev)
-    rust-book   rust_answers.jsonl, split dev (its round-5 rows are spent), plus
-                rust_dev_extra.jsonl when present
-    cargo-book  cargo_answers.jsonl, every row (its test split was reported: all dev now)
+    kubernetes  benchmarks/data/k8s_answers.jsonl, split dev (with the round-5 rows retired
+                into dev and the 45 dev questions with a class written for issue 47)
+    rust-book   rust_answers.jsonl, split dev (its round-5 rows are spent)
+    cargo-book  cargo_answers.jsonl, split dev (every row: its test split was retired)
     xquad       articles 0-23 (benchmarks/xquad.py DEV_ARTICLES)
 
 For each question: one search with the default pipeline and the gate off, the cited
@@ -34,11 +32,11 @@ from benchmarks import answer_eval, common, corpora, xquad
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ("kubernetes", "rust-book", "cargo-book", "xquad")
-EXTRA = {"kubernetes": "k8s_dev_extra.jsonl", "rust-book": "rust_dev_extra.jsonl"}
-FIVE = corpora.DATA_DIR / "k8s_issue47.jsonl"  # the issue's five questions: checked, not fitted
+FILES = {"kubernetes": "k8s_answers.jsonl", "rust-book": "rust_answers.jsonl",
+         "cargo-book": "cargo_answers.jsonl"}
 READ_BY = ("packs/text.py", "packs/retrieval/segment.py", "packs/retrieval/units.py",
            "packs/retrieval/asks.py", "packs/retrieval/reader_features.py",
-           "packs/retrieval/extractive.py", "packs/answer.py")
+           "packs/retrieval/extractive.py", "packs/answer.py", "benchmarks/reader_data.py")
 
 
 @dataclass
@@ -60,24 +58,25 @@ class Item:
     weights: dict = field(default_factory=dict)  # the question's term weights
     gated: bool = False  # the calibrated gate's verdict on the same search
     baselines: dict = field(default_factory=dict)  # label → answer text (answer_eval)
+    parts: list = field(default_factory=list)  # FEATURES per unit for each part it asks
+
+    def part_labels(self) -> list[np.ndarray]:
+        """Per part, which units hold its gold group, when the question has a group per
+        part (written in the order it asks them); [] otherwise."""
+        if len(self.parts) != len(self.golds):
+            return []
+        return [np.asarray([float(g in h) for h in self.hits], dtype=np.float32)
+                for g in range(len(self.golds))]
 
 
 def dev_rows(name: str) -> list[dict]:
-    """The dev rows of a documentation corpus (see the module docstring), as
-    {"id", "question", "golds", "group", "kind"}."""
-    if name == "kubernetes":
-        rows = [r for r in corpora.load_rows(corpora.DATA_DIR / "k8s_answers.jsonl")
-                if r["split"] == "dev" or (r["split"] == "test" and r.get("test_round") == 5)]
-    elif name == "rust-book":
-        rows = [r for r in corpora.load_rows(corpora.DATA_DIR / "rust_answers.jsonl")
-                if r["split"] == "dev"]
-    else:
-        rows = corpora.load_rows(corpora.DATA_DIR / "cargo_answers.jsonl")
-    extra = corpora.DATA_DIR / EXTRA.get(name, "-")
-    if extra.is_file():
-        rows += [r for r in corpora.load_rows(extra) if r["split"] == "dev"]
+    """The dev rows of a documentation corpus (split "dev": never a test or spent row), as
+    {"id", "question", "golds", "group", "kind"}; `kind` is the row's class (identifier,
+    paraphrase, two-page) when it has one."""
+    rows = corpora.load_rows(corpora.DATA_DIR / FILES[name])
     return [{"id": r["id"], "question": r["question"], "golds": r["answers"],
-             "group": r["gold"][0], "kind": r.get("class") or r["kind"]} for r in rows]
+             "group": r["gold"][0], "kind": r.get("class") or r["kind"]}
+            for r in rows if r["split"] == "dev"]
 
 
 def xquad_rows(data: Path) -> list[dict]:
@@ -102,14 +101,14 @@ def _source_hash() -> str:
 def read_question(pack, row: dict, corpus: str, vectors: dict) -> Item:
     """Search `row`'s question once and read it as the product's offline answer does."""
     from benchmarks.baseline_turn3 import extractive as baseline
-    from packs.answer import _idf, page_sections
-    from packs.retrieval import extractive
+    from packs.answer import _idf, _part_similarity, page_sections
+    from packs.retrieval import asks, extractive
     from packs.retrieval import reader_features as rf
     from packs.retrieval.reader import embedded_text
     from packs.text import terms
 
     result = pack.search(row["question"], use_cache=False, gate_threshold=-1.0)
-    _, passages = extractive.passages_of(result.cited(), page_sections(pack, result))
+    sections, passages = extractive.passages_of(result.cited(), page_sections(pack, result))
     units = extractive.units_of(row["question"], passages)
     idf = _idf(pack)
     q = rf.analyse(row["question"])
@@ -134,10 +133,14 @@ def read_question(pack, row: dict, corpus: str, vectors: dict) -> Item:
     turn3 = answer_eval.body(baseline.answer(row["question"], cited, pack_idf=baseline.idf_of(
         pack.vocabulary()), extra=page_sections(pack, result))[0]) if cited else ""
     first = baseline.first_sentence(cited[0].content) if cited else ""
+    part_sims = _part_similarity(pack, result)
+    parts = [rf.features(rf.analyse(p, row["question"]),
+                         extractive.part_passages(passages, part_sims(sections, p)), units, idf)
+             for p in asks.parts(row["question"])]
     return Item(row["id"], corpus, row["group"], row["question"], row["golds"], row["kind"],
                 x, sims, np.asarray([len(h) for h in hits], dtype=np.float32), hits, texts,
                 units, weights, not result.gate.get("calibrated_passed", True),
-                {"first sentence": first, "turn-3 product": turn3})
+                {"first sentence": first, "turn-3 product": turn3}, parts)
 
 
 def load(name: str, data: Path, work: Path, log=print, rows: list[dict] | None = None

@@ -7,8 +7,10 @@ gold group (soft targets: a unit with two groups counts twice), with an L2 penal
 Newton's method with a backtracking line search. Features are standardised on the
 training units first (their mean and spread ship with the weights). Each corpus weighs
 the same in the fit, whatever its number of questions, so XQuAD's 600 do not drown the
-documentation sets. The second model is fitted on each question's `top_n` units by the
-first (what it will see at query time), with their similarity to the question added.
+documentation sets. A question about several things (packs/retrieval/asks.py `parts`)
+whose gold groups follow its parts also teaches each part's ranking to find its group. The
+second model is fitted on each question's `top_n` units by the first (what it will see at
+query time), with their similarity to the question added.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchmarks import answer_eval
-from packs.retrieval import reader
+from packs.retrieval import asks, reader
 from packs.retrieval import reader_features as rf
 
 
@@ -93,19 +95,23 @@ def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True
     nothing and are left out)."""
     usable = [it for it in items if it.labels.sum() > 0]
     w = _corpus_weights(usable)
-    first = fit_logit([it.x for it in usable], [_targets(it.labels) for it in usable], w, l2,
-                      rf.FEATURES)
+    # Each question, and each part of a question about several things whose gold groups
+    # follow its parts (the part's own ranking must find its group).
+    cases = [(it, x, labels, wq) for it, wq in zip(usable, w)
+             for x, labels in [(it.x, it.labels), *zip(it.parts, it.part_labels())]
+             if labels.sum() > 0]
+    first = fit_logit([x for _, x, _, _ in cases], [_targets(lab) for _, _, lab, _ in cases],
+                      [wq for *_, wq in cases], l2, rf.FEATURES)
     model = reader.Reader("fit", first, None, limits)
     if not second:
         return model
     blocks, targets, weights = [], [], []
-    for it, wq in zip(usable, w):
-        top = [s.index for s in reader.ranked(model, it.x, it.units)[:limits.top_n]]
-        labels = it.labels[top]
-        if labels.sum() == 0:
+    for it, x, labels, wq in cases:
+        top = [s.index for s in reader.ranked(model, x, it.units)[:limits.top_n]]
+        if labels[top].sum() == 0:
             continue
-        blocks.append(np.hstack([it.x[top], rf.similarity_features(it.sims[top])]))
-        targets.append(_targets(labels))
+        blocks.append(np.hstack([x[top], rf.similarity_features(it.sims[top])]))
+        targets.append(_targets(labels[top]))
         weights.append(wq)
     two = fit_logit(blocks, targets, weights, l2, (*rf.FEATURES, *rf.SIM_FEATURES))
     return reader.Reader("fit", first, two, limits)
@@ -113,8 +119,8 @@ def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True
 
 def answer_of(model: reader.Reader, it) -> str:
     """The answer the reader gives Item `it` (its bullets, each with a marker)."""
-    ranked = reader.ranked(model, it.x, it.units, lambda ks: it.sims[ks])
-    picks = reader.pick(ranked, it.units, it.weights, model.limits)
+    picks = reader.choose(model, it.x, it.units, it.weights, lambda ks: it.sims[ks], it.parts,
+                          listing="list" in asks.question_types(it.question))
     return "\n".join(f"- {it.texts[s.index]} [1]" for s in picks)
 
 

@@ -8,16 +8,20 @@ questions it was not fitted on.
 
 Reads the dev questions of each corpus on its benchmark pack (benchmarks/reader_data.py:
 dev rows only, never a test split), then:
-1. picks the penalty and the selection limits (margin, cover, top_n) by k-fold
-   cross-validation by page (the pages of each corpus dealt to --folds folds: no page has
-   questions on both sides), on the mean containment over the corpora;
-2. reports, with those settings, per corpus: the first-sentence baseline and the turn-3
+1. picks the penalty and the selection limits (margin, cover, lead_depth, the budget of a
+   question about several things) by k-fold cross-validation by page (the pages of each
+   corpus dealt to --folds folds: no page has questions on both sides), on the mean
+   containment over the corpora, among the settings whose answers average at most
+   WORDS_CAP words;
+2. ships the second model (the units' similarity to the question, embedded at query time)
+   only when it adds SIMILARITY_GAIN to that containment by the same cross-validation;
+3. reports, with those settings, per corpus: the first-sentence baseline and the turn-3
    product (issue 34's hand-weighted answer, benchmarks/baseline_turn3) on the same
    searches, the reader cross-validated by page, leave-one-corpus-out (fitted on the
-   other corpora only), without its second model (no unit similarity), and in-sample;
-   each the share of questions whose answer contains every gold group, gate on and off,
-   with 95% bootstrap intervals, and the mean words;
-3. fits the reader on every dev question and writes its weights (--weights, loaded by
+   other corpora only), with the other choice of the second model, and in-sample; each
+   the share of questions whose answer contains every gold group, gate on and off, with
+   95% bootstrap intervals, and the mean words; then per question class;
+4. fits the reader on every dev question and writes its weights (--weights, loaded by
    packs/retrieval/reader.py) and this output (--out).
 """
 
@@ -39,42 +43,62 @@ from packs.retrieval import reader  # noqa: E402
 
 NAME = "reader-1"
 L2 = (1.0, 10.0)
-MARGINS = (1.0, 2.0, 3.0)
-COVERS = (0.0, 1.0, 2.0)
-TOP_N = (6, 10)
+MARGINS = (2.0, 3.0, 4.0)
+COVERS = (0.0, 1.0)
+DEPTHS = (2, 3)
+MULTI = ((5, 120), (6, 160))  # (units, words) for a question about several things
+TOP_N = (10,)
+WORDS_CAP = 110.0  # mean words (per corpus, then over corpora) a setting may average
+SIMILARITY_GAIN = 0.005  # the second model ships when it adds this to the mean containment
 COLS = ("gate on", "gate off", "words")
 RESULTS = ROOT / "benchmarks" / "results" / "issue47_train_reader.md"
 
 
-def _mean_by_corpus(answers: list[str], items: list) -> float:
-    off = reader_fit.scores(answers, items)["gate off"]
+def _by_corpus(values: list[float], items: list) -> float:
+    """The mean over the corpora of each corpus's mean (every corpus weighs the same)."""
     corpora = sorted({it.corpus for it in items})
-    return statistics.fmean(statistics.fmean(h for h, it in zip(off, items) if it.corpus == c)
-                            for c in corpora)
+    return statistics.fmean(statistics.fmean(v for v, it in zip(values, items)
+                                             if it.corpus == c) for c in corpora)
 
 
-def choose(items: list, folds: list[int], log) -> tuple[float, reader.Limits, list]:
-    """(penalty, limits, the grid's rows) with the best mean containment by k-fold CV."""
+def choose(items: list, folds: list[int], log, second: bool = False
+           ) -> tuple[float, reader.Limits, list]:
+    """(penalty, limits, the grid's rows): the best mean containment by k-fold CV among the
+    settings whose answers average at most WORDS_CAP words (the issue's 120 words, less a
+    margin: the blind splits ask more about two things, which get longer answers)."""
     rows = []
     for l2, top_n in itertools.product(L2, TOP_N):
         base = reader.Limits(top_n=top_n)
         models = {}
         for part in sorted(set(folds)):
             models[part] = reader_fit.fit([it for it, f in zip(items, folds) if f != part],
-                                          l2, base)
-        for margin, cover in itertools.product(MARGINS, COVERS):
-            limits = reader.Limits(top_n=top_n, margin=margin, cover=cover)
-            answers = []
-            for it, f in zip(items, folds):
-                m = models[f]
-                answers.append(reader_fit.answer_of(reader.Reader("cv", m.first, m.second,
-                                                                  limits), it))
-            score = _mean_by_corpus(answers, items)
-            rows.append((score, l2, limits))
-            log(f"  l2 {l2:g}, top_n {top_n}, margin {margin:g}, cover {cover:g}: "
-                f"mean containment {score:.3f}")
-    score, l2, limits = max(rows, key=lambda r: (r[0], -r[2].top_n))
+                                          l2, base, second)
+        for margin, cover, depth, (m_units, m_words) in itertools.product(
+                MARGINS, COVERS, DEPTHS, MULTI):
+            limits = reader.Limits(top_n=top_n, margin=margin, cover=cover, lead_depth=depth,
+                                   multi_units=m_units, multi_words=m_words)
+            answers = [reader_fit.answer_of(reader.Reader("cv", models[f].first,
+                                                          models[f].second, limits), it)
+                       for it, f in zip(items, folds)]
+            got = reader_fit.scores(answers, items)
+            score, words = _by_corpus(got["gate off"], items), _by_corpus(got["words"], items)
+            rows.append((score, words, l2, limits))
+            log(f"  l2 {l2:g}, top_n {top_n}, margin {margin:g}, cover {cover:g}, "
+                f"lead_depth {depth}, several things {m_units} units / {m_words} words: "
+                f"mean containment {score:.3f}, {words:.1f} words")
+    allowed = [r for r in rows if r[1] <= WORDS_CAP] or rows
+    score, words, l2, limits = max(allowed, key=lambda r: (r[0], -r[1]))
     return l2, limits, rows
+
+
+def classes(items: list, answers: list[str]) -> str:
+    """Containment per question class (identifier, paraphrase, two-page) or kind."""
+    hits = reader_fit.scores(answers, items)["gate off"]
+    groups: dict[str, list[float]] = {}
+    for h, it in zip(hits, items):
+        if it.corpus != "xquad":
+            groups.setdefault(it.kind, []).append(h)
+    return ", ".join(f"{k} {statistics.fmean(v):.2f} ({len(v)})" for k, v in sorted(groups.items()))
 
 
 def table(items: list, columns: dict[str, list[str]]) -> str:
@@ -112,28 +136,42 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{len(items)} dev questions, {sum(len(it.units) for it in items)} units; "
         f"{sum(it.labels.sum() == 0 for it in items)} with no unit that holds a gold group")
     folds = reader_fit.folds_by_page(items, args.folds)
-    log(f"\nchoosing the penalty and limits by {args.folds}-fold cross-validation by page:")
+    log(f"\nchoosing the penalty and limits by {args.folds}-fold cross-validation by page "
+        f"(first model alone; at most {WORDS_CAP:g} words on average):")
     l2, limits, _ = choose(items, folds, log)
     log(f"chosen: l2 {l2:g}, {limits}")
 
     corpora = [it.corpus for it in items]
-    final = reader_fit.fit(items, l2, limits)
+    with_sims = reader_fit.cross_validate(items, folds, l2, limits)
+    without = reader_fit.cross_validate(items, folds, l2, limits, second=False)
+    gain = (_by_corpus(reader_fit.scores(with_sims, items)["gate off"], items)
+            - _by_corpus(reader_fit.scores(without, items)["gate off"], items))
+    second = gain >= SIMILARITY_GAIN
+    log(f"the second model (unit similarity) adds {gain:+.3f} to the mean containment by CV: "
+        f"{'shipped' if second else 'not shipped (the first model alone answers)'}")
+    final = reader_fit.fit(items, l2, limits, second)
+    cv = with_sims if second else without
     columns = {
         "baseline: first sentence": [it.baselines["first sentence"] for it in items],
         "baseline: turn-3 product": [it.baselines["turn-3 product"] for it in items],
-        f"reader, {args.folds}-fold CV by page": reader_fit.cross_validate(items, folds, l2,
-                                                                           limits),
+        f"reader, {args.folds}-fold CV by page": cv,
         **({"reader, leave-one-corpus-out": reader_fit.cross_validate(items, corpora, l2,
-                                                                       limits)}
+                                                                       limits, second)}
            if len(set(corpora)) > 1 else {}),
-        "reader without unit similarity, CV": reader_fit.cross_validate(items, folds, l2,
-                                                                        limits, second=False),
+        ("reader without unit similarity, CV" if second
+         else "reader with unit similarity, CV"): without if second else with_sims,
         "reader, in-sample": [reader_fit.answer_of(final, it) for it in items],
     }
     log("\nshare of dev questions whose answer contains every gold group (95% bootstrap "
         "interval), same searches:" + table(items, columns))
-    weights = dict(zip(final.second.features, final.second.weights.round(3)))
-    log("\nsecond model's weights (standardised features): " + ", ".join(
+    by_class = {label: columns[label] for label in ("baseline: turn-3 product",
+                                                    f"reader, {args.folds}-fold CV by page")}
+    for label, answers in by_class.items():
+        log(f"{label}, by question class (gate off): " + classes(items, answers))
+    model = final.second or final.first
+    weights = dict(zip(model.features, model.weights.round(3)))
+    log(f"\n{'second' if final.second else 'first'} model's weights (standardised features): "
+        + ", ".join(
         f"{k} {v:+.2f}" for k, v in sorted(weights.items(), key=lambda kv: -abs(kv[1]))))
     if not args.no_write:
         trained = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "l2": l2,

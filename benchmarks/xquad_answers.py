@@ -57,9 +57,15 @@ def file_items(path: Path, base_url: str) -> dict[str, list]:
     from benchmarks import corpora
 
     split: dict[str, list] = {"dev": [], "test": []}
-    for r in corpora.load_rows(path):
+    for n, r in enumerate(corpora.load_rows(path), start=1):
+        missing = [k for k in ("article", "paragraph", "question", "answers", "split")
+                   if k not in r]
+        if missing:
+            raise SystemExit(f"{path}: row {n} lacks {', '.join(missing)} (each row needs "
+                             '{"id", "article", "paragraph", "question", "answers", "split"})')
+        answers = [a["text"] if isinstance(a, dict) else str(a) for a in r["answers"]]
         split.setdefault(r["split"], []).append(
-            (r["question"], list(r["answers"]),
+            (r["question"], answers,
              (f"{base_url}/xquad/{int(r['article'])}", xquad.heading(int(r["paragraph"])))))
     return split
 

@@ -181,6 +181,25 @@ def _similarity(pack: Any, result: SearchResult):
     return similarity
 
 
+def _part_similarity(pack: Any, result: SearchResult):
+    """(sections, text) → each section's cosine similarity to `text` (one part of a
+    question about several things), the text embedded by each section's pack."""
+    members = {label: member for label, member, _ in _members(pack, result)}
+
+    def similarity(sections: list[RankedSection], text: str) -> list[float | None]:
+        out: list[float | None] = [None] * len(sections)
+        for label, member in members.items():
+            idx = [k for k, s in enumerate(sections) if s.pack == label or len(members) == 1]
+            if not idx:
+                continue
+            rows = {r.id: r.similarity for r in member.db.sections_by_id(
+                list(dict.fromkeys(sections[k].id for k in idx)), member.embed_query(text))}
+            for k in idx:
+                out[k] = rows.get(sections[k].id)
+        return out
+    return similarity
+
+
 def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str | None = None
              ) -> tuple[str, synthesis.Quotes, str, SearchResult]:
     """(answer, quotes, query_type, the result its sources are listed from) without a
@@ -196,7 +215,9 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
     answer, quotes, used = extractive.answer(result.question, result.cited(),
                                              pack_idf=_idf(pack),
                                              extra=page_sections(pack, result),
-                                             similarity=_similarity(pack, result), **kw)
+                                             similarity=_similarity(pack, result),
+                                             part_similarity=_part_similarity(pack, result),
+                                             **kw)
     if used:
         result = dataclasses.replace(result, related=[*result.related, *used])
     return answer, quotes, "retrieval_only", result

@@ -21,14 +21,15 @@ def test_the_shipped_weights_load_and_score():
     model = reader.load()
     assert model.version.startswith("reader-") and "/" in model.version
     assert model.first.features == rf.FEATURES
-    assert model.second is not None and model.second.features[-3:] == rf.SIM_FEATURES
+    # The second model (unit similarity) ships only when cross-validation says it helps.
+    assert model.second is None or model.second.features[-3:] == rf.SIM_FEATURES
     passages = [rf.Passage("Pods are the smallest deployable units. A pod holds containers.",
                            heading="Pods", title="Pods", similarity=0.6, rank=0)]
     units = extractive.units_of("What is a pod?", passages)
     ranked = reader.rank(model, rf.analyse("What is a pod?"), passages, units,
                          similarity=lambda idx, texts: np.full(len(texts), 0.5))
     assert ranked and all(np.isfinite(s.score) for s in ranked)
-    assert len(ranked) <= model.limits.top_n
+    assert len(ranked) == (min(len(units), model.limits.top_n) if model.second else len(units))
 
 
 def test_weights_for_other_features_are_refused(tmp_path):
@@ -113,3 +114,19 @@ def test_a_value_in_the_heading_is_shown_with_the_quote():
     assert not extractive.bullet(question, unit, said.content, said).startswith("*")
     assert extractive.heading_value("Why did it become stable?", unit, said.content,
                                     passage) is None
+
+
+def test_a_list_question_gets_the_list_in_place_of_one_of_its_items():
+    text = ("The cluster starts with three namespaces:\n\n"
+            "- `default`: where objects go when no namespace is given.\n"
+            "- `kube-system`: for objects the system creates.\n"
+            "- `kube-public`: readable by everyone.\n")
+    passages = [rf.Passage(text, rank=0)]
+    question = "Which namespaces does a cluster start with?"
+    units = extractive.units_of(question, passages)
+    lead = next(k for k, (_, u) in enumerate(units) if u.kind == "leadin")
+    item = next(k for k, (_, u) in enumerate(units) if u.display.startswith("`default`"))
+    ranked = [reader.Scored(item, 3.0), reader.Scored(lead, 2.5)]
+    limits = reader.Limits(margin=2.0)
+    assert [s.index for s in reader.pick(ranked, units, {}, limits)] == [item]
+    assert [s.index for s in reader.pick(ranked, units, {}, limits, listing=True)] == [lead]

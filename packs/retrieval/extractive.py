@@ -10,8 +10,10 @@ a list with the head of each item, else with the items that have a term of the q
 whole and the others by their heads.
 
 The learned reader (packs/retrieval/reader.py) scores them, with the pack's encoder for the
-best few when it is given (`similarity`), and picks the units the answer quotes: the best
-first, a unit for each thing a question names, whole units only, within the word budget.
+best few when it is given (`similarity`), and picks the units the answer quotes: for a
+question that asks about two things (packs/retrieval/asks.py `parts`: "..., and which
+...?", "the difference between A and B") the best unit for each first, then the best for
+the whole question; whole units only, within the word budget.
 Each is one bullet with its [n] ([n, pack] with several packs); a bullet whose value lives
 in its section's heading or page title (a release, a version, a name the unit does not
 write) opens with that heading. Each quote is the unit's span of its section, so
@@ -85,18 +87,34 @@ def units_of(question: str, passages: Sequence[rf.Passage]) -> list[tuple[int, U
             for u in candidates(p.content)]
 
 
+def part_passages(passages: Sequence[rf.Passage], similarities: Sequence[float | None]
+                  ) -> list[rf.Passage]:
+    """`passages` as one part of the question sees them: each with its similarity to that
+    part, the cited ones ranked by it (a question about two things is searched as a whole,
+    and its sections' ranks and similarities favour the thing it asks first)."""
+    cited = sorted((i for i, p in enumerate(passages) if p.rank is not None),
+                   key=lambda i: -(similarities[i] if similarities[i] is not None else -2.0))
+    rank = {i: r for r, i in enumerate(cited)}
+    return [dataclasses.replace(p, similarity=sim, rank=rank.get(i))
+            for i, (p, sim) in enumerate(zip(passages, similarities))]
+
+
 def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
            max_units: int | None = None, per_section: int | None = None,
            headings: Sequence[str] | None = None,
            pack_idf: Callable[[str], float] | None = None, max_words: int | None = None,
            similarity: reader.Similarity | None = None,
-           weights: reader.Reader | None = None) -> list[Pick]:
+           weights: reader.Reader | None = None,
+           part_similarity: Callable[[str], Sequence[float | None]] | None = None
+           ) -> list[Pick]:
     """The units that answer `question` best, in answer order, from `texts` (the
     sections' contents, best section first, with their `headings` paths when given; or
     `Passage`s, which carry headings, titles, similarities and ranks). `pack_idf` maps a
     word to its IDF in the pack (see `idf_of`); `similarity`: see reader.rank; `weights`:
-    the reader (the shipped one by default). The limits default to the reader's. []
-    when no section has a candidate."""
+    the reader (the shipped one by default); `part_similarity(part)`: each passage's
+    similarity to one part of a question about several things (asks.py `parts`), else
+    the parts read the passages as the whole question does. The limits default to the
+    reader's. [] when no section has a candidate."""
     passages = [t if isinstance(t, rf.Passage) else
                 rf.Passage(t, heading=(headings[i] if headings else ""), rank=i)
                 for i, t in enumerate(texts)]
@@ -104,13 +122,17 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
     units = units_of(question, passages)
     if not units:
         return []
-    q = rf.analyse(question)
-    ranked = reader.rank(model, q, passages, units, pack_idf, similarity)
+    x = rf.features(rf.analyse(question), passages, units, pack_idf)
+    parts = [rf.features(rf.analyse(p, question),
+                         part_passages(passages, part_similarity(p)) if part_similarity
+                         else passages, units, pack_idf)
+             for p in asks.parts(question)]
     limits = dataclasses.replace(
         model.limits, **{k: v for k, v in (("max_units", max_units), ("per_section", per_section),
                                            ("max_words", max_words)) if v is not None})
     term_w = rf.term_weights(question, [text_rules.terms(u.display) for _, u in units], pack_idf)
-    chosen = reader.pick(ranked, units, term_w, limits)
+    chosen = reader.choose(model, x, units, term_w, reader.memo(similarity, units), parts, limits,
+                           listing="list" in question_types(question))
     return [Pick(units[s.index][0], units[s.index][1], s.score) for s in chosen]
 
 
@@ -194,14 +216,16 @@ def passages_of(cited: Sequence[RankedSection], extra: Sequence[RankedSection] =
 def answer(question: str, cited: Sequence[RankedSection], max_units: int | None = None,
            note: str = RETRIEVAL_ONLY_NOTE, pack_idf: Callable[[str], float] | None = None,
            extra: Sequence[RankedSection] = (), similarity=None,
-           weights: reader.Reader | None = None
+           weights: reader.Reader | None = None, part_similarity=None
            ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
     """(answer, quotes, extra sections quoted): the units of the cited sections and of the
     `extra` sections (the rest of their pages, not in the context) that best answer the
     question (`select`), in answer order, one bullet each with its [n] ([n, pack] with
     several packs), under the `note` line. `similarity(sections, texts)`: the cosine
     similarities of unit texts to the question, each embedded with the encoder of its
-    section's pack (None: the reader's first model alone). An extra section the answer
+    section's pack (None: the reader's first model alone); `part_similarity(sections,
+    part)`: each section's similarity to one part of a question about several things.
+    An extra section the answer
     quotes is numbered after the cited ones and returned (a copy, `citation` set) so that
     the caller lists it among the sources."""
     sections, passages = passages_of(cited, extra)
@@ -209,8 +233,12 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
     if similarity is not None:
         def sims(indices, texts):
             return similarity([sections[i] for i in indices], texts)
+    per_part = None
+    if part_similarity is not None:
+        def per_part(part):
+            return part_similarity(sections, part)
     picks = select(question, passages, max_units, pack_idf=pack_idf, similarity=sims,
-                   weights=weights)
+                   weights=weights, part_similarity=per_part)
     if not picks:
         return "The pack has no passages relevant to this question.", [], []
     lines, quotes, used = [note, ""], [], []

@@ -12,17 +12,20 @@ benchmarks/train_reader.py, whose weights ship as data beside this module
    their cosine similarities to the question), and scored again with those added
    (SIM_FEATURES).
 
-`pick` then takes the best, and after it each unit whose score (plus `cover` times the
-share of the question's term weight it adds to what is already picked: a question about
-two things gets a unit for each) is within `margin` of the best's, while they fit the
-limits: `max_units`, `per_section`, `max_words` (a first unit over the budget gives way to
-one that fits and scores within `long_margin`), no unit overlapping another or repeating
-its text. The version recorded with an answer (`Reader.version`) is the file's own
+`pick` then takes the best (for a question about several things, the best `lead_depth`
+units of each thing's own ranking first, in turn), and after it each unit whose score
+(plus `cover` times the share of the question's term weight it adds to what is already
+picked) is within `margin` of the best's, while they fit the limits: `max_units`,
+`per_section`, `max_words` (`multi_units` and `multi_words` for a question about several
+things; a first unit over the budget gives way to one that fits and
+scores within `long_margin`), no unit overlapping another or repeating its text. Units are
+quoted whole, never cut. The version recorded with an answer (`Reader.version`) is the file's own
 `version` and its sha256, so an answer says which weights chose its passages.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -77,6 +80,9 @@ class Limits:
     top_n: int = 12
     margin: float = 2.0
     cover: float = 1.0
+    lead_depth: int = 2  # units taken first from each part's ranking
+    multi_units: int = 6  # a question about several things: at most this many units ...
+    multi_words: int = 160  # ... within this many words
     long_margin: float = 0.5
     max_units: int = 5
     per_section: int = 4
@@ -152,10 +158,39 @@ def rank(reader: Reader, q: rf.Question, passages: Sequence[rf.Passage],
     first model's `top_n` by the second. Ties go to the earlier section, then the earlier
     unit."""
     x = rf.features(q, passages, units, pack_idf)
-    sims = None if similarity is None else (
-        lambda ks: similarity([units[k][0] for k in ks], [embedded_text(units[k][1])
-                                                          for k in ks]))
-    return ranked(reader, x, units, sims)
+    return ranked(reader, x, units, memo(similarity, units))
+
+
+def memo(similarity: Similarity | None, units: Sequence[tuple[int, Unit]]
+         ) -> Callable[[list[int]], np.ndarray] | None:
+    """`similarity` on unit indices, each unit embedded once however often it is asked."""
+    if similarity is None:
+        return None
+    known: dict[int, float] = {}
+
+    def sims(ks: list[int]) -> np.ndarray:
+        todo = [k for k in dict.fromkeys(ks) if k not in known]
+        if todo:
+            found = similarity([units[k][0] for k in todo],
+                               [embedded_text(units[k][1]) for k in todo])
+            known.update(zip(todo, (float(v) for v in found)))
+        return np.asarray([known[k] for k in ks], dtype=np.float32)
+    return sims
+
+
+def choose(reader: Reader, x: np.ndarray, units: Sequence[tuple[int, Unit]],
+           weights: dict[str, float], sims: Callable[[list[int]], np.ndarray] | None = None,
+           parts: Sequence[np.ndarray] = (), limits: Limits | None = None,
+           listing: bool = False) -> list[Scored]:
+    """The units an answer quotes, in order: with `parts` (the FEATURES of the units for
+    each thing the question asks about, packs/retrieval/asks.py `parts`), the best unit
+    for each part first, then the best for the whole question (`pick`)."""
+    limits = limits or reader.limits
+    leads = [ranked(reader, xp, units, sims) for xp in parts]
+    if leads:
+        limits = dataclasses.replace(limits, max_units=max(limits.max_units, limits.multi_units),
+                                     max_words=max(limits.max_words, limits.multi_words))
+    return pick(ranked(reader, x, units, sims), units, weights, limits, leads, listing)
 
 
 def ranked(reader: Reader, x: np.ndarray, units: Sequence[tuple[int, Unit]],
@@ -176,23 +211,42 @@ def ranked(reader: Reader, x: np.ndarray, units: Sequence[tuple[int, Unit]],
 
 
 def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
-         weights: dict[str, float], limits: Limits) -> list[Scored]:
+         weights: dict[str, float], limits: Limits,
+         leads: Sequence[Sequence[Scored]] = (), listing: bool = False) -> list[Scored]:
     """The units an answer quotes, in order (see the module docstring). `weights`: the
-    question's term weights (reader_features.term_weights), for the cover bonus."""
+    question's term weights (reader_features.term_weights), for the cover bonus; `leads`:
+    a ranking per thing the question asks about, whose best `lead_depth` units that fit go
+    first, one part after the other; `listing`: the question asks for a list, so a lead-in
+    whose list holds units already picked takes their place (the list, not one item)."""
     if not ranked:
         return []
     total = sum(weights.values()) or 1.0
     pool = list(ranked[:max(limits.top_n, limits.max_units * 4)])
     terms = {s.index: set(rf.text_rules.terms(units[s.index][1].display)) & set(weights)
-             for s in pool}
+             for s in [*pool, *(s for lead in leads for s in lead)]}
     best = pool[0].score
     out: list[Scored] = []
-    covered: set[str] = set()
-    per: dict[int, int] = {}
-    words = 0
+
+    def words(picked: list[Scored]) -> int:
+        return sum(len(units[o.index][1].display.split()) for o in picked)
+
+    def fits(s: Scored, picked: list[Scored]) -> bool:
+        i, u = units[s.index]
+        return (sum(units[o.index][0] == i for o in picked) < limits.per_section
+                and words(picked) + len(u.display.split()) <= limits.max_words
+                and not any(_overlaps(units[o.index], (i, u)) for o in picked))
+
+    for _ in range(limits.lead_depth):  # the best units for each part that still fit, in turn
+        for lead in leads:
+            s = next((s for s in lead[:limits.top_n]
+                      if fits(s, out) and all(o.index != s.index for o in out)), None)
+            if s is not None and len(out) < limits.max_units:
+                out.append(s)
+    pool = [s for s in pool if all(o.index != s.index for o in out)]
     while pool and len(out) < limits.max_units:
         # What a unit adds to the picked ones: its score, plus `cover` x the share of the
         # question's term weight it has that none of them has.
+        covered = set().union(*(terms[o.index] for o in out))
         value = {c.index: c.score + (limits.cover * sum(weights[t] for t in terms[c.index]
                                                          - covered) / total if out else 0.0)
                  for c in pool}
@@ -201,23 +255,29 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
             break
         s = max(eligible, key=lambda c: value[c.index])
         pool.remove(s)
-        i, u = units[s.index]
-        n = len(u.display.split())
-        if per.get(i, 0) >= limits.per_section or (out and words + n > limits.max_words):
-            continue
+        n = len(units[s.index][1].display.split())
         if not out and n > limits.max_words and any(
                 o.score >= s.score - limits.long_margin
                 and len(units[o.index][1].display.split()) <= limits.max_words for o in pool):
             continue  # the best alone is over the budget, and a passage that fits is close
         if out and n > LONG_WORDS and s.score < best - limits.long_margin:
             continue  # a long passage well below the best would crowd out the others
-        if any(_overlaps(units[o.index], (i, u)) for o in out):
+        inner = [o for o in out if _within(units[o.index], units[s.index])]
+        if listing and inner and units[s.index][1].kind == "leadin":
+            rest = [o for o in out if o not in inner]
+            if fits(s, rest):  # the list in place of its first item picked
+                out.insert(out.index(inner[0]), s)
+                out[:] = [o for o in out if o not in inner]
             continue
-        out.append(s)
-        covered |= terms[s.index]
-        per[i] = per.get(i, 0) + 1
-        words += n
+        if not out or fits(s, out):
+            out.append(s)
     return out
+
+
+def _within(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:
+    """Whether unit a lies inside unit b (the same section)."""
+    (i, u), (j, v) = a, b
+    return i == j and v.start <= u.start and u.end <= v.end and u != v
 
 
 def _overlaps(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:

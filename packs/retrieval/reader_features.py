@@ -30,11 +30,21 @@ to do something. A unit's features:
     type_*             the question asks for a number, name, person, place, reason, list,
                        default or term, and the unit has one the question does not write
     howto_code         a how-to question and a unit with code or a command
-    defines            the unit opens by saying what a term of the question is
+    defines, defines_asked   the unit opens by saying what a term of the question is (and
+                       the question asks what something is or means)
     meta               the unit talks about the page ("This page shows", "See ...")
     links              the share of the unit that is link syntax
     novelty            the share of the unit's terms the question does not have
     number, code       the unit writes a number; code
+    bigrams            the share of the question's pairs of successive terms the unit has
+                       in a row
+    rare_first         the question's rarest term among the unit's first words (what the
+                       unit is about)
+    fragment, caption  no sentence: no closing punctuation (a title-like line), or a
+                       caption ("Listing 8-6: ...", "Figure 2: ...")
+    elsewhere          for one part of a question about several things (asks.py `parts`):
+                       the share of the other parts' own terms the unit has (it answers
+                       one of them, not this one)
 and, for the units embedded with the pack's encoder (SIM_FEATURES): their cosine
 similarity to the question, that less the best unit's, and whether it is the best.
 """
@@ -62,8 +72,9 @@ FEATURES = (
     "bm25", "parts", "coverage", "weighted_coverage", "ident", "ident_part", "heading",
     "title", "heading_ident", "sec_sim", "sec_sim_rel", "sec_rank", "extra", "prior",
     "position", "first", *(f"kind_{k}" for k in KINDS), "log_words", "short", "long",
-    *(f"type_{t}" for t in TYPES), "howto_code", "defines", "meta", "links", "novelty",
-    "number", "code")
+    *(f"type_{t}" for t in TYPES), "howto_code", "defines", "defines_asked", "meta",
+    "links", "novelty", "number", "code", "bigrams", "rare_first", "fragment", "caption",
+    "elsewhere")
 SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
 SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
@@ -83,6 +94,11 @@ _META = re.compile(
 _LINK = re.compile(r"\[[^\]]*\]\([^)]*\)")
 _DEFINES = re.compile(r"\b(is|are|means|refers to|describes|represents|lets you|allows)\b")
 _NUMBER = re.compile(r"(?<![\w.])\d")
+_WHAT_IS = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b|\bwhat does .+ (mean|stand for|do)\b|"
+                      r"\bwhat do(es)? (we|you) mean\b|\bdefine\b|\bmeaning of\b", re.I)
+_CAPTION = re.compile(r"^\W*(listing|figure|table|example)\s+[\d-]+[a-z]?\b", re.I)
+_CLOSED = re.compile(r"[.!?:;)\]\"'”’*_`]\s*$")
+RARE_WORDS = 5  # the first words of a unit that say what it is about
 # A name written with its value ("GODEBUG=http2client=0", "FOO_BAR=x=1"): the page may
 # write the name alone (packs/text.py's identifiers take neither the whole nor the name).
 _ASSIGNMENT = re.compile(r"(?<![\w`=-])[A-Za-z_][\w.-]*=[^\s,;?!)`]+")
@@ -98,6 +114,9 @@ class Question:
     terms: frozenset[str]  # its content stems
     idents: tuple[tuple[str, tuple[str, ...]], ...]  # (identifier, its split forms)
     howto: bool
+    what_is: bool  # asks what something is or means
+    pairs: frozenset[tuple[str, str]]  # its successive content stems
+    elsewhere: frozenset[str] = frozenset()  # a part's: the terms only the other parts have
 
 
 def forms(identifier: str) -> tuple[str, ...]:
@@ -118,8 +137,9 @@ def forms(identifier: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(f for f in out if f and f != x))
 
 
-def analyse(question: str) -> Question:
-    """The reader's reading of `question` (no I/O)."""
+def analyse(question: str, whole: str | None = None) -> Question:
+    """The reader's reading of `question` (no I/O); `whole`: the question it is a part of
+    (packs/retrieval/asks.py `parts`)."""
     idents = [m.group(0).lower() for m in _ASSIGNMENT.finditer(question)]
     idents += [x.lower() for x in text_rules.identifiers(question)
                if not any(a.startswith(x.lower() + "=") for a in idents)]
@@ -129,7 +149,15 @@ def analyse(question: str) -> Question:
         asked=frozenset(w.strip(".,;:?!\"'()").lower() for w in question.split()),
         terms=frozenset(text_rules.terms(question)),
         idents=tuple((x, forms(x)) for x in dict.fromkeys(idents)),
-        howto=_HOWTO.search(question) is not None)
+        howto=_HOWTO.search(question) is not None,
+        what_is=_WHAT_IS.search(question) is not None,
+        pairs=frozenset(_pairs(text_rules.terms(question))),
+        elsewhere=frozenset(set(text_rules.terms(whole)) - set(text_rules.terms(question))
+                            if whole else ()))
+
+
+def _pairs(terms: list[str]) -> list[tuple[str, str]]:
+    return list(zip(terms, terms[1:]))
 
 
 @dataclass(frozen=True)
@@ -237,6 +265,8 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
     lows = [r.lower() for r in raws]
     full, part = _ident_shares(q, lows)
     sec = _section_features(q, passages, weights, total)
+    present = set().union(*map(set, unit_terms)) & set(weights)
+    rare = max(present, key=weights.get) if present else None  # the rarest term written
     count = Counter(i for i, _ in units)
     seen: Counter[int] = Counter()
     rows = []
@@ -259,12 +289,21 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
                for t in TYPES},
             "howto_code": float(q.howto and (u.kind == "code" or u.inner == "code"
                                              or "`" in raws[k])),
-            "defines": float(_defines(q, u.display)),
+            "defines": float(defines := _defines(q, u.display)),
+            "defines_asked": float(defines and q.what_is),
             "meta": float(_META.search(u.display) is not None),
             "links": sum(len(m) for m in _LINK.findall(raws[k])) / max(len(raws[k]), 1),
             "novelty": len(terms - q.terms) / max(len(terms), 1),
             "number": float(_NUMBER.search(u.display) is not None),
             "code": float(u.kind == "code" or "`" in raws[k]),
+            "bigrams": (len(q.pairs & set(_pairs(unit_terms[k]))) / len(q.pairs)
+                        if q.pairs else 0.0),
+            "rare_first": float(rare is not None and rare in text_rules.terms(
+                " ".join(u.display.split()[:RARE_WORDS]))),
+            "fragment": float(u.kind in ("sentence", "item", "paragraph")
+                              and _CLOSED.search(u.display) is None),
+            "caption": float(_CAPTION.search(u.display) is not None),
+            "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
         }
         rows.append([row[f] for f in FEATURES])
     return np.asarray(rows, dtype=np.float32)
