@@ -105,7 +105,6 @@ def read_question(pack, row: dict, corpus: str, vectors: dict) -> Item:
     from packs.retrieval import asks, extractive
     from packs.retrieval import reader_features as rf
     from packs.retrieval.reader import embedded_text
-    from packs.text import terms
 
     result = pack.search(row["question"], use_cache=False, gate_threshold=-1.0)
     sections, passages = extractive.passages_of(result.cited(), page_sections(pack, result))
@@ -128,7 +127,7 @@ def read_question(pack, row: dict, corpus: str, vectors: dict) -> Item:
     qvec = np.asarray(result.question_vector, dtype=np.float32)
     sims = np.asarray([float(vectors[t].astype(np.float32) @ qvec) for t in embedded],
                       dtype=np.float32)
-    weights = rf.term_weights(row["question"], [terms(u.display) for _, u in units], idf)
+    weights = rf.term_weights(row["question"], [rf.unit_terms_of(u) for _, u in units], idf)
     cited = result.cited()
     turn3 = answer_eval.body(baseline.answer(row["question"], cited, pack_idf=baseline.idf_of(
         pack.vocabulary()), extra=page_sections(pack, result))[0]) if cited else ""

@@ -14,7 +14,7 @@ from benchmarks import reader_fit
 from packs.retrieval import extractive, reader
 from packs.retrieval import reader_features as rf
 from packs.retrieval.units import Unit
-from packs.text import stem
+from packs.text import stem, terms
 
 
 def test_the_shipped_weights_load_and_score():
@@ -130,3 +130,30 @@ def test_a_list_question_gets_the_list_in_place_of_one_of_its_items():
     limits = reader.Limits(margin=2.0)
     assert [s.index for s in reader.pick(ranked, units, {}, limits)] == [item]
     assert [s.index for s in reader.pick(ranked, units, {}, limits, listing=True)] == [lead]
+
+
+def test_program_output_and_urls_are_told_apart_from_commands():
+    text = ("The output is similar to this:\n\n```\ndeployment.apps/nginx rolled back\n```\n\n"
+            "Roll back to the previous revision with:\n\n"
+            "```shell\nkubectl rollout undo deployment/nginx\n```\n")
+    passages = [rf.Passage(text, rank=0)]
+    units = extractive.units_of("How do I roll back a Deployment?", passages)
+    x = rf.features(rf.analyse("How do I roll back a Deployment?"), passages, units)
+    output = {u.display.split("\n")[0]: bool(v)
+              for (_, u), v in zip(units, x[:, rf.FEATURES.index("output")])}
+    assert output["deployment.apps/nginx rolled back"] is True
+    assert output["kubectl rollout undo deployment/nginx"] is False
+    assert output["Roll back to the previous revision with:"] is False
+    # Words of a URL are no words of the passage.
+    cmd = Unit(0, 1, "code", "kubectl apply -f https://k8s.io/examples/memory-limit.yaml")
+    assert rf.unit_terms_of(cmd) == terms("kubectl apply -f")
+    assert "limit" in terms(cmd.display) and "limit" not in rf.unit_terms_of(cmd)
+
+
+def test_the_same_command_on_several_pages_is_quoted_once():
+    one = Unit(0, 9, "code", "# on a control plane node\nkubectl drain <node> --ignore-daemonsets")
+    two = Unit(0, 9, "code", "kubectl drain <node>   --ignore-daemonsets")
+    other = Unit(0, 9, "code", "kubectl uncordon <node>")
+    units = [(0, one), (1, two), (2, other)]
+    ranked = [reader.Scored(0, 3.0), reader.Scored(1, 2.9), reader.Scored(2, 2.8)]
+    assert [s.index for s in reader.pick(ranked, units, {}, reader.Limits())] == [0, 2]

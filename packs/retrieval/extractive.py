@@ -130,7 +130,7 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
     limits = dataclasses.replace(
         model.limits, **{k: v for k, v in (("max_units", max_units), ("per_section", per_section),
                                            ("max_words", max_words)) if v is not None})
-    term_w = rf.term_weights(question, [text_rules.terms(u.display) for _, u in units], pack_idf)
+    term_w = rf.term_weights(question, [rf.unit_terms_of(u) for _, u in units], pack_idf)
     chosen = reader.choose(model, x, units, term_w, reader.memo(similarity, units), parts, limits,
                            listing="list" in question_types(question))
     return [Pick(units[s.index][0], units[s.index][1], s.score) for s in chosen]

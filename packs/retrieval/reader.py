@@ -222,7 +222,7 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
         return []
     total = sum(weights.values()) or 1.0
     pool = list(ranked[:max(limits.top_n, limits.max_units * 4)])
-    terms = {s.index: set(rf.text_rules.terms(units[s.index][1].display)) & set(weights)
+    terms = {s.index: set(rf.unit_terms_of(units[s.index][1])) & set(weights)
              for s in [*pool, *(s for lead in leads for s in lead)]}
     best = pool[0].score
     out: list[Scored] = []
@@ -281,6 +281,17 @@ def _within(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:
 
 
 def _overlaps(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:
-    """The same text again (chunks of a section overlap), or overlapping spans."""
+    """The same text again (chunks of a section overlap; the same command on several
+    pages, its comments aside), or overlapping spans."""
     (i, u), (j, v) = a, b
-    return u.display == v.display or (i == j and u.start < v.end and v.start < u.end)
+    return (_gist(u) == _gist(v)) or (i == j and u.start < v.end and v.start < u.end)
+
+
+def _gist(u: Unit) -> str:
+    """A unit's text for telling repeats apart: code without its comment lines, words
+    only."""
+    text = u.display
+    if u.kind == "code" or u.inner == "code":
+        text = "\n".join(line for line in text.split("\n")
+                         if not line.strip().startswith(("#", "//")))
+    return " ".join(text.split())

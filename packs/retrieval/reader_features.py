@@ -42,6 +42,10 @@ to do something. A unit's features:
                        unit is about)
     fragment, caption  no sentence: no closing punctuation (a title-like line), or a
                        caption ("Listing 8-6: ...", "Figure 2: ...")
+    dangling           a sentence that ends with ":" but introduces nothing the section
+                       holds (a listing the page included from a file)
+    output             code that a program printed ("The output is similar to this:"
+                       before it), not a command or a configuration
     elsewhere          for one part of a question about several things (asks.py `parts`):
                        the share of the other parts' own terms the unit has (it answers
                        one of them, not this one)
@@ -74,7 +78,7 @@ FEATURES = (
     "position", "first", *(f"kind_{k}" for k in KINDS), "log_words", "short", "long",
     *(f"type_{t}" for t in TYPES), "howto_code", "defines", "defines_asked", "meta",
     "links", "novelty", "number", "code", "bigrams", "rare_first", "fragment", "caption",
-    "elsewhere")
+    "dangling", "output", "elsewhere")
 SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
 SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
@@ -98,6 +102,10 @@ _WHAT_IS = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b|\bwhat does .+ (mea
                       r"\bwhat do(es)? (we|you) mean\b|\bdefine\b|\bmeaning of\b", re.I)
 _CAPTION = re.compile(r"^\W*(listing|figure|table|example)\s+[\d-]+[a-z]?\b", re.I)
 _CLOSED = re.compile(r"[.!?:;)\]\"'”’*_`]\s*$")
+_URL = re.compile(r"\]\([^)\s]*\)|\bhttps?://\S+")
+_OUTPUT = re.compile(r"\boutput\b[^.\n]{0,40}(:|similar|looks like|shows)|\bshould (see|print)|"
+                     r"\bprints?:|\byou (should )?see\b", re.I)
+_DANGLING = re.compile(r":[*_`\"')\]]*$")
 RARE_WORDS = 5  # the first words of a unit that say what it is about
 # A name written with its value ("GODEBUG=http2client=0", "FOO_BAR=x=1"): the page may
 # write the name alone (packs/text.py's identifiers take neither the whole nor the name).
@@ -171,6 +179,13 @@ class Passage:
     title: str = ""
     similarity: float | None = None
     rank: int | None = None
+
+
+def unit_terms_of(u: Unit) -> list[str]:
+    """The terms of a unit as the reader counts them: URLs and link targets left out
+    (`kubectl apply -f https://k8s.io/.../memory-request-limit.yaml` is no sentence about
+    memory limits)."""
+    return text_rules.terms(_URL.sub(" ", u.display))
 
 
 def term_weights(question: str, units: list[list[str]],
@@ -256,7 +271,7 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
     """One row of FEATURES per unit of `units` ((passage index, unit), in passage order)."""
     if not units:
         return np.zeros((0, len(FEATURES)), dtype=np.float32)
-    unit_terms = [text_rules.terms(u.display) for _, u in units]
+    unit_terms = [unit_terms_of(u) for _, u in units]
     weights = term_weights(q.text, unit_terms, pack_idf)
     total = sum(weights.values()) or 1.0
     avg = sum(map(len, unit_terms)) / len(unit_terms) or 1.0
@@ -303,6 +318,8 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
             "fragment": float(u.kind in ("sentence", "item", "paragraph")
                               and _CLOSED.search(u.display) is None),
             "caption": float(_CAPTION.search(u.display) is not None),
+            "dangling": float(u.kind != "leadin" and _DANGLING.search(u.display) is not None),
+            "output": float(_is_output(passages[i].content, u)),
             "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
         }
         rows.append([row[f] for f in FEATURES])
@@ -333,6 +350,20 @@ def _section_features(q: Question, passages: Sequence[Passage], weights: dict[st
             "sec_rank": 1 / (p.rank + 1) if p.rank is not None else 0.0,
             "extra": float(p.rank is None), "prior": prior})
     return out
+
+
+def _is_output(content: str, u: Unit) -> bool:
+    """Whether unit u is a program's output: code (or a lead-in with code) that the text
+    just before it, or its lead-in, says is output."""
+    if u.kind == "leadin" and u.inner == "code":
+        return _OUTPUT.search(u.display.split("\n", 1)[0]) is not None
+    if u.kind != "code":
+        return False
+    before = content[max(0, u.start - 200):u.start].rstrip()
+    head, _, fence = before.rpartition("\n")
+    if fence.lstrip().startswith(("```", "~~~")):
+        before = head.rstrip()  # less the block's opening fence
+    return _OUTPUT.search(before.rsplit("\n\n", 1)[-1]) is not None  # the paragraph before
 
 
 def _composite(units: Sequence[tuple[int, Unit]], matched: list[float], k: int
