@@ -144,31 +144,32 @@ def chain(*callbacks: Callable[..., None] | None) -> Callable[..., None]:
 
 
 def shard_cost_artifact(pack: str, shard, record) -> UUID | None:
-    """A markdown artifact on the current task run (an extract shard's): its sections,
-    API calls, cache hits, tokens and USD (flows.summary.extract_by_shard). Returns its
-    id; None outside a task run, for a shard that made no call and found no cached
-    answer (the offline extractor), or when the API refused it (logged: the report is
-    observability and never fails the build)."""
+    """A markdown artifact on the current task run (a shard of a stage that declares
+    SHARD_ARTIFACT, e.g. extract's): its sections, API calls, cache hits, tokens and USD
+    (the stage's `shard_row`). Returns its id; None outside a task run, for a shard with
+    nothing to show (extract: no call made and no cached answer found, the offline
+    extractor), or when the API refused it (logged: the report is observability and
+    never fails the build)."""
     from prefect.context import TaskRunContext
 
     from flows.report import SHARD_HEADER, shard_row
-    from flows.summary import extract_by_shard
+    from tasks import stages
 
-    rows = extract_by_shard([record], shard.count)
-    if TaskRunContext.get() is None or not rows:
+    stage = stages.get(record.stage)
+    row = stage.shard_row(record, shard.count)
+    if TaskRunContext.get() is None or row is None:
         return None
     from prefect.artifacts import create_markdown_artifact
 
-    row = rows[0]
-    text = "\n".join([f"# Extract shard {row['shard']} of {pack}", "",
+    text = "\n".join([f"# {stage.NAME.capitalize()} shard {row['shard']} of {pack}", "",
                       "| " + " | ".join(SHARD_HEADER) + " |", "|" + "---|" * len(SHARD_HEADER),
                       "| " + " | ".join(shard_row(row)) + " |", ""])
     try:
         return create_markdown_artifact(
-            markdown=text, description=f"Claude calls and cost of extract shard "
+            markdown=text, description=f"{stage.SHARD_ARTIFACT} of {stage.NAME} shard "
                                        f"{row['shard']} of {pack}")
     except _API_ERRORS as exc:
-        log.warning("extract shard %s: no cost artifact (%s)", row["shard"], exc)
+        log.warning("%s shard %s: no artifact (%s)", stage.NAME, row["shard"], exc)
         return None
 
 

@@ -1,10 +1,14 @@
 """The build flow: urls.txt → shards → the stage list (tasks.stages.PIPELINE) → a pack.
 
-Composition only. The flow plans the shards, runs the first stage (fetch), stops there when
-nothing changed since the published build, runs the rest of the list through the scheduler
-(flows/scheduler.py: each stage per shard or once for the pack, as it declares), and hands
-the records to the last stage, publish. Every task run is named `<stage>-<pack>-<i>/<n>`,
-and the flow run is tagged with the pack, so the Prefect UI shows a build's shards.
+Composition only, and it names no stage: it reads what each stage of the list declares
+(tasks/stages/__init__.py). The flow plans the shards, runs the stages up to the last one
+that may end the build early (`ENDS_EARLY`: fetch), stops there when nothing changed since
+the published build (or with an error when a stage says the build cannot go on), runs the
+rest of the list through the scheduler (flows/scheduler.py: each stage per shard or once
+for the pack, as it declares), records the lineage (`LINEAGE` stages), and hands the
+records and its own inputs to the stage that publishes (`PUBLISHES`), whose record is the
+build's summary. Every task run is named `<stage>-<pack>-<i>/<n>`, and the flow run is
+tagged with the pack, so the Prefect UI shows a build's shards.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from flows.preflight import BuildInputs, check_build_inputs
 from flows.runners import task_runner, worker_slots
 from flows.scheduler import BuildError, Scheduler, retry_condition, stage_logging
 from flows.settings import build_updates, quiet_libraries
-from flows.summary import build_stats, fetch_reasons, shortfalls
+from flows.summary import build_stats, shortfalls
 from packs.layout import append_history
 from tasks import stages
 from tasks.publish import lock as pack_lock
@@ -33,8 +37,7 @@ from tasks.publish.atomic import new_build_id
 from tasks.publish.guard import GuardError
 from tasks.publish.lock import PackLockedError
 from tasks.sources import SourceConfig, load_source
-from tasks.stages.common import BuildContext, write_state
-from tasks.stages.publish import unchanged_build
+from tasks.stages.common import BuildContext, Record, write_state
 
 __all__ = ["BuildError", "build_pack", "retry_condition", "run_build", "shortfalls",
            "stage_logging"]
@@ -42,8 +45,6 @@ __all__ = ["BuildError", "build_pack", "retry_condition", "run_build", "shortfal
 # On an in-process task runner, packs of this many pages or more run the reduce steps in a
 # child process (tasks/stages/isolated.py), whose memory is returned when they end.
 ISOLATE_MIN_PAGES = 2000
-# The stages whose outputs a later build's shards reuse section by section (the lineage).
-LINEAGE_STAGES = ("fetch", "extract", "embed", "keywords")
 
 
 def _run_name() -> str:
@@ -139,36 +140,40 @@ def _build(ctx: BuildContext, source: SourceConfig, t_start: float) -> dict:
              len(layout), source.config.shard_pages,
              f", {slots} cluster task slots" if slots else "")
 
-    first, *middle, last = stages.PIPELINE  # fetch ... publish
-    sched.run([first])
-    fetched = sched.outputs(first)
-    freshness = after_fetch(ctx, source, expanded, fetched)  # outcome counts, lastmod evidence
-    usable = sum(r.rows["usable"] for r in fetched)
-    if usable == 0:
-        raise BuildError(f"{source.name}: none of the {len(expanded.urls)} URLs could be "
-                         f"fetched ({fetch_reasons(fetched)}); nothing was published")
-    fingerprint = inputs_fingerprint(ctx, fetched)
-    out = Path(out_dir)
-    unchanged = unchanged_build(out, source.name, fingerprint)
+    head, middle, tail = stages.phases()  # fetch | split ... resolve | publish
+    sched.run(head)
+    made_from = [r for name in head if stages.get(name).ENDS_EARLY
+                 for r in sched.all_records(name)]
+    freshness = after_fetch(ctx, source, expanded, made_from)  # outcomes, lastmod evidence
+    for name in head:
+        reason = stages.get(name).stop_reason(sched.all_records(name))
+        if reason:
+            raise BuildError(f"{source.name}: {reason}; nothing was published")
+    fingerprint = inputs_fingerprint(ctx, made_from)
+    writer = stages.publisher()
+    unchanged = writer.unchanged(ctx, fingerprint) if made_from else None
     if unchanged is not None:
         log.info("no changes since build %s: nothing to publish", unchanged["build_id"])
-        append_history(out / source.name, build_id, "no changes",
+        append_history(Path(out_dir) / source.name, build_id, "no changes",
                        f"inputs equal build {unchanged['build_id']}", pages=freshness["pages"])
-        unchanged["freshness"] = freshness
-        unchanged["seconds"] = round(time.perf_counter() - t_start, 1)
-        unchanged["durations"] = sched.durations()
-        publish_report(unchanged)
-        return unchanged
+        summary = {**unchanged, "freshness": freshness,
+                   "seconds": round(time.perf_counter() - t_start, 1),
+                   "durations": sched.durations()}
+        publish_report(summary)
+        return summary
 
     sched.run(middle)
-    lineage = [n for n in LINEAGE_STAGES if stages.enabled(n, ctx)]
+    lineage = [s.NAME for s in stages.PIPELINE if s.LINEAGE and s.enabled(ctx)]
     write_state(ctx.work, sched.count, {n: sched.records[n] for n in lineage},
                 {n: variant(ctx, n) for n in lineage})
     durations = sched.durations()
-    sched.run([last], extra={last: lambda: {
+    sched.run(tail, flow_inputs=lambda: {
         "fingerprint": fingerprint, "durations": durations, "freshness": freshness,
-        "stats": build_stats(sched, source.config.shard_pages, slots)}})
-    summary = sched.outputs(last)
+        "stats": build_stats(sched.records, sched.count, len(sched.layout),
+                             source.config.shard_pages, slots, sched.task_runs)})
+    published = sched.outputs(writer.NAME)
+    assert isinstance(published, Record), f"{writer.NAME} returned {published!r}"
+    summary = dict(published.info)
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
     summary["durations"] = durations
     summary["task_runs"] = sched.task_runs

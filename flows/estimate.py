@@ -1,21 +1,21 @@
 """`kpack build --estimate`: fetch and split like a build, then price the Claude extraction
 of the sections without calling Claude (sections the last build extracted count zero).
-Publishes nothing. Reuses the build's scheduler (flows.scheduler) and plan (flows.plan).
+Publishes nothing. Reuses the build's scheduler (flows.scheduler) and plan (flows.plan),
+and names no stage: it runs what the priced stages (`PRICED`) read, then asks them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections import defaultdict
 from pathlib import Path
 
 from prefect import flow
 
 from flows.freshness import prepare
-from flows.plan import build_context, extract_config, plan_shards
+from flows.plan import build_context, plan_shards
 from flows.scheduler import Scheduler
 from flows.settings import quiet_libraries, result_settings
-from tasks.extract import core as extract_core
+from flows.summary import build_facts
+from tasks import stages
 from tasks.publish.atomic import new_build_id
 from tasks.sources import load_source
 
@@ -25,7 +25,8 @@ def estimate_pack(
     name: str, source_dir: str, work_dir: str, embedding_model: str | None = None,
     extractor: str | None = None, allow_private_hosts: bool = False,
 ) -> dict:
-    """Fetch and split like a build, then price the extraction without calling Claude."""
+    """Run the stages the priced ones read (fetch and split), as a build would, then price
+    the stages that declare a cost (`PRICED`: the Claude extraction) without running them."""
     source = load_source(source_dir)
     ctx = build_context(source, new_build_id(), Path(work_dir) / "estimate-out", work_dir,
                         embedding_model, extractor or "offline", allow_private_hosts, None)
@@ -33,29 +34,26 @@ def estimate_pack(
     layout = plan_shards(ctx, expanded.urls, source.config.shard_pages,
                          lastmod=expanded.lastmod)
     sched = Scheduler(ctx, layout)
-    sched.run(["fetch", "split"])
-    fetched, split = sched.outputs("fetch"), sched.outputs("split")
-    xcfg = extract_config(source, "claude", None)
-    total: dict = defaultdict(int)
-    from tasks.extract.claude import remembered
-    from tasks.stages.extract import _settings, known_outputs
+    priced = [s for s in stages.PIPELINE if s.PRICED and s.enabled(ctx)]
+    sched.run(upstream([s.NAME for s in priced]))
+    facts = build_facts(sched.records)
+    out = {"pack": source.name, "pages": facts.get("pages", 0)}
+    for stage in priced:
+        runs = [(shard, sched.inputs(stage.NAME, shard)) for shard in layout]
+        out.update(stage.estimate(ctx, runs, facts))
+    return out
 
-    settings = _settings(dataclasses.replace(ctx, extract=xcfg))
-    for shard, record in zip(layout, split):
-        known, memory = known_outputs(list(shard.previous_outputs("extract")))
-        est = extract_core.estimate_cost(
-            record.table("sections"), xcfg, set(known),
-            {k for k, f in memory.failures.items() if remembered(f, settings)})
-        for k in ("sections", "cached", "remembered", "to_call", "calls", "input_tokens",
-                  "output_tokens"):
-            total[k] += est[k]
-        total["cost_usd"] += est["cost_usd"]
-        meta = {k: est[k] for k in ("model", "mode", "price_known", "prices_as_of")}
-    pages = sum(r.rows["usable"] for r in fetched)
-    return {"pack": source.name, "pages": pages, **dict(total),
-            "cost_usd": round(total["cost_usd"], 6),
-            "usd_per_100_pages": round(100 * total["cost_usd"] / pages, 4) if pages else 0.0,
-            **meta}
+
+def upstream(names: list[str]) -> list[str]:
+    """The stages that `names` read, directly or through others, in pipeline order."""
+    wanted: set[str] = set()
+    todo = [dep for name in names for dep in stages.inputs_of(name)]
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo.extend(stages.inputs_of(name))
+    return [name for name in stages.names() if name in wanted]
 
 
 def run_estimate(source_dir: str | Path, out_dir: str | Path, *, work_dir=None,

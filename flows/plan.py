@@ -48,16 +48,11 @@ def chunking(source: SourceConfig, embedder: ModelInfo) -> tuple[int, int]:
 
 
 def fetch_config(source: SourceConfig, allow_private_hosts: bool) -> fetch_core.FetchConfig:
+    """pack.toml's fetch settings; `allow_private_hosts` from the command line adds to its."""
     cfg = source.config
-    return fetch_core.FetchConfig(
-        timeout_s=cfg.fetch_timeout_s,
-        max_bytes=cfg.max_page_bytes,
-        concurrency=cfg.fetch_concurrency,
-        per_host_concurrency=cfg.per_host_concurrency,
-        allowed_hosts=tuple(cfg.allowed_hosts),
-        allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts,
-        auth=tuple(cfg.auth),
-    )
+    return fetch_core.FetchConfig.from_pack(
+        cfg, allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts,
+        urls_file=str(source.urls_file))
 
 
 def extract_config(source: SourceConfig, kind: str | None, max_cost_usd: float | None,
@@ -101,8 +96,8 @@ def plan_shards(ctx: BuildContext, urls: list[str], shard_pages: int,
                                     for u in group), encoding="utf-8")
         parents = shards.lineage(index, count, before)
         previous = tuple(
-            (name, previous_outputs(state, name, variant(ctx, name), parents))
-            for name in ("fetch", "extract", "embed", "keywords"))
+            (stage.NAME, previous_outputs(state, stage.NAME, stage.variant(ctx), parents))
+            for stage in stages.PIPELINE if stage.LINEAGE)
         layout.append(shards.Shard(index, count, str(path), previous))
     return layout
 
@@ -120,16 +115,15 @@ def _comparable(ctx: BuildContext, before: int, shard_pages: int, slots: int) ->
 
 def variant(ctx: BuildContext, name: str) -> str:
     """What a stage's per-section outputs depend on besides the pages: reused only under
-    the same variant. Extraction responses are keyed by their request (model and prompt
-    included), so any earlier extraction may serve."""
-    return "any" if name == "extract" else stage_key(stages.get(name).settings(ctx))
+    the same variant (the stage's `variant`)."""
+    return stages.get(name).variant(ctx)
 
 
-def inputs_fingerprint(ctx: BuildContext, fetched: list[Record]) -> str:
-    """Everything a published build is made from: the pages and every stage's settings."""
-    settings = [(name, stages.get(name).settings(ctx)) for name in stages.PIPELINE
-                if name != "keywords" or ctx.keyword_vectors]
-    return stage_key("inputs", sorted(r.ref for r in fetched), settings, ctx.description,
+def inputs_fingerprint(ctx: BuildContext, made_from: list[Record]) -> str:
+    """Everything a published build is made from: the records of the stages it starts
+    from (the pages) and the settings of every stage this build runs."""
+    settings = [(s.NAME, s.settings(ctx)) for s in stages.PIPELINE if s.enabled(ctx)]
+    return stage_key("inputs", sorted(r.ref for r in made_from), settings, ctx.description,
                      FORMAT_VERSION, QUERY_MODULE_VERSION)
 
 

@@ -8,11 +8,13 @@ the records of the stages named in its `INPUTS`:
     pack stage  ← shard stage     every shard's record, in shard order (waits for all)
     pack stage  ← pack stage      the one record
 
-Optional declarations a stage may make (tasks/stages/__init__.py lists them): `enabled(ctx)`
-(off: it is not run and its dependents read nothing from it), `window(ctx, shard_count)`
-(at most that many of its shards in flight, with the context each runs with) and
-`shard_inputs(ctx, records_of)` (extra inputs per shard, from records it asks for).
-So adding a stage is one module and one entry in PIPELINE.
+What else the scheduler reads of a stage (tasks/stages/__init__.py lists every
+declaration): `enabled(ctx)` (off: it is not run and its dependents read nothing from it),
+`window(ctx, shard_count)` (at most that many of its shards in flight, with the context
+each runs with), `shard_inputs(ctx, records_of)` (extra inputs per shard, from records it
+asks for), `FLOW_INPUTS` (inputs the flow itself provides), `ISOLATE` (a child process for
+large packs), `SHARD_ARTIFACT` (a table on each task run), and its retries. So adding a
+stage is one module and one entry in PIPELINE.
 
 Whether a run is reused is decided once, when it is submitted (its inputs are records by
 then): `tasks.stages.reusable`, its content key with a complete output on disk. The task's
@@ -41,11 +43,9 @@ from flows.settings import stage_logging
 from tasks import faults, shards, stages
 from tasks.publish.guard import GuardError
 from tasks.stages import isolated
+from tasks.stages.base import SHARD
 from tasks.stages.common import BuildContext, Record
 
-# The reduce steps whose memory grows with the pack; the flow asks for them to run in a
-# child process on in-process runners for large packs (tasks/stages/isolated.py).
-ISOLATED_STAGES = ("resolve", "publish")
 WAKE_S = 0.5  # how often a waiting driver looks for Ctrl-C (see Scheduler._next_finished)
 
 
@@ -61,10 +61,11 @@ def run_stage(name: str, ctx: BuildContext, shard: shards.Shard | None, inputs: 
     stage_logging()  # here, so it holds in whichever process runs the task
     faults.check(ctx.faults, name, shard.index if shard else None,
                  ctx.work.pack_dir / "faults" / ctx.build_id)
-    if shard is None and ctx.isolate_reduce and name in ISOLATED_STAGES:
+    stage = stages.get(name)
+    if shard is None and ctx.isolate_reduce and stage.ISOLATE:
         return isolated.run(name, ctx, inputs)
-    record = stages.get(name).run(ctx, shard, inputs)
-    if name == "extract":  # its calls and cost, on its task run in the UI
+    record = stage.run(ctx, shard, inputs)
+    if shard is not None and stage.SHARD_ARTIFACT:  # e.g. its calls and cost, in the UI
         shard_cost_artifact(ctx.pack, shard, record)
     return record
 
@@ -130,9 +131,9 @@ class Scheduler:
     # --- walking the list ----------------------------------------------------------------
 
     def run(self, names: Iterable[str],
-            extra: Mapping[str, Callable[[], dict]] | None = None) -> None:
+            flow_inputs: Callable[[], Mapping[str, Any]] | None = None) -> None:
         """Run the stages `names`, each as it declares: a run starts as soon as its inputs
-        are done; `extra[name]()` gives a pack stage inputs of the flow's own (called just
+        are done; a stage with FLOW_INPUTS gets those of `flow_inputs()` (called just
         before it is submitted). Returns when every one of their runs has finished;
         BuildError at the first that failed."""
         names = list(names)
@@ -141,12 +142,12 @@ class Scheduler:
             self.futures[name] = {}
             if stages.enabled(name, self.ctx):
                 scope = stages.get(name).SCOPE
-                jobs += [(name, s) for s in self.layout] if scope == "shard" else [(name, None)]
+                jobs += [(name, s) for s in self.layout] if scope == SHARD else [(name, None)]
             self.expected[name] = sum(j[0] == name for j in jobs)
         while True:
             for job in [j for j in jobs if self._ready(*j)]:
                 jobs.remove(job)
-                self._start(*job, (extra or {}).get(job[0]))
+                self._start(*job, flow_inputs)
             running = [f for n in names for f in self.futures[n].values()
                        if f not in self.results]
             if not running:
@@ -163,9 +164,14 @@ class Scheduler:
         if futures is None:
             raise KeyError(f"stage {name!r} has not been run in this build")
         results = self.wait(futures[i] for i in sorted(futures, key=lambda i: i or 0))
-        if stages.get(name).SCOPE == "pack":
+        if stages.get(name).SCOPE != SHARD:
             return results[0] if results else None
         return results
+
+    def all_records(self, name: str) -> list[Record]:
+        """Every record of stage `name` in shard order, waiting for them ([] when off)."""
+        out = self.outputs(name)
+        return out if isinstance(out, list) else [] if out is None else [out]
 
     def _finished(self, name: str) -> bool:
         """Every run of stage `name` has been submitted and has finished."""
@@ -176,13 +182,12 @@ class Scheduler:
     def _ready(self, name: str, shard: shards.Shard | None) -> bool:
         """Whether a run of `name` (on `shard`, or for the pack) may start: its inputs are
         done, and its stage's window (if any) has room."""
-        module = stages.get(name)
-        if hasattr(module, "window"):
-            window, _ = module.window(self.ctx, len(self.layout))
-            if sum(f not in self.results for f in self.futures[name].values()) >= window:
+        window = stages.get(name).window(self.ctx, len(self.layout))
+        if window is not None:
+            if sum(f not in self.results for f in self.futures[name].values()) >= window[0]:
                 return False
-        for dep in module.INPUTS:
-            if shard is not None and stages.get(dep).SCOPE == "shard" and self.expected.get(dep):
+        for dep in stages.inputs_of(name):
+            if shard is not None and stages.get(dep).SCOPE == SHARD and self.expected.get(dep):
                 future = self.futures[dep].get(shard.index)
                 if future is None or future not in self.results:
                     return False
@@ -190,27 +195,34 @@ class Scheduler:
                 return False
         return True
 
-    def _start(self, name: str, shard: shards.Shard | None,
-               extra: Callable[[], dict] | None) -> None:
-        """Submit one run of `name` with its inputs' records (all done by now)."""
-        module = stages.get(name)
+    def inputs(self, name: str, shard: shards.Shard | None) -> dict[str, Any]:
+        """The records a run of `name` reads (its inputs' runs are done by now): the same
+        shard's record of a shard stage, else every shard's records (or the one record)."""
         inputs: dict[str, Any] = {}
-        for dep in module.INPUTS:
-            if shard is not None and stages.get(dep).SCOPE == "shard":
+        for dep in stages.inputs_of(name):
+            if shard is not None and stages.get(dep).SCOPE == SHARD:
                 future = self.futures[dep].get(shard.index)
                 inputs[dep] = self.results[future] if future is not None else None
             else:
                 inputs[dep] = self.outputs(dep)
+        return inputs
+
+    def _start(self, name: str, shard: shards.Shard | None,
+               flow_inputs: Callable[[], Mapping[str, Any]] | None) -> None:
+        """Submit one run of `name` with its inputs' records (all done by now)."""
+        stage = stages.get(name)
+        inputs = self.inputs(name, shard)
+        if stage.FLOW_INPUTS:
+            given = flow_inputs() if flow_inputs else {}
+            inputs.update({k: given[k] for k in stage.FLOW_INPUTS})
         ctx = self.ctx
-        if shard is None:
-            inputs.update(extra() if extra else {})
-        else:
-            if hasattr(module, "shard_inputs"):
-                if name not in self.shard_extras:
-                    self.shard_extras[name] = module.shard_inputs(self.ctx, self.outputs)
-                inputs.update(self.shard_extras[name].get(shard.index, {}))
-            if hasattr(module, "window"):
-                _, ctx = module.window(self.ctx, len(self.layout))
+        if shard is not None:
+            if name not in self.shard_extras:
+                self.shard_extras[name] = stage.shard_inputs(self.ctx, self.outputs)
+            inputs.update(self.shard_extras[name].get(shard.index, {}))
+            window = stage.window(self.ctx, len(self.layout))
+            if window is not None:
+                ctx = window[1]
         index = shard.index if shard is not None else None
         self.futures[name][index] = self.submit(name, shard, inputs, ctx)
 
@@ -220,12 +232,12 @@ class Scheduler:
                ctx: BuildContext | None = None) -> PrefectFuture:
         """One task run of stage `name`; a run that is not reusable (tasks.stages.reusable)
         refreshes Prefect's cache entry for its key instead of reading it."""
-        module = stages.get(name)
+        stage = stages.get(name)
         ctx = ctx or self.ctx
         run_name = f"{name}-{self.ctx.pack}" + (f"-{shard.label}" if shard else "")
         future = stage_task.with_options(
-            name=name, task_run_name=run_name, retries=module.RETRIES,
-            retry_delay_seconds=getattr(module, "RETRY_DELAY_S", 1),
+            name=name, task_run_name=run_name, retries=stage.RETRIES,
+            retry_delay_seconds=stage.RETRY_DELAY_S,
             retry_condition_fn=retry_condition,
             refresh_cache=not stages.reusable(name, ctx, shard, inputs),
         ).submit(name, ctx, shard, inputs)

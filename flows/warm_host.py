@@ -34,7 +34,7 @@ def preload() -> None:
 
     import flows.build  # noqa: F401 (Prefect, the stages, polars)
     import flows.cli.build  # noqa: F401
-    from tasks import stages
+    import tasks.stages  # noqa: F401 (every stage module comes with the package)
 
     # what a no-change rebuild imported after the fork (2026-11-27), beyond the build itself
     for name in ("prefect.flow_engine", "prefect.task_engine", "prefect.task_runners",
@@ -48,8 +48,6 @@ def preload() -> None:
                  "httpx", "websockets"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    for name in stages.PIPELINE:
-        stages.get(name)
 
 
 class Host:

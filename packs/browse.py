@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from packs.rows import Entity, SectionFields
 
 if TYPE_CHECKING:
     from packs.db import PackDB
@@ -93,25 +95,10 @@ FACTS_BY_TEXT = (
 
 
 @dataclass
-class Section:
-    id: str
-    article_id: str
-    url: str
-    title: str
-    heading_path: str
-    content: str
+class Section(SectionFields):
     word_count: int
     position: int
     chunk: int
-
-
-@dataclass
-class Entity:
-    id: str
-    name: str
-    type: str
-    description: str
-    aliases: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -47,12 +47,13 @@ class Judgement:
 
 def judge_client(timeout: float = JUDGE_TIMEOUT_S):
     """An `anthropic.Anthropic` for the key in ANTHROPIC_API_KEY (None when unset);
-    ANTHROPIC_BASE_URL is honoured. The SDK retries transient failures twice."""
+    ANTHROPIC_BASE_URL is honoured. Transient failures are asked again twice, by the one
+    retry loop (`packs.llm.client.RetryingClient`), not by the SDK."""
     key = llm_client.api_key()
     if key is None:
         return None
-    return llm_client.new_client(key, base_url=llm_client.base_url(), timeout=timeout,
-                                 max_retries=2)
+    return llm_client.RetryingClient(llm_client.new_client(
+        key, base_url=llm_client.base_url(), timeout=timeout))
 
 
 def judge_answer(client, question: str, reference: str, answer: str,

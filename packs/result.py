@@ -7,15 +7,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from packs.rows import SectionFields
+
 
 @dataclass
-class RankedSection:
-    id: str
-    article_id: str
-    url: str
-    title: str
-    heading_path: str
-    content: str
+class RankedSection(SectionFields):
     score: float  # 0-1, the same across questions (packs/retrieval/scores.py)
     similarity: float | None = None  # cosine similarity to the question
     stages: list[str] = field(default_factory=list)  # stages that found or moved it

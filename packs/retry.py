@@ -6,19 +6,30 @@ Claude calls (tasks/llm/, packs/llm/).
   then `Retry-After` in seconds or as an HTTP date;
 - how long to wait when it did not say: `backoff_s`, exponential with "equal jitter" (half
   fixed, half random: workers spread out but every one still waits);
-- `RetryPolicy`: how many retries and the caps, and `delay()`, the one rule combining them.
+- `RetryPolicy`: how many retries and the caps, and `delay()`, the one rule combining them;
+- the one retry loop, tenacity driven by a policy: `call` (a function, blocking),
+  `retrying` and `async_retrying` (the same loop as tenacity objects, for a caller that
+  wants the attempt's state, e.g. the fetch client's log line). The SDK's own retries are
+  off wherever this loop retries (`packs.llm.client`).
 
-Pure: no I/O, no clock of its own (`now` and the random draw are arguments), so the loops
-that use it (tenacity in the fetch client, the LLM layer's retry loop) keep their injected
-clocks and sleeps.
+The rules are pure: no I/O, no clock of their own (`now` and the random draw are
+arguments). The loop takes its `sleep` and random draw as arguments, so tests inject them
+and never really sleep. tenacity is imported when a loop is built, not with this module.
 """
 
 from __future__ import annotations
 
 import email.utils
-from collections.abc import Mapping
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+Transient = Callable[[BaseException], bool]  # whether an error is worth another attempt
+RetryAfter = Callable[[BaseException], "float | None"]  # the wait the error asks for
 
 # Timeouts (408), conflicts the server asks to repeat (409), rate limits (429), server
 # errors and overload (529, Anthropic's). 501 and 505 say the request itself is wrong.
@@ -77,6 +88,66 @@ class RetryPolicy:
         if retry_after is not None:
             return min(retry_after, self.max_retry_after_s)
         return backoff_s(attempt, rand, base=self.backoff_base_s, cap=self.backoff_cap_s)
+
+
+def _options(policy: RetryPolicy, transient: Transient, retry_after: RetryAfter | None,
+             rand: Callable[[], float],
+             before_sleep: Callable[[int, BaseException, float], Any] | None) -> dict:
+    """tenacity's arguments for `policy`: at most max_retries + 1 attempts, retrying the
+    errors `transient` accepts after `policy.delay` (the error's `retry_after`, else
+    backoff), the last error re-raised. `before_sleep(attempt, error, wait)` runs before
+    each wait. The random draw is taken only before a wait that happens."""
+    from tenacity import retry_if_exception, stop_after_attempt
+
+    def wait(state: Any) -> float:
+        if state.attempt_number > policy.max_retries:  # no wait follows the last attempt
+            return 0.0
+        exc = state.outcome.exception()
+        asked = retry_after(exc) if retry_after is not None else None
+        return policy.delay(state.attempt_number, asked, rand())
+
+    def before(state: Any) -> None:
+        if before_sleep is not None:
+            before_sleep(state.attempt_number, state.outcome.exception(),
+                         state.next_action.sleep)
+
+    return {"stop": stop_after_attempt(policy.max_retries + 1), "wait": wait,
+            "retry": retry_if_exception(transient), "before_sleep": before, "reraise": True}
+
+
+def retrying(policy: RetryPolicy, *, transient: Transient,
+             retry_after: RetryAfter | None = None,
+             sleep: Callable[[float], None] = time.sleep,
+             rand: Callable[[], float] = random.random,
+             before_sleep: Callable[[int, BaseException, float], Any] | None = None) -> Any:
+    """The retry loop for blocking calls (a `tenacity.Retrying`; see `_options`)."""
+    from tenacity import Retrying
+
+    return Retrying(sleep=sleep, **_options(policy, transient, retry_after, rand, before_sleep))
+
+
+def async_retrying(policy: RetryPolicy, *, transient: Transient,
+                   sleep: Callable[[float], Awaitable[None]],
+                   retry_after: RetryAfter | None = None,
+                   rand: Callable[[], float] = random.random,
+                   before_sleep: Callable[[int, BaseException, float], Any] | None = None
+                   ) -> Any:
+    """The same loop for coroutines (a `tenacity.AsyncRetrying`)."""
+    from tenacity import AsyncRetrying
+
+    return AsyncRetrying(sleep=sleep,
+                         **_options(policy, transient, retry_after, rand, before_sleep))
+
+
+def call(fn: Callable[[], T], policy: RetryPolicy, *, transient: Transient,
+         retry_after: RetryAfter | None = None,
+         sleep: Callable[[float], None] = time.sleep,
+         rand: Callable[[], float] = random.random,
+         before_sleep: Callable[[int, BaseException, float], Any] | None = None) -> T:
+    """`fn()`, asked again after each error `transient` accepts, at most
+    `policy.max_retries` times; the last error is re-raised, and any other at once."""
+    return retrying(policy, transient=transient, retry_after=retry_after, sleep=sleep,
+                    rand=rand, before_sleep=before_sleep)(fn)
 
 
 def _number(value: str | None) -> float | None:

@@ -1,14 +1,16 @@
-"""The rows the query side reads from a pack's database: one section as a `Row`, and the
-primary-key lookup statement (`by_key`) that fetches a few of them (packs/db.py runs it)."""
+"""The rows the query side reads from a pack's database: the fields every view of a
+section starts with (`SectionFields`: a search row, a ranked result, a browsed section),
+one section as a `Row`, an entity as the pack stores it (`Entity`), and the primary-key
+lookup statement (`by_key`) that fetches a few sections (packs/db.py runs it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
-class Row:
-    """One section as the query side sees it."""
+class SectionFields:
+    """What names a section and holds its text, in the order every section view has it."""
 
     id: str
     article_id: str
@@ -16,6 +18,24 @@ class Row:
     title: str
     heading_path: str
     content: str
+
+
+@dataclass
+class Entity:
+    """An entity as the pack's entities table holds it (the build resolves them, the
+    browser reads them back)."""
+
+    id: str
+    name: str
+    type: str
+    description: str
+    aliases: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Row(SectionFields):
+    """One section as the query side sees it."""
+
     word_count: int
     position: int
     similarity: float | None = None  # cosine similarity to the question

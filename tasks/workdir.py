@@ -55,9 +55,10 @@ def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
-def write_parquet(df: pl.DataFrame, path: Path) -> None:
+def write_parquet(df: pl.DataFrame, path: str | Path) -> None:
     """Write via a temp file and rename, so a killed run never leaves a torn intermediate
     that the next run would mistake for finished work."""
+    path = Path(path)
     tmp = _tmp(path)
     df.write_parquet(tmp)
     os.replace(tmp, path)

@@ -348,7 +348,7 @@ def _extract_record(shard: int, **work):
 
 
 def test_the_report_lists_calls_and_cost_per_shard_costliest_first() -> None:
-    from flows.summary import extract_by_shard
+    from tasks.stages.extract import extract_by_shard
 
     records = [_extract_record(0, calls=1, cache_hits=6, input_tokens=300, output_tokens=40,
                                cost_usd=0.001),

@@ -21,12 +21,14 @@ from benchmarks import (
     gate_experiments,
     gate_small_packs,
     graph_precision,
+    graph_share,
     k8s_build,
     k8s_runners,
     lead_in_chunks,
     query_latency,
     retrieval_defaults,
     scifact,
+    whole_pack,
     xquad,
     xquad_answers,
 )
@@ -308,7 +310,8 @@ def data(tmp_path_factory):
 
 def test_benchmarks_skip_without_data(tmp_path, capsys):
     for module in (scifact, xquad, gate_calibration, gate_experiments, gate_small_packs,
-                   xquad_answers, doc_answers, retrieval_defaults, query_latency):
+                   xquad_answers, doc_answers, retrieval_defaults, query_latency, whole_pack,
+                   graph_share):
         assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
         assert capsys.readouterr().out.startswith("skipped:")
     for module in (k8s_build, k8s_runners):
@@ -498,6 +501,31 @@ def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
     assert report.read_text().startswith("# Documentation answer sets")
 
 
+def test_tiny_whole_pack_benchmark(tmp_path, prefect_harness, capsys):
+    _write_k8s(tmp_path)
+    questions = tmp_path / "whole.jsonl"
+    questions.write_text(json.dumps({
+        "id": "w1", "question": "Which kubectl commands create a Secret from literal values "
+                                "or files?", "kind": "list",
+        "items": [{"item": "kubectl create secret generic",
+                   "alternatives": ["kubectl create secret generic"],
+                   "pages": ["tasks/configmap-secret/managing-secret-using-kubectl.md"]},
+                  {"item": "minikube", "alternatives": ["minikube"],
+                   "pages": ["tutorials/hello-minikube.md"]}],
+        "split": "dev"}) + "\n")
+    report = tmp_path / "whole.md"
+    assert whole_pack.main(["--data", str(tmp_path), "--work", str(tmp_path / "work"),
+                            "--corpus", "kubernetes", "--questions", str(questions),
+                            "--out", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "kubernetes dev: 1 questions" in out
+    for label in ("| product |", "| extractive |", "| top-k |", "| top-k, same words |"):
+        assert label in out, label
+    assert "citations verified:" in out and "questions with an unverified citation: 0" in out
+    assert "whole_pack_retrieval_only" in out  # the path ask() took
+    assert report.read_text().startswith("# Whole-pack questions")
+
+
 CARGO_BUILD_HTML = """<html><head><title>cargo build</title></head><body>
 <nav class="sidebar"><ol><li><a href="index.html">Introduction</a></li></ol></nav>
 <main><h1>cargo-build(1)</h1><h2 id="name">NAME</h2><p>cargo-build --- Compile the current
@@ -583,9 +611,14 @@ def test_tiny_runners_benchmark(tmp_path, capsys):
     assert "wall-time ratio" in text and "load average" in text
 
 
-def test_tiny_freshness_benchmark(tmp_path, prefect_harness, capsys):
+def test_tiny_freshness_benchmark(tmp_path, prefect_harness, capsys, monkeypatch):
     """40 pages behind a sitemap index, 10 % changed twice: the trusted rebuild skips
-    pages and downloads less than the conditional-only one of the same change."""
+    pages and downloads less than the conditional-only one of the same change. (Its
+    re-check sample is a quarter of a 40-page host's pages: the bound of #49, 20 % lies
+    caught within 2 builds with 99 %; the sample's salt is seeded here.)"""
+    from flows import freshness as build_freshness
+
+    monkeypatch.setattr(build_freshness, "_SYSTEM", random.Random(49))
     results = tmp_path / "freshness.md"
     freshness.main(["--pages", "40", "--change", "0.1", "--out", str(tmp_path / "out"),
                     "--results", str(results), "--in-process"])
@@ -598,7 +631,7 @@ def test_tiny_freshness_benchmark(tmp_path, prefect_harness, capsys):
     assert rows["first build"][page_200] == "40"
     assert rows["rebuild, lastmod not yet trusted"][page_304] == "36"
     trusted, never = rows["rebuild, lastmod trusted"], rows["same rebuild, trust_lastmod = never"]
-    assert int(trusted[skipped]) > 30 and never[skipped] == "0"
+    assert int(trusted[skipped]) > 20 and never[skipped] == "0"
     assert trusted[page_200] == never[page_200] == "4"
     assert int(trusted[4].replace(",", "")) < int(never[4].replace(",", ""))  # bytes
     assert "40 pages, 10% changed: the trusted rebuild downloaded" in out

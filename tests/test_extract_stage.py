@@ -14,8 +14,8 @@ import pytest
 from tasks import stages
 from tasks.llm import failures as llm_failures
 from tasks.shards import Shard
-from tasks.stages import extract as stage
 from tasks.stages.common import Record
+from tasks.stages.extract import STAGE as stage
 from tests.anthropic_fake import FakeAnthropic, default_responder
 from tests.conftest import OFFLINE_MODEL
 from tests.test_extract import corpus

@@ -317,6 +317,53 @@ def test_one_list_of_retryable_statuses() -> None:
             if is_retryable(s)] == [408, 409, 429, 500, 503, 529]
 
 
+class _Flaky(Exception):
+    def __init__(self, wait: float | None = None) -> None:
+        super().__init__("flaky")
+        self.wait = wait
+
+
+def test_the_one_retry_loop_waits_as_the_policy_says_with_an_injected_sleep() -> None:
+    from packs import retry
+
+    def failing(times: int, then: object, exc: Exception):
+        calls = []
+
+        def fn():
+            calls.append(1)
+            if len(calls) <= times:
+                raise exc
+            return then
+        return fn, calls
+
+    waits: list[float] = []
+    draws: list[float] = []
+    policy = RetryPolicy(max_retries=3, backoff_base_s=1.0, backoff_cap_s=30.0)
+
+    def rand() -> float:
+        draws.append(0.0)
+        return 0.0
+
+    fn, calls = failing(2, "ok", _Flaky())
+    assert retry.call(fn, policy, transient=lambda e: isinstance(e, _Flaky),
+                      sleep=waits.append, rand=rand) == "ok"
+    assert len(calls) == 3 and waits == [0.5, 1.0] and len(draws) == 2
+    # the server's wait, capped; the last failure re-raised, no wait after it
+    waits.clear()
+    fn, calls = failing(9, "ok", _Flaky(wait=99.0))
+    seen: list[tuple[int, float]] = []
+    with pytest.raises(_Flaky):
+        retry.call(fn, policy, transient=lambda e: isinstance(e, _Flaky),
+                   retry_after=lambda e: e.wait, sleep=waits.append, rand=rand,
+                   before_sleep=lambda n, e, w: seen.append((n, w)))
+    assert len(calls) == 4 and waits == [30.0] * 3 and seen == [(1, 30.0), (2, 30.0), (3, 30.0)]
+    # an error it does not retry is raised at once
+    fn, calls = failing(1, "ok", KeyError("no"))
+    with pytest.raises(KeyError):
+        retry.call(fn, policy, transient=lambda e: isinstance(e, _Flaky), sleep=waits.append)
+    assert len(calls) == 1
+
+
 def test_format_size() -> None:
     assert format_size(10 * MB) == "10 MB"
     assert format_size(1536) == "1.5 KB"

@@ -123,8 +123,8 @@ def test_keywords_stage_reuses_vectors_of_unchanged_texts(built, tmp_path):
     from flows.plan import build_context
     from tasks.shards import Shard
     from tasks.sources import load_source
-    from tasks.stages import keywords
     from tasks.stages.common import Record
+    from tasks.stages.keywords import STAGE as keywords
 
     source = tmp_path / "garden"
     source.mkdir()

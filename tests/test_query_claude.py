@@ -150,6 +150,37 @@ def test_transient_failure_degrades_to_labelled_extractive_answer(fake, pack):
     assert fake.stats.requests == 2
 
 
+def _no_sleep(monkeypatch) -> list[float]:
+    """The waits of the query side's retry loop, recorded instead of slept."""
+    from packs.llm import client as llm_client
+
+    waits: list[float] = []
+    monkeypatch.setattr(llm_client.shared_client(), "sleep", waits.append)
+    return waits
+
+
+def test_a_transient_failure_is_asked_again_by_the_one_retry_loop(fake, pack, monkeypatch):
+    """The SDK's retries are off; packs.retry's loop asks again after a 529 (jittered
+    backoff) and after a 429 (its Retry-After), and the answer is Claude's."""
+    waits = _no_sleep(monkeypatch)
+    fake.script += ["529", "429"]
+    answer = pack.ask(QUESTION, use_cache=False)
+    assert answer["query_type"] == "hybrid_search" and fake.stats.requests == 3
+    assert fake.stats.errors == {"529": 1, "429": 1}
+    assert 0.25 <= waits[0] < 0.5 and waits[1] == float(fake.retry_after)
+
+
+def test_the_retry_loop_gives_up_and_degrades(fake, pack, monkeypatch):
+    from packs.llm.client import MAX_RETRIES
+
+    waits = _no_sleep(monkeypatch)
+    fake.script += ["500"] * (MAX_RETRIES + 1)
+    answer = pack.ask(QUESTION, use_cache=False)
+    assert answer["query_type"] == "retrieval_only"
+    assert answer["answer"].startswith("Claude was unavailable (InternalServerError)")
+    assert fake.stats.requests == MAX_RETRIES + 1 and len(waits) == MAX_RETRIES
+
+
 def test_a_reply_without_an_answer_degrades(fake, pack):
     fake.responder = lambda req: {"citations": [{"n": 1, "quote": "x"}]}
     answer = pack.ask(QUESTION, use_cache=False)

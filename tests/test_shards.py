@@ -210,8 +210,8 @@ def test_threads_and_a_two_process_dask_cluster_build_the_same_pack(prefect_harn
     assert manifest["extra"]["shards"]["slots"] == 2  # 12 pages: too few to cut finer
     threads_manifest = json.loads((Path(threads["build_dir"]) / fmt.MANIFEST_FILE).read_text())
     assert threads_manifest["extra"]["shards"]["slots"] == 0
-    # 4 shards x 4 stages + links, resolve and publish, all through the scheduler
-    assert dask["task_runs"] == threads["task_runs"] == 4 * SHARDS + 3
+    # 4 shards x 4 stages + links, resolve, topics and publish, all through the scheduler
+    assert dask["task_runs"] == threads["task_runs"] == 4 * SHARDS + 4
     # every task ran in one of the two worker processes, and both took a share
     assert sum(executed.values()) == dask["task_runs"] and min(executed.values()) > 0
     assert len(worker_pids) == 2 and os.getpid() not in worker_pids
@@ -239,7 +239,8 @@ def test_a_failing_shard_is_retried_alone(prefect_harness, tmp_path, monkeypatch
     runs = {r.name: r for r in flow_task_runs("topics", summary["build_id"])}
     stages = ("fetch", "split", "extract", "embed")
     expected = {f"{s}-topics-{i}/{SHARDS}" for s in stages for i in range(1, SHARDS + 1)}
-    assert set(runs) == expected | {"links-topics", "resolve-topics", "publish-topics"}
+    assert set(runs) == expected | {"links-topics", "resolve-topics", "topics-topics",
+                                    "publish-topics"}
     assert runs[f"embed-topics-2/{SHARDS}"].run_count == 2  # failed once, retried
     assert all(r.run_count == 1 for name, r in runs.items() if name != f"embed-topics-2/{SHARDS}")
     assert all(r.state_type.value == "COMPLETED" for r in runs.values())
@@ -340,42 +341,48 @@ def test_a_build_killed_during_embedding_recomputes_only_unfinished_shards(
     assert {p.name for p in finished} <= {p.name for p in (work / "topics" / "embed").iterdir()}
 
 
+WORDS_STAGE = """
+import polars as pl
+
+from tasks.stages.base import Stage
+from tasks.stages.common import write_parquet
+
+CALLS = []
+
+
+class Words(Stage):
+    NAME = "words"
+    VERSION = "words-v1"
+    INPUTS = ("split",)
+    OUTPUTS = {"words": "words"}
+
+    def compute(self, ctx, shard, inputs, files, progress):
+        CALLS.append(shard.index)
+        sections = inputs["split"].table("sections")
+        write_parquet(sections.select(pl.col("content").str.split(" ").list.len()
+                                      .alias("words")), files["words"])
+
+
+STAGE = Words()
+"""
+
+
 def test_a_new_stage_is_one_module_and_one_list_entry(prefect_harness, tmp_path,
                                                       monkeypatch) -> None:
     """The scheduler walks tasks.stages.PIPELINE as each stage declares: a stage added to
-    the list runs per shard on its inputs' records, is cached by its content key, and
-    reruns where its input changed."""
-    import types
+    the list (one module, one entry before publish) runs per shard on its inputs' records,
+    is cached by its content key, reruns where its input changed, and publish still
+    publishes, with the new stage's time in the manifest."""
+    import importlib
 
     from tasks import stages
-    from tasks.stages.common import Record, stage_key, write_parquet
 
-    calls: list[int] = []
-
-    def key(ctx, shard, inputs):
-        return stage_key("words", inputs["split"].ref)
-
-    def output(ctx, content_key):
-        return ctx.work.stage("words") / f"words-{content_key}.parquet"
-
-    def run(ctx, shard, inputs, progress=None):
-        content_key = key(ctx, shard, inputs)
-        out = output(ctx, content_key)
-        if not out.is_file():
-            calls.append(shard.index)
-            sections = inputs["split"].table("sections")
-            write_parquet(sections.select(pl.col("content").str.split(" ").list.len()
-                                          .alias("words")), out)
-        return Record("words", content_key, shard.index, {"words": str(out)},
-                      {"sections": inputs["split"].rows["sections"]}, 0.0)
-
-    words = types.SimpleNamespace(
-        NAME="words", VERSION="words-v1", SCOPE="shard", INPUTS=("split",), RETRIES=0,
-        settings=lambda ctx: ("words-v1",), key=key, run=run,
-        complete=lambda ctx, k: output(ctx, k).is_file())
-    pipeline = (*stages.PIPELINE[:-1], "words", stages.PIPELINE[-1])
-    monkeypatch.setattr(stages, "PIPELINE", pipeline)
-    monkeypatch.setitem(stages._MODULES, "words", words)
+    (tmp_path / "words_stage.py").write_text(WORDS_STAGE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    words = importlib.import_module("words_stage")
+    calls = words.CALLS
+    monkeypatch.setattr(stages, "PIPELINE", (*stages.PIPELINE[:-1], words.STAGE,
+                                             stages.PIPELINE[-1]))
     with shard_site(tmp_path / "site") as (base, names, write):
         source = write_source(tmp_path / "topics", base, names, 'extractor = "offline"\n')
         run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
@@ -388,3 +395,6 @@ def test_a_new_stage_is_one_module_and_one_list_entry(prefect_harness, tmp_path,
     state = {r.name: r.state_name for r in flow_task_runs("topics", second["build_id"])}
     assert {i: state[f"words-topics-{i + 1}/{SHARDS}"] for i in range(SHARDS)} == {
         i: "Completed" if i == own else "Cached" for i in range(SHARDS)}
+    assert second["status"] == "published" and "words" in second["durations"]
+    manifest = json.loads((Path(second["build_dir"]) / fmt.MANIFEST_FILE).read_text())
+    assert "words" in manifest["durations"]

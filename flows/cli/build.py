@@ -138,9 +138,9 @@ def _print_build(summary: dict, as_json: bool) -> None:
     if as_json:
         print_json(summary)
         return
-    from packs.manifest import Freshness
+    from packs.manifest import Counts, Freshness
 
-    c = summary["counts"]
+    c = Counts.model_validate(summary["counts"])
     fresh = Freshness.model_validate(summary.get("freshness") or {}).pages.line()
     if summary.get("status") == "no changes":
         typer.echo(f"no changes: {summary['pack']} stays at build {summary['build_id']} "
@@ -150,8 +150,8 @@ def _print_build(summary: dict, as_json: bool) -> None:
         return
     typer.echo(
         f"built {summary['pack']} (build {summary['build_id']}) in {summary['seconds']} s: "
-        f"{c['articles']} articles, {c['sections']} sections, {c['entities']} entities, "
-        f"{c['facts']} facts, {c['links']} links"
+        f"{c.articles} articles, {c.sections} sections, {c.entities} entities, "
+        f"{c.facts} facts, {c.links} links"
     )
     if summary.get("changes"):
         from packs.diff import summary_line

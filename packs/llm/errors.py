@@ -4,6 +4,9 @@
   timeouts, unparseable responses): the ones callers degrade on or retry.
 - `is_terminal` (query side): the request or credentials are wrong (400, 401, 403, 404); no
   fallback should hide it, the caller raises `SynthesisError`.
+- `is_transient`, `retry_after_of` (query side): whether `packs.retry`'s loop asks again (a
+  status it retries, unless the server said `x-should-retry: false`; connection errors and
+  timeouts) and how long the server asked it to wait.
 - `classify` (build side): "transient" (the statuses `packs.retry` retries, connection
   errors, timeouts, unparseable responses: ask again, honouring Retry-After), "fatal" (401,
   402, 403, 404: stop the stage) or "item" (any other status: this one request fails),
@@ -44,6 +47,24 @@ def is_terminal(exc: BaseException) -> bool:
     return sdk is not None and isinstance(exc, (
         sdk.AuthenticationError, sdk.PermissionDeniedError, sdk.BadRequestError,
         sdk.NotFoundError))
+
+
+def is_transient(exc: BaseException) -> bool:
+    """An error worth asking again: a status `packs.retry` retries (unless the response
+    says `x-should-retry: false`), a connection error or a timeout."""
+    sdk = _sdk()
+    if sdk is None:
+        return False
+    if isinstance(exc, sdk.APIStatusError):
+        said = (exc.response.headers.get("x-should-retry") or "").lower()
+        return said != "false" and is_retryable(exc.status_code)
+    return isinstance(exc, sdk.APIConnectionError)  # includes APITimeoutError
+
+
+def retry_after_of(exc: BaseException) -> float | None:
+    """The wait a status error's response asks for (Retry-After), else None."""
+    response = getattr(exc, "response", None)
+    return retry_after_s(response.headers) if response is not None else None
 
 
 def classify(exc: Exception, *, model: str, base_url: str) -> tuple[str, str, float | None]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -22,11 +21,11 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
-from packs.retry import RetryPolicy, is_retryable, retry_after_s
+from packs.retry import RetryPolicy, async_retrying, is_retryable, retry_after_s
 from tasks.fetch.parse import is_text_type, media_type
 from tasks.fetch.policy import REDIRECT_STATUS, format_size
+from tasks.fetch.secret_urls import request_urls
 from tasks.fetch.types import AuthError, FetchConfig, Sleep
 
 ACCEPT = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
@@ -122,37 +121,29 @@ class PoliteClient:
         self.policy = RetryPolicy(max_retries=config.max_retries,
                                   backoff_cap_s=config.max_retry_after_s,
                                   max_retry_after_s=config.max_retry_after_s)
+        # URL as recorded (its secrets REDACTED) -> the URL to request (urls.txt's line, or
+        # a sitemap index's entry); in memory only
+        self.requests: dict[str, str] = {}
+        if config.urls_file:
+            self.requests = request_urls(config.urls_file, config.secret_params)
 
     async def get(self, url: str, headers: dict[str, str], *, typed: bool = True) -> Hop:
         """GET with retries on transient failures (jittered backoff, Retry-After honoured).
         `typed=False` takes any content type (a sitemap may come as gzip). Raises Outcome
         once the retries are spent or the failure is terminal."""
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.policy.max_retries + 1),
-            wait=self._wait,
-            retry=retry_if_exception_type(Transient),
-            sleep=self.sleep,
-            before_sleep=self._log_retry,
-            reraise=True,
-        )
+        retrying = async_retrying(
+            self.policy, transient=lambda exc: isinstance(exc, Transient),
+            retry_after=lambda exc: exc.retry_after, sleep=self.sleep,
+            before_sleep=_log_retry)
         try:
             return await retrying(
-                self.get_once, url, headers, max_bytes=self.config.max_bytes, typed=typed
+                self.get_once, self.requests.get(url, url), headers,
+                max_bytes=self.config.max_bytes, typed=typed
             )
         except Transient as exc:
             attempts = self.config.max_retries + 1
             reason = f"{exc.reason} (after {attempts} attempts)" if attempts > 1 else exc.reason
             raise Outcome("failed", reason, exc.http_status) from None
-
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        retry_after = exc.retry_after if isinstance(exc, Transient) else None
-        return self.policy.delay(state.attempt_number, retry_after, random.random())
-
-    def _log_retry(self, state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        wait = state.next_action.sleep if state.next_action else 0.0
-        log.info("retrying in %.1f s after attempt %d: %s", wait, state.attempt_number, exc)
 
     async def get_once(
         self, url: str, headers: dict[str, str], *, max_bytes: int, typed: bool
@@ -204,6 +195,10 @@ class PoliteClient:
             yield
         finally:
             slot.release()
+
+
+def _log_retry(attempt: int, exc: BaseException, wait: float) -> None:
+    log.info("retrying in %.1f s after attempt %d: %s", wait, attempt, exc)
 
 
 async def _read_response(response: httpx.Response, max_bytes: int, typed: bool) -> Hop:

@@ -21,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import httpx
 import polars as pl
@@ -35,12 +36,19 @@ from tasks.fetch.sitemap_walk import Listed, Previous, Walk, describe, walk
 from tasks.fetch.types import FetchConfig, Sleep
 from tasks.workdir import WorkDir, log, stage_key, write_parquet, write_text
 
-if TYPE_CHECKING:  # tasks.sources imports tasks.fetch (HostAuth): the type only, no circle
-    from tasks.sources import SourceConfig
-
 FOLDER = "sitemaps"
 LATEST = "latest.json"
 MAX_LISTED = 50  # failed sitemap files a report names; the files table keeps them all
+
+
+class Source(Protocol):
+    """What `expand` reads of a `tasks.sources.SourceConfig`: its urls.txt entries and
+    sitemap lines (each with a `url`) and its config's [sitemap] table. Named here, not
+    imported: tasks.sources imports tasks.fetch (HostAuth), and no import may go back."""
+
+    urls: Sequence[Any]
+    sitemaps: Sequence[Any]
+    config: Any
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,7 @@ class Expanded:
     report: dict = field(default_factory=dict)
 
 
-def expand(work: WorkDir, source: SourceConfig, config: FetchConfig, *,
+def expand(work: WorkDir, source: Source, config: FetchConfig, *,
            sleep: Sleep | None = None,
            transport: httpx.AsyncBaseTransport | None = None) -> Expanded:
     """urls.txt's pages, then its sitemaps' pages (see the module docstring).

@@ -10,16 +10,13 @@ from __future__ import annotations
 import base64
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from tasks.fetch.policy import DEFAULT_GITHUB_RAW_BASE, host_allowed
-
-if TYPE_CHECKING:
-    from tasks.sources import PackConfig
 
 VERSION = "0.1.0"
 USER_AGENT = f"knowledge-packs/{VERSION} (+https://github.com/knowledge-packs)"
@@ -102,6 +99,20 @@ class HostAuth(BaseModel):
         return raw
 
 
+class PackFetchSettings(Protocol):
+    """The fetch fields of pack.toml (`tasks.sources.PackConfig` has them): named here, not
+    imported, because tasks.sources imports this module for `HostAuth`."""
+
+    fetch_timeout_s: float
+    max_page_bytes: int
+    fetch_concurrency: int
+    per_host_concurrency: int
+    allowed_hosts: Sequence[str]
+    allow_private_hosts: bool
+    auth: Sequence[HostAuth]
+    secret_params: Sequence[str]
+
+
 @dataclass(frozen=True)
 class FetchConfig:
     """How to fetch. Defaults live here; `from_pack` maps pack.toml fields onto it."""
@@ -124,6 +135,11 @@ class FetchConfig:
     # a folder where the fetches of one build share robots.txt files (robots_cache.py);
     # "" = each fetch asks on its own
     robots_cache: str = ""
+    # pack.toml secret_params: more query parameters whose values are secrets
+    secret_params: tuple[str, ...] = ()
+    # the source's urls.txt: a URL recorded with a secret REDACTED is requested as written
+    # there (tasks.fetch.secret_urls.request_urls, read by the client; "" = as recorded)
+    urls_file: str = ""
 
     def __post_init__(self) -> None:
         for name in (
@@ -148,7 +164,7 @@ class FetchConfig:
             )
 
     @classmethod
-    def from_pack(cls, pack: PackConfig, **overrides: object) -> FetchConfig:
+    def from_pack(cls, pack: PackFetchSettings, **overrides: object) -> FetchConfig:
         """A FetchConfig from a `tasks.sources.PackConfig` (fetch_* fields, allowed_hosts,
         allow_private_hosts, max_page_bytes, auth), with keyword overrides on top."""
         values: dict[str, object] = {
@@ -159,6 +175,7 @@ class FetchConfig:
             "allowed_hosts": tuple(pack.allowed_hosts),
             "allow_private_hosts": pack.allow_private_hosts,
             "auth": tuple(pack.auth),
+            "secret_params": tuple(pack.secret_params),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

@@ -89,22 +89,22 @@ class Breaker:
             raise self.error
 
     def attempt(self, ok: bool, message: str = "") -> None:
-        with self._lock:
-            self._attempts = 0 if ok else self._attempts + 1
-            if not ok and self.threshold and self._attempts >= self.threshold and \
-                    self.error is None:
-                self.error = CircuitOpen(
-                    f"stopped calling Claude: {self._attempts} calls in a row to "
-                    f"{self.base_url or 'the API'} failed (last: {message}). Check that the "
-                    "API is reachable (ANTHROPIC_BASE_URL, network), or build with "
-                    "--extractor offline")
+        """Count a call that failed in transport (or reset the count on one that did not)."""
+        self._count("_attempts", ok, lambda n: (
+            f"{n} calls in a row to {self.base_url or 'the API'} failed (last: {message}). "
+            "Check that the API is reachable (ANTHROPIC_BASE_URL, network), or build with "
+            "--extractor offline"))
 
     def answer(self, ok: bool, message: str = "") -> None:
+        """Count an unusable answer (or reset the count on a usable one)."""
+        self._count("_answers", ok, lambda n: (
+            f"the last {n} answers were all unusable (last: {message}). Check "
+            "extractor_model in pack.toml, or build with --extractor offline"))
+
+    def _count(self, counter: str, ok: bool, why: Callable[[int], str]) -> None:
+        """Add a failure to `counter` (or reset it); open the breaker at `threshold`."""
         with self._lock:
-            self._answers = 0 if ok else self._answers + 1
-            if not ok and self.threshold and self._answers >= self.threshold and \
-                    self.error is None:
-                self.error = CircuitOpen(
-                    f"stopped calling Claude: the last {self._answers} answers were all "
-                    f"unusable (last: {message}). Check extractor_model in pack.toml, or "
-                    "build with --extractor offline")
+            n = 0 if ok else getattr(self, counter) + 1
+            setattr(self, counter, n)
+            if not ok and self.threshold and n >= self.threshold and self.error is None:
+                self.error = CircuitOpen(f"stopped calling Claude: {why(n)}")

@@ -15,8 +15,9 @@
   of its items, goes back to the model once as a `tool_result` with `is_error`; the better
   of the two answers is kept, and an item fails only when neither is usable.
 - **retry** (`LLM.call`): transient errors (the statuses of `packs.retry`: 408, 409, 429,
-  5xx, 529 overloaded; connection errors, timeouts) wait as the one retry policy says
-  (`packs.retry.RetryPolicy`: Retry-After honoured, else exponential backoff with jitter). Terminal
+  5xx, 529 overloaded; connection errors, timeouts) are asked again by the one retry loop
+  (`packs.retry.call` on `RetryPolicy`: Retry-After honoured, else exponential backoff with
+  jitter; the clock, sleep and random draw injected). Terminal
   errors are never retried: 400/413/422 fail the one item; 401/402/403/404 raise `FatalError`
   and poison the `LLM` object so every later call fails at once (a bad key is reported once,
   not hammered N times). The SDK's own retries are off (`max_retries=0`) so that the clock and
@@ -49,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from packs import retry
 from packs.llm import client as llm_client
 from packs.llm.costs import cost_usd
 from packs.llm.errors import classify, counts_against_breaker, is_api_error
@@ -186,63 +188,77 @@ class LLM:
 
     def call(self, request: dict, *, key: str, item_id: str, purpose: str,
              estimate_usd: float, usage: Usage) -> Completion:
-        """Retry layer around one logical call: the completion, or FatalError / CircuitOpen
-        (stop everything), ItemError (this request failed; `kind` says whether a later
-        build should ask again), BudgetExhausted (not started)."""
+        """Retry layer around one logical call (the one loop of `packs.retry`): the
+        completion, or FatalError / CircuitOpen (stop everything), ItemError (this request
+        failed; `kind` says whether a later build should ask again), BudgetExhausted (not
+        started)."""
         if self.fatal is not None:
             raise FatalError(str(self.fatal))
         self.breaker.check()
         self.budget.reserve(estimate_usd)
-        actual = 0.0
+        spent: list[float] = []
+        attempts = iter(range(self.policy.max_retries + 1))
+
+        def attempt() -> Completion:
+            row = self._row(key, item_id, purpose, next(attempts))
+            completion, cost = self._attempt(request, row)
+            spent.append(cost)
+            usage.add(completion.usage)
+            return completion
+
         try:
-            for attempt in range(self.policy.max_retries + 1):
-                if self.fatal is not None:
-                    raise FatalError(str(self.fatal))
-                self.breaker.check()
-                row = self._row(key, item_id, purpose, attempt)
-                started = self.clock()
-                try:
-                    with self.limiter:
-                        completion = self.provider(request)
-                except Exception as exc:
-                    if not is_api_error(exc):  # status and connection errors only
-                        raise
-                    kind, message, wait = classify(exc, model=self.model, base_url=self.base_url)
-                    self._record(row, status=_status_name(exc), error=message,
-                                 http_status=getattr(exc, "status_code", None),
-                                 duration_s=self.clock() - started)
-                    if kind == "fatal":
-                        self.fatal = FatalError(message)
-                        raise self.fatal from None  # one line: the SDK's stack adds nothing
-                    if kind == "item":
-                        self.breaker.attempt(True)  # the API answered, if with a refusal
-                        raise ItemError(message, DETERMINISTIC) from exc
-                    if counts_against_breaker(exc):
-                        self.breaker.attempt(False, message)
-                        self.breaker.check()
-                    if attempt == self.policy.max_retries:
-                        raise ItemError(
-                            f"gave up after {attempt + 1} attempts: {message}", TRANSIENT
-                        ) from exc
-                    with self._lock:
-                        self.counters.retries += 1
-                    asked = wait  # the server's Retry-After, if it gave one
-                    with self._lock:  # one random stream, shared by the stage's workers
-                        wait = self.policy.delay(attempt + 1, asked, self.rng.random())
-                    if asked is not None:  # one worker's Retry-After pauses them all
-                        self.limiter.pause_all(wait)
-                    self.sleep(wait)
-                    continue
-                self.breaker.attempt(True)
-                cost = cost_usd(self.model, **asdict(completion.usage))
-                actual += cost
-                usage.add(completion.usage)
-                self._record(row, status="ok", http_status=200, usage=completion.usage,
-                             cost=cost, duration_s=self.clock() - started)
-                return completion
-            raise AssertionError("unreachable: the loop returns or raises")
+            return retry.call(attempt, self.policy, transient=_is_retry,
+                              retry_after=lambda exc: exc.retry_after, sleep=self.sleep,
+                              rand=self._random, before_sleep=self._before_retry)
+        except _Retry as exc:
+            raise ItemError(f"gave up after {self.policy.max_retries + 1} attempts: "
+                            f"{exc.message}", TRANSIENT) from exc.__cause__
         finally:
-            self.budget.settle(estimate_usd, actual)
+            self.budget.settle(estimate_usd, sum(spent))
+
+    def _attempt(self, request: dict, row: dict) -> tuple[Completion, float]:
+        """One attempt through the rate limiter to the provider, written to the ledger:
+        (the completion, its cost). Raises _Retry for a transient failure, FatalError /
+        CircuitOpen / ItemError for the others."""
+        if self.fatal is not None:
+            raise FatalError(str(self.fatal))
+        self.breaker.check()
+        started = self.clock()
+        try:
+            with self.limiter:
+                completion = self.provider(request)
+        except Exception as exc:
+            if not is_api_error(exc):  # status and connection errors only
+                raise
+            kind, message, wait = classify(exc, model=self.model, base_url=self.base_url)
+            self._record(row, status=_status_name(exc), error=message,
+                         http_status=getattr(exc, "status_code", None),
+                         duration_s=self.clock() - started)
+            if kind == "fatal":
+                self.fatal = FatalError(message)
+                raise self.fatal from None  # one line: the SDK's stack adds nothing
+            if kind == "item":
+                self.breaker.attempt(True)  # the API answered, if with a refusal
+                raise ItemError(message, DETERMINISTIC) from exc
+            if counts_against_breaker(exc):
+                self.breaker.attempt(False, message)
+                self.breaker.check()
+            raise _Retry(message, wait) from exc
+        self.breaker.attempt(True)
+        cost = cost_usd(self.model, **asdict(completion.usage))
+        self._record(row, status="ok", http_status=200, usage=completion.usage, cost=cost,
+                     duration_s=self.clock() - started)
+        return completion, cost
+
+    def _random(self) -> float:
+        with self._lock:  # one random stream, shared by the stage's workers
+            return self.rng.random()
+
+    def _before_retry(self, attempt: int, exc: BaseException, wait: float) -> None:
+        with self._lock:
+            self.counters.retries += 1
+        if isinstance(exc, _Retry) and exc.retry_after is not None:
+            self.limiter.pause_all(wait)  # one worker's Retry-After pauses them all
 
     def batch(self, items: dict[str, tuple[dict, float, str]], *, poll_s: float,
               timeout_s: float):
@@ -304,6 +320,19 @@ class LLM:
             self.counters.usage.add(usage)
             self.counters.cost_usd += cost
         self.cache.record(row)
+
+
+class _Retry(Exception):
+    """A transient failure of one attempt: asked again after `retry_after` (the server's
+    Retry-After, when it gave one) or the policy's backoff."""
+
+    def __init__(self, message: str, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.message, self.retry_after = message, retry_after
+
+
+def _is_retry(exc: BaseException) -> bool:
+    return isinstance(exc, _Retry)
 
 
 def _status_name(exc: Exception) -> str:

@@ -8,47 +8,17 @@ loaded once per process (worker), not once per task (`packs.embedding` keeps it)
 
 from __future__ import annotations
 
-import time
+from collections.abc import Mapping
 
 import numpy as np
 import polars as pl
 
 from packs.embedding import Embedder
 from tasks import vectors as embed_core
-from tasks.shards import Shard
-from tasks.stages.common import (
-    BuildContext,
-    LogProgress,
-    ProgressFn,
-    Record,
-    log,
-    parquet_rows,
-    stage_key,
-    write_parquet,
-)
+from tasks.stages.base import Stage
+from tasks.stages.common import BuildContext, LogProgress, Record, log, write_parquet
 
-NAME = "embed"
-VERSION = "embed-v2"
-SCOPE = "shard"
-INPUTS = ("split",)
-RETRIES = 1
 SECTION_COLUMNS = ["id", "heading_path", "content", "content_hash"]
-
-
-def settings(ctx: BuildContext) -> tuple:
-    return (VERSION, ctx.embedding.model, ctx.embedding.dim)
-
-
-def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> str:
-    return stage_key(NAME, settings(ctx), inputs["split"].ref)
-
-
-def output(ctx: BuildContext, content_key: str):
-    return ctx.work.stage(NAME) / f"vectors-{content_key}.parquet"
-
-
-def complete(ctx: BuildContext, content_key: str) -> bool:
-    return output(ctx, content_key).is_file()
 
 
 def known_vectors(paths: tuple[str, ...], hash_column: str, vector_column: str,
@@ -64,25 +34,35 @@ def known_vectors(paths: tuple[str, ...], hash_column: str, vector_column: str,
     return known
 
 
-def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
-        progress: ProgressFn | None = None) -> Record:
-    start = time.perf_counter()
-    content_key = key(ctx, shard, inputs)
-    out = output(ctx, content_key)
-    work: dict = {}
-    if not out.is_file():
+class Embed(Stage):
+    NAME = "embed"
+    VERSION = "embed-v2"
+    INPUTS = ("split",)
+    OUTPUTS = {"embeddings": "vectors"}
+    LINEAGE = True
+    STATS = "embed"
+
+    def settings(self, ctx: BuildContext) -> tuple:
+        return (self.VERSION, ctx.embedding.model, ctx.embedding.dim)
+
+    def compute(self, ctx, shard, inputs, files, progress) -> dict:
         sections = inputs["split"].table("sections", SECTION_COLUMNS)
-        known = known_vectors(shard.previous_outputs(NAME), "content_hash", "embedding",
+        known = known_vectors(shard.previous_outputs(self.NAME), "content_hash", "embedding",
                               set(sections["content_hash"].to_list()))
-        embedder = Embedder(ctx.model)
         vectors, stats = embed_core.embed_sections(
-            sections, embedder, known,
+            sections, Embedder(ctx.model), known,
             progress=progress or LogProgress(f"embed {shard.label}"))
-        write_parquet(vectors, out)
-        work = {"computed": stats.computed, "cached": stats.cached,
-                "encode_seconds": round(stats.seconds, 3)}
+        write_parquet(vectors, files["embeddings"])
         log.info("embed %s: %d sections encoded, %d reused, %.1f s", shard.label,
                  stats.computed, stats.cached, stats.seconds)
-    rows = parquet_rows(out)
-    return Record(NAME, content_key, shard.index, {"embeddings": str(out)}, {"embeddings": rows},
-                  time.perf_counter() - start, work=work)
+        return {"computed": stats.computed, "cached": stats.cached,
+                "encode_seconds": round(stats.seconds, 3)}
+
+    def stats(self, records: list[Record], facts: Mapping[str, int], count: int) -> dict:
+        """Vectors computed in this build and reused (by content hash or whole shard)."""
+        computed = sum(r.work.get("computed", 0) for r in records)
+        return {"computed": computed, "cached": facts.get("sections", 0) - computed,
+                "seconds": round(sum(r.work.get("encode_seconds", 0.0) for r in records), 3)}
+
+
+STAGE = Embed()

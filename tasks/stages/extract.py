@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
@@ -40,44 +40,17 @@ from tasks.extract.offline import OFFLINE_VERSION
 from tasks.llm import failures as llm_failures
 from tasks.llm import store as llm_store
 from tasks.shards import Shard
-from tasks.stages.common import (
-    BuildContext,
-    LogProgress,
-    ProgressFn,
-    Record,
-    log,
-    stage_key,
-    write_parquet,
-)
+from tasks.stages.base import RecordsOf, Stage
+from tasks.stages.common import BuildContext, LogProgress, Record, log, stage_key, write_parquet
 
 NAME = "extract"
-VERSION = "extract-stage-v2"
-SCOPE = "shard"
-INPUTS = ("split",)
-RETRIES = 1
-RETRY_DELAY_S = 10
 SECTION_COLUMNS = ["id", "page_title", "heading_path", "content", "content_hash"]
 SCHEMA = {"section_id": pl.Utf8, "request_key": pl.Utf8, "status": pl.Utf8,
           "reason": pl.Utf8, "data": pl.Utf8, "attempts": pl.Int64, "dropped": pl.Utf8}
-TERMINAL_ERRORS = (llm_failures.FatalError, extract_core.ExtractConfigError)  # never retried
 WORK_KEYS = ("calls", "retries", "repairs", "batched_calls", "batched_sections", "batch_split",
              "cache_hits", "cache_misses", "input_tokens", "output_tokens",
              "cache_read_input_tokens", "cache_creation_input_tokens", "cost_usd",
              "estimate_usd", "estimate_calls", "dropped_items")
-
-
-def settings(ctx: BuildContext) -> tuple:
-    if ctx.extract_kind == "offline":
-        return (VERSION, "offline", OFFLINE_VERSION)
-    return (VERSION, "claude", ctx.extract.model, extract_core.PROMPT_VERSION)
-
-
-def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> str:
-    return stage_key(NAME, settings(ctx), inputs["split"].ref)
-
-
-def output(ctx: BuildContext, content_key: str) -> Path:
-    return ctx.work.stage(NAME) / f"extractions-{content_key}.parquet"
 
 
 def _settings(ctx: BuildContext) -> Settings:
@@ -106,28 +79,6 @@ def _read(path: Path | str, columns: list[str]) -> pl.DataFrame:
     df = pl.read_parquet(path, columns=[c for c in columns if c in have])
     return df.with_columns(pl.lit(None, dtype=SCHEMA[c]).alias(c)
                            for c in columns if c not in have).select(columns)
-
-
-def complete(ctx: BuildContext, content_key: str) -> bool:
-    """The output exists and no section in it is to be asked again."""
-    out = output(ctx, content_key)
-    if not out.is_file():
-        return False
-    if ctx.extract_kind == "offline":
-        return True
-    return _retryable(_read(out, ["status", "reason", "attempts"]), ctx) == 0
-
-
-def shard_inputs(ctx: BuildContext, records_of) -> dict[int, dict]:
-    """Each shard's share of the cost cap (`budget_usd`), in proportion to its sections, so
-    that the build as a whole never passes the cap; {} without a cap (no wait for the
-    split shards then). `records_of(stage)` gives a stage's records, waiting for them."""
-    cap = ctx.extract.max_cost_usd
-    if cap is None:
-        return {}
-    split = records_of("split")
-    total = sum(r.rows["sections"] for r in split) or 1
-    return {r.shard: {"budget_usd": cap * r.rows["sections"] / total} for r in split}
 
 
 def known_outputs(paths: list[Path | str]) -> tuple[dict[str, dict], Memory]:
@@ -201,13 +152,106 @@ def counts(df: pl.DataFrame, ctx: BuildContext) -> dict:
             "dropped_items": sum(dropped.values()), "dropped": dict(dropped)}
 
 
-def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
-        progress: ProgressFn | None = None) -> Record:
-    start = time.perf_counter()
-    content_key = key(ctx, shard, inputs)
-    out = output(ctx, content_key)
-    work: dict = {}
-    if not complete(ctx, content_key):
+# --- what the build summary and the Prefect UI show (flows/summary.py, flows/artifacts.py)
+
+SHARD_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd")
+HELD_KEYS = ("failed", "failed_deterministic", "failed_transient", "failed_remembered",
+             "not_extracted", "dropped_items")
+
+
+def extract_totals(records: list[Record], pages: int) -> dict:
+    """The extract shards' work and counts summed; drops merged by reason; $ per 100 pages
+    of the pack, estimated (before the calls) and actual."""
+    work: dict = defaultdict(float)
+    dropped: Counter = Counter()
+    for r in records:
+        for k, v in r.work.items():
+            if isinstance(v, dict):
+                dropped.update(v)
+            elif isinstance(v, (int, float)):
+                work[k] += v
+    out = {k: (round(v, 6) if k.endswith("_usd") else int(v)) for k, v in work.items()}
+    for k in HELD_KEYS:
+        out[f"held_{k}" if k == "dropped_items" else k] = sum(
+            int(r.info.get(k, 0)) for r in records)
+    if dropped:
+        out["dropped"] = dict(dropped.most_common())
+    if pages and "cost_usd" in out:
+        out["pages"] = pages
+        out["usd_per_100_pages"] = round(100 * out["cost_usd"] / pages, 4)
+        out["usd_per_100_pages_estimate"] = round(100 * out.get("estimate_usd", 0.0) / pages, 4)
+    return out
+
+
+def extract_by_shard(records: list[Record], count: int) -> list[dict]:
+    """One row per extract shard, in shard order: its label (`i/n`), sections, this run's
+    API calls, cache hits, tokens and USD, and whether its output was reused whole.
+    Empty when no shard made a call or found a cached answer (the offline extractor)."""
+    rows = []
+    for r in sorted(records, key=lambda r: r.shard if r.shard is not None else -1):
+        row = {"shard": f"{(r.shard or 0) + 1}/{count}", "sections": r.rows.get("sections", 0)}
+        for k in SHARD_KEYS:
+            v = r.work.get(k, 0)
+            row[k] = round(float(v), 6) if k == "cost_usd" else int(v)
+        row["reused"] = bool(r.info.get("reused"))
+        rows.append(row)
+    if not any(row["calls"] or row["cache_hits"] or row["cost_usd"] for row in rows):
+        return []
+    return rows
+
+
+ESTIMATE_SUMS = ("sections", "cached", "remembered", "to_call", "calls", "input_tokens",
+                 "output_tokens", "cost_usd")
+ESTIMATE_META = ("model", "mode", "price_known", "prices_as_of")
+
+
+# --- the stage ------------------------------------------------------------------------
+
+
+class Extract(Stage):
+    NAME = NAME
+    VERSION = "extract-stage-v2"
+    INPUTS = ("split",)
+    OUTPUTS = {"extractions": "extractions"}
+    RETRY_DELAY_S = 10
+    TERMINAL_ERRORS = (llm_failures.FatalError, extract_core.ExtractConfigError)
+    LINEAGE = True
+    STATS = "extract"
+    PRICED = "the Claude extraction of the sections"
+    SHARD_ARTIFACT = "Claude calls and cost"
+
+    def settings(self, ctx: BuildContext) -> tuple:
+        if ctx.extract_kind == "offline":
+            return (self.VERSION, "offline", OFFLINE_VERSION)
+        return (self.VERSION, "claude", ctx.extract.model, extract_core.PROMPT_VERSION)
+
+    def variant(self, ctx: BuildContext) -> str:
+        """Extraction responses are keyed by their request (model and prompt included), so
+        any earlier extraction may serve."""
+        return "any"
+
+    def complete(self, ctx: BuildContext, content_key: str) -> bool:
+        """The output exists and no section in it is to be asked again."""
+        if not super().complete(ctx, content_key):
+            return False
+        if ctx.extract_kind == "offline":
+            return True
+        out = self.paths(ctx, content_key)["extractions"]
+        return _retryable(_read(out, ["status", "reason", "attempts"]), ctx) == 0
+
+    def shard_inputs(self, ctx: BuildContext, records_of: RecordsOf) -> dict[int, dict]:
+        """Each shard's share of the cost cap (`budget_usd`), in proportion to its sections,
+        so that the build as a whole never passes the cap; {} without a cap (no wait for the
+        split shards then)."""
+        cap = ctx.extract.max_cost_usd
+        if cap is None:
+            return {}
+        split = records_of("split")
+        total = sum(r.rows["sections"] for r in split) or 1
+        return {r.shard: {"budget_usd": cap * r.rows["sections"] / total} for r in split}
+
+    def compute(self, ctx, shard, inputs, files, progress) -> dict:
+        out = Path(files["extractions"])
         sections = inputs["split"].table("sections", SECTION_COLUMNS)
         journal = out.with_name(out.stem + ".journal.jsonl")
         known, memory = known_outputs([*shard.previous_outputs(NAME), out])
@@ -230,10 +274,51 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
                  len(result.failures), stats.get("failed_remembered", 0),
                  len(result.not_extracted), ctx.extract_kind, stats.get("calls", 0),
                  stats.get("cost_usd", 0.0), stats.get("estimate_usd", 0.0))
-    df = _read(out, ["section_id", "status", "data", "reason", "attempts", "dropped"])
-    digest = stage_key(NAME, content_key, df.select("section_id", "status", "data").rows())
-    statuses = Counter(df["status"].to_list())
-    return Record(NAME, content_key, shard.index, {"extractions": str(out)},
-                  {"sections": df.height, "ok": statuses.get("ok", 0)},
-                  time.perf_counter() - start, digest=digest, work=work,
-                  info=counts(df, ctx))
+        return work
+
+    def record(self, ctx, shard, content_key, files, work, seconds) -> Record:
+        df = _read(files["extractions"],
+                   ["section_id", "status", "data", "reason", "attempts", "dropped"])
+        digest = stage_key(NAME, content_key, df.select("section_id", "status", "data").rows())
+        statuses = Counter(df["status"].to_list())
+        return Record(NAME, content_key, shard.index, files,
+                      {"sections": df.height, "ok": statuses.get("ok", 0)}, seconds,
+                      digest=digest, work=work, info=counts(df, ctx))
+
+    def stats(self, records: list[Record], facts: Mapping[str, int], count: int) -> dict:
+        """Extraction work, failures and cost summed; per shard in "by_shard"."""
+        out = {**extract_totals(records, facts.get("pages", 0)),
+               "sections": facts.get("sections", 0),
+               "reused_shards": sum(bool(r.info.get("reused")) for r in records)}
+        by_shard = extract_by_shard(records, count)
+        if by_shard:
+            out["by_shard"] = by_shard
+        return out
+
+    def shard_row(self, record: Record, count: int) -> dict | None:
+        rows = extract_by_shard([record], count)
+        return rows[0] if rows else None
+
+    def estimate(self, ctx: BuildContext, runs: list[tuple[Shard, dict]],
+                 facts: Mapping[str, int]) -> dict:
+        """Tokens and USD of asking Claude about the sections of these shards, and per 100
+        pages; sections the last build extracted (or failed on for good) count zero."""
+        config = dataclasses.replace(ctx.extract, kind="claude")
+        settings = _settings(dataclasses.replace(ctx, extract=config))
+        total: dict = dict.fromkeys(ESTIMATE_SUMS, 0)
+        meta: dict = {}
+        for shard, inputs in runs:
+            known, memory = known_outputs(list(shard.previous_outputs(NAME)))
+            est = extract_core.estimate_cost(
+                inputs["split"].table("sections"), config, set(known),
+                {k for k, f in memory.failures.items() if remembered(f, settings)})
+            for k in ESTIMATE_SUMS:
+                total[k] += est[k]
+            meta = {k: est[k] for k in ESTIMATE_META}
+        pages = facts.get("pages", 0)
+        return {**total, "cost_usd": round(total["cost_usd"], 6),
+                "usd_per_100_pages": round(100 * total["cost_usd"] / pages, 4) if pages else 0.0,
+                **meta}
+
+
+STAGE = Extract()

@@ -22,6 +22,7 @@ import polars as pl
 from tasks.fetch import freshness
 from tasks.fetch import pages as fetch_core
 from tasks.shards import Shard
+from tasks.stages.base import Stage
 from tasks.stages.common import (
     BuildContext,
     LogProgress,
@@ -37,10 +38,6 @@ NAME = "fetch"
 # definition list keeps each term with its definition, and loses its empty anchors; v4: a
 # page served as an HTML fragment is read as a document's main content (keeps its headings)
 VERSION = "fetch-v4"
-SCOPE = "shard"
-INPUTS: tuple[str, ...] = ()
-RETRIES = 1
-
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
@@ -50,26 +47,6 @@ PAGE_COLUMNS = {
     "lastmod": pl.Utf8, "outcome": pl.Utf8,
 }
 TOP_REASONS = 5  # failure reasons a record carries (counted); the rest is in the table
-
-
-def window(ctx: BuildContext, shard_count: int) -> tuple[int, BuildContext]:
-    """(fetch shards run at once, the context each runs with): the pack's global and
-    per-host limits hold for the whole build, divided among the shards in flight."""
-    config = ctx.fetch
-    n = 1 if config.per_host_delay_s > 0 else max(1, min(shard_count,
-                                                         config.per_host_concurrency))
-    return n, dataclasses.replace(ctx, fetch=dataclasses.replace(
-        config, concurrency=max(1, config.concurrency // n),
-        per_host_concurrency=max(1, config.per_host_concurrency // n)))
-
-
-def settings(ctx: BuildContext) -> tuple:
-    return (VERSION,)
-
-
-def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> str | None:
-    """None: a fetch's key is known only after fetching (it hashes the content)."""
-    return None
 
 
 def shard_plan(shard: Shard) -> list[tuple[str, str | None]]:
@@ -102,9 +79,18 @@ def reason_of(error: str | None) -> str:
     return (error or "unknown").split(":")[0].strip()[:120]
 
 
-def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
-        progress: ProgressFn | None = None) -> Record:
-    start = time.perf_counter()
+def fetch_reasons(records: list[Record]) -> str:
+    """The three commonest reasons pages were not usable, for a build that fetched none."""
+    reasons: Counter = Counter()
+    for r in records:
+        reasons.update(r.info.get("reasons", {}))
+    top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
+    return "; ".join(f"{n} × {reason}" for reason, n in top) or "no reason recorded"
+
+
+def _page_rows(ctx: BuildContext, shard: Shard, progress: ProgressFn | None
+               ) -> tuple[pl.DataFrame, freshness.Evidence]:
+    """One row per URL of the shard's plan (PAGE_COLUMNS), and its hosts' lastmod evidence."""
     plan = shard_plan(shard)
     lastmods = dict(plan)
     previous = _previous_pages(shard, set(lastmods))
@@ -135,22 +121,63 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
                        content_hash=old["content_hash"])
         evidence.add(url, lastmod, old, row["outcome"])
         rows.append(row)
-    df = pl.DataFrame(rows, schema=PAGE_COLUMNS)
-    usable_status = pl.when(pl.col("text").is_not_null()).then(pl.lit("text")).otherwise("status")
-    content_key = stage_key(NAME, VERSION, df.select(
-        "url", usable_status.alias("s"), "content_hash", "final_url").rows())
-    out = ctx.work.stage(NAME) / f"pages-{content_key}.parquet"
-    write_parquet(df, out)
-    usable = df.filter(pl.col("text").is_not_null()).height
-    statuses = dict(Counter(df["status"].to_list()))
-    outcomes = dict(Counter(df["outcome"].to_list()))
-    failed = df.filter(pl.col("text").is_null() & (pl.col("status") != "not_modified"))
-    reasons = Counter(reason_of(e) for e in failed["error"].to_list())
-    log.info("fetch %s: done, %s", shard.label,
-             ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
-    return Record(
-        NAME, content_key, shard.index, {"pages": str(out)},
-        {"pages": df.height, "usable": usable}, time.perf_counter() - start,
-        info={"status_counts": statuses, "reasons": dict(reasons.most_common(TOP_REASONS)),
-              "outcomes": outcomes, "lastmod_evidence": evidence.hosts},
-    )
+    return pl.DataFrame(rows, schema=PAGE_COLUMNS), evidence
+
+
+class Fetch(Stage):
+    NAME = NAME
+    VERSION = VERSION
+    OUTPUTS = {"pages": "pages"}
+    LINEAGE = True
+    ENDS_EARLY = True
+
+    def window(self, ctx: BuildContext, shard_count: int) -> tuple[int, BuildContext]:
+        """(fetch shards run at once, the context each runs with): the pack's global and
+        per-host limits hold for the whole build, divided among the shards in flight."""
+        config = ctx.fetch
+        n = 1 if config.per_host_delay_s > 0 else max(1, min(shard_count,
+                                                             config.per_host_concurrency))
+        return n, dataclasses.replace(ctx, fetch=dataclasses.replace(
+            config, concurrency=max(1, config.concurrency // n),
+            per_host_concurrency=max(1, config.per_host_concurrency // n)))
+
+    def key(self, ctx: BuildContext, shard: Shard | None, inputs: dict) -> None:
+        """None: a fetch's key is known only after fetching (it hashes the content)."""
+        return None
+
+    def facts(self, records: list[Record]) -> dict[str, int]:
+        return {"pages": sum(r.rows.get("usable", 0) for r in records)}
+
+    def stop_reason(self, records: list[Record]) -> str | None:
+        if sum(r.rows["usable"] for r in records):
+            return None
+        urls = sum(r.rows["pages"] for r in records)
+        return f"none of the {urls} URLs could be fetched ({fetch_reasons(records)})"
+
+    def run(self, ctx: BuildContext, shard: Shard | None, inputs: dict,
+            progress: ProgressFn | None = None) -> Record:
+        """Fetch the shard's URLs and write them under the key of what they hold."""
+        start = time.perf_counter()
+        df, evidence = _page_rows(ctx, shard, progress)
+        usable_status = (pl.when(pl.col("text").is_not_null()).then(pl.lit("text"))
+                         .otherwise("status"))
+        content_key = stage_key(NAME, self.VERSION, df.select(
+            "url", usable_status.alias("s"), "content_hash", "final_url").rows())
+        files = self.paths(ctx, content_key)
+        write_parquet(df, files["pages"])
+        usable = df.filter(pl.col("text").is_not_null()).height
+        statuses = dict(Counter(df["status"].to_list()))
+        outcomes = dict(Counter(df["outcome"].to_list()))
+        failed = df.filter(pl.col("text").is_null() & (pl.col("status") != "not_modified"))
+        reasons = Counter(reason_of(e) for e in failed["error"].to_list())
+        log.info("fetch %s: done, %s", shard.label,
+                 ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
+        return Record(
+            NAME, content_key, shard.index, files, {"pages": df.height, "usable": usable},
+            time.perf_counter() - start,
+            info={"status_counts": statuses, "reasons": dict(reasons.most_common(TOP_REASONS)),
+                  "outcomes": outcomes, "lastmod_evidence": evidence.hosts},
+        )
+
+
+STAGE = Fetch()

@@ -9,50 +9,15 @@ so vectors of unchanged texts are reused from the shard's last build.
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Mapping
 
 import polars as pl
 
 from packs.embedding import Embedder
 from tasks import vectors as embed_core
-from tasks.shards import Shard
-from tasks.stages.common import (
-    BuildContext,
-    ProgressFn,
-    Record,
-    log,
-    parquet_rows,
-    stage_key,
-    write_parquet,
-)
+from tasks.stages.base import Stage
+from tasks.stages.common import BuildContext, Record, log, write_parquet
 from tasks.stages.embed import known_vectors
-
-NAME = "keywords"
-VERSION = f"keywords-stage-v1+{embed_core.KEYWORD_VERSION}"
-SCOPE = "shard"
-INPUTS = ("split", "extract")
-RETRIES = 1
-
-
-def enabled(ctx: BuildContext) -> bool:
-    """Only with `keyword_vectors = true` in pack.toml."""
-    return ctx.keyword_vectors
-
-
-def settings(ctx: BuildContext) -> tuple:
-    return (VERSION, ctx.embedding.model, ctx.embedding.dim)
-
-
-def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> str:
-    return stage_key(NAME, settings(ctx), inputs["split"].ref, inputs["extract"].ref)
-
-
-def output(ctx: BuildContext, content_key: str):
-    return ctx.work.stage(NAME) / f"keywords-{content_key}.parquet"
-
-
-def complete(ctx: BuildContext, content_key: str) -> bool:
-    return output(ctx, content_key).is_file()
 
 
 def names_by_section(extractions_path: str) -> dict[str, list[str]]:
@@ -62,22 +27,40 @@ def names_by_section(extractions_path: str) -> dict[str, list[str]]:
             for sid, _, data in df.iter_rows()}
 
 
-def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
-        progress: ProgressFn | None = None) -> Record:
-    start = time.perf_counter()
-    content_key = key(ctx, shard, inputs)
-    out = output(ctx, content_key)
-    work: dict = {}
-    if not out.is_file():
+class Keywords(Stage):
+    NAME = "keywords"
+    VERSION = f"keywords-stage-v1+{embed_core.KEYWORD_VERSION}"
+    INPUTS = ("split", "extract")
+    OUTPUTS = {"keywords": "keywords"}
+    LINEAGE = True
+    STATS = "embed"
+
+    def enabled(self, ctx: BuildContext) -> bool:
+        """Only with `keyword_vectors = true` in pack.toml."""
+        return ctx.keyword_vectors
+
+    def settings(self, ctx: BuildContext) -> tuple:
+        return (self.VERSION, ctx.embedding.model, ctx.embedding.dim)
+
+    def compute(self, ctx, shard, inputs, files, progress) -> dict:
         sections = inputs["split"].table("sections", ["id", "heading_path", "content"])
         names = names_by_section(inputs["extract"].paths["extractions"])
         texts = embed_core.keyword_texts(sections, names)
-        known = known_vectors(shard.previous_outputs(NAME), "keyword_key", "keyword_embedding",
-                              {embed_core.keyword_key(t) for t in texts})
+        known = known_vectors(shard.previous_outputs(self.NAME), "keyword_key",
+                              "keyword_embedding", {embed_core.keyword_key(t) for t in texts})
         vectors, stats = embed_core.embed_keywords(sections, names, Embedder(ctx.model), known)
-        write_parquet(vectors, out)
-        work = {"computed": stats.computed, "cached": stats.cached}
+        write_parquet(vectors, files["keywords"])
         log.info("keywords %s: %d keyword vectors encoded, %d reused, %.1f s",
-                      shard.label, stats.computed, stats.cached, stats.seconds)
-    return Record(NAME, content_key, shard.index, {"keywords": str(out)},
-                  {"keywords": parquet_rows(out)}, time.perf_counter() - start, work=work)
+                 shard.label, stats.computed, stats.cached, stats.seconds)
+        return {"computed": stats.computed, "cached": stats.cached}
+
+    def stats(self, records: list[Record], facts: Mapping[str, int], count: int) -> dict:
+        """Keyword vectors computed in this build and reused (the embed stats' part)."""
+        if not records:
+            return {}
+        computed = sum(r.work.get("computed", 0) for r in records)
+        return {"keyword_vectors": {"computed": computed,
+                                    "cached": facts.get("sections", 0) - computed}}
+
+
+STAGE = Keywords()

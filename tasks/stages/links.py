@@ -6,56 +6,28 @@ final_url and links columns of each shard's pages.
 
 from __future__ import annotations
 
-import time
-
 import polars as pl
 
 from tasks import link_graph as links_core
-from tasks.shards import Shard
-from tasks.stages.common import (
-    BuildContext,
-    ProgressFn,
-    Record,
-    log,
-    parquet_rows,
-    stage_key,
-    write_parquet,
-)
-
-NAME = "links"
-VERSION = "links-v1"
-SCOPE = "pack"
-INPUTS = ("fetch",)
-RETRIES = 1
+from tasks.stages.base import PACK, Stage
+from tasks.stages.common import write_parquet
 
 
-def settings(ctx: BuildContext) -> tuple:
-    return (VERSION,)
+class Links(Stage):
+    NAME = "links"
+    VERSION = "links-v1"
+    SCOPE = PACK
+    INPUTS = ("fetch",)
+    OUTPUTS = {"links": "links"}
 
-
-def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> str:
-    return stage_key(NAME, settings(ctx), sorted(r.ref for r in inputs["fetch"]))
-
-
-def output(ctx: BuildContext, content_key: str):
-    return ctx.work.stage(NAME) / f"links-{content_key}.parquet"
-
-
-def complete(ctx: BuildContext, content_key: str) -> bool:
-    return output(ctx, content_key).is_file()
-
-
-def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
-        progress: ProgressFn | None = None) -> Record:
-    start = time.perf_counter()
-    content_key = key(ctx, shard, inputs)
-    out = output(ctx, content_key)
-    if not out.is_file():
+    def compute(self, ctx, shard, inputs, files, progress) -> None:
         paths = [r.paths["pages"] for r in inputs["fetch"]]
         pages = (pl.scan_parquet(paths).filter(pl.col("text").is_not_null())
                  .select("url", "final_url", "links").collect())
-        write_parquet(links_core.links_table(pages), out)
-    rows = parquet_rows(out)
-    log.info("links: %d links between pages of the pack", rows)
-    return Record(NAME, content_key, None, {"links": str(out)}, {"links": rows},
-                  time.perf_counter() - start)
+        write_parquet(links_core.links_table(pages), files["links"])
+
+    def summary_line(self, shard, inputs, record) -> str:
+        return f"links: {record.rows['links']} links between pages of the pack"
+
+
+STAGE = Links()

@@ -2,9 +2,10 @@
 its Kuzu database and manifest, verified, then made current atomically
 (`tasks.publish.atomic`). Never cached: it runs whenever the inputs changed.
 
-Besides the stage records, `inputs` carries `fingerprint` (what the build was made
-from, for the next build's no-change check), `durations` and `stats` (aggregated by the
-flow from the shard records).
+It reads the records of every stage before it in the pipeline (`READS_ALL`), and the
+flow's own inputs it declares (`FLOW_INPUTS`): `fingerprint` (what the build was made from,
+for the next build's no-change check), `durations`, `freshness` and `stats` (aggregated by
+the flow from the stages' declarations). Its Record's info is the build's summary.
 """
 
 from __future__ import annotations
@@ -26,28 +27,13 @@ from tasks.publish import atomic as publish_core
 from tasks.publish.guard import BuildFacts, GuardError
 from tasks.publish.guard import check as guard_check
 from tasks.shards import Shard
-from tasks.stages.common import BuildContext, ProgressFn, log
+from tasks.stages.base import PACK, Stage
+from tasks.stages.common import BuildContext, ProgressFn, Record, log
 
 NAME = "publish"
-VERSION = "publish-v1"
-SCOPE = "pack"
-INPUTS = ("fetch", "split", "embed", "keywords", "links", "resolve", "extract")
-RETRIES = 0
 MAX_LISTED = 50  # URLs / sections a summary lists; manifests keep them all
 SOURCE_COLUMNS = ("url", "status", "http_status", "final_url", "content_type",
                   "content_hash", "etag", "last_modified", "error", "lastmod", "outcome")
-
-
-def settings(ctx: BuildContext) -> tuple:
-    return (VERSION,)
-
-
-def key(ctx: BuildContext, shard: Shard | None, inputs: dict) -> None:
-    return None
-
-
-def complete(ctx: BuildContext, content_key: str) -> bool:
-    return False
 
 
 def _pages(inputs: dict) -> pl.DataFrame:
@@ -98,26 +84,90 @@ def _capped(changes: dict) -> dict:
     return {k: (v[:MAX_LISTED] if isinstance(v, list) else v) for k, v in changes.items()}
 
 
-def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
-        progress: ProgressFn | None = None) -> dict:
-    """Assemble, write, verify and atomically publish the pack; returns a summary dict.
+class Publish(Stage):
+    NAME = NAME
+    VERSION = "publish-v1"
+    SCOPE = PACK
+    READS_ALL = True  # every stage before it: what it leaves out of the pack is its choice
+    RETRIES = 0
+    ISOLATE = True
+    PUBLISHES = True
+    # what the flow hands it: `fingerprint` (what the build was made from, for the next
+    # build's no-change check), `durations`, `freshness` and `stats` (the build summary's)
+    FLOW_INPUTS = ("fingerprint", "durations", "freshness", "stats")
 
-    The manifest records `inputs_fingerprint` (see flows.build) so that the next build
-    can tell it has nothing new, and `changes`, the diff against the build it replaces.
-    """
-    pages = _pages(inputs)
-    resolved = inputs["resolve"]
-    tables = publish_core.assemble_tables(
-        pages, _sections(inputs), inputs["links"].table("links"),
-        {t: resolved.table(t) for t in resolved.paths},
-    )
-    failures, not_extracted = _failures(inputs)
-    out_dir = Path(ctx.out_dir)
-    pack_root = out_dir / ctx.pack
-    previous = layout.current_id(pack_root)
-    _refuse_older(ctx, previous)
-    if not ctx.force:
-        _guard(ctx, inputs, pages, len(failures), pack_root, previous)
+    def key(self, ctx: BuildContext, shard: Shard | None, inputs: dict) -> None:
+        """None: never cached, it runs whenever the inputs changed."""
+        return None
+
+    def unchanged(self, ctx: BuildContext, fingerprint: str) -> dict | None:
+        """The published build's summary if it was made from exactly these inputs."""
+        return unchanged_build(Path(ctx.out_dir), ctx.pack, fingerprint)
+
+    def run(self, ctx: BuildContext, shard: Shard | None, inputs: dict,
+            progress: ProgressFn | None = None) -> Record:
+        """Assemble, write, verify and atomically publish the pack; its Record's info is the
+        build's summary (its rows the pack's counts).
+
+        The manifest records `inputs_fingerprint` (see flows.build) so that the next build
+        can tell it has nothing new, and `changes`, the diff against the build it replaces.
+        """
+        start = time.perf_counter()
+        pages = _pages(inputs)
+        resolved, topics = inputs["resolve"], inputs.get("topics")
+        graph = {t: resolved.table(t) for t in resolved.paths}
+        if topics is not None:  # the topic map (tasks/stages/topics.py)
+            graph.update({t: topics.table(t) for t in topics.paths})
+        tables = publish_core.assemble_tables(
+            pages, _sections(inputs), inputs["links"].table("links"), graph)
+        failures, not_extracted = _failures(inputs)
+        out_dir = Path(ctx.out_dir)
+        pack_root = out_dir / ctx.pack
+        previous = layout.current_id(pack_root)
+        _refuse_older(ctx, previous)
+        if not ctx.force:
+            _guard(ctx, inputs, pages, len(failures), pack_root, previous)
+        stats = inputs.get("stats") or {}
+        manifest = _manifest(ctx, inputs, pages, tables, failures, not_extracted)
+        t0 = time.perf_counter()
+        changes: dict = {}
+
+        def fill(tmp: Path) -> None:
+            publish_core.write_build(tmp, tables, manifest, Path(ctx.source_folder))
+            manifest.encoder = write_encoder(tmp, ctx.model, ctx.query_encoder)
+            if previous and (pack_root / fmt.BUILDS_DIR / previous).is_dir():
+                changes.update(diff_builds(pack_root / fmt.BUILDS_DIR / previous, tmp))
+            else:
+                changes.update(diff_tables_first(tables))
+            manifest.extra["changes"] = {k: changes[k] for k in ("pages", "sections", "entities")}
+            manifest.extra["previous_build"] = previous
+            manifest.freshness = _freshness(inputs, pages, changes.get("pages_removed") or [])
+            manifest.write(tmp)
+
+        build_dir = publish_core.publish(pack_root, ctx.build_id, fill, keep=ctx.keep_builds)
+        log.info("publish: %s (%.1f s); changes: %s", build_dir, time.perf_counter() - t0,
+                 summary_line(changes))
+        layout.append_history(pack_root, ctx.build_id, "published", summary_line(changes),
+                              pages=manifest.freshness.pages.model_dump())
+        summary = {
+            **_summary(manifest, pack_root, build_dir, ctx.build_id),
+            "changes": _capped(changes),
+            "extract_stats": stats.get("extract", {}),
+            "extract_failures": failures[:MAX_LISTED],
+            "extract_failures_total": len(failures),
+            "embed_stats": stats.get("embed", {}),
+            "freshness": manifest.freshness.model_dump(),
+            "status": "published",
+        }
+        return Record(NAME, ctx.build_id, None, {"build_dir": str(build_dir)},
+                      manifest.counts.model_dump(), time.perf_counter() - start, info=summary)
+
+
+def _manifest(ctx: BuildContext, inputs: dict, pages: pl.DataFrame,
+              tables: dict[str, pl.DataFrame], failures: list[dict],
+              not_extracted: list[str]) -> Manifest:
+    """The build's manifest before its files are written (encoder, changes and freshness
+    are filled in when they are)."""
     stats = inputs.get("stats") or {}
     partial_reasons = []
     if not_extracted:
@@ -125,7 +175,7 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
     if failures:
         partial_reasons.append(f"{len(failures)} sections failed extraction")
     extractor = extractor_info(ctx.extract_kind, ctx.extract)
-    manifest = Manifest(
+    return Manifest(
         name=ctx.pack,
         description=ctx.description,
         build_id=ctx.build_id,
@@ -155,43 +205,6 @@ def run(ctx: BuildContext, shard: Shard | None, inputs: dict,
             "guard": "skipped (--force)" if ctx.force else "passed",
         },
     )
-    t0 = time.perf_counter()
-    changes: dict = {}
-
-    def fill(tmp: Path) -> None:
-        publish_core.write_build(tmp, tables, manifest, Path(ctx.source_folder))
-        manifest.encoder = write_encoder(tmp, ctx.model, ctx.query_encoder)
-        if previous and (pack_root / fmt.BUILDS_DIR / previous).is_dir():
-            changes.update(diff_builds(pack_root / fmt.BUILDS_DIR / previous, tmp))
-        else:
-            changes.update(diff_tables_first(tables))
-        manifest.extra["changes"] = {k: changes[k] for k in ("pages", "sections", "entities")}
-        manifest.extra["previous_build"] = previous
-        manifest.freshness = _freshness(inputs, pages, changes.get("pages_removed") or [])
-        manifest.write(tmp)
-
-    build_dir = publish_core.publish(pack_root, ctx.build_id, fill, keep=ctx.keep_builds)
-    log.info("publish: %s (%.1f s); changes: %s", build_dir, time.perf_counter() - t0,
-             summary_line(changes))
-    layout.append_history(pack_root, ctx.build_id, "published", summary_line(changes),
-                          pages=manifest.freshness.pages.model_dump())
-    failed_sources = [s.model_dump() for s in manifest.sources
-                      if s.status not in ("ok", "not_modified")]
-    return {
-        "pack": str(pack_root), "build_dir": str(build_dir), "build_id": ctx.build_id,
-        "counts": manifest.counts.model_dump(), "partial": manifest.partial,
-        "failed_sources": failed_sources[:MAX_LISTED],
-        "failed_sources_total": len(failed_sources),
-        "extractor": manifest.extractor.model_dump(),
-        "embedding_model": manifest.embedding.model,
-        "changes": _capped(changes),
-        "extract_stats": stats.get("extract", {}),
-        "extract_failures": failures[:MAX_LISTED],
-        "extract_failures_total": len(failures),
-        "embed_stats": stats.get("embed", {}),
-        "freshness": manifest.freshness.model_dump(),
-        "status": "published",
-    }
 
 
 def _refuse_older(ctx: BuildContext, current: str | None) -> None:
@@ -262,16 +275,26 @@ def unchanged_build(out_dir: Path, name: str, fingerprint: str) -> dict | None:
         return None
     if manifest.partial or manifest.extra.get("inputs_fingerprint") != fingerprint:
         return None
-    failed = [s.model_dump() for s in manifest.sources if s.status not in ("ok", "not_modified")]
     return {
-        "pack": str(pack_root), "build_dir": str(build_dir), "build_id": current,
-        "counts": manifest.counts.model_dump(), "partial": False,
-        "failed_sources": failed[:MAX_LISTED], "failed_sources_total": len(failed),
-        "extractor": manifest.extractor.model_dump(),
-        "embedding_model": manifest.embedding.model,
+        **_summary(manifest, pack_root, build_dir, current),
         "changes": {"pages": {"added": 0, "changed": 0, "removed": 0,
                               "unchanged": manifest.counts.articles},
                     "sections": {"added": 0, "removed": 0, "unchanged": manifest.counts.sections},
                     "entities": {"added": 0, "removed": 0}},
         "status": "no changes",
     }
+
+
+def _summary(manifest: Manifest, pack_root: Path, build_dir: Path, build_id: str) -> dict:
+    """What a build's summary says of the build a manifest describes."""
+    failed = [s.model_dump() for s in manifest.sources if s.status not in ("ok", "not_modified")]
+    return {
+        "pack": str(pack_root), "build_dir": str(build_dir), "build_id": build_id,
+        "counts": manifest.counts.model_dump(), "partial": manifest.partial,
+        "failed_sources": failed[:MAX_LISTED], "failed_sources_total": len(failed),
+        "extractor": manifest.extractor.model_dump(),
+        "embedding_model": manifest.embedding.model,
+    }
+
+
+STAGE = Publish()
