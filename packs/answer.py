@@ -100,7 +100,8 @@ def _answer_dict(result: SearchResult, answer: str, citations: list[dict], query
         "token_usage": usage,
         # The offline answer's learned reader (its weights' version and hash), when it
         # chose the passages; None when Claude answered or the pack abstained.
-        "reader": reader.load().version if query_type == "retrieval_only" else None,
+        "reader": (reader.load().version if query_type in ("retrieval_only", whole_pack.QUERY_TYPE)
+                   else None),
     }
 
 
