@@ -101,6 +101,11 @@ def assemble(extractions: list[tuple[str, Extraction]],
 
 
 _SPAN = re.compile(r"`([^`\n]+)`")
+# The entity model reads how many pages name a thing. It was fitted on packs of tens to
+# hundreds of pages (Kubernetes, the Rust book, the Cargo book); in a pack of a few pages
+# every name is on one page, and it rejected them all (a 3-page pack came out with no
+# entities). Below this size the rules' entities stand unjudged.
+MIN_JUDGED_PAGES = 20
 
 
 def assemble_judged(extractions: list[tuple[str, Extraction]],
@@ -111,6 +116,8 @@ def assemble_judged(extractions: list[tuple[str, Extraction]],
     they occur (their names and aliases join `stop_names`), and so is a fact that quotes
     one of them as code (it is about an example's own things)."""
     tables = assemble(extractions, stop_names)
+    if text.pages < MIN_JUDGED_PAGES:
+        return tables, []
     ents = tables[ENTITIES]
     fitted = (model or load_model())["entity"]
     scores = entity_scores(list(zip(ents["name"], ents["type"])), text, model)

@@ -33,7 +33,7 @@ class Resolve(Stage):
     NAME = "resolve"
     # v2: names rendered (no link syntax), offline examples' names out; v3: the offline
     # entity model judges the resolved entities (its weights file is part of the version)
-    VERSION = f"resolve-v3+{MODEL_DIGEST}"
+    VERSION = f"resolve-v4+{MODEL_DIGEST}"  # v4: packs under 20 pages not judged
     SCOPE = PACK
     INPUTS = ("extract", "split")
     OUTPUTS = {t: t for t in TABLES}
