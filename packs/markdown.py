@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -169,6 +169,23 @@ def list_marker(line: str) -> re.Match[str] | None:
 
 
 # --- inline text ---------------------------------------------------------------------------
+# A code span: a backtick run, then the shortest text up to a run of the same length.
+CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+
+
+def outside_code_spans(text: str, fn: Callable[[str], str]) -> str:
+    """`text` with `fn` applied to each stretch between its code spans; the code spans
+    stay exactly as written (nothing inside one is markup)."""
+    if "`" not in text:
+        return fn(text)
+    out: list[str] = []
+    last = 0
+    for m in CODE_SPAN.finditer(text):
+        out += [fn(text[last:m.start()]), m.group(0)]
+        last = m.end()
+    out.append(fn(text[last:]))
+    return "".join(out)
+
 # Code spans and backslash escapes are read first (CommonMark: they bind tighter than links
 # and emphasis) and stand in the text as private-use placeholders while the markup around
 # them goes, so nothing inside a code span is ever rewritten.

@@ -20,8 +20,9 @@ citation quote.
 - a code block of fewer than MAX_CODE_LINES lines, every sentence, row and longer item's
   sentence as `segment` gives them. Headings never;
 - HTML the Markdown kept (a caption span, an anchor, an image) is shown as its text, the
-  tags and images left out (`display` only: the unit's span stays the page's text); a
-  block that is only markup is no candidate.
+  tags and images left out (`display` only: the unit's span stays the page's text), never
+  inside a code span, whose text is code and is shown as written; a block that is only
+  markup is no candidate.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from packs.markdown import outside_code_spans
 from packs.retrieval.segment import Unit, one_line, segment
 
 ITEM_WORDS = 60
@@ -183,11 +185,13 @@ _TAG = re.compile(r"</?(a|abbr|b|br|code|dd|del|details|div|dl|dt|em|figcaption|
 
 
 def _untagged(text: str) -> str:
-    """`text` without its HTML tags and images, line by line."""
+    """`text` without its HTML tags and images, line by line; code spans are code, kept
+    as written ("handles `<img src=x>` payloads" keeps its tag)."""
     if "<" not in text:
         return text
-    return "\n".join(" ".join(_TAG.sub(" ", _IMG.sub(" ", line)).split())
-                     for line in text.split("\n"))
+    return "\n".join(" ".join(outside_code_spans(
+        line, lambda part: _TAG.sub(" ", _IMG.sub(" ", part))).split())
+        for line in text.split("\n"))
 
 
 def _visible(u: Unit) -> Unit | None:
