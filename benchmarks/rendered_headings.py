@@ -14,9 +14,9 @@ adds the same counts for packs built elsewhere (the retrieval benchmark's Kubern
 Rust book packs).
 
 Counted, over the current build's Parquet tables:
-  heading paths    sections whose heading path holds link syntax ("](" or "][") , and
-                   holding any markup at all (link syntax, emphasis markers around a word,
-                   an HTML entity, an inline tag)
+  heading paths    sections whose heading path holds link syntax ("](" or "]["), and
+                   holding any markup at all (link syntax, a pair of emphasis markers, an
+                   HTML entity, an inline tag, a backtick)
   titles           article titles, the same two ways
   entity names     entities whose name holds link syntax, and any markup
   links            LINKS_TO edges, and those from a release-notes page to a package page
@@ -40,8 +40,10 @@ CORPUS = ROOT / "benchmarks" / "data" / "release_notes"
 NAME = "release-notes"
 HTML = "text/html; charset=utf-8"
 LINK_SYNTAX = re.compile(r"\]\(|\]\[")
+# Link syntax, a pair of emphasis markers around words, an HTML entity, an inline tag, a
+# backtick (a heading path shows code without them).
 MARKUP = re.compile(
-    r"\]\(|\]\[|(?<![\w*])\*\*?\w|\w\*\*?(?![\w*])|(?<!\w)__?[A-Za-z]|[A-Za-z]__?(?!\w)|"
+    r"\]\(|\]\[|(?<![\w*])(\*\*?|__?)(?=[^\s*_])[^*_]*?[^\s*_]\1(?![\w*])|"
     r"&(?:#\d+|#x[0-9a-f]+|[a-z]+\d*);|</?(?:a|code|em|strong|b|i|span)\b[^>]*>|`", re.I)
 
 
