@@ -95,19 +95,24 @@ def build_deployments(sources_dir: Path | str, out_dir: Path | str,
 
 def serve(sources_dir: Path | str, out_dir: Path | str, work_dir: Path | str | None = None,
           *, every: timedelta | None = None, limit: int | None = DEFAULT_CONCURRENCY,
-          task_runner: str | None = None) -> None:
+          task_runner: str | None = None, log=None) -> None:
     """Register every source's deployment and run their flow runs until interrupted.
 
-    Needs a Prefect server (PREFECT_API_URL); without one Prefect starts a temporary
-    server that lives only as long as this process. `limit` caps concurrent builds.
-    `task_runner` (see flows.runners) is passed to the runs as $KPACK_TASK_RUNNER.
-    Blocks; returns on Ctrl-C / SIGTERM, pausing the schedules. Raises SourceError for
-    bad sources before anything is registered. An entry point: it applies the project's
-    Prefect settings (flows.settings), which its flow-run subprocesses inherit.
+    Reports to the server a build would (flows/build_api.py): PREFECT_API_URL, else this
+    PREFECT_HOME's kept server (started when none runs, and kept while this serves: it
+    holds the lease), else with KPACK_SERVER_IDLE_S=0 a temporary server that lives as long
+    as this process; the home's secret goes with every request, and to the flow runs.
+    `limit` caps concurrent builds. `task_runner` (see flows.runners) is passed to the runs
+    as $KPACK_TASK_RUNNER. `log` gets a line when a server is started. Blocks; returns on
+    Ctrl-C / SIGTERM, pausing the schedules. Raises SourceError for bad sources before
+    anything is registered, ServerError when no server comes up. An entry point: it
+    applies the project's Prefect settings (flows.settings), which its flow-run
+    subprocesses inherit.
     """
     configure_prefect_env()
     from prefect import serve as prefect_serve
 
+    from flows.build_api import api_for_build
     from flows.runners import TASK_RUNNER_ENV, parse_task_runner
 
     if task_runner:
@@ -120,4 +125,5 @@ def serve(sources_dir: Path | str, out_dir: Path | str, work_dir: Path | str | N
     os.environ.update(run_environment(work))
     if task_runner:
         os.environ[TASK_RUNNER_ENV] = task_runner
-    prefect_serve(*deployments, limit=limit)
+    with api_for_build(log=log):
+        prefect_serve(*deployments, limit=limit)

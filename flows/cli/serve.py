@@ -36,7 +36,8 @@ def serve(
     """Serve one Prefect deployment per SOURCES/* pack, scheduled by its pack.toml cron.
 
     Registers the deployments build-pack/<pack> with the Prefect server in $PREFECT_API_URL
-    and runs each build when it falls due, until Ctrl-C.
+    (else this PREFECT_HOME's own server, as kpack build uses) and runs each build when it
+    falls due, until Ctrl-C.
 
     Run one now: prefect deployment run 'build-pack/<pack>'. See deployments/README.md.
     """
@@ -49,7 +50,7 @@ def serve(
 
         serve_all(sources, out, work_dir,
                   every=timedelta(seconds=every) if every else None, limit=limit,
-                  task_runner=task_runner)
+                  task_runner=task_runner, log=lambda line: typer.echo(line, err=True))
     except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
         _fail(exc)
 
