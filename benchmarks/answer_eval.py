@@ -49,6 +49,9 @@ def body(answer: str) -> str:
 # Milliseconds of each product answer `answers` computed (ask() on a search result already
 # made: the offline answer alone), for the benchmarks' latency line.
 PRODUCT_MS: list[float] = []
+# Of each product answer: (its bullets, the pieces of them that are not their cited
+# section's text: packs.retrieval.verbatim), for the benchmarks' verbatim line (issue 51).
+VERBATIM: list[tuple[int, list[str]]] = []
 
 
 def answers(pack, result) -> list[str]:
@@ -58,7 +61,7 @@ def answers(pack, result) -> list[str]:
     from benchmarks import baseline_extractive
     from packs.answer import ask, page_sections
     from packs.options import SearchOptions
-    from packs.retrieval import extractive
+    from packs.retrieval import extractive, verbatim
 
     question, cited = result.question, result.cited()
     if not cited:
@@ -67,6 +70,8 @@ def answers(pack, result) -> list[str]:
     start = time.perf_counter()
     product, _ = ask(pack, result, SearchOptions())
     PRODUCT_MS.append(1000 * (time.perf_counter() - start))
+    VERBATIM.append((len(verbatim.bullets(str(product["answer"]))),
+                     verbatim.unverified_lines(str(product["answer"]), product["citations"])))
     # Issue 34's answer: the same call with this branch's rules switched off (FIRST).
     idf = extractive.idf_of(pack.vocabulary())
     first, _, _ = extractive.answer(question, cited, pack_idf=idf,

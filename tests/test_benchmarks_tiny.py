@@ -474,6 +474,9 @@ def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
     out = capsys.readouterr().out
     assert "gold strings missing from their gold pages in the pack: none" in out
     assert "kubernetes dev (1 questions)" in out and "kubernetes test (1 questions)" in out
+    # Every answer line is its section's text (issue 51): counted per split.
+    assert out.count("answer lines that are not their cited section's text (issue 51): "
+                     "0 in 0 of 1 answers") == 2
     for label in (*answer_eval.METHODS, "ceiling:"):
         assert out.count(label) == 2, label
     product = next(line for line in out.splitlines()

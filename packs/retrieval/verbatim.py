@@ -1,0 +1,89 @@
+"""Does an offline answer show its sections' own text? The check behind issue 51's rule that
+an answer unit's text is the section's text.
+
+Each bullet of an extractive answer (packs/retrieval/extractive.py) quotes one unit of the
+section its [n] cites, and packs/citations.py verifies the quote. This module checks what
+the bullet *shows*: every piece of text on its lines must occur in that quote, character
+for character after whitespace folding, once the answer's own display syntax is taken off
+(the "- " bullet and its [n], the lines of a fence and their indentation, the "- " of a
+lead-in's items, the backticks around a one-line code block, an escaped "\\[", the " …"
+that cuts an item to its head, and a heading the bullet opens with, which is checked
+against the citation's heading path instead). On the quote's side only what a reader never
+sees is taken off: blockquote markers and the HTML tags and images the unit display leaves
+out (packs/retrieval/units.py `untagged`, never inside a code span). Anything else a bullet
+shows that the quote does not hold (a table row shown as "header: cell", a rewritten code
+span) is a line that does not verify.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from packs.citations import normalise
+from packs.retrieval.units import untagged
+
+_MARKER = re.compile(r"\s*\[\d+(?:,[^\]\n]*)?\]\s*$")
+_HEADING = re.compile(r"^\*(.+?)\*: ")
+_QUOTE_MARK = re.compile(r"^[ \t]*>[ \t]?", re.M)
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_CUT = " …"
+
+
+def bullets(answer: str) -> list[str]:
+    """The bullets of an extractive answer, each with its continuation lines, in order;
+    the label line and a closing note are no bullets."""
+    out: list[str] = []
+    for line in answer.split("\n"):
+        if line.startswith("- "):
+            out.append(line)
+        elif out and (line.startswith((" ", "\t")) or not line.strip()):
+            out[-1] += "\n" + line
+        elif out and line.strip():
+            break  # the unverified note, or anything after the bullets
+    return [b.rstrip() for b in out]
+
+
+def page_view(text: str) -> str:
+    """`text` as a reader sees it, whitespace folded: no blockquote markers, no HTML tags
+    or images outside code spans."""
+    return normalise(untagged(_QUOTE_MARK.sub("", text)))
+
+
+def _pieces(bullet: str, heading: str) -> list[str]:
+    """The text pieces `bullet` shows of its quote (see the module docstring)."""
+    body = _MARKER.sub("", bullet)[2:]
+    m = _HEADING.match(body)
+    if m and normalise(m.group(1).replace("\\[", "[")) in normalise(heading):
+        body = body[m.end():]
+    pieces = []
+    for line in body.split("\n"):
+        line = line.strip()
+        if not line or _FENCE.match(line):
+            continue
+        if line.startswith("- "):
+            line = line[2:]
+        line = line.replace("\\[", "[")
+        if line.endswith(_CUT):
+            line = line[:-len(_CUT)]
+        pieces.append(line)
+    return pieces
+
+
+def unverified_lines(answer: str, citations: Sequence[Mapping[str, object]]) -> list[str]:
+    """The pieces of `answer`'s bullets that are not their citation's text (see the module
+    docstring); [] when every line verifies. Bullets and citations pair in order (one
+    marker per bullet, as the extractive answer writes them); a bullet whose citation is
+    unverified is reported whole."""
+    bad: list[str] = []
+    for bullet, cite in zip(bullets(answer), citations):
+        if not cite.get("verified"):
+            bad.append(bullet)
+            continue
+        quote = page_view(str(cite.get("quote") or ""))
+        for piece in _pieces(bullet, str(cite.get("heading_path") or "")):
+            shown = normalise(piece)
+            plain = shown[1:-1] if len(shown) > 2 and shown[0] == shown[-1] == "`" else shown
+            if shown not in quote and plain not in quote:
+                bad.append(piece)
+    return bad
