@@ -202,12 +202,15 @@ _SHORTCUT_REFERENCE = re.compile(_BRACKETED + r"(?![\[(])")
 _AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)>")
 # Inline HTML, by tag name only, so that `Vec<T>` and "<name>" placeholders stay.
 _INLINE_TAG = re.compile(
-    r"</?(?:a|abbr|b|big|br|cite|code|del|dfn|em|font|i|img|ins|kbd|mark|q|s|samp|small|span|"
+    r"</?(?:a|abbr|b|big|br|cite|code|del|dfn|em|font|i|img|ins|kbd|mark|p|q|s|samp|small|span|"
     r"strike|strong|sub|sup|time|tt|u|var|wbr)(?:\s[^<>]*)?/?>", re.I)
 # Emphasis: a `*` run may open inside a word, a `_` run only at a word's edge (CommonMark's
 # flanking rules, so snake_case and `2 * 3 * 4` keep their characters).
 _STAR = re.compile(r"(?<!\*)(\*{1,3})(?=[^\s*])(.*?[^\s*])\1(?!\*)")
-_UNDERSCORE = re.compile(r"(?<![\w_])(_{1,3})(?=[^\s_])(.*?[^\s_])\1(?![\w_])")
+# A dunder name (`__init__`, `__main__`) is a name, not strong emphasis: CommonMark would
+# show "init", but a page, a heading or an extractor that writes one means the name.
+_UNDERSCORE = re.compile(r"(?<![\w_])(_{1,3})(?![A-Za-z0-9]\w*__(?!\w))(?=[^\s_])(.*?[^\s_])\1"
+                         r"(?![\w_])")
 _STRIKE = re.compile(r"(?<!~)~~(?=[^\s~])(.*?[^\s~])~~(?!~)")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 
@@ -276,9 +279,10 @@ def inline_text(text: str, references: Collection[str] = ()) -> str:
     backslash escapes and HTML entities (`&amp;`, `&#39;`) resolved, whitespace runs as
     one space. A code span is kept as code: its characters exactly as written (no markup
     inside it is read), its backtick delimiters dropped, as for every other marker (a
-    heading path is plain text; "The `--force` flag" reads "The --force flag"). Pure;
-    never raises. Render source text once: the result is text, not Markdown (a code span
-    `__init__` reads "__init__", which read again as Markdown would be "init")."""
+    heading path is plain text; "The `--force` flag" reads "The --force flag"). One
+    departure from CommonMark: a dunder name (`__init__`) stays a name. Pure; never
+    raises. Render source text once: the result is text, not Markdown (a code span
+    `*args*` reads "*args*", which read again would be "args")."""
     if not text:
         return ""
     kept: list[str] = []

@@ -160,7 +160,8 @@ def test_inline_text_shows_link_text_without_its_target():
 def test_inline_text_drops_emphasis_tags_and_escapes_and_resolves_entities():
     assert md.inline_text("**Experimental:** _WASI_ ~~old~~ port") == (
         "Experimental: WASI old port")
-    assert md.inline_text("***both*** and __init__") == "both and init"  # as CommonMark renders
+    assert md.inline_text("***both*** and __bold text__") == "both and bold text"
+    assert md.inline_text("The __init__ method") == "The __init__ method"  # a name
     assert md.inline_text("<code>Vec</code> <em>of</em> Vec<T>") == "Vec of Vec<T>"
     assert md.inline_text("Ports &amp; platforms &mdash; &#39;x&#x27; &nosuch;") == (
         "Ports & platforms — 'x' &nosuch;")

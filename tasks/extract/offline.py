@@ -37,8 +37,9 @@ from tasks.extract.offline_text import find_word, is_fact, stated_relations
 # paragraphs; v4 (issue 48): stop-entities, identifier types, headings only when named,
 # whole-sentence facts, stated relations; v5: code spans kept whole in facts, bold
 # labels of steps and parts are no terms; v6: a page title may be one plain word; v7: the
-# code spans of table cells; v8: generic heading heads, quantified definition subjects
-OFFLINE_VERSION = f"offline-v8+{text_rules.TEXT_RULES_VERSION}"
+# code spans of table cells; v8: generic heading heads, quantified definition subjects; v9:
+# names rendered by packs.markdown.inline_text, the splitter's rendering of headings
+OFFLINE_VERSION = f"offline-v9+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
     "terms and headings that name a thing, found by pattern and typed by their form; "

@@ -28,7 +28,10 @@ TABLES = (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS, fmt.FACTS)
 
 class Resolve(Stage):
     NAME = "resolve"
-    VERSION = "resolve-v2"  # v2: names rendered (no link syntax), offline examples' names out
+    # v2: names rendered (no link syntax), offline examples' names out; v3: rendered by
+    # packs.markdown.inline_text, as the splitter renders headings (code spans' backticks
+    # dropped, escapes resolved, code kept as written)
+    VERSION = "resolve-v3"
     SCOPE = PACK
     INPUTS = ("extract", "split")
     OUTPUTS = {t: t for t in TABLES}
