@@ -7,8 +7,10 @@ the bullet *shows*: every piece of text on its lines must occur in that quote, c
 for character after whitespace folding, once the answer's own display syntax is taken off
 (the "- " bullet and its [n], the lines of a fence and their indentation, the "- " of a
 lead-in's items, the backticks around a one-line code block, an escaped "\\[", the " …"
-that cuts an item to its head, and a heading the bullet opens with, which is checked
-against the citation's heading path instead). On the quote's side only what a reader never
+that cuts an item to its head, a heading the bullet opens with, which is checked against
+the citation's heading path instead, and the bold label of a whole-pack item, "**name**
+(covers: ...): ", an entity's or page's name that says what the quote after it is about:
+packs/retrieval/whole_pack.py). On the quote's side only what a reader never
 sees is taken off: blockquote markers and the HTML tags and images the unit display leaves
 out (packs/retrieval/units.py `untagged`, never inside a code span). Anything else a bullet
 shows that the quote does not hold (a table row shown as "header: cell", a rewritten code
@@ -25,22 +27,25 @@ from packs.retrieval.units import untagged
 
 _MARKER = re.compile(r"\s*\[\d+(?:,[^\]\n]*)?\]\s*$")
 _HEADING = re.compile(r"^\*(.+?)\*: ")
+_LABEL = re.compile(r"^\*\*[^*\n]+\*\*(?: \(covers: [^\n]*?\))?: ")
 _QUOTE_MARK = re.compile(r"^[ \t]*>[ \t]?", re.M)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _CUT = " …"
 
 
 def bullets(answer: str) -> list[str]:
-    """The bullets of an extractive answer, each with its continuation lines, in order;
-    the label line and a closing note are no bullets."""
+    """The bullets of an offline answer, each with its continuation lines, in order; the
+    label line, a whole-pack list's lead line and a closing note are no bullets."""
     out: list[str] = []
+    open_ = False
     for line in answer.split("\n"):
         if line.startswith("- "):
             out.append(line)
-        elif out and (line.startswith((" ", "\t")) or not line.strip()):
+            open_ = True
+        elif open_ and (line.startswith((" ", "\t")) or not line.strip()):
             out[-1] += "\n" + line
-        elif out and line.strip():
-            break  # the unverified note, or anything after the bullets
+        else:
+            open_ = False  # a lead line, the unverified note
     return [b.rstrip() for b in out]
 
 
@@ -56,6 +61,7 @@ def _pieces(bullet: str, heading: str) -> list[str]:
     m = _HEADING.match(body)
     if m and normalise(m.group(1).replace("\\[", "[")) in normalise(heading):
         body = body[m.end():]
+    body = _LABEL.sub("", body, count=1)
     pieces = []
     for line in body.split("\n"):
         line = line.strip()

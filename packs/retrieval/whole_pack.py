@@ -345,7 +345,8 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         if sec.id not in numbers:
             numbers[sec.id] = max(numbers.values(), default=0) + 1
             added.append((numbers[sec.id], sec))
-        shown = " ".join(quote.split()).lstrip("-*+ ")
+        # The quote without its list marker: "**Pods** are ..." keeps its opening "**".
+        shown = re.sub(r"^(?:[-*+]|\d{1,9}[.)])\s+", "", " ".join(quote.split()))
         if any(a <= item.start and item.end <= b for a, b in fence_spans(sec.content)):
             shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
         shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)
