@@ -169,8 +169,12 @@ def list_marker(line: str) -> re.Match[str] | None:
 
 
 # --- inline text ---------------------------------------------------------------------------
-# A code span: a backtick run, then the shortest text up to a run of the same length.
-CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+# A code span: a backtick run, then the shortest text up to a run of the same length,
+# within one block: it may run over a line break, not over a blank line or into the next
+# list item (a stray backtick in one bullet of an answer must not pair with the next one's
+# and hide the markers between them).
+CODE_SPAN = re.compile(r"(`+)(?!`)(?:[^\n]|\n(?![ \t]*(?:\n|(?:[-*+]|\d{1,9}[.)])[ \t])))*?"
+                       r"(?<!`)\1(?!`)")
 
 
 def outside_code_spans(text: str, fn: Callable[[str], str]) -> str:

@@ -10,9 +10,9 @@ lead-in's items, the backticks around a one-line code block, an escaped "\\[", t
 that cuts an item to its head, a heading the bullet opens with, which is checked against
 the citation's heading path instead, and the bold label of a whole-pack item, "**name**
 (covers: ...): ", an entity's or page's name that says what the quote after it is about:
-packs/retrieval/whole_pack.py). On the quote's side only what a reader never
-sees is taken off: blockquote markers and the HTML tags and images the unit display leaves
-out (packs/retrieval/units.py `untagged`, never inside a code span). Anything else a bullet
+packs/retrieval/whole_pack.py). Then, on both sides, only what a reader never sees is
+taken off: blockquote markers and the HTML tags and images the unit display leaves out
+(packs/retrieval/units.py `untagged`, never inside a code span). Anything else a bullet
 shows that the quote does not hold (a table row shown as "header: cell", a rewritten code
 span) is a line that does not verify.
 """
@@ -88,7 +88,7 @@ def unverified_lines(answer: str, citations: Sequence[Mapping[str, object]]) -> 
             continue
         quote = page_view(str(cite.get("quote") or ""))
         for piece in _pieces(bullet, str(cite.get("heading_path") or "")):
-            shown = normalise(piece)
+            shown = page_view(piece)
             plain = shown[1:-1] if len(shown) > 2 and shown[0] == shown[-1] == "`" else shown
             if shown not in quote and plain not in quote:
                 bad.append(piece)
