@@ -54,6 +54,17 @@ PRODUCT_MS: list[float] = []
 VERBATIM: list[tuple[int, list[str]]] = []
 
 
+def cited_texts(pack, citations) -> dict[str, str]:
+    """The stored text of each section `citations` cite, by id (read from the pack, as
+    the citations were checked against it)."""
+    texts: dict[str, str] = {}
+    for c in citations:
+        sid = c.get("section_id")
+        if sid and sid not in texts and (section := pack.browse.section(sid)) is not None:
+            texts[sid] = section.content
+    return texts
+
+
 def answers(pack, result) -> list[str]:
     """The texts of METHODS for one search result ("" when nothing was cited). The product's
     is what `ask()` returns for that result with no API key (packs.answer.ask), its label
@@ -72,7 +83,8 @@ def answers(pack, result) -> list[str]:
     product, _ = ask(pack, result, SearchOptions())
     PRODUCT_MS.append(1000 * (time.perf_counter() - start))
     VERBATIM.append((len(verbatim.bullets(str(product["answer"]))),
-                     verbatim.unverified_lines(str(product["answer"]), product["citations"])))
+                     verbatim.unverified_lines(str(product["answer"]), product["citations"],
+                                               cited_texts(pack, product["citations"]))))
     # Issue 34's final answer, as packs/answer.py called it before issue 47.
     vocabulary = getattr(pack, "vocabulary", None)
     idf = turn3.idf_of(vocabulary()) if vocabulary is not None else None

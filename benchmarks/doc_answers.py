@@ -97,7 +97,7 @@ def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
         log(f"  answer lines that are not their cited section's text (issue 51): "
             f"{sum(map(len, bad))} in {len(bad)} of {len(answer_eval.VERBATIM)} answers "
             f"({sum(n for n, _ in answer_eval.VERBATIM)} bullets)")
-        for line in [x for lines in bad for x in lines][:5]:
+        for line in [x for lines in bad for x in lines][:40]:
             log(f"    {line[:120]!r}")
     if answer_eval.PRODUCT_MS:
         ms = sorted(answer_eval.PRODUCT_MS)

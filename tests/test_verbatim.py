@@ -52,6 +52,15 @@ let first = items[0];
 - `Queue`: a new run waits until the previous run has finished, and then starts at once,
   however late that is; the runs after it wait in turn, in the order they were due.
 """,
+    "Nodes > Conditions": """The kubelet reports these node conditions when a node runs low
+on a resource:
+
+| Node Condition | Eviction signal | Description |
+|----------------|-----------------|-------------|
+| `MemoryPressure` | `memory.available` | Available memory on the node has reached the eviction threshold |
+| `DiskPressure` | `nodefs.available` | Available disk space on the node has reached the eviction threshold |
+| `PIDPressure` | | Available process identifiers on the node have fallen below the eviction threshold |
+""",
 }
 
 QUESTIONS = [
@@ -63,6 +72,8 @@ QUESTIONS = [
     "How do I get the first element of an array?",
     "Which concurrency policies can a schedule use?",
     "What does the Forbid policy do when a run is still going?",
+    "Which node condition reports memory pressure?",
+    "What node conditions does the kubelet report?",
 ]
 
 
@@ -81,7 +92,23 @@ def test_every_offline_answer_line_is_its_sections_text(question):
     citations = cite(answer, by_n, quotes)
     assert bullets(answer) and len(citations) == len(bullets(answer))
     assert all(c["verified"] for c in citations)
-    assert unverified_lines(answer, citations) == [], answer
+    texts = {s.id: s.content for s in [*sections, *used]}
+    assert unverified_lines(answer, citations, texts) == [], answer
+
+
+def test_a_table_row_shown_with_its_headers_verifies_against_its_section():
+    sections = _sections()
+    answer, quotes, used = extractive.answer(QUESTIONS[8], sections, max_units=1)
+    assert "Node Condition: `MemoryPressure`; Eviction signal: `memory.available`" in answer
+    citations = cite(answer, {s.citation: s for s in [*sections, *used]}, quotes)
+    texts = {s.id: s.content for s in sections}
+    assert unverified_lines(answer, citations, texts) == []
+    # The headers are the section's, read from its table: without the section's text the
+    # row's display does not verify, and a header or a cell the page does not have never does.
+    assert unverified_lines(answer, citations) != []
+    for forged in (answer.replace("Node Condition:", "Condition:"),
+                   answer.replace("`memory.available`", "`memory.free`")):
+        assert unverified_lines(forged, citations, texts) != [], forged
 
 
 def test_the_code_span_with_a_tag_is_shown_and_quoted_as_written():

@@ -13,8 +13,16 @@ the citation's heading path instead, and the bold label of a whole-pack item, "*
 packs/retrieval/whole_pack.py). Then, on both sides, only what a reader never sees is
 taken off: blockquote markers and the HTML tags and images the unit display leaves out
 (packs/retrieval/units.py `untagged`, never inside a code span). Anything else a bullet
-shows that the quote does not hold (a table row shown as "header: cell", a rewritten code
-span) is a line that does not verify.
+shows that the quote does not hold (a rewritten code span, a word that is not the page's)
+is a line that does not verify.
+
+One display is read back with the section's text beside it: a table row, which an answer
+shows as "header: cell; ..." (packs/retrieval/segment.py `row_display`) so it reads without
+its table. Given the cited sections' texts (`sections`), a piece that is not in its quote
+verifies when it is (the start of) the display of a row its quote spans, the cells read
+from that row's line and the headers from the header row of the same table in the section:
+every character shown is still the page's, only the pipes between cells and the header
+above them are set out on one line. Without the section's text such a line does not verify.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from packs.citations import normalise
+from packs.retrieval.segment import TABLE_ROW, TABLE_RULE, row_cells, row_display
 from packs.retrieval.units import untagged
 
 _MARKER = re.compile(r"\s*\[\d+(?:,[^\]\n]*)?\]\s*$")
@@ -76,20 +85,56 @@ def _pieces(bullet: str, heading: str) -> list[str]:
     return pieces
 
 
-def unverified_lines(answer: str, citations: Sequence[Mapping[str, object]]) -> list[str]:
+def rows_shown(content: str, start: int, end: int) -> list[str]:
+    """The table rows of `content` that the span [start, end) touches, each as an answer
+    shows it (`row_display`, page view): its cells from its own line, its headers from the
+    header row that opens its table (the first line of the run of table lines it is in,
+    when a `|---|` rule follows it; none when the section starts inside the table)."""
+    lines, pos = [], 0
+    for line in content.split("\n"):
+        lines.append((pos, pos + len(line), _QUOTE_MARK.sub("", line, count=1)))
+        pos += len(line) + 1
+    shown = []
+    for i, (a, b, line) in enumerate(lines):
+        if b <= start or a >= end or not TABLE_ROW.match(line) or TABLE_RULE.match(line):
+            continue
+        top = i
+        while top > 0 and TABLE_ROW.match(lines[top - 1][2]):
+            top -= 1
+        header = None
+        if top + 1 < len(lines) and TABLE_RULE.match(lines[top + 1][2]):
+            if top == i:
+                continue  # the header row itself is no row of the table
+            header = row_cells(lines[top][2])
+        shown.append(page_view(row_display(header, row_cells(line))))
+    return shown
+
+
+def unverified_lines(answer: str, citations: Sequence[Mapping[str, object]],
+                     sections: Mapping[str, str] | None = None) -> list[str]:
     """The pieces of `answer`'s bullets that are not their citation's text (see the module
     docstring); [] when every line verifies. Bullets and citations pair in order (one
     marker per bullet, as the extractive answer writes them); a bullet whose citation is
-    unverified is reported whole."""
+    unverified is reported whole. `sections`: the cited sections' texts by section id, to
+    read a table row's display back (without them a row shown with its headers does not
+    verify)."""
     bad: list[str] = []
     for bullet, cite in zip(bullets(answer), citations):
         if not cite.get("verified"):
             bad.append(bullet)
             continue
         quote = page_view(str(cite.get("quote") or ""))
+        rows: list[str] | None = None
         for piece in _pieces(bullet, str(cite.get("heading_path") or "")):
             shown = page_view(piece)
             plain = shown[1:-1] if len(shown) > 2 and shown[0] == shown[-1] == "`" else shown
-            if shown not in quote and plain not in quote:
+            if shown in quote or plain in quote:
+                continue
+            if rows is None:
+                content = (sections or {}).get(str(cite.get("section_id")))
+                start, end = cite.get("start"), cite.get("end")
+                rows = (rows_shown(content, start, end) if content is not None
+                        and isinstance(start, int) and isinstance(end, int) else [])
+            if not shown or not any(r.startswith(shown) for r in rows):
                 bad.append(piece)
     return bad
