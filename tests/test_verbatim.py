@@ -132,5 +132,16 @@ def test_a_rewritten_line_does_not_verify():
     assert unverified_lines("- anything [1]", unverified) == ["- anything [1]"]
 
 
+def test_only_the_answers_own_escape_of_a_bracket_is_taken_off():
+    # The answer writes "\\[" before a digit so that it reads as no citation marker; a
+    # page's own escaped brackets are its text and are shown as written.
+    quote = "Index with items[0] and [1, 2]. `cargo search` \\[*options*\\] \\[*query*…\\]"
+    citation = [{"verified": True, "quote": quote, "heading_path": "Search > Synopsis"}]
+    assert unverified_lines("- Index with items[0] and \\[1, 2]. [1]", citation) == []
+    assert unverified_lines("- `cargo search` \\[*options*\\] \\[*query*…\\] [1]", citation) == []
+    assert unverified_lines("- `cargo search` [*options*] [*query*…] [1]", citation) == [
+        "`cargo search` [*options*] [*query*…]"]
+
+
 def test_the_page_view_leaves_out_only_what_a_reader_never_sees():
     assert page_view("> a <span>b</span>\n> `<br>` c <img src=x>") == "a b `<br>` c"

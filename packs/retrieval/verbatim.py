@@ -6,7 +6,8 @@ section its [n] cites, and packs/citations.py verifies the quote. This module ch
 the bullet *shows*: every piece of text on its lines must occur in that quote, character
 for character after whitespace folding, once the answer's own display syntax is taken off
 (the "- " bullet and its [n], the lines of a fence and their indentation, the "- " of a
-lead-in's items, the backticks around a one-line code block, an escaped "\\[", the " …"
+lead-in's items, the backticks around a one-line code block, the "\\" the answer sets
+before a "[" and a digit so it reads as no citation marker (a page's own "\\[" kept), the " …"
 that cuts an item to its head, a heading the bullet opens with, which is checked against
 the citation's heading path instead, and the bold label of a whole-pack item, "**name**
 (covers: ...): ", an entity's or page's name that says what the quote after it is about:
@@ -40,6 +41,9 @@ _LABEL = re.compile(r"^\*\*[^*\n]+\*\*(?: \(covers: [^\n]*?\))?: ")
 _QUOTE_MARK = re.compile(r"^[ \t]*>[ \t]?", re.M)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _CUT = " …"
+# The answer's escape of a "[" that would read as a citation marker (packs/retrieval/
+# extractive.py `_MARKER_LIKE`): "\\[" before a digit.
+_ESCAPED = re.compile(r"\\\[(?=\d)")
 
 
 def bullets(answer: str) -> list[str]:
@@ -68,7 +72,7 @@ def _pieces(bullet: str, heading: str) -> list[str]:
     """The text pieces `bullet` shows of its quote (see the module docstring)."""
     body = _MARKER.sub("", bullet)[2:]
     m = _HEADING.match(body)
-    if m and normalise(m.group(1).replace("\\[", "[")) in normalise(heading):
+    if m and normalise(_ESCAPED.sub("[", m.group(1))) in normalise(heading):
         body = body[m.end():]
     body = _LABEL.sub("", body, count=1)
     pieces = []
@@ -78,7 +82,6 @@ def _pieces(bullet: str, heading: str) -> list[str]:
             continue
         if line.startswith("- "):
             line = line[2:]
-        line = line.replace("\\[", "[")
         if line.endswith(_CUT):
             line = line[:-len(_CUT)]
         pieces.append(line)
@@ -126,15 +129,16 @@ def unverified_lines(answer: str, citations: Sequence[Mapping[str, object]],
         quote = page_view(str(cite.get("quote") or ""))
         rows: list[str] | None = None
         for piece in _pieces(bullet, str(cite.get("heading_path") or "")):
-            shown = page_view(piece)
-            plain = shown[1:-1] if len(shown) > 2 and shown[0] == shown[-1] == "`" else shown
-            if shown in quote or plain in quote:
+            # as shown, and with the answer's escapes taken off (a page's "\[1" stays)
+            shown = {page_view(piece), page_view(_ESCAPED.sub("[", piece))} - {""}
+            plain = {f[1:-1] for f in shown if len(f) > 2 and f[0] == f[-1] == "`"}
+            if not shown or any(f in quote for f in shown | plain):
                 continue
             if rows is None:
                 content = (sections or {}).get(str(cite.get("section_id")))
                 start, end = cite.get("start"), cite.get("end")
                 rows = (rows_shown(content, start, end) if content is not None
                         and isinstance(start, int) and isinstance(end, int) else [])
-            if not shown or not any(r.startswith(shown) for r in rows):
+            if not any(r.startswith(f) for r in rows for f in shown):
                 bad.append(piece)
     return bad
