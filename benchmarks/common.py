@@ -80,6 +80,9 @@ def print_report(text: str, path: Path | None, title: str, script: str,
     command = " ".join(["python", f"benchmarks/{script}", *args])
     path.write_text(f"# {title}\n\n- Command: `{command}`\n\n```\n{text}\n```\n",
                     encoding="utf-8")
+    from benchmarks import results_md
+
+    results_md.write_json(path)  # the summary the book reads (benchmarks/book.py)
 
 
 def machine_line() -> str:
