@@ -290,7 +290,9 @@ def _summary(manifest: Manifest, pack_root: Path, build_dir: Path, build_id: str
     return {
         "pack": str(pack_root), "build_dir": str(build_dir), "build_id": build_id,
         "counts": manifest.counts.model_dump(), "partial": manifest.partial,
+        "partial_reasons": list(manifest.partial_reasons),
         "failed_sources": failed[:MAX_LISTED], "failed_sources_total": len(failed),
+        "sources_total": len(manifest.sources),
         "extractor": manifest.extractor.model_dump(),
         "embedding_model": manifest.embedding.model,
     }
