@@ -183,11 +183,13 @@ def automations(plan: PackAlerts, blocks: dict[str, UUID], *, ui: str,
                 subject=msg.subject(kind, plan.pack),
                 body=body(kind, plan.pack, ui=ui, builds_url=builds_url,
                           max_age_s=plan.max_age_s)))
+        when = (f"no build of {plan.pack} succeeds within max_age "
+                f"{msg.duration_words(plan.max_age_s)} ({plan.schedule})" if kind == msg.STALE
+                else f"a build of {plan.pack} is {kind}")
         out.append(AutomationCore(
             name=f"{AUTOMATION_PREFIX}{plan.pack} {kind}",
             description=f"kpack serve: tell {', '.join(t.shown for t in plan.targets)} when "
-                        f"a build of {plan.pack} is {kind} ({plan.schedule}, max_age "
-                        f"{msg.duration_words(plan.max_age_s)})",
+                        f"{when}",
             tags=["kpack", f"pack:{plan.pack}"], trigger=_trigger(kind, plan.pack,
                                                                   plan.max_age_s),
             actions=actions))
