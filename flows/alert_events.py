@@ -56,16 +56,17 @@ def _counts(summary: dict) -> dict:
     return counts
 
 
-def outcome_event(pack: str, summary: dict, failed_share_limit: float) -> tuple[str, dict]:
-    """(event name, payload) for a build that ended with `summary` (published or no
-    changes). Partial: the pack is partial (manifest partial_reasons), or more than
-    `failed_share_limit` of its sources failed."""
+def outcome_event(pack: str, build_id: str, summary: dict,
+                  failed_share_limit: float) -> tuple[str, dict]:
+    """(event name, payload) for build `build_id`, which ended with `summary` (published,
+    or no changes: then the summary names the current build). Partial: the pack is
+    partial (manifest partial_reasons), or more than `failed_share_limit` of its sources
+    failed."""
     counts = _counts(summary)
-    build_id = str(summary.get("build_id") or "")
     if summary.get("status") == "no changes":
         return UNCHANGED, _payload(pack, build_id, "no changes",
-                                   f"no changes since build {build_id}: nothing published",
-                                   counts)
+                                   f"no changes since build {summary.get('build_id')}: "
+                                   "nothing published", counts)
     reasons = list(summary.get("partial_reasons") or [])
     failed, total = counts["failed_sources"], counts["sources"]
     if total and failed / total > failed_share_limit:

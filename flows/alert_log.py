@@ -27,6 +27,7 @@ from pathlib import Path
 from uuid import UUID
 
 from flows import alert_events as ev
+from flows.alert_messages import duration_words
 from flows.alerts import AUTOMATION_PREFIX
 from packs import layout
 
@@ -49,10 +50,20 @@ def _related(event, role: str):
     return next((r for r in event.related if r.role == role), None)
 
 
-def _details(trigger) -> dict:
-    """Build id and reason, from the event that triggered the notification."""
+def _details(trigger, kind: str, max_age_s: float | None) -> dict:
+    """Build id and reason, from the event that triggered the notification (for stale: the
+    last success, or kpack serve's start)."""
     if trigger is None:
         return {}
+    if kind == "stale":
+        since = trigger.occurred.astimezone(UTC).isoformat(timespec="seconds")
+        payload = trigger.payload or {}
+        last = (f"none since kpack serve started at {since}" if trigger.event == ev.WATCHED
+                else f"the last was build {payload.get('build_id')} "
+                     f"({payload.get('status')}) at {since}")
+        return {"build_id": payload.get("build_id") or None,
+                "reason": f"no successful build for more than "
+                          f"{duration_words(max_age_s or 0)} (max_age): {last}"}
     if trigger.event.startswith("kpack."):
         payload = trigger.payload or {}
         return {"build_id": payload.get("build_id") or None,
@@ -130,7 +141,8 @@ class Recorder:
                 f"failed: {ev.one_line((event.payload or {}).get('reason'), 200)}",
                 "target": shown.get(block.name if block else None)
                 or (block.name if block else None),
-                "build_id": None, "reason": None, **_details(trigger), "id": str(event.id)}
+                "build_id": None, "reason": None,
+                **_details(trigger, kind, watch.get("max_age_s")), "id": str(event.id)}
         with self.lock:
             if line["id"] in self.seen:
                 return None

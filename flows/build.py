@@ -137,7 +137,7 @@ def build_pack(
         alert_events.emit(*alert_events.failed_event(name, build_id, exc))
         raise
     alert_events.emit(*alert_events.outcome_event(
-        source.name, summary, source.config.notify_failed_sources))
+        name, build_id, summary, source.config.notify_failed_sources))
     problems = shortfalls(summary)
     if problems:  # a different state in the Prefect UI than a clean build's Completed
         return Completed(name="Partial", message="; ".join(problems), data=summary)

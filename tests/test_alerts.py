@@ -86,17 +86,18 @@ def _summary(**over) -> dict:
 
 
 def test_a_builds_outcome_is_one_event() -> None:
-    name, payload = ev.outcome_event("tea", _summary(), 0.2)
+    name, payload = ev.outcome_event("tea", "b2", _summary(), 0.2)
     assert name == ev.PUBLISHED and payload["counts"]["sources"] == 10
     # 2 of 10 failed is the threshold itself: not over it
-    assert ev.outcome_event("tea", _summary(failed_sources_total=2), 0.2)[0] == ev.PUBLISHED
-    name, payload = ev.outcome_event("tea", _summary(failed_sources_total=3), 0.2)
+    assert ev.outcome_event("tea", "b2", _summary(failed_sources_total=2), 0.2)[0] == ev.PUBLISHED
+    name, payload = ev.outcome_event("tea", "b2", _summary(failed_sources_total=3), 0.2)
     assert name == ev.PARTIAL and "3 of 10 sources failed (30%" in payload["reason"]
     name, payload = ev.outcome_event(
-        "tea", _summary(partial=True, partial_reasons=["4 sections failed extraction"]), 0.2)
+        "tea", "b2", _summary(partial=True, partial_reasons=["4 sections failed extraction"]), 0.2)
     assert name == ev.PARTIAL and "4 sections failed extraction" in payload["reason"]
-    name, payload = ev.outcome_event("tea", _summary(status="no changes"), 0.2)
-    assert name == ev.UNCHANGED and payload["build_id"] == "b2"
+    name, payload = ev.outcome_event("tea", "b5", _summary(status="no changes"), 0.2)
+    assert name == ev.UNCHANGED and payload["build_id"] == "b5"  # the run's, not current's
+    assert payload["reason"] == "no changes since build b2: nothing published"
     name, payload = ev.failed_event("tea", "b3", RuntimeError("boom\ntraceback"))
     assert name == ev.FAILED and payload["reason"] == "RuntimeError: boom"
     assert ev.refused_event("tea", "b4", "worse")[0] == ev.REFUSED
@@ -244,9 +245,15 @@ def test_the_recorder_writes_each_sent_alert_once_without_secrets(tmp_path) -> N
                     "target": "webhook https://ops.example:8443", "build_id": "b9",
                     "reason": "worse", "id": str(sent.id)}
     assert recorder.record(sent) is None and Recorder({"tea": root}).record(sent) is None
-    failed = _action("prefect.automation.action.failed", "kpack tea stale", block, None,
+    last = _event(ev.UNCHANGED, {"pack": "tea", "build_id": "b8", "status": "no changes",
+                                 "reason": "no changes since build b7"})
+    recorder.record(last)
+    failed = _action("prefect.automation.action.failed", "kpack tea stale", block, last,
                      reason="Notification failed")
-    assert recorder.record(failed)["status"] == "failed: Notification failed"
+    line = recorder.record(failed)
+    assert line["status"] == "failed: Notification failed" and line["build_id"] == "b8"
+    assert line["reason"] == ("no successful build for more than 2 d (max_age): the last was "
+                              "build b8 (no changes) at 2026-11-30T03:00:05+00:00")
     other = _action("prefect.automation.action.executed", "kpack coffee stale", block, None)
     assert recorder.record(other) is None  # not one of this recorder's packs
     assert [a["kind"] for a in layout.read_alerts(root)] == ["refused", "stale"]
