@@ -160,7 +160,9 @@ class Recorder:
             EventNameFilter,
             EventOccurredFilter,
             EventOrder,
+            EventResourceFilter,
         )
+        from prefect.events.schemas.events import ResourceSpecification
 
         now = datetime.now(UTC)
         if since is None:  # from the pack whose record is the oldest
@@ -173,6 +175,8 @@ class Recorder:
 
             page = client.read_events(filter=EventFilter(
                 event=EventNameFilter(name=list(ACTION_EVENTS)),
+                resource=EventResourceFilter(labels=ResourceSpecification(
+                    {"prefect.resource.name": [f"{AUTOMATION_PREFIX}{p} *" for p in self.roots]})),
                 occurred=EventOccurredFilter(since=since, until=now + timedelta(minutes=5)),
                 order=EventOrder.ASC), limit=PAGE_SIZE)
             while True:

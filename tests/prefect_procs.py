@@ -1,18 +1,22 @@
 """Real Prefect servers and kpack processes for the tests that need them
 (tests/test_prefect_server.py, tests/test_alerts_e2e.py): start them with their own
 PREFECT_HOME and environment, wait on them with deadlines, and kill them with their
-children in teardown.
+children in teardown; and a loopback webhook that keeps what it is sent.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +122,39 @@ def prefect_server(tmp: Path, **settings: str) -> Iterator[dict]:
         until("the Prefect server to answer /api/health", healthy, 120, log)
         client_env = {**base_env(tmp / "client-home"), "PREFECT_API_URL": url}
         yield {"url": url, "env": client_env, "tmp": tmp, "log": log}
+
+
+class Receiver:
+    """A webhook on 127.0.0.1 that keeps every POST: (received at UTC, path, body)."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[datetime, str, bytes]] = []
+        received = self.got
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                received.append((datetime.now(UTC), self.path, body))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def url(self, path: str = "/hook") -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def messages(self) -> list[tuple[datetime, dict]]:
+        """Every message so far, parsed (a body that is not JSON fails the test)."""
+        return [(at, json.loads(body)) for at, _, body in list(self.got)]
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

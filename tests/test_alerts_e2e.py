@@ -25,66 +25,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import OFFLINE_MODEL
-from tests.prefect_procs import REPO, prefect_server, process, tail, until
+from tests.prefect_procs import REPO, Receiver, prefect_server, process, tail, until
 from tests.small_site import serve_site
 
 pytestmark = pytest.mark.prefect_server
 
-SECRET = "hush-8c1f0e5a"  # the webhook's token: must never be written down anywhere
 PAGE = "# {title}\n\n{title} pages say one thing about {pack}.\n\n## More\n\nAnd {n} more.\n"
 EVERY_S = 20
-
-
-class Receiver:
-    """A webhook on 127.0.0.1 that keeps every POST: (received at UTC, path, body)."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[datetime, str, bytes]] = []
-        received = self.got
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                received.append((datetime.now(UTC), self.path, body))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hook?token={SECRET}"
-
-    def messages(self) -> list[tuple[datetime, dict]]:
-        """Every message so far, parsed (a body that is not JSON fails the test)."""
-        out = []
-        for at, path, body in list(self.got):
-            assert path == f"/hook?token={SECRET}", path
-            out.append((at, json.loads(body)))
-        return out
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+SECRET = "hush-8c1f0e5a"  # the webhook's token: must never be written down anywhere
 
 
 def _source(root: Path, name: str, urls: list[str], **toml: object) -> Path:
@@ -153,8 +110,9 @@ def test_serve_sends_one_message_per_failed_refused_partial_and_stale_build(tmp_
     site, out = tmp_path / "site", tmp_path / "out"
     with prefect_server(tmp_path / "prefect") as server, serve_site(site) as base, \
             Receiver() as hook:
+        hook_url = hook.url(f"/hook?token={SECRET}")
         env = {**server["env"], "PREFECT_RUNNER_POLL_FREQUENCY": "2",
-               "KPACK_TEST_HOOK": hook.url}
+               "KPACK_TEST_HOOK": hook_url}
         ui = server["url"].removesuffix("/api")
         src_a, src_b = tmp_path / "sources-a", tmp_path / "sources-b"
         refused_pages = _pages(site, "refused", 4)
@@ -179,7 +137,7 @@ def test_serve_sends_one_message_per_failed_refused_partial_and_stale_build(tmp_
 
         log_a, log_b = tmp_path / "serve-a.log", tmp_path / "serve-b.log"
         with _serve(src_b, out, env, log_b) as serve_b, \
-                _serve(src_a, out, env, log_a, "--notify", hook.url) as serve_a, \
+                _serve(src_a, out, env, log_a, "--notify", hook_url) as serve_a, \
                 _client(server["url"]) as client:
             # B: the stale pack's first successful run, then B stops while idle
             first = until("stale's first scheduled run to succeed", lambda: (
@@ -233,6 +191,7 @@ def test_serve_sends_one_message_per_failed_refused_partial_and_stale_build(tmp_
                                   timeout=120)
         received = hook.messages()
         messages = [m for _, m in received]
+        assert {path for _, path, _ in hook.got} == {f"/hook?token={SECRET}"}
 
     # exactly one message per run, of the run's kind, and nothing about steady
     by_run: dict[str, list[str]] = {}

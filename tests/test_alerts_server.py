@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from flows import alerts
-from flows.alert_events import FAILED
+from flows.alert_events import FAILED, emit, refused_event
+from flows.alert_log import Recorder
 from flows.build import BuildError, run_build
 from packs import layout
 from tasks.sources import PackConfig, SourceConfig
 from tests.conftest import OFFLINE_MODEL
+from tests.prefect_procs import Receiver, until
 from tests.small_site import serve_site
 
 HOOK = "http://127.0.0.1:9/hooks/kpack?token=sEcReT"
@@ -93,3 +95,26 @@ def test_a_failed_build_says_so_to_prefect_and_in_its_history_once(prefect_harne
         run = client.read_flow_run(event.payload["flow_run_id"])
     assert run.state.is_failed() and "pack:gone" in run.tags
     assert run.name == f"gone-{history[0]['build_id']}"
+
+
+def test_an_alert_the_server_sends_is_recorded_in_the_pack_folder(prefect_harness,
+                                                                   tmp_path) -> None:
+    """The server's triggers and actions send the message (no kpack process involved);
+    catching up from its events API writes it into alerts.jsonl once."""
+    with Receiver() as hook:
+        (plan,) = alerts.plan([_source("delta", notify=[hook.url("/h?token=sEcReT")])],
+                              tmp_path)
+        alerts.install([plan])
+        layout.write_watch(plan.root, plan.watch_record())
+        emit(*refused_event("delta", "b1", "3 of 4 pages could not be fetched"))
+        (_, message), = until("the refused message", hook.messages, 60)
+        recorder = Recorder({"delta": plan.root})
+        until("the sent alert in the events API", recorder.catch_up, 60)
+    assert message["kind"] == "refused" and message["build_id"] == "b1"
+    (line,) = layout.read_alerts(plan.root)
+    assert line["kind"] == "refused" and line["status"] == "sent"
+    assert line["target"] == f"webhook {hook.url('')}" and line["build_id"] == "b1"
+    assert line["reason"] == "3 of 4 pages could not be fetched"
+    assert recorder.catch_up() == 0 and Recorder({"delta": plan.root}).catch_up() == 0
+    assert "sEcReT" not in (plan.root / layout.ALERTS_FILE).read_text()
+
