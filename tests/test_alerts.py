@@ -259,3 +259,28 @@ def test_the_recorder_writes_each_sent_alert_once_without_secrets(tmp_path) -> N
     assert [a["kind"] for a in layout.read_alerts(root)] == ["refused", "stale"]
     assert "sEcReT" not in (root / layout.ALERTS_FILE).read_text()
     assert parse_name("kpack tea stale") == ("tea", "stale") and parse_name("other") is None
+
+
+def test_urls_in_the_servers_log_lines_lose_their_path_and_query(tmp_path) -> None:
+    import logging
+
+    from flows.log_redaction import redact, redact_handlers
+
+    assert redact(f"error for url '{HOOK}'") == "error for url 'https://ops.example:8443/…'"
+    assert redact(f"{SLACK} and http://127.0.0.1:9") == (
+        "https://hooks.slack.com/… and http://127.0.0.1:9")
+    log = logging.getLogger("kpack.test.redaction")
+    handler = logging.FileHandler(tmp_path / "server.log")
+    log.addHandler(handler)
+    try:
+        assert redact_handlers() >= 1 and redact_handlers() == 0  # once per handler
+        try:
+            raise RuntimeError(f"Server error '500' for url '{HOOK}'")
+        except RuntimeError:
+            log.exception("Error in message handler for %s", SLACK)
+    finally:
+        log.removeHandler(handler)
+        handler.close()
+    written = (tmp_path / "server.log").read_text()
+    assert "sEcReT" not in written and "RuntimeError: Server error '500' for url " in written
+    assert "Error in message handler for https://hooks.slack.com/…" in written
