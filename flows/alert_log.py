@@ -19,6 +19,7 @@ recording the same event twice writes one line.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 from collections import OrderedDict
@@ -191,8 +192,10 @@ class Recorder:
         """Record action events as the server streams them, in a daemon thread (it ends
         with the process; a stream that breaks for good is logged, and caught up with at
         the next start)."""
-        thread = threading.Thread(target=self._follow_sync, name="kpack-alert-log",
-                                  daemon=True)
+        # in this context: Prefect's settings (the API, its secret) live in context vars
+        context = contextvars.copy_context()
+        thread = threading.Thread(target=context.run, args=(self._follow_sync,),
+                                  name="kpack-alert-log", daemon=True)
         thread.start()
         return thread
 
