@@ -12,6 +12,7 @@ show. Publish adds `removed` (pages of the last build no longer listed).
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections import Counter
 
 from tasks.fetch import lastmod_trust, robots_cache
@@ -21,18 +22,21 @@ from tasks.sources import SourceConfig
 from tasks.stages.common import BuildContext, Record
 
 MAX_HOSTS = 50  # hosts a manifest lists with their lastmod verdict
+_SYSTEM = random.SystemRandom()
 
 
 class NoPagesError(RuntimeError):
     """The source's URL list came out empty: its sitemaps listed no page that was kept."""
 
 
-def prepare(ctx: BuildContext, source: SourceConfig) -> tuple[BuildContext, Expanded]:
+def prepare(ctx: BuildContext, source: SourceConfig,
+            rng: random.Random | None = None) -> tuple[BuildContext, Expanded]:
     """(the build context with its robots.txt cache and lastmod skip policy, the build's
     URL list). Expands the source's sitemaps (network; a failed sitemap is in the list's
-    report, never an error). Raises NoPagesError when no URL is left to build (its
-    sitemaps failed, or listed nothing that include / exclude kept), OSError when the work
-    dir cannot be written."""
+    report, never an error). The re-check sample of the trusted hosts is drawn with a
+    salt from `rng` (default: the system's randomness). Raises NoPagesError when no URL
+    is left to build (its sitemaps failed, or listed nothing that include / exclude
+    kept), OSError when the work dir cannot be written."""
     # One robots.txt per origin for the whole build: the sitemap walk and every fetch
     # shard share it (tasks/fetch/robots_cache.py).
     ctx = dataclasses.replace(ctx, fetch=dataclasses.replace(
@@ -45,7 +49,12 @@ def prepare(ctx: BuildContext, source: SourceConfig) -> tuple[BuildContext, Expa
     trusted: tuple[str, ...] = ()
     if opts.trust_lastmod == "auto" and expanded.lastmod:
         trusted = lastmod_trust.trusted_hosts(lastmod_trust.load(ctx.work.pack_dir))
-    policy = SkipPolicy(trusted, opts.recheck_share, opts.max_skip_days)
+    rates = lastmod_trust.recheck_rates(
+        expanded.lastmod, trusted, lie_share=opts.recheck_lie_share,
+        within_builds=opts.recheck_within_builds, confidence=opts.recheck_confidence,
+        floor=opts.recheck_share)
+    salt = f"{(rng or _SYSTEM).getrandbits(64):016x}"
+    policy = SkipPolicy(trusted, opts.recheck_share, opts.max_skip_days, rates, salt)
     return dataclasses.replace(ctx, skip=policy), expanded
 
 

@@ -51,7 +51,8 @@ def fetch_config(source: SourceConfig, allow_private_hosts: bool) -> fetch_core.
     """pack.toml's fetch settings; `allow_private_hosts` from the command line adds to its."""
     cfg = source.config
     return fetch_core.FetchConfig.from_pack(
-        cfg, allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts)
+        cfg, allow_private_hosts=allow_private_hosts or cfg.allow_private_hosts,
+        urls_file=str(source.urls_file))
 
 
 def extract_config(source: SourceConfig, kind: str | None, max_cost_usd: float | None,

@@ -98,24 +98,28 @@ def build_deployments(sources_dir: Path | str, out_dir: Path | str,
 def serve(sources_dir: Path | str, out_dir: Path | str, work_dir: Path | str | None = None,
           *, every: timedelta | None = None, limit: int | None = DEFAULT_CONCURRENCY,
           task_runner: str | None = None, notify: Sequence[str] = (),
-          explorer_url: str | None = None) -> None:
+          explorer_url: str | None = None, log=None) -> None:
     """Register every source's deployment and run their flow runs until interrupted.
 
-    Needs a Prefect server (PREFECT_API_URL); without one Prefect starts a temporary
-    server that lives only as long as this process. `limit` caps concurrent builds.
-    `task_runner` (see flows.runners) is passed to the runs as $KPACK_TASK_RUNNER.
-    Alerts (flows/watch.py): `notify` targets for every pack besides each pack.toml's
-    `notify`; `explorer_url` (default kpack explore's address) is where messages link.
-    Blocks; returns on Ctrl-C / SIGTERM, pausing the schedules. Raises SourceError for
-    bad sources, TargetError for a bad notify target, before anything is registered. An
-    entry point: it applies the project's Prefect settings (flows.settings), which its
-    flow-run subprocesses inherit.
+    Reports to the server a build would (flows/build_api.py): PREFECT_API_URL, else this
+    PREFECT_HOME's kept server (started when none runs, and kept while this serves: it
+    holds the lease), else with KPACK_SERVER_IDLE_S=0 a temporary server that lives as long
+    as this process; the home's secret goes with every request, and to the flow runs.
+    `limit` caps concurrent builds. `task_runner` (see flows.runners) is passed to the runs
+    as $KPACK_TASK_RUNNER. `log` gets a line when a server is started. Alerts
+    (flows/watch.py): `notify` targets for every pack besides each pack.toml's `notify`;
+    `explorer_url` (default kpack explore's address) is where messages link. Blocks;
+    returns on Ctrl-C / SIGTERM, pausing the schedules. Raises SourceError for bad
+    sources, TargetError for a bad notify target, before anything is registered,
+    ServerError when no server comes up. An entry point: it applies the project's Prefect
+    settings (flows.settings), which its flow-run subprocesses inherit.
     """
     configure_prefect_env()
     from prefect import serve as prefect_serve
 
     from flows import watch
     from flows.alerts import DEFAULT_EXPLORER
+    from flows.build_api import api_for_build
     from flows.runners import TASK_RUNNER_ENV, parse_task_runner
     from tasks.alert_config import TargetError, check_target
 
@@ -134,6 +138,8 @@ def serve(sources_dir: Path | str, out_dir: Path | str, work_dir: Path | str | N
     os.environ.update(run_environment(work))
     if task_runner:
         os.environ[TASK_RUNNER_ENV] = task_runner
-    watch.start(discover_sources(sources_dir), out, notify=notify, every=every,
-                explorer_url=explorer_url or DEFAULT_EXPLORER)
-    prefect_serve(*deployments, limit=limit)
+    with api_for_build(log=log) as server_kind:
+        watch.start(discover_sources(sources_dir), out, notify=notify, every=every,
+                    explorer_url=explorer_url or DEFAULT_EXPLORER, server_kind=server_kind,
+                    out=log or print)
+        prefect_serve(*deployments, limit=limit)

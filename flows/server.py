@@ -13,6 +13,9 @@ build looks for a server in this order (`flows/build_api.py: api_for_build`):
 `KPACK_SERVER_IDLE_S=0` keeps nothing: each build then starts a temporary server that the
 kernel stops when the build's process dies (PR_SET_PDEATHSIG), as Prefect's ephemeral mode.
 
+Who may use it: Prefect's authentication with the home's secret (kpack-server.auth, 0600),
+CSRF protection and a loopback-only Host check (flows/server_auth.py).
+
 One server per PREFECT_HOME: `$PREFECT_HOME/kpack-server.json` names its home, port, pid
 and a random token; starters take `kpack-server.lock` in turn; the starter binds the port
 itself before anything starts (flows/ports.py), so of two starts on one port exactly one
@@ -38,7 +41,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from flows import ports
+from flows import ports, server_auth
 from flows.ports import IDENTITY_PATH, http_get, identify  # noqa: F401 (IDENTITY_PATH: server_main)
 
 STATE_FILE = "kpack-server.json"
@@ -189,17 +192,33 @@ def _reap() -> None:
     _SPAWNED[:] = [p for p in _SPAWNED if p.poll() is None]
 
 
-def _spawn(sock, folder: Path, token: str, idle_s: float, port: int) -> subprocess.Popen:
+def private_log(path: Path):
+    """`path` opened for appending, readable by this user alone (run logs go there)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+
+
+def server_environment(folder: Path, port: int) -> dict[str, str]:
+    """The environment a server of this home runs with (flows/server_main.py adds the
+    secret and CSRF protection itself)."""
     env = {**os.environ, "PREFECT_HOME": str(folder),
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
-    env.pop("PREFECT_API_URL", None)  # the server is the API; it talks to no other
-    # the UI calls the API it was served from, on whichever port that is
+    for name in ("PREFECT_API_URL", server_auth.CLIENT_ENV, server_auth.SERVER_ENV):
+        env.pop(name, None)  # the server is the API; it talks to no other
+    # the UI calls the API it was served from, on whichever port that is; no other web
+    # origin may call it from a browser
     env.setdefault("PREFECT_UI_API_URL", f"http://127.0.0.1:{port}/api")
+    env.setdefault("PREFECT_SERVER_CORS_ALLOWED_ORIGINS",
+                   f"http://127.0.0.1:{port},http://localhost:{port}")
+    return env
+
+
+def _spawn(sock, folder: Path, token: str, idle_s: float, port: int) -> subprocess.Popen:
+    env = {**server_environment(folder, port), "KPACK_SERVER_TOKEN": token}
     fd = sock.fileno()
-    with (folder / LOG_FILE).open("ab") as log:
+    with private_log(folder / LOG_FILE) as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flows.server_main", "--fd", str(fd), "--port", str(port),
-             "--home", str(folder), "--token", token, "--idle", str(idle_s)],
+             "--home", str(folder), "--idle", str(idle_s)],
             pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, env=env)  # its own session: it outlives its starter
     _SPAWNED.append(proc)
@@ -247,6 +266,7 @@ def start(port: int = DEFAULT_PORT, *, kind: str = "started", idle_s: float = 0.
                 _write_state(folder, info)  # the server reads it: no idle stop any more
             return info, False
         token = secrets.token_hex(16)
+        server_auth.ensure_secret(folder)
         sock = ports.claim(port)
         try:
             port = sock.getsockname()[1]
@@ -280,11 +300,13 @@ def _terminate(pid: int, grace_s: float = 10.0) -> None:
 
 
 def _is_server_process(info: ServerInfo) -> bool:
-    """The pid still runs the server this record started (its token is on its command
-    line): a pid reused by another program is never signalled."""
-
-    return answers_as(info) or (pid_alive(info.pid) and info.token != ""
-                                and info.token in ports.cmdline(info.pid))
+    """The pid still runs the server this record started (the server module and this
+    home are on its command line): a pid reused by another program is never signalled."""
+    if answers_as(info):
+        return True
+    args = ports.cmdline(info.pid).split()
+    return pid_alive(info.pid) and "flows.server_main" in args and "--home" in args[:-1] \
+        and args[args.index("--home") + 1] == info.home
 
 
 def stop() -> tuple[ServerInfo | None, bool]:

@@ -1,18 +1,25 @@
-"""The process behind `kpack server start` and the server builds keep (flows/server.py).
+"""The process behind `kpack server start`, the server builds keep (flows/server.py) and a
+build's temporary server (flows/temporary_server.py).
 
-    python -m flows.server_main --fd N --port P --home DIR --token T --idle SECONDS
+    python -m flows.server_main --fd N --port P --home DIR --idle SECONDS
+    python -m flows.server_main --fd N --port P --home DIR --temporary
 
 Serves Prefect's API and UI (the app `prefect server start` serves, with its services) on
-the listening socket its starter bound and passed as fd N (flows/ports.py), plus
-`/kpack-identity`: {kpack, pid, home, token, port}, which is how a starter,
-`kpack server status` and builds tell this server from a stale record or another
-home's server on the same port.
+the listening socket its starter bound and passed as fd N (flows/ports.py), with Prefect's
+authentication (the home's secret, read here from DIR/kpack-server.auth: never on a
+command line) and CSRF protection on, behind the gate of flows/server_auth.py (loopback
+Host names only; the secret for every /api/ request), plus `/kpack-identity`: {kpack,
+pid, home, token, port}, which is how a starter, `kpack server status` and builds tell
+this server from a stale record or another home's server on the same port (the token, a
+random name for this start, comes in $KPACK_SERVER_TOKEN; it proves nothing and grants
+nothing).
 
-It stops by itself (a graceful uvicorn shutdown) when its record in DIR/kpack-server.json
-is gone or names another server (`kpack server stop`, a removed PREFECT_HOME), and, for a
-kept server (idle > 0, re-read from the record, so `kpack server start` can keep it for
-good), after `idle` seconds with no request in flight or made and no build holding the
-lease lock (DIR/kpack-server.lease).
+A kept or started server stops by itself (a graceful uvicorn shutdown) when its record in
+DIR/kpack-server.json is gone or names another server (`kpack server stop`, a removed
+PREFECT_HOME), and, for a kept server (idle > 0, re-read from the record, so `kpack server
+start` can keep it for good), after `idle` seconds with no request in flight or made and
+no build holding the lease lock (DIR/kpack-server.lease). A temporary server has no record
+and no identity: its starter stops it.
 """
 
 from __future__ import annotations
@@ -117,30 +124,63 @@ async def _serve(server, sock: socket.socket, watcher) -> None:
         watch.cancel()
 
 
+TOKEN_ENV = "KPACK_SERVER_TOKEN"
+
+
+def _secured(folder: Path) -> str:
+    """Read the home's secret and switch on Prefect's authentication and CSRF protection
+    for this process (before Prefect is imported: it reads its settings then)."""
+    from flows import server_auth
+
+    secret = server_auth.read_secret(folder)
+    if not secret:
+        raise SystemExit(f"no secret in {server_auth.auth_path(folder)}; start the server "
+                         "with kpack server start")
+    os.environ[server_auth.SERVER_ENV] = secret
+    os.environ[server_auth.CSRF_ENV] = "true"
+    # The database holds every run, log and parameter: readable by this user alone, or
+    # the authentication would guard a door next to an open window.
+    os.umask(0o077)
+    for path in folder.glob("prefect.db*"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_uid == os.getuid():
+                path.chmod(0o600)
+    return secret
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fd", type=int, required=True)
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--home", required=True)
-    ap.add_argument("--token", required=True)
     ap.add_argument("--idle", type=float, default=0.0)
+    ap.add_argument("--temporary", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     log.setLevel(logging.INFO)
     sock = socket.socket(fileno=args.fd)
+    folder = Path(args.home)
+    token = os.environ.pop(TOKEN_ENV, "")
+    secret = _secured(folder)
 
     import uvicorn
     from prefect.server.api.server import create_app
 
-    folder = Path(args.home)
-    identity = {"kpack": 1, "pid": os.getpid(), "home": str(folder), "token": args.token,
+    from flows.server_auth import Gate
+
+    if args.temporary:
+        server = uvicorn.Server(uvicorn.Config(Gate(create_app(), secret), lifespan="on",
+                                               log_level="error", timeout_keep_alive=5))
+        asyncio.run(server.serve(sockets=[sock]))
+        return 0
+    identity = {"kpack": 1, "pid": os.getpid(), "home": str(folder), "token": token,
                 "port": args.port}
     watched = Watched(create_app(), identity)
-    server = uvicorn.Server(uvicorn.Config(watched, lifespan="on", log_level="warning",
-                                           timeout_keep_alive=5))
+    server = uvicorn.Server(uvicorn.Config(Gate(watched, secret), lifespan="on",
+                                           log_level="warning", timeout_keep_alive=5))
     poll_s = min(5.0, max(0.5, args.idle / 20)) if args.idle > 0 else 5.0
     log.info("Prefect server (pid %d) on 127.0.0.1:%d for %s", os.getpid(), args.port, folder)
-    asyncio.run(_serve(server, sock, _watch(server, folder, args.token, watched, poll_s)))
+    asyncio.run(_serve(server, sock, _watch(server, folder, token, watched, poll_s)))
     return 0
 
 

@@ -1,21 +1,29 @@
 """The temporary Prefect server of a build that keeps none (KPACK_SERVER_IDLE_S=0): the
-command Prefect's ephemeral mode runs, tied to the build's process
-(`flows/build_api.py: api_for_build` chooses it).
+app Prefect's ephemeral mode runs, with the home's secret, CSRF protection and the Host
+check of a kept server (flows/server_main.py --temporary, flows/server_auth.py), tied to
+the build's process (`flows/build_api.py: api_for_build` chooses it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
-from flows.server import ServerError, healthy, home, start_timeout, timeout_message
+from flows import server_auth
+from flows.server import (
+    ServerError,
+    healthy,
+    home,
+    private_log,
+    server_environment,
+    start_timeout,
+    timeout_message,
+)
 
 TEMPORARY_LOG = "kpack-temporary-server.log"
 _PR_SET_PDEATHSIG = 1
@@ -26,28 +34,31 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 @contextlib.contextmanager
-def temporary(timeout_s: float | None) -> Iterator[str]:
-    """A Prefect API server for one build: the command Prefect's ephemeral mode runs, on a
-    port claimed here, logging to $PREFECT_HOME/kpack-temporary-server.log (a server
-    stopped while starting prints a traceback), stopped when the build ends or dies."""
-    import prefect
+def temporary(timeout_s: float | None) -> Iterator[tuple[str, str]]:
+    """A Prefect API server for one build, (its API URL, the secret it wants): the app
+    Prefect's ephemeral mode runs, on a port claimed here, logging to
+    $PREFECT_HOME/kpack-temporary-server.log (a server stopped while starting prints a
+    traceback), stopped when the build ends or dies."""
     from prefect.settings import get_current_settings
 
     from flows import ports
 
     folder = home()
     folder.mkdir(parents=True, exist_ok=True)
+    secret = server_auth.ensure_secret(folder)
     sock = ports.claim(0)
     port = sock.getsockname()[1]
-    env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
+    env = {**server_environment(folder, port),
+           **get_current_settings().to_environment_variables(exclude_unset=True),
            "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
            "PREFECT__SERVER_FINAL": "1"}
+    for name in ("PREFECT_API_URL", server_auth.CLIENT_ENV, server_auth.SERVER_ENV):
+        env.pop(name, None)
     log = folder / TEMPORARY_LOG
-    with sock, log.open("ab") as out:
+    with sock, private_log(log) as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parents[1]),
-             "--factory", "prefect.server.api.server:create_app", "--fd", str(sock.fileno()),
-             "--log-level", "error", "--lifespan", "on"],
+            [sys.executable, "-m", "flows.server_main", "--fd", str(sock.fileno()),
+             "--port", str(port), "--home", str(folder), "--temporary"],
             env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             pass_fds=(sock.fileno(),),
             preexec_fn=_die_with_parent if sys.platform == "linux" else None)
@@ -63,7 +74,7 @@ def temporary(timeout_s: float | None) -> Iterator[str]:
                 raise ServerError(timeout_message("the temporary Prefect server", waited,
                                                    why, log))
             time.sleep(0.2)
-        yield url
+        yield url, secret
     finally:
         proc.terminate()
         try:

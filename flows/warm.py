@@ -158,11 +158,11 @@ def spawn() -> None:
     process's environment and folder (it exits at once when one already runs)."""
     if not usable():
         return
-    from flows.server import idle_setting
+    from flows.server import idle_setting, private_log
 
     folder = _home()
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / LOG_FILE).open("ab") as log:
+    with private_log(folder / LOG_FILE) as log:
         subprocess.Popen([sys.executable, "-m", "flows.warm_host", "--idle",
                           str(idle_setting())],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

@@ -33,14 +33,19 @@ log = logging.getLogger("kpack.alerts")
 
 def start(sources: Sequence[SourceConfig], out_dir: Path, *, notify: Sequence[str] = (),
           every: timedelta | None = None, explorer_url: str = alerts.DEFAULT_EXPLORER,
-          out: Callable[[str], object] = print) -> Recorder:
+          server_kind: str = "configured", out: Callable[[str], object] = print) -> Recorder:
     """Set up the alerts of `sources` on the Prefect server the environment names (steps
-    1-5 of the module doc); `out` gets one line per pack. Returns the recorder, following
-    the stream in a daemon thread. Raises tasks.alert_config.TargetError for a target
-    that cannot be used (bad input), Prefect's errors when the server refuses."""
+    1-5 of the module doc); `out` gets one line per pack. `server_kind` is what
+    flows.build_api.api_for_build found: with alerts to send, this home's kept server is
+    kept for good (a stale alert is sent after kpack serve stops, by the server), and a
+    temporary one is said to stop with kpack serve. Returns the recorder, following the
+    stream in a daemon thread. Raises tasks.alert_config.TargetError for a target that
+    cannot be used (bad input), Prefect's errors when the server refuses."""
     from prefect.settings import PREFECT_UI_URL
 
     plans = alerts.plan(sources, out_dir, notify, every)
+    if any(p.targets for p in plans):
+        _server_outlives_serve(server_kind, out)
     alerts.install(plans, explorer_url=explorer_url, out=out)
     since = datetime.now(UTC).isoformat(timespec="seconds")
     ui = str(PREFECT_UI_URL.value() or "")
@@ -59,3 +64,18 @@ def start(sources: Sequence[SourceConfig], out_dir: Path, *, notify: Sequence[st
                     "(%s: %s); kpack status fetches them", type(exc).__name__, exc)
     recorder.follow()
     return recorder
+
+
+def _server_outlives_serve(server_kind: str, out: Callable[[str], object]) -> None:
+    """The alerts are the server's to send, the stale one after kpack serve has stopped:
+    a kept server (it stops when unused) is kept until `kpack server stop`."""
+    from flows import server
+
+    if server_kind == "kept":
+        info, _ = server.start(0, kind="started")  # running: marks it as kept for good
+        out(f"alerts: this home's Prefect server (pid {info.pid}) now runs until `kpack "
+            "server stop`, so that it can tell of a stale pack after kpack serve stops")
+    elif server_kind == "temporary":
+        out("alerts: the temporary Prefect server stops with kpack serve, and no stale "
+            "alert can come after that; run `kpack server start` for one that outlives it")
+

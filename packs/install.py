@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from packs import format as fmt
-from packs import layout
+from packs import layout, rollback, signing
 from packs.archive import CHECKSUM_SUFFIX, ArchiveError, checksum_from_text, sha256_file
 from packs.format import PackFormatError
 from packs.manifest import read_manifest
@@ -68,14 +68,18 @@ class Installed:
     previous_build: str | None
     size_bytes: int
     signed_by: str | None = None  # the trusted key that signed it (with trust=)
+    # the key a signature names when it was not checked (no trust=): say so
+    signed_unchecked: str | None = None
+    removed_builds: list[str] = field(default_factory=list)  # newer ones, on a downgrade
 
 
 def _validate(root: Path, name: str, build_id: str, label: str, trust=None) -> str | None:
     """The extracted pack names its one build, has a readable format, every file matches
     the manifest's checksums (which must list them all), it is signed by a key of `trust`
     when given (returns that key's id), and it opens."""
-    from packs import integrity, signing
+    from packs import integrity
     from packs.pack import KnowledgePack
+    from packs.pack import log as pack_log
 
     current = layout.current_id(root)
     if current != build_id:
@@ -98,18 +102,26 @@ def _validate(root: Path, name: str, build_id: str, label: str, trust=None) -> s
                   if trust is not None else None)
         integrity.verify(manifest_path.parent, manifest.checksums)
         # The manifest's own model, so that $KPACK_EMBEDDING_MODEL cannot fail the check.
-        KnowledgePack.open(root, embedding_model=manifest.embedding.model, trust=trust).close()
+        # (Its note on an unchecked signature would name this temp folder: install says it.)
+        quiet, pack_log.disabled = pack_log.disabled, True
+        try:
+            KnowledgePack.open(root, embedding_model=manifest.embedding.model,
+                               trust=trust).close()
+        finally:
+            pack_log.disabled = quiet
     except PackFormatError as exc:
         # The temp path in the message would be gone by the time anyone reads it.
         raise ArchiveError(str(exc).replace(str(root), f"{label}:{name}")) from exc
     return signer
 
 
-def _move_into_place(new_root: Path, dest: Path, build_id: str) -> str | None:
-    """Rename the extracted pack (or its build) into `dest`; returns the replaced build id."""
+def _move_into_place(new_root: Path, dest: Path, build_id: str,
+                     allow_downgrade: bool = False) -> tuple[str | None, list[str]]:
+    """Rename the extracted pack (or its build) into `dest`; returns (the replaced build
+    id, the newer builds removed by an allowed downgrade)."""
     if not dest.exists() and not dest.is_symlink():
         os.rename(new_root, dest)
-        return None
+        return None, []
     pointer = dest / fmt.CURRENT_FILE
     if dest.is_symlink() or not dest.is_dir() or not pointer.is_file():
         raise ArchiveError(f"{dest} exists and is not a knowledge pack folder; move it away "
@@ -131,8 +143,9 @@ def _move_into_place(new_root: Path, dest: Path, build_id: str) -> str | None:
     layout.set_current(dest, build_id)
     if aside is not None:
         shutil.rmtree(aside)
+    removed = rollback.drop_newer(dest, build_id) if allow_downgrade else []
     layout.prune(dest, KEEP_BUILDS)
-    return previous
+    return previous, removed
 
 
 def is_url(source: str | os.PathLike[str]) -> bool:
@@ -148,6 +161,7 @@ def install(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     fetch: Callable[[str, Path, int, float], bool] | None = None,
     trust=None,
+    allow_downgrade: bool = False,
 ) -> Installed:
     """Verify and install a pack archive (a local path or an http(s) URL) into `into/<name>/`.
 
@@ -157,9 +171,12 @@ def install(
     packs/signing.py): the manifest must be signed by one of them; anyone who can rewrite
     an archive can rewrite its .sha256 too, so only a signature says who built a pack.
     `fetch` (default: httpx) downloads a URL to a file and returns False for a 404.
+    A build older than the installed current one is refused (DowngradeError, naming both:
+    a signed archive can still be an old one) unless `allow_downgrade`, which then also
+    removes the installed builds newer than it (packs/rollback.py).
     Returns what was installed. Raises ArchiveError for a refused archive (checksum,
     signature, unsafe entry, size, format, damage, a pack that does not open, a non-pack in
-    the way), DownloadError for network failures.
+    the way), DowngradeError for an older build, DownloadError for network failures.
     """
     if trust is not None:
         from packs.signing import trusted_keys
@@ -173,27 +190,7 @@ def install(
     staging = Path(tempfile.mkdtemp(prefix=".kpack-install-", dir=into_dir))
     installed = False
     try:
-        if is_url(str(source)):
-            url = str(source)
-            if not url.lower().startswith(("http://", "https://")):
-                raise ArchiveError(f"{url}: only http:// and https:// URLs are supported")
-            fetch = fetch or _http_fetch
-            archive = staging / "archive.tar.gz"
-            if not fetch(url, archive, max_bytes, timeout_s):
-                raise DownloadError(f"{url}: not found (HTTP 404)")
-            if expected is None:
-                sidecar = staging / "archive.sha256"
-                if fetch(url + CHECKSUM_SUFFIX, sidecar, MAX_SIDECAR_BYTES, timeout_s):
-                    expected = checksum_from_text(
-                        sidecar.read_text("utf-8", "replace"), url + CHECKSUM_SUFFIX)
-        else:
-            archive = Path(source).expanduser()
-            if not archive.is_file():
-                raise ArchiveError(f"{archive}: no such archive file")
-            sidecar = archive.with_name(archive.name + CHECKSUM_SUFFIX)
-            if expected is None and sidecar.is_file():
-                expected = checksum_from_text(
-                    sidecar.read_text("utf-8", "replace")[:MAX_SIDECAR_BYTES], str(sidecar))
+        archive, expected = _archive(source, staging, expected, max_bytes, timeout_s, fetch)
         if expected is None:
             raise ArchiveError(f"{label}: no checksum to verify against; pass --sha256 HEX or "
                                f"put {Path(label).name}{CHECKSUM_SUFFIX} next to the archive")
@@ -209,14 +206,48 @@ def install(
             name, build_id = unpack(f, tree, max_bytes, label)
         signer = _validate(tree / name, name, build_id, label, trust)
         dest = into_dir / name
-        previous = _move_into_place(tree / name, dest, build_id)
+        new_build = tree / name / fmt.BUILDS_DIR / build_id
+        if not allow_downgrade:
+            rollback.check_install(dest, read_manifest(new_build), label)
+        status = signing.signature_status(new_build, signer is not None)
+        previous, removed = _move_into_place(tree / name, dest, build_id, allow_downgrade)
         installed = True
         return Installed(name=name, build_id=build_id, path=dest, sha256=actual,
-                         previous_build=previous, size_bytes=_du(dest), signed_by=signer)
+                         previous_build=previous, size_bytes=_du(dest), signed_by=signer,
+                         signed_unchecked=status["key_id"] if status and not signer else None,
+                         removed_builds=removed)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if created and not installed:
             into_dir.rmdir()  # it was made for this install and is empty again
+
+
+def _archive(source, staging: Path, expected: str | None, max_bytes: int, timeout_s: float,
+             fetch) -> tuple[Path, str | None]:
+    """(the archive file: `source` itself, or downloaded into `staging`; the checksum to
+    expect: `expected`, else its .sha256 sidecar's, else None)."""
+    if is_url(str(source)):
+        url = str(source)
+        if not url.lower().startswith(("http://", "https://")):
+            raise ArchiveError(f"{url}: only http:// and https:// URLs are supported")
+        fetch = fetch or _http_fetch
+        archive = staging / "archive.tar.gz"
+        if not fetch(url, archive, max_bytes, timeout_s):
+            raise DownloadError(f"{url}: not found (HTTP 404)")
+        if expected is None:
+            sidecar = staging / "archive.sha256"
+            if fetch(url + CHECKSUM_SUFFIX, sidecar, MAX_SIDECAR_BYTES, timeout_s):
+                expected = checksum_from_text(
+                    sidecar.read_text("utf-8", "replace"), url + CHECKSUM_SUFFIX)
+        return archive, expected
+    archive = Path(source).expanduser()
+    if not archive.is_file():
+        raise ArchiveError(f"{archive}: no such archive file")
+    sidecar = archive.with_name(archive.name + CHECKSUM_SUFFIX)
+    if expected is None and sidecar.is_file():
+        expected = checksum_from_text(
+            sidecar.read_text("utf-8", "replace")[:MAX_SIDECAR_BYTES], str(sidecar))
+    return archive, expected
 
 
 def _http_fetch(url: str, dest: Path, max_bytes: int, timeout_s: float) -> bool:

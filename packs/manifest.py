@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from packs.format import FORMAT_VERSION, MANIFEST_FILE, PackFormatError, check_format
 
@@ -247,5 +247,22 @@ def parse_manifest(raw: bytes, build_dir: Path) -> Manifest:
     check_format(data.get("format_version"), str(path))
     try:
         return Manifest.model_validate(data)
-    except ValueError as exc:
+    except ValidationError as exc:
+        raise PackFormatError(f"{path}: invalid manifest: {field_errors(exc)}") from exc
+    except ValueError as exc:  # a validator's own error (one line already)
         raise PackFormatError(f"{path}: invalid manifest: {exc}") from exc
+
+
+def field_errors(exc: ValidationError, limit: int = 3) -> str:
+    """A pydantic error as one line naming each bad field and the value found:
+    `checksums: Input should be a valid dictionary (got None)`; the first `limit`
+    problems, then how many more."""
+    problems = []
+    for err in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in err["loc"]) or "(top)"
+        got = repr(err.get("input"))
+        got = got if len(got) <= 60 else got[:57] + "..."
+        shown = "input" in err and err["type"] != "missing"  # a missing field's input is its parent
+        problems.append(f"{where}: {err['msg']}" + (f" (got {got})" if shown else ""))
+    more = exc.error_count() - limit
+    return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")

@@ -13,6 +13,7 @@ another model fails at open.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from packs import filters, integrity, pipeline, signing, vocabulary
+from packs import filters, integrity, pipeline, rollback, signing, vocabulary
 from packs import format as fmt
 from packs.browse import Browse
 from packs.db import PackDB
@@ -39,6 +40,7 @@ from packs.retrieval import analysis, fewshot, gate, titles
 from packs.retrieval.cache import TTLCache
 
 EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
+log = logging.getLogger("kpack.pack")
 PackFormatError = fmt.PackFormatError
 
 
@@ -61,12 +63,15 @@ class KnowledgePack:
         self._pool: ThreadPoolExecutor | None = None
         self._browse: Browse | None = None
         self.cache: TTLCache = cache if cache is not None else TTLCache()
+        # {"key_id", "checked"} when the build is signed (checked: against `trust`)
+        self.signature: dict | None = None
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | os.PathLike[str], *,
              embedding_model: str | None = None, verify: bool = True,
-             trust: signing.Trust | None = None) -> KnowledgePack:
+             trust: signing.Trust | None = None,
+             allow_downgrade: bool = False) -> KnowledgePack:
         """Open a pack read-only.
 
         `embedding_model` (or env KPACK_EMBEDDING_MODEL) may name the manifest's model or
@@ -74,9 +79,13 @@ class KnowledgePack:
         pack needs. The build's files are checked against its manifest's checksums
         (packs/integrity.py); `verify=False` opens a pack without them, unchecked (a damaged
         database may then crash the process). `trust`: a public key (file or key object)
-        or several; the manifest must carry a signature by one of them (packs/signing.py).
-        PackFormatError (or a subclass) for a missing, unreadable, unknown-format, damaged,
-        unverifiable or untrusted pack.
+        or several; the manifest must carry a signature by one of them (packs/signing.py),
+        and a pack folder whose `current` names a build older than another build beside it
+        signed by a trusted key is refused (a rollback, packs/rollback.py) unless
+        `allow_downgrade`. A signed pack opened without `trust` logs one warning, "signed
+        by key ..., not checked" (`signature` says the same). PackFormatError (or a
+        subclass) for a missing, unreadable, unknown-format, damaged, unverifiable,
+        untrusted or rolled-back pack.
         """
         if trust is not None and not verify:
             raise ValueError("trust= checks the manifest's checksums: it cannot go with "
@@ -84,6 +93,9 @@ class KnowledgePack:
         build_dir = resolve_build_dir(path)
         manifest = (signing.read_trusted_manifest(build_dir, trust) if trust is not None
                     else read_manifest(build_dir))
+        if trust is not None and not allow_downgrade \
+                and Path(path).expanduser().resolve() != build_dir.resolve():
+            rollback.newer_trusted(build_dir, manifest, trust)  # a pack folder's current
         db_path = build_dir / fmt.DB_FILE
         if not db_path.exists():
             raise PackFormatError(f"{build_dir}: no {fmt.DB_FILE}; the build is incomplete")
@@ -107,7 +119,11 @@ class KnowledgePack:
                         has_graph=manifest.format_version >= 3)
         except RuntimeError as exc:
             raise PackFormatError(f"{db_path}: cannot open the database: {exc}") from exc
-        return cls(build_dir, manifest, db, requested or needed)
+        pack = cls(build_dir, manifest, db, requested or needed)
+        pack.signature = signing.signature_status(build_dir, trust is not None)
+        if pack.signature and not pack.signature["checked"]:
+            log.warning("%s", signing.unchecked_note(build_dir, pack.signature))
+        return pack
 
     def close(self) -> None:
         with self._lock:

@@ -95,8 +95,10 @@ def clean_question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
         raise QuestionError("the question is empty; ask something, e.g. \"how do I ...?\"")
     if len(question) > MAX_QUESTION_INPUT_CHARS:
-        raise QuestionError(f"the question is {len(question):,} characters long; ask in at "
-                            f"most {MAX_QUESTION_CHARS:,} (only those are used)")
+        raise QuestionError(f"the question is {len(question):,} characters long, over the "
+                            f"limit of {MAX_QUESTION_INPUT_CHARS:,}; ask in at most "
+                            f"{MAX_QUESTION_CHARS:,} (only the first {MAX_QUESTION_CHARS:,} "
+                            "of a longer question are used)")
     bad = next((i for i, c in enumerate(question) if "\ud800" <= c <= "\udfff"), None)
     if bad is not None:
         raw = ord(question[bad]) - 0xDC00 if "\udc80" <= question[bad] <= "\udcff" else None

@@ -214,6 +214,23 @@ def check(build_dir: Path, manifest: bytes, trust: Trust) -> str:
                          "after signing or signed by someone else; do not use it")
 
 
+def signature_status(build_dir: Path, checked: bool) -> dict | None:
+    """{"key_id": the key the signature names, "checked": whether it was checked against
+    trusted keys} for a signed build; None for an unsigned one. A malformed signature
+    that was not checked names key "?"."""
+    try:
+        record = read_signature(build_dir)
+    except SignatureError:
+        return {"key_id": "?", "checked": False}
+    return {"key_id": record["key_id"], "checked": checked} if record else None
+
+
+def unchecked_note(build_dir: Path, status: dict) -> str:
+    """What a reader should know about a signature it did not check, in one line."""
+    return (f"{build_dir}: signed by key {status['key_id']}, not checked (pass --trust "
+            "with the signer's public key, or trust= in Python, to check it)")
+
+
 def read_trusted_manifest(build_dir: Path, trust: Trust) -> Manifest:
     """The manifest of `build_dir`, parsed from the very bytes whose signature was checked
     against `trust` (so nothing can swap the file in between)."""

@@ -18,8 +18,9 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from packs.urls import has_userinfo, strip_userinfo
+from packs.urls import REDACTED, has_userinfo, redact_secrets, strip_userinfo
 from tasks.alert_config import MaxAge, NotifyTarget, OptInKind
+from tasks.fetch.secret_urls import SITEMAP_LINE, strip_comment
 from tasks.fetch.types import HostAuth
 
 URLS_FILE = "urls.txt"
@@ -29,7 +30,6 @@ DEFAULT_CLAUDE_MODEL = "claude-haiku-4-5"
 EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_SITEMAP_LINE = re.compile(r"^sitemap:\s*(.*)$", re.IGNORECASE)
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?]+$")
 log = logging.getLogger("kpack.sources")
 
@@ -58,9 +58,14 @@ class SitemapConfig(BaseModel):
     # "auto": skip a page whose <lastmod> is unchanged once its host's lastmod has proved
     # trustworthy (tasks/fetch/lastmod_trust.py); "never": ask every page conditionally.
     trust_lastmod: Literal["auto", "never"] = "auto"
-    # Share of the pages a trusted lastmod would skip that are asked conditionally anyway,
-    # a different sample each build: how a lastmod that stopped telling the truth is caught.
+    # Pages a trusted lastmod would skip are asked anyway, a new random sample each build,
+    # so that when recheck_lie_share of a host's pages changed without a new lastmod one is
+    # asked within recheck_within_builds builds with probability recheck_confidence (0: no
+    # such bound), and never fewer than recheck_share (lastmod_trust.py: recheck_rate).
     recheck_share: float = Field(default=0.02, ge=0.0, le=1.0)
+    recheck_lie_share: float = Field(default=0.2, gt=0.0, le=1.0)
+    recheck_within_builds: int = Field(default=2, ge=1, le=100)
+    recheck_confidence: float = Field(default=0.99, ge=0.0, le=0.9999)
     # A page is asked at least this often (days since its last request) however its
     # lastmod reads.
     max_skip_days: float = Field(default=30.0, ge=0.0, le=3650.0)
@@ -99,6 +104,9 @@ class PackConfig(BaseModel):
     # Headers for hosts that need credentials, each value read from an environment
     # variable when the build runs ([[auth]] tables; tasks.fetch.types.HostAuth).
     auth: list[HostAuth] = Field(default_factory=list, max_length=64)
+    # Query parameters whose values are secrets, besides packs.urls.SECRET_PARAMS (token,
+    # key, password, X-Amz-Signature, ...): their values are never stored (parse_urls).
+    secret_params: list[str] = Field(default_factory=list, max_length=256)
     fetch_concurrency: int = Field(default=8, ge=1, le=64)
     per_host_concurrency: int = Field(default=2, ge=1, le=32)
     fetch_timeout_s: float = Field(default=20.0, gt=0, le=600)
@@ -179,8 +187,12 @@ class SourceConfig:
     config: PackConfig
     sitemaps: tuple[UrlEntry, ...] = ()  # the `sitemap:` lines, expanded at build time
 
+    @property
+    def urls_file(self) -> Path:
+        return self.folder / URLS_FILE
 
-def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
+
+def parse_urls(text: str, origin: Path, secret_params: tuple[str, ...] = ()) -> list[UrlEntry]:
     """Parse urls.txt text. `origin` is the file (for messages and relative paths).
 
     Lines: an http(s) URL, a file:// URL, or a local path (relative to the file's folder);
@@ -188,13 +200,16 @@ def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
     `#` starts a comment (at line start or after whitespace); blank lines are ignored;
     duplicates are dropped keeping the first. Credentials in a URL (`user:password@`) are
     removed with a warning, so that no pack, log or work file ever holds them (pack.toml's
-    [[auth]] passes them instead). Raises SourceError naming file:line.
+    [[auth]] passes them instead). Secret-looking query values (packs.urls.SECRET_PARAMS,
+    `secret_params`) become REDACTED in the URL recorded, with a warning; the fetch still
+    requests the URL as written (tasks.fetch.secret_urls). Raises SourceError naming
+    file:line.
     """
     entries: list[UrlEntry] = []
     seen: set[tuple[bool, str]] = set()
     base = origin.parent
     for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()
+        line = strip_comment(raw)
         if not line:
             continue
         where = f"{origin}:{lineno}"
@@ -202,7 +217,7 @@ def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
                     and c not in "\t"), None)
         if bad is not None:
             raise SourceError(f"{where}: control character {bad!r} in {line!r}; remove it")
-        sitemap = _SITEMAP_LINE.match(line)
+        sitemap = SITEMAP_LINE.match(line)
         target = sitemap.group(1).strip() if sitemap else line
         if not target:
             raise SourceError(f"{where}: 'sitemap:' names no URL; write sitemap: "
@@ -210,6 +225,14 @@ def parse_urls(text: str, origin: Path) -> list[UrlEntry]:
         if any(c.isspace() for c in target):
             raise SourceError(f"{where}: one URL or path per line, got {line!r}")
         url = _normalise_entry(target, base, where)
+        url, secret = redact_secrets(url, secret_params)
+        if secret:
+            log.warning("%s: %s in %s looks like a secret: the pack records this URL with "
+                        "%s in its place and the build requests it as written in %s; a "
+                        "secret kept in urls.txt is in plain text there (a header from an "
+                        "environment variable, [[auth]] in %s, keeps it out of files)",
+                        where, ", ".join(f"?{n}=" for n in secret), url, REDACTED,
+                        origin.name, CONFIG_FILE)
         if (sitemap is not None, url) not in seen:
             seen.add((sitemap is not None, url))
             entries.append(UrlEntry(url=url, line=lineno, sitemap=sitemap is not None))
@@ -347,7 +370,7 @@ def load_source(folder: Path | str) -> SourceConfig:
         line = raw[: exc.start].count(b"\n") + 1
         raise SourceError(f"{urls_path}:{line}: not UTF-8 text (byte {exc.start}); save the "
                           "file as UTF-8") from exc
-    entries = parse_urls(text.removeprefix("\ufeff"), urls_path)
+    entries = parse_urls(text.removeprefix("\ufeff"), urls_path, tuple(config.secret_params))
     if not entries:
         raise SourceError(f"{urls_path}: lists no URLs")
     name = config.name or folder.resolve().name

@@ -35,6 +35,7 @@ class Request:
         self._handler = handler
         self.site = site
         self.path = urlsplit(handler.path).path
+        self.query = urlsplit(handler.path).query
         self.headers = {k.lower(): v for k, v in handler.headers.items()}
 
     def send(

@@ -23,6 +23,7 @@ from packs import KnowledgePack
 from packs.archive import ArchiveError, pack_archive, sha256_file
 from packs.cli.admin import register
 from packs.install import DownloadError, install, list_packs, parse_size
+from packs.rollback import DowngradeError
 
 QUESTION = "Where do jobs go after they exhaust their retries?"
 
@@ -89,10 +90,14 @@ def test_install_over_an_existing_pack_swaps_current(pack_dir, archive, tmp_path
     assert (rec.build_id, rec.previous_build) == ("b0002", "b0001")
     assert (into / "kestrel" / "current").read_text().strip() == "b0002"
     assert sorted(p.name for p in (into / "kestrel" / "builds").iterdir()) == ["b0001", "b0002"]
-    # Reinstalling a build that is already there replaces it and makes it current.
-    rec = install(archive, into)
-    assert (rec.build_id, rec.previous_build) == ("b0001", "b0002")
-    assert _left_behind(into / "kestrel" / "builds") == ["b0001", "b0002"]
+    # Reinstalling the older build that is still there is a rollback (#49): refused
+    # unless asked, then it replaces it, becomes current and the newer build goes.
+    with pytest.raises(DowngradeError, match="older than the installed current build b0002"):
+        install(archive, into)
+    rec = install(archive, into, allow_downgrade=True)
+    assert (rec.build_id, rec.previous_build, rec.removed_builds) == ("b0001", "b0002",
+                                                                     ["b0002"])
+    assert _left_behind(into / "kestrel" / "builds") == ["b0001"]
     assert _search(into / "kestrel")[0][0] == url_of("queues")
 
 

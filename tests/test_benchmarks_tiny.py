@@ -567,9 +567,14 @@ def test_tiny_runners_benchmark(tmp_path, capsys):
     assert "wall-time ratio" in text and "load average" in text
 
 
-def test_tiny_freshness_benchmark(tmp_path, prefect_harness, capsys):
+def test_tiny_freshness_benchmark(tmp_path, prefect_harness, capsys, monkeypatch):
     """40 pages behind a sitemap index, 10 % changed twice: the trusted rebuild skips
-    pages and downloads less than the conditional-only one of the same change."""
+    pages and downloads less than the conditional-only one of the same change. (Its
+    re-check sample is a quarter of a 40-page host's pages: the bound of #49, 20 % lies
+    caught within 2 builds with 99 %; the sample's salt is seeded here.)"""
+    from flows import freshness as build_freshness
+
+    monkeypatch.setattr(build_freshness, "_SYSTEM", random.Random(49))
     results = tmp_path / "freshness.md"
     freshness.main(["--pages", "40", "--change", "0.1", "--out", str(tmp_path / "out"),
                     "--results", str(results), "--in-process"])
@@ -582,7 +587,7 @@ def test_tiny_freshness_benchmark(tmp_path, prefect_harness, capsys):
     assert rows["first build"][page_200] == "40"
     assert rows["rebuild, lastmod not yet trusted"][page_304] == "36"
     trusted, never = rows["rebuild, lastmod trusted"], rows["same rebuild, trust_lastmod = never"]
-    assert int(trusted[skipped]) > 30 and never[skipped] == "0"
+    assert int(trusted[skipped]) > 20 and never[skipped] == "0"
     assert trusted[page_200] == never[page_200] == "4"
     assert int(trusted[4].replace(",", "")) < int(never[4].replace(",", ""))  # bytes
     assert "40 pages, 10% changed: the trusted rebuild downloaded" in out

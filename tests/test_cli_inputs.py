@@ -34,7 +34,8 @@ app = make_app()
     (["jobs?", "-o", "fewshot_k=1000"], "fewshot_k must be <= 20 (within 0..20), got 1000"),
     (["jobs?", "-o", "max_facts=100000"], "max_facts must be <= 1000 (within 0..1000)"),
     (["jobs?", "-o", 'model=""'], "model must be a model name"),
-    (["x" * 40_000], "the question is 40,000 characters long; ask in at most 2,000"),
+    (["x" * 40_000], "the question is 40,000 characters long, over the limit of 32,000; "
+                     "ask in at most 2,000"),
     (["caf\udce9?"], "the question is not valid UTF-8 text (byte 0xe9 at character 4)"),
 ])
 @pytest.mark.parametrize("command", ["query", "search"])
@@ -60,6 +61,21 @@ def test_help_has_no_double_negative_flags() -> None:
     for command in ("query", "search", "build", "eval"):
         res = CliRunner().invoke(app, [command, "--help"], terminal_width=200)
         assert "--no-no-" not in res.output and "--no-allow-private-hosts" not in res.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["search", "out/x", "q", "--bogus"], "error: No such option: --bogus (see kpack search --help)"),
+    (["explore", "out/x", "--port", "abc"], "error: Invalid value for '--port'"),
+    (["search"], "error: Missing argument"),
+    (["frobnicate"], "error: No such command 'frobnicate'."),
+])
+def test_usage_errors_are_one_lower_case_line(args, message) -> None:
+    """Click's own errors (an unknown option, a bad value, a missing argument) came as a
+    box or an "Error:" paragraph; the CLI's are `error: ...` on one line."""
+    res = CliRunner().invoke(app, args, prog_name="kpack")
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), lines
 
 
 def test_a_question_that_is_not_utf8_is_one_line_in_a_real_process(pack_dir) -> None:

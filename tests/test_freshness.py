@@ -201,7 +201,8 @@ def test_a_sitemap_site_rebuilt_for_the_cost_of_its_changes(prefect_harness, tmp
         source.mkdir()
         (source / "urls.txt").write_text(f"sitemap: {loop.url('/sitemap.xml')}\n")
         toml = (f'allow_private_hosts = true\nembedding_model = "{OFFLINE_MODEL}"\n'
-                'extractor = "offline"\nshard_pages = 6\n[sitemap]\nrecheck_share = 0.0\n')
+                'extractor = "offline"\nshard_pages = 6\n[sitemap]\nrecheck_share = 0.0\n'
+                'recheck_confidence = 0.0\n')  # no re-check sample until the fourth build
         (source / "pack.toml").write_text(toml)
         out, work = tmp_path / "out", tmp_path / "work"
 

@@ -17,6 +17,7 @@ from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
 from packs import KnowledgePack
 from packs import format as fmt
 from packs.archive import ArchiveError, pack_archive, sha256_file
+from packs.format import PackFormatError
 from packs.install import install
 from packs.integrity import PackCorruptError, PackUnverifiedError, check_on_open, verify
 from packs.layout import resolve_build_dir
@@ -159,6 +160,27 @@ def test_a_manifest_without_checksums_is_refused_unless_the_caller_opts_in(pack_
     ok = _kpack("search", str(copy), "how are jobs retried?", "--allow-unverified",
                 cache=tmp_path / "cache")
     assert ok.returncode == 0 and ok.stdout.strip(), ok.stderr
+
+
+def test_a_manifest_field_of_the_wrong_type_is_one_line_naming_the_field(pack_dir,
+                                                                         tmp_path) -> None:
+    """`checksums: null` used to print pydantic's four-line report."""
+    copy, build = _copy(pack_dir, tmp_path / "kestrel")
+    manifest = build / fmt.MANIFEST_FILE
+    raw = json.loads(manifest.read_text(encoding="utf-8"))
+    raw["checksums"], raw["counts"] = None, {"articles": "many"}
+    manifest.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(PackFormatError) as caught:
+        read_manifest(build)
+    message = str(caught.value)
+    assert "\n" not in message, message
+    assert "checksums: Input should be a valid dictionary (got None)" in message
+    assert "counts.articles: Input should be a valid integer" in message
+    res = _kpack("inspect", str(copy), cache=tmp_path / "cache")
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), lines
+    assert "invalid manifest: " in lines[0]
+    assert "checksums: Input should be a valid dictionary (got None)" in lines[0]
 
 
 def test_checksums_removed_and_a_flipped_database_is_refused_not_searched(pack_dir,

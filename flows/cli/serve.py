@@ -39,10 +39,11 @@ def serve(
     """Serve one Prefect deployment per SOURCES/* pack, scheduled by its pack.toml cron.
 
     Registers the deployments build-pack/<pack> with the Prefect server in $PREFECT_API_URL
-    and runs each build when it falls due, until Ctrl-C. Alerts: Prefect automations,
-    created or updated at start, tell the pack.toml `notify` targets and every --notify
-    target when a build fails, crashes, is refused by the publish guard or publishes a
-    partial pack, and when no build succeeds within the pack's max_age (stale).
+    (else this PREFECT_HOME's own server, as kpack build uses) and runs each build when it
+    falls due, until Ctrl-C. Alerts: Prefect automations, created or updated at start,
+    tell the pack.toml `notify` targets and every --notify target when a build fails,
+    crashes, is refused by the publish guard or publishes a partial pack, and when no
+    build succeeds within the pack's max_age (stale).
 
     Run one now: prefect deployment run 'build-pack/<pack>'. See deployments/README.md.
     """
@@ -56,7 +57,7 @@ def serve(
         serve_all(sources, out, work_dir,
                   every=timedelta(seconds=every) if every else None, limit=limit,
                   task_runner=task_runner, notify=notify or (),
-                  explorer_url=explorer_url)
+                  explorer_url=explorer_url, log=lambda line: typer.echo(line, err=True))
     except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
         _fail(exc)
 

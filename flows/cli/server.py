@@ -18,9 +18,10 @@ from packs.cli.common import EXIT_FAILED, fail
 
 def _fail(exc: BaseException) -> NoReturn:
     from flows.server import ServerSettingError
+    from flows.server_auth import AuthFileError
 
     # a taken port or a server that does not come up is a failure (1), never bad input
-    fail(exc, (ServerSettingError,))
+    fail(exc, (ServerSettingError, AuthFileError))
 
 
 server_app = typer.Typer(help="This PREFECT_HOME's local Prefect server (with its UI), which "
@@ -29,13 +30,16 @@ server_app = typer.Typer(help="This PREFECT_HOME's local Prefect server (with it
 
 
 def _describe(info) -> str:
+    from pathlib import Path
+
     from flows.server import duration
+    from flows.server_auth import auth_path
 
     who = (f"kept by kpack build; stops after {duration(info.idle_s)} unused"
            if info.kind == "kept"
            else "started by kpack server start; runs until kpack server stop")
     return (f"UI {info.ui}, API {info.url} (pid {info.pid}, PREFECT_HOME={info.home}; "
-            f"{who})")
+            f"{who}; the UI and API want the secret in {auth_path(Path(info.home))})")
 
 
 @server_app.command("start")

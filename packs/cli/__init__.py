@@ -23,7 +23,13 @@ from importlib.metadata import entry_points
 import typer
 
 from packs.cli import admin, evaluate, explore, query
-from packs.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PARTIAL, OptionError
+from packs.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_PARTIAL,
+    OneLineErrors,
+    OptionError,
+)
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_PARTIAL", "OptionError", "main",
            "make_app"]
@@ -39,6 +45,7 @@ def make_app(plugins: bool = True) -> typer.Typer:
     """The `kpack` Typer app: the runtime commands, and with `plugins` every command group
     registered under the `kpack.commands` entry points (the build side's)."""
     app = typer.Typer(
+        cls=OneLineErrors,
         help="Turn a list of URLs into a self-contained, queryable knowledge pack.",
         no_args_is_help=True,
         add_completion=False,

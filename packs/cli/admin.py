@@ -138,6 +138,10 @@ def verify(
         build = resolve_build_dir(pack)
         manifest = (signing.read_trusted_manifest(build, trust) if trust
                     else read_manifest(build))
+        if trust and pack.expanduser().resolve() != build.resolve():
+            from packs.rollback import newer_trusted
+
+            newer_trusted(build, manifest, trust)  # current moved back: a rollback
         checked = verify_files(build, manifest.checksums, allow_unverified=allow_unverified)
         signature = signing.read_signature(build)
     except PackCorruptError as exc:
@@ -155,7 +159,7 @@ def verify(
                    "recorded); nothing to verify")
         return
     signed = (f"; signed by trusted key {signature['key_id']}" if trust
-              else f"; signed by key {signature['key_id']} (not checked: pass --trust)"
+              else f"; signed by key {signature['key_id']}, not checked (pass --trust)"
               if signature else "; not signed")
     typer.echo(f"ok: {build}: {len(checked)} files match their checksums{signed}")
 
@@ -231,25 +235,32 @@ def install(
     max_size: Annotated[str, typer.Option(envvar=MAX_SIZE_ENV, help="Refuse archives that expand (or download) past this size, e.g. 500M, 4G.")] = "4G",
     timeout: Annotated[float, typer.Option(help="Network timeout per connect/read, seconds (the whole download gets 10x).")] = 60.0,
     trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help="Refuse the pack unless its manifest is signed by this public key (repeatable: any of them).")] = None,
+    allow_downgrade: Annotated[bool, typer.Option("--allow-downgrade", help="Install a build older than the installed current one (and remove the newer builds).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Verify an archive's checksum, contents and (with --trust) signature, then install it atomically into INTO/<name>/.
 
-    Refused: a missing or mismatched checksum, absolute paths, '..', links, devices, anything outside <name>/current and <name>/builds/<id>/, archives over --max-size, pack formats this version cannot read, a file that does not match the manifest, and with --trust an unsigned pack or one not signed by a trusted key. A refused install leaves INTO as it was.
+    Refused: a missing or mismatched checksum, absolute paths, '..', links, devices, anything outside <name>/current and <name>/builds/<id>/, archives over --max-size, pack formats this version cannot read, a file that does not match the manifest, with --trust an unsigned pack or one not signed by a trusted key, and a build older than the installed current one (exit 2, naming both) unless --allow-downgrade. A refused install leaves INTO as it was. A signed pack installed without --trust says that its signature was not checked.
     """
     try:
         from packs.install import install as install_archive
         from packs.install import parse_size
 
         rec = install_archive(source, into, sha256=sha256, max_bytes=parse_size(max_size),
-                              timeout_s=timeout, trust=trust or None)
+                              timeout_s=timeout, trust=trust or None,
+                              allow_downgrade=allow_downgrade)
     except Exception as exc:  # the CLI edge
         _fail(exc)
     if as_json:
         print_json({**rec.__dict__, "path": str(rec.path)})
         return
     replaced = f" (was build {rec.previous_build})" if rec.previous_build else ""
-    signed = f", signed by trusted key {rec.signed_by}" if rec.signed_by else ""
+    if rec.removed_builds:
+        replaced = (f" (downgraded from build {rec.previous_build}; removed the newer "
+                    f"build(s) {', '.join(rec.removed_builds)})")
+    signed = (f", signed by trusted key {rec.signed_by}" if rec.signed_by
+              else f"; signed by key {rec.signed_unchecked}, not checked (pass --trust "
+                   "KEY.pub to check it)" if rec.signed_unchecked else "")
     typer.echo(f"installed {rec.name} build {rec.build_id} into {rec.path}{replaced}; "
                f"sha256 verified{signed}")
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -55,6 +57,34 @@ def fail(exc: BaseException, bad_input: tuple[type[BaseException], ...]) -> NoRe
         raise exc
     typer.echo(f"error: {exc}", err=True)
     raise typer.Exit(EXIT_BAD_INPUT if isinstance(exc, bad_input) else EXIT_FAILED)
+
+
+class OneLineErrors(TyperGroup):
+    """The `kpack` command group: a usage error (an unknown option, a missing argument, a
+    value of the wrong type) is one line, `error: <what> (see kpack CMD --help)`, exit 2,
+    like every other error of the CLI, instead of click's "Error:" paragraph or a box."""
+
+    def main(self, args=None, prog_name=None, complete_var=None,  # type: ignore[override]
+             standalone_mode: bool = True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.TyperException as exc:  # click's errors (Typer vendors click)
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `kpack` alone: the help
+                text = ctx.get_help() if ctx else ""
+                if text:  # (rich help is printed by get_help itself)
+                    typer.echo(text)
+            else:
+                message = " ".join(exc.format_message().split())
+                typer.echo(f"error: {message} (see {ctx.command_path if ctx else 'kpack'} "
+                           "--help)", err=True)
+            sys.exit(getattr(exc, "exit_code", EXIT_BAD_INPUT))
+        except typer.Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(EXIT_FAILED)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 def print_json(data: object) -> None:

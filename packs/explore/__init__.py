@@ -1,7 +1,10 @@
 """`kpack explore`: a read-only local web page over open packs (the query side only).
 
-    app.py          the Starlette app: routes, security headers, error pages
-    web.py          the packs served, the template environment, shared helpers
+    app.py          the Starlette app: routes, security headers, error pages, following
+                    each pack's `current`
+    access.py       who may read it: the Host names it answers to, its token off loopback
+    web.py          the packs served (Explorer: follows `current`), the template
+                    environment, shared helpers
     views_pack.py   /  /builds  /diff  /eval
     views_ask.py    /ask
     views_graph.py  /section/<id>  /entity  /entity/graph  /entity/mentions

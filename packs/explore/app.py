@@ -5,21 +5,24 @@
 Read-only: every route answers GET (and HEAD) only, and the packs are opened read-only.
 Every response carries a Content-Security-Policy that allows this origin alone (no remote
 script, style, image, font or connection; no inline script or style), and the app answers
-only to the Host names it was bound to (a web page cannot reach it by DNS rebinding).
+only to the Host names it serves (a web page cannot reach it by DNS rebinding); off
+loopback, only to requests with its token (packs/explore/access.py). With an `opener`,
+each pack folder's `current` is followed: a new build is served at the next request
+(web.Explorer).
 """
 
 from __future__ import annotations
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from packs.explore import views_ask, views_graph, views_pack
+from packs.explore import access, views_ask, views_graph, views_pack
 from packs.explore.web import STATIC, Explorer, environment
 from packs.format import PackFormatError
 from packs.packset import PackSet
@@ -35,9 +38,6 @@ HEADERS = [
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
-LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
-
-
 class SecurityHeaders:
     """ASGI middleware: the HEADERS above on every HTTP response."""
 
@@ -86,25 +86,46 @@ ROUTES = [
 ]
 
 
-def allowed_hosts(host: str) -> list[str]:
-    """Host header values the app answers to when bound to `host`: the loopback names for
-    a loopback address, anything for a wildcard bind, else that host and loopback."""
-    if host in ("0.0.0.0", "::", ""):
-        return ["*"]
-    if host in LOOPBACK_NAMES:
-        return LOOPBACK_NAMES
-    return [host, *LOOPBACK_NAMES]
+class FollowCurrent:
+    """ASGI middleware: before a request, open the builds the packs' `current` now name
+    (Explorer.refresh, in a worker thread); count the requests in flight, so a replaced
+    build is closed only when none uses it."""
+
+    def __init__(self, app, explorer: Explorer) -> None:
+        self.app, self.explorer = app, explorer
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.explorer.stale():
+            await anyio.to_thread.run_sync(self.explorer.refresh)
+        self.explorer.enter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.explorer.leave()
 
 
-def create_app(packs: PackSet, *, host: str = "127.0.0.1") -> Starlette:
+def create_app(packs: PackSet, *, host: str = "127.0.0.1", token: str | None = None,
+               allow_hosts: tuple[str, ...] = (), opener=None) -> Starlette:
     """The explorer over open packs (the caller keeps them open, and closes them after
-    the app). `host` is the address it will be served on (for the Host check)."""
-    app = Starlette(
-        routes=ROUTES,
-        middleware=[Middleware(SecurityHeaders),
-                    Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host))],
-        exception_handlers={HTTPException: _error, PackFormatError: _error},
-    )
-    app.state.explorer = Explorer(packs)
+    the app, with `app.state.explorer.close()` for the builds it opened since). `host`
+    is the address it will be served on (for the Host check; `allow_hosts` adds names);
+    `token`: the token every request must bring (packs/explore/access.py), required off
+    loopback; `opener` (a pack folder → its current build) makes each pack follow its
+    `current`. ValueError for a non-loopback `host` without a token."""
+    if token is None and not access.is_loopback(host):
+        raise ValueError(f"serving on {host} (not loopback) needs a token")
+    explorer = Explorer(packs, opener)
+    names, wildcard = access.host_names(host, allow_hosts)
+    middleware = [Middleware(SecurityHeaders),
+                  Middleware(access.HostCheck, names=names, wildcard=wildcard)]
+    if token is not None:
+        middleware.append(Middleware(access.TokenGate, token=token))
+    middleware.append(Middleware(FollowCurrent, explorer=explorer))
+    app = Starlette(routes=ROUTES, middleware=middleware,
+                    exception_handlers={HTTPException: _error, PackFormatError: _error})
+    app.state.explorer = explorer
     app.state.templates = environment()
     return app

@@ -6,15 +6,22 @@ Opens every pack (and loads its question encoder, so a missing model fails the s
 the first question), binds the address, prints exactly one line, the explorer's URL, and
 runs uvicorn quietly (warnings and errors only, no access log). `port=0` picks a free port;
 the printed URL names it. The socket is listening before the line is printed, so a client
-that reads the line can connect at once.
+that reads the line can connect at once. Each pack folder's `current` is followed: a
+rebuild is served at the next request (packs/explore/web.py: Explorer).
+
+On an address other than loopback the explorer is reachable from the network: it then
+needs a token (given, or made here), prints a warning first (`warn`, stderr at the CLI)
+and the URL with the token (`/?token=...`, once); see packs/explore/access.py.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Callable, Sequence
 
+from packs.explore import access
 from packs.extras import EXPLORE_INSTALL, EXPLORE_MODULES, MissingExtraError, missing
 
 DEFAULT_HOST = "127.0.0.1"
@@ -53,8 +60,16 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def url_of(sock: socket.socket) -> str:
+    """The explorer's address: the bound one, or this machine's host name for a wildcard
+    bind (0.0.0.0 names no machine to a browser elsewhere)."""
     host, port = sock.getsockname()[:2]
+    if host in access.WILDCARDS:
+        host = socket.gethostname() or "localhost"
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def server(app, sock: socket.socket):
@@ -68,22 +83,37 @@ def server(app, sock: socket.socket):
 
 
 def open_app(paths: Sequence[str | os.PathLike[str]], host: str = DEFAULT_HOST, *,
-             verify: bool = True, trust=None):
+             verify: bool = True, trust=None, token: str | None = None,
+             allow_hosts: Sequence[str] = ()):
     """(app, packset): the packs opened (encoders loaded; `verify` and `trust` go to
-    KnowledgePack.open) and the explorer over them. The caller closes the packset.
-    PackFormatError / EmbeddingModelError for a bad pack."""
+    KnowledgePack.open, for the builds `current` names later too) and the explorer over
+    them (`token`, `allow_hosts`: see packs/explore/app.create_app). The caller closes
+    `app.state.explorer` and the packset. PackFormatError / EmbeddingModelError for a
+    bad pack."""
     check_extras()
     from packs.explore.app import create_app
     from packs.format import PackFormatError
+    from packs.pack import KnowledgePack
     from packs.packset import PackSet
 
     if not paths:
         raise PackFormatError("no pack given: pass at least one pack folder")
+
+    def opener(root):
+        pack = KnowledgePack.open(root, verify=verify, trust=trust)
+        try:
+            pack.embedder  # noqa: B018 (as at the start: a missing model fails here)
+        except BaseException:
+            pack.close()
+            raise
+        return pack
+
     packs = PackSet.open(list(paths), verify=verify, trust=trust)
     try:
         for pack in packs.packs:
             pack.embedder  # noqa: B018 (loads the encoder: a missing model fails the start)
-        return create_app(packs, host=host), packs
+        return create_app(packs, host=host, token=token, allow_hosts=tuple(allow_hosts),
+                          opener=opener), packs
     except BaseException:
         packs.close()
         raise
@@ -91,16 +121,28 @@ def open_app(paths: Sequence[str | os.PathLike[str]], host: str = DEFAULT_HOST, 
 
 def serve(paths: Sequence[str | os.PathLike[str]], *, host: str = DEFAULT_HOST,
           port: int = DEFAULT_PORT, out: Callable[[str], object] = print,
-          verify: bool = True, trust=None) -> None:
+          verify: bool = True, trust=None, token: str | None = None,
+          allow_hosts: Sequence[str] = (), warn: Callable[[str], object] = _warn) -> None:
     """Open the packs (`verify`, `trust`: see open_app), bind, print the URL with `out`,
-    serve until Ctrl-C. Raises what open_app and bind raise."""
-    app, packs = open_app(paths, host, verify=verify, trust=trust)
+    serve until Ctrl-C. Off loopback: a token (`token`, else a new one), a warning with
+    `warn` first, and the URL with the token. Raises what open_app and bind raise."""
+    if token is not None and not access.TOKEN_SHAPE.fullmatch(token):
+        raise ExploreError("--token must be at least 12 letters, digits, '.', '_', '~' or "
+                           "'-'; or leave it out to get one")
+    if not access.is_loopback(host):
+        token = token or access.new_token()
+    app, packs = open_app(paths, host, verify=verify, trust=trust, token=token,
+                          allow_hosts=allow_hosts)
     try:
         sock = bind(host, port)
         try:
-            out(url_of(sock))
+            warning, line = access.announce(host, url_of(sock), token)
+            if warning:
+                warn(warning)
+            out(line)
             server(app, sock).run(sockets=[sock])
         finally:
             sock.close()
     finally:
+        app.state.explorer.close()
         packs.close()

@@ -25,6 +25,7 @@ import httpx
 from packs.retry import RetryPolicy, async_retrying, is_retryable, retry_after_s
 from tasks.fetch.parse import is_text_type, media_type
 from tasks.fetch.policy import REDIRECT_STATUS, format_size
+from tasks.fetch.secret_urls import request_urls
 from tasks.fetch.types import AuthError, FetchConfig, Sleep
 
 ACCEPT = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
@@ -120,6 +121,11 @@ class PoliteClient:
         self.policy = RetryPolicy(max_retries=config.max_retries,
                                   backoff_cap_s=config.max_retry_after_s,
                                   max_retry_after_s=config.max_retry_after_s)
+        # URL as recorded (its secrets REDACTED) -> the URL to request (urls.txt's line, or
+        # a sitemap index's entry); in memory only
+        self.requests: dict[str, str] = {}
+        if config.urls_file:
+            self.requests = request_urls(config.urls_file, config.secret_params)
 
     async def get(self, url: str, headers: dict[str, str], *, typed: bool = True) -> Hop:
         """GET with retries on transient failures (jittered backoff, Retry-After honoured).
@@ -131,7 +137,8 @@ class PoliteClient:
             before_sleep=_log_retry)
         try:
             return await retrying(
-                self.get_once, url, headers, max_bytes=self.config.max_bytes, typed=typed
+                self.get_once, self.requests.get(url, url), headers,
+                max_bytes=self.config.max_bytes, typed=typed
             )
         except Transient as exc:
             attempts = self.config.max_retries + 1

@@ -25,7 +25,7 @@ from urllib.request import url2pathname
 import httpx
 
 from packs.format import content_hash
-from packs.urls import strip_userinfo
+from packs.urls import REDACTED, secret_values, strip_userinfo
 from tasks.fetch.admission import UrlGuard
 from tasks.fetch.client import Hop, Outcome, PoliteClient, new_async_client, url_deadline
 from tasks.fetch.parse import parse_document
@@ -33,6 +33,7 @@ from tasks.fetch.policy import REDIRECT_STATUS, format_size, github_rewrite, red
 from tasks.fetch.types import FetchConfig, Page, Sleep
 
 log = logging.getLogger("kpack.fetch")
+MIN_SECRET_CHARS = 4  # shorter values are not scrubbed from pages (too common to be one)
 
 
 async def fetch_all(
@@ -115,13 +116,40 @@ class Crawler:
         self.http = PoliteClient(config, client, sleep)
         self.guard = UrlGuard(config, self.http)
         self.slots = asyncio.Semaphore(config.concurrency)
+        # the secret values of the URLs requested in place of recorded ones: a site may
+        # echo its token into its links or text, and nothing stored may hold it
+        self.secrets = sorted({v for real in self.http.requests.values()
+                               for v in secret_values(real, config.secret_params)
+                               if len(v) >= MIN_SECRET_CHARS}, key=len, reverse=True)
 
     async def close(self) -> None:
         await self.guard.close()
 
     async def page(self, url: str) -> Page:
-        """The URL's Page. Never raises for one URL: its problems, expected or not, are
-        its status and reason, so that no URL can fail the shard it is in."""
+        """The URL's Page, with no secret of the URL requested in its text, title,
+        links, final URL or reason. Never raises for one URL: its problems, expected or
+        not, are its status and reason, so that no URL can fail the shard it is in."""
+        return self._scrub(await self._one(url))
+
+    def _learn(self, url: str) -> None:
+        """Scrub the secret values of a URL this crawl requests (a redirect to a signed
+        URL) from what it stores, like those of urls.txt."""
+        new = {v for v in secret_values(url, self.config.secret_params)
+               if len(v) >= MIN_SECRET_CHARS} - set(self.secrets)
+        if new:
+            self.secrets = sorted({*self.secrets, *new}, key=len, reverse=True)
+
+    def _scrub(self, page: Page) -> Page:
+        if not self.secrets:
+            return page
+        for name in ("text", "title", "final_url", "error"):
+            value = getattr(page, name)
+            if value:
+                setattr(page, name, _without(value, self.secrets))
+        page.links = [_without(link, self.secrets) for link in page.links]
+        return page
+
+    async def _one(self, url: str) -> Page:
         cap = self.config.total_timeout_s
         async with self.slots:
             trace = _Trace(url)  # fetched_at: when work on the URL starts, not when it queued
@@ -139,7 +167,8 @@ class Crawler:
                 # An error no rule above foresaw (a URL httpx cannot parse, a parser bug):
                 # this URL's failure, logged with its traceback, reported with its reason.
                 log.warning("unexpected error fetching %s", redact(url), exc_info=True)
-                detail = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+                detail = _without(redact(str(exc).strip().splitlines()[0]
+                                         if str(exc).strip() else ""), self.secrets)
                 return trace.page("failed", f"unexpected error: {type(exc).__name__}"
                                             + (f": {detail[:300]}" if detail else ""))
 
@@ -171,10 +200,13 @@ class Crawler:
             location = hop.headers.get("location")
             if not location:
                 raise Outcome("failed", f"HTTP {hop.status} redirect without a Location header")
-            # Credentials in a redirect are neither followed nor recorded (final_url).
+            # Credentials in a redirect are neither followed nor recorded (final_url); a
+            # secret query value is followed but recorded REDACTED (_rewrite).
             target = strip_userinfo(urljoin(target, location.strip()))
+            self._learn(target)
             if target.split("#", 1)[0] in visited:
-                raise Outcome("failed", f"redirect loop: {redact(target)} was already visited")
+                raise Outcome("failed", f"redirect loop: {self._redact(target)} was already "
+                                        "visited")
             target = self._rewrite(target, trace)
         raise Outcome("failed", f"too many redirects (more than {self.config.max_redirects})")
 
@@ -182,8 +214,11 @@ class Crawler:
         rewrite = github_rewrite(url, self.config.github_raw_base)
         if rewrite.unsupported:
             raise Outcome("unsupported", rewrite.unsupported)
-        trace.final_url = rewrite.url
+        trace.final_url = self._redact(rewrite.url)
         return rewrite.url
+
+    def _redact(self, url: str) -> str:
+        return redact(url, self.config.secret_params)
 
     async def _finish(
         self, hop: Hop, target: str, trace: _Trace, prev: dict, conditional: bool
@@ -211,7 +246,7 @@ class Crawler:
             last_modified=last_modified,
             title=parsed.title,
             text=parsed.text,
-            links=[strip_userinfo(link) for link in parsed.links],
+            links=[self._redact(link) for link in parsed.links],
         )
 
     async def _local(self, url: str, trace: _Trace) -> Page:
@@ -231,8 +266,15 @@ class Crawler:
             content_hash=content_hash(body),
             title=parsed.title,
             text=parsed.text,
-            links=[strip_userinfo(link) for link in parsed.links],
+            links=[self._redact(link) for link in parsed.links],
         )
+
+
+def _without(text: str, secrets: list[str]) -> str:
+    """`text` with every one of `secrets` replaced by REDACTED."""
+    for value in secrets:
+        text = text.replace(value, REDACTED)
+    return text
 
 
 def _conditional_headers(prev: dict) -> dict[str, str]:

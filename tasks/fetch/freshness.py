@@ -3,9 +3,10 @@ stage (tasks/stages/fetch.py).
 
 Layers, cheapest first: a page whose sitemap <lastmod> is the one the last build saw is
 **skipped** without a request when its host's lastmod is trusted (tasks.fetch.lastmod_trust),
-unless it is in this build's re-check sample or was last asked more than `max_skip_days`
-ago; any other page the last build had is asked **conditionally** (ETag /
-Last-Modified: a 304 keeps its text); a page that comes back in full is compared by its
+unless it is in this build's random re-check sample (sized by the bound in
+tasks.fetch.lastmod_trust) or was last asked more than `max_skip_days` ago; any other
+page the last build had is asked **conditionally** (ETag / Last-Modified: a 304 keeps its
+text); a page that comes back in full is compared by its
 **text**, so a page whose bytes changed but whose text did not is "unchanged" (its
 sections keep their ids and cached results).
 
@@ -37,24 +38,36 @@ OUTCOMES = ("skipped_lastmod", "not_modified", "unchanged", "changed", "new", "r
 @dataclass(frozen=True)
 class SkipPolicy:
     """What lets a build skip pages by lastmod: the hosts trusted for it (none by
-    default: every page the last build had is asked conditionally), and pack.toml's
-    [sitemap] recheck_share and max_skip_days."""
+    default: every page the last build had is asked conditionally), the share of each
+    trusted host's skippable pages asked anyway (`recheck`: (host, rate) pairs from
+    tasks.fetch.lastmod_trust.recheck_rates; a host not listed gets pack.toml's
+    [sitemap] recheck_share), the build's random `salt` that picks the sample (empty: the
+    build id), and max_skip_days."""
 
     trusted: tuple[str, ...] = ()
     recheck_share: float = 0.02
     max_skip_days: float = 30.0
+    recheck: tuple[tuple[str, float], ...] = ()
+    salt: str = ""
+
+    def rate(self, host: str) -> float:
+        """The share of `host`'s skippable pages this build asks anyway."""
+        return dict(self.recheck).get(host, self.recheck_share)
 
 
 def host_of(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
 
 
-def in_sample(url: str, build_id: str, share: float) -> bool:
-    """Whether `url` is in build `build_id`'s re-check sample: a hash of both, so each
-    build asks a different `share` of the skippable pages, and a rerun the same ones."""
+def in_sample(url: str, salt: str, share: float) -> bool:
+    """Whether `url` is in the re-check sample drawn with `salt` (a build's random salt, or
+    its id): a hash of both, so each page is picked with probability `share`, independently
+    of the others, a new sample each build, the same ones in a rerun of a shard."""
     if share <= 0:
         return False
-    digest = hashlib.sha256(f"{build_id}\n{url}".encode()).digest()
+    if share >= 1:
+        return True
+    digest = hashlib.sha256(f"{salt}\n{url}".encode()).digest()
     return int.from_bytes(digest[:8], "big") < share * 2**64
 
 
@@ -68,7 +81,7 @@ def should_skip(url: str, lastmod: str | None, previous: dict | None, policy: Sk
         return False
     if previous.get("lastmod") != lastmod or host_of(url) not in policy.trusted:
         return False
-    if in_sample(url, build_id, policy.recheck_share):
+    if in_sample(url, policy.salt or build_id, policy.rate(host_of(url))):
         return False
     try:
         asked = datetime.fromisoformat(str(previous.get("fetched_at")))

@@ -11,7 +11,7 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from packs.urls import strip_userinfo
+from packs.urls import clean_url
 
 DEFAULT_GITHUB_RAW_BASE = "https://raw.githubusercontent.com"
 GITHUB_HOSTS = frozenset({"github.com", "www.github.com"})
@@ -178,6 +178,7 @@ def format_size(n: int) -> str:
     return f"{n} bytes"
 
 
-def redact(url: str) -> str:
-    """`url` without user:password, for log lines."""
-    return strip_userinfo(url)
+def redact(url: str, extra: tuple[str, ...] = ()) -> str:
+    """`url` without user:password or the values of secret-looking query parameters (and
+    of those named in `extra`), for log lines and reasons."""
+    return clean_url(url, extra)

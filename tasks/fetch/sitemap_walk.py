@@ -27,6 +27,7 @@ from urllib.request import url2pathname
 
 import httpx
 
+from packs.urls import strip_userinfo
 from tasks.fetch.admission import UrlGuard
 from tasks.fetch.client import Hop, Outcome, PoliteClient, new_async_client, url_deadline
 from tasks.fetch.policy import REDIRECT_STATUS, format_size, redact
@@ -117,6 +118,14 @@ async def walk(roots: list[str], config: FetchConfig, max_depth: int, previous: 
             await asyncio.gather(*(walker.file(url, url, 0) for url in roots))
         finally:
             await walker.guard.close()
+    secret = sum(e.url in walker.http.requests for es in walker.entries.values() for e in es
+                 if e.kind != "sitemap")
+    if secret:
+        log.warning("%d pages the sitemaps list carry secret-looking query values: the build "
+                    "records and requests them with REDACTED in their place (a sitemap's "
+                    "secrets are kept nowhere, the fetch shards included); a site that needs "
+                    "one gets it as a header from an environment variable with [[auth]] in "
+                    "pack.toml", secret)
     return Walk(walker.entries, walker.files)
 
 
@@ -203,7 +212,9 @@ class _Walker:
                 return self.previous.entries.get(url, [])
             body = hop.body
         result.bytes = len(body)
-        parsed = await asyncio.to_thread(_entries, body, url)
+        parsed, requests = await asyncio.to_thread(_entries, body, url,
+                                                   self.config.secret_params)
+        self.http.requests.update(requests)  # a child sitemap is read as listed
         result.status = "ok"
         return parsed
 
@@ -230,11 +241,14 @@ class _Walker:
         raise Outcome("failed", f"too many redirects (more than {self.config.max_redirects})")
 
 
-def _entries(body: bytes, url: str) -> list[Listed]:
-    """The entries of one sitemap body, their locations made absolute; entries that are
-    not http(s) URLs (file:// ones too, unless the sitemap is a local file) are dropped."""
+def _entries(body: bytes, url: str, secret_params: tuple[str, ...] = ()
+             ) -> tuple[list[Listed], dict[str, str]]:
+    """(the entries of one sitemap body, their locations made absolute and without
+    credentials or secret query values (REDACTED: what the build records); {recorded
+    location: location as listed} for those that had a secret). Entries that are not
+    http(s) URLs (file:// ones too, unless the sitemap is a local file) are dropped."""
     local = urlsplit(url).scheme.lower() == "file"
-    out = []
+    out, requests = [], {}
     for kind, entry in read_sitemap(body, max(MAX_UNCOMPRESSED, len(body))):
         try:
             loc = urljoin(url, entry.loc)
@@ -246,8 +260,11 @@ def _entries(body: bytes, url: str) -> list[Listed]:
             continue  # not a URL (and it would break the one-per-line plan files)
         scheme = parts.scheme.lower()
         if (scheme in ("http", "https") and host) or (local and scheme == "file"):
-            out.append(Listed(loc, entry.lastmod, kind, url))
-    return out
+            recorded = redact(loc, secret_params)
+            if recorded != loc:
+                requests[recorded] = strip_userinfo(loc)
+            out.append(Listed(recorded, entry.lastmod, kind, url))
+    return out, requests
 
 
 def _read_local(url: str, max_bytes: int) -> bytes:

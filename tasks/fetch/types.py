@@ -110,6 +110,7 @@ class PackFetchSettings(Protocol):
     allowed_hosts: Sequence[str]
     allow_private_hosts: bool
     auth: Sequence[HostAuth]
+    secret_params: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,11 @@ class FetchConfig:
     # a folder where the fetches of one build share robots.txt files (robots_cache.py);
     # "" = each fetch asks on its own
     robots_cache: str = ""
+    # pack.toml secret_params: more query parameters whose values are secrets
+    secret_params: tuple[str, ...] = ()
+    # the source's urls.txt: a URL recorded with a secret REDACTED is requested as written
+    # there (tasks.fetch.secret_urls.request_urls, read by the client; "" = as recorded)
+    urls_file: str = ""
 
     def __post_init__(self) -> None:
         for name in (
@@ -169,6 +175,7 @@ class FetchConfig:
             "allowed_hosts": tuple(pack.allowed_hosts),
             "allow_private_hosts": pack.allow_private_hosts,
             "auth": tuple(pack.auth),
+            "secret_params": tuple(pack.secret_params),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
