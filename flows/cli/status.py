@@ -23,32 +23,41 @@ def _fail(exc: BaseException) -> NoReturn:
     fail(exc, (FileNotFoundError,))
 
 
-def _server_url() -> str | None:
-    """The Prefect API that answers for this shell (PREFECT_API_URL, else this home's
-    kpack server), without starting one."""
-    from flows import server
+def _server() -> tuple[str, str | None] | None:
+    """(API URL, secret) of the Prefect server that answers for this shell: $PREFECT_API_URL
+    (with this home's secret when it is this home's server), else this home's kpack
+    server, never one started for this; None when none answers."""
+    from flows import server, server_auth
 
     url = os.environ.get("PREFECT_API_URL") or ""
-    if not url:
+    if url:
+        record = server.read_state()
+        secret = os.environ.get(server_auth.CLIENT_ENV) or server_auth.secret_for(
+            url, server.home(), record.port if record else None)
+    else:
         info = server.running()
-        url = info.url if info else ""
-    return url if url and server.healthy(url, timeout_s=2.0) else None
+        if info is None:
+            return None
+        url, secret = info.url, server_auth.read_secret(server.home())
+    return (url, secret) if server.healthy(url, timeout_s=2.0) else None
 
 
 def sync_alerts(folders: list[Path]) -> str | None:
     """Record the alerts sent about `folders` since their last record, from the server
     that answers (None: none answers, nothing was fetched). Returns the server's URL."""
-    url = _server_url()
-    if url is None:
+    found = _server()
+    if found is None:
         return None
+    url, secret = found
     from flows.settings import configure_prefect_env
 
     configure_prefect_env()
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from flows.alert_log import Recorder
+    from flows.server_auth import client_settings
 
-    with temporary_settings(updates={PREFECT_API_URL: url}):
+    with temporary_settings(updates={PREFECT_API_URL: url, **client_settings(secret)}):
         Recorder({f.name: f for f in folders}).catch_up()
     return url
 
