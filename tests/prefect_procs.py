@@ -124,10 +124,34 @@ def prefect_server(tmp: Path, **settings: str) -> Iterator[dict]:
         yield {"url": url, "env": client_env, "tmp": tmp, "log": log}
 
 
-class Receiver:
-    """A webhook on 127.0.0.1 that keeps every POST: (received at UTC, path, body)."""
+@contextmanager
+def kpack_server(home: Path, **settings: str) -> Iterator[dict]:
+    """`kpack server start` for the PREFECT_HOME `home` (its secret, CSRF and Host gate on),
+    with Prefect `settings` added to its environment; yields its API URL and secret, the
+    environment for processes that use it as builds do (PREFECT_HOME, no PREFECT_API_URL)
+    and its log. `kpack server stop` in teardown."""
+    from flows import server_auth
 
-    def __init__(self) -> None:
+    env = base_env(home)
+    env.update({"PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2",
+                "PREFECT_UI_ENABLED": "false", "KPACK_SERVER_IDLE_S": "600", **settings})
+    kpack = [sys.executable, "-m", "packs.cli", "server"]
+    started = subprocess.run([*kpack, "start", "--port", str(free_port()), "--timeout", "600"],
+                             cwd=REPO, env=env, capture_output=True, text=True, timeout=660)
+    assert started.returncode == 0, started.stdout + started.stderr
+    record = json.loads((home / "kpack-server.json").read_text())
+    try:
+        yield {"url": record["url"], "secret": server_auth.read_secret(home), "env": env,
+               "log": home / "kpack-server.log", "pid": record["pid"]}
+    finally:
+        subprocess.run([*kpack, "stop"], cwd=REPO, env=env, capture_output=True, timeout=120)
+
+
+class Receiver:
+    """A webhook on 127.0.0.1 that keeps every POST: (received at UTC, path, body); it
+    answers 204, or 500 under the path `failing`."""
+
+    def __init__(self, failing: str = "/broken") -> None:
         self.got: list[tuple[datetime, str, bytes]] = []
         received = self.got
 
@@ -135,7 +159,8 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 received.append((datetime.now(UTC), self.path, body))
-                self.send_response(204)
+                # a path under `failing` answers as a broken webhook does
+                self.send_response(500 if self.path.startswith(failing) else 204)
                 self.end_headers()
 
             def log_message(self, *args: object) -> None:
@@ -147,9 +172,11 @@ class Receiver:
     def url(self, path: str = "/hook") -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
 
-    def messages(self) -> list[tuple[datetime, dict]]:
-        """Every message so far, parsed (a body that is not JSON fails the test)."""
-        return [(at, json.loads(body)) for at, _, body in list(self.got)]
+    def messages(self, path: str = "/hook") -> list[tuple[datetime, dict]]:
+        """Every message sent under `path` so far, parsed (a body that is not JSON fails
+        the test)."""
+        return [(at, json.loads(body)) for at, p, body in list(self.got)
+                if p.startswith(path)]
 
     def __enter__(self) -> Receiver:
         self.thread.start()
