@@ -125,26 +125,27 @@ def prefect_server(tmp: Path, **settings: str) -> Iterator[dict]:
 
 
 @contextmanager
-def kpack_server(home: Path, **settings: str) -> Iterator[dict]:
-    """`kpack server start` for the PREFECT_HOME `home` (its secret, CSRF and Host gate on),
-    with Prefect `settings` added to its environment; yields its API URL and secret, the
-    environment for processes that use it as builds do (PREFECT_HOME, no PREFECT_API_URL)
-    and its log. `kpack server stop` in teardown."""
+def kpack_home(home: Path, **settings: str) -> Iterator[dict]:
+    """A PREFECT_HOME whose server kpack runs: the first build (or `kpack server start`)
+    started with `env` starts it with its secret, CSRF and Host gate, and with Prefect
+    `settings` added; `server()` then reads its API URL, secret and record kind. `kpack
+    server stop` in teardown."""
     from flows import server_auth
 
     env = base_env(home)
     env.update({"PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2",
                 "PREFECT_UI_ENABLED": "false", "KPACK_SERVER_IDLE_S": "600", **settings})
-    kpack = [sys.executable, "-m", "packs.cli", "server"]
-    started = subprocess.run([*kpack, "start", "--port", str(free_port()), "--timeout", "600"],
-                             cwd=REPO, env=env, capture_output=True, text=True, timeout=660)
-    assert started.returncode == 0, started.stdout + started.stderr
-    record = json.loads((home / "kpack-server.json").read_text())
+
+    def server() -> dict:
+        record = json.loads((home / "kpack-server.json").read_text())
+        return {"url": record["url"], "kind": record["kind"],
+                "secret": server_auth.read_secret(home)}
+
     try:
-        yield {"url": record["url"], "secret": server_auth.read_secret(home), "env": env,
-               "log": home / "kpack-server.log", "pid": record["pid"]}
+        yield {"env": env, "server": server, "log": home / "kpack-server.log"}
     finally:
-        subprocess.run([*kpack, "stop"], cwd=REPO, env=env, capture_output=True, timeout=120)
+        subprocess.run([sys.executable, "-m", "packs.cli", "server", "stop"], cwd=REPO,
+                       env=env, capture_output=True, timeout=120)
 
 
 class Receiver:

@@ -1,6 +1,7 @@
-"""Alerts end to end: this home's Prefect server (`kpack server start`: its secret, CSRF and
-Host gate, with Prefect's services), `kpack serve --every 20` processes that use it as
-builds do, a loopback site whose pages the test controls and a loopback webhook receiver.
+"""Alerts end to end: this home's Prefect server (kept by the first build: its secret, CSRF
+and Host gate, Prefect's services; `kpack serve`, with alerts to send, keeps it for good),
+`kpack serve --every 20` processes that use it as builds do, a loopback site whose pages
+the test controls and a loopback webhook receiver.
 
 One pass observes every scenario, each on a small pack of its own:
 
@@ -37,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import OFFLINE_MODEL
-from tests.prefect_procs import REPO, Receiver, kpack_server, process, tail, until
+from tests.prefect_procs import REPO, Receiver, kpack_home, process, tail, until
 from tests.small_site import serve_site
 
 pytestmark = pytest.mark.prefect_server
@@ -115,13 +116,12 @@ def _client(server: dict):
 def test_serve_sends_one_message_per_failed_refused_partial_and_stale_build(tmp_path):
     started = time.monotonic()
     site, out = tmp_path / "site", tmp_path / "out"
-    with kpack_server(tmp_path / "home") as server, serve_site(site) as base, \
+    with kpack_home(tmp_path / "home") as home, serve_site(site) as base, \
             Receiver(failing="/broken") as hook:
         hook_url = hook.url(f"/hook?token={SECRET}")
-        env = {**server["env"], "PREFECT_RUNNER_POLL_FREQUENCY": "2",
+        env = {**home["env"], "PREFECT_RUNNER_POLL_FREQUENCY": "2",
                "KPACK_TEST_HOOK": hook_url,
                "KPACK_TEST_BROKEN": hook.url(f"/broken?token={SECRET}")}
-        ui = server["url"].removesuffix("/api")
         src_a, src_b = tmp_path / "sources-a", tmp_path / "sources-b"
         refused_pages = _pages(site, "refused", 4)
         _source(src_a, "broken", [f"{base}/broken/gone{i}.md" for i in range(3)])
@@ -139,6 +139,9 @@ def test_serve_sends_one_message_per_failed_refused_partial_and_stale_build(tmp_
                  str(src_a / "steady"), str(src_b / "stale")],
                 cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT, timeout=400)
         assert done.returncode == 0, tail(log)
+        server = home["server"]()  # kept by that build: stops when unused, unless...
+        assert server["kind"] == "kept"
+        ui = server["url"].removesuffix("/api")
         for page in refused_pages[1:]:  # the site loses 3 of refused's 4 pages
             (site / page).unlink()
         prebuilt_s = time.monotonic() - started
@@ -190,10 +193,20 @@ def test_serve_sends_one_message_per_failed_refused_partial_and_stale_build(tmp_
                 (at, m) for at, m in hook.messages() if m["kind"] == "stale" and at > stopped],
                 120 - (datetime.now(UTC) - stopped).total_seconds(), log_b)
             runs = {p: _runs(client, p) for p in ("broken", "refused", "partial", "steady")}
-            status = subprocess.run([sys.executable, "-m", "packs.cli", "status", str(out),
-                                     "--json"],
-                                    cwd=REPO, env=env, capture_output=True, text=True,
-                                    timeout=120)
+            # ...serve, with alerts to send, keeps it for good: it sends the stale alert
+            assert home["server"]()["kind"] == "started"
+            said = log_a.read_text() + log_b.read_text()  # whichever serve came first
+            assert said.count("now runs until `kpack server stop`") in (1, 2), said[-3000:]
+
+            def status_recorded():  # the server stores events every few seconds
+                done = subprocess.run([sys.executable, "-m", "packs.cli", "status", str(out),
+                                       "--json"], cwd=REPO, env=env, capture_output=True,
+                                      text=True, timeout=120)
+                alert = {p["pack"]: p for p in json.loads(done.stdout or "[]")}.get(
+                    "stale", {}).get("last_alert")
+                return done if alert and alert["kind"] == "stale" else None
+
+            status = until("kpack status to list the stale alert", status_recorded, 60)
             text = subprocess.run([sys.executable, "-m", "packs.cli", "status", str(out)],
                                   cwd=REPO, env=env, capture_output=True, text=True,
                                   timeout=120)
@@ -243,8 +256,8 @@ def test_serve_sends_one_message_per_failed_refused_partial_and_stale_build(tmp_
     assert text.returncode == 1 and "stale: STALE (max_age 60 s;" in text.stdout, text.stdout
     # the webhook's secret is nowhere on disk: logs, pack folders, the server's log
     assert any(path.startswith("/broken") for _, path, _ in hook.got)  # it was tried
-    assert f"{hook.url('')}/…" in server["log"].read_text()  # and its error logged, cut
-    for path in [*tmp_path.glob("*.log"), server["log"], *out.rglob("*")]:
+    assert f"{hook.url('')}/…" in home["log"].read_text()  # and its error logged, cut
+    for path in [*tmp_path.glob("*.log"), home["log"], *out.rglob("*")]:
         if path.is_file() and path.suffix not in (".parquet", ".db", ".onnx", ".pyz"):
             assert SECRET not in path.read_text(errors="replace"), path
     print(*(json.dumps(m) for m in messages), text.stdout, sep="\n")
