@@ -102,7 +102,7 @@ def test_an_alert_the_server_sends_is_recorded_in_the_pack_folder(prefect_harnes
     """The server's triggers and actions send the message (no kpack process involved);
     catching up from its events API writes it into alerts.jsonl once."""
     with Receiver() as hook:
-        (plan,) = alerts.plan([_source("delta", notify=[hook.url("/h?token=sEcReT")])],
+        (plan,) = alerts.plan([_source("delta", notify=[hook.url("/hook?token=sEcReT")])],
                               tmp_path)
         alerts.install([plan])
         layout.write_watch(plan.root, plan.watch_record())
