@@ -35,16 +35,16 @@ class RedactUrls(logging.Filter):
         return True
 
 
-def redact_handlers() -> int:
+def redact_handlers() -> list[logging.Handler]:
     """Add RedactUrls to every handler of every logger of this process (call it after
     Prefect has configured logging). Returns the handlers it was added to."""
     loggers = [logging.getLogger()] + [
         logger for logger in logging.Logger.manager.loggerDict.values()
         if isinstance(logger, logging.Logger)]
-    added = 0
+    added = []
     for logger in loggers:
         for handler in logger.handlers:
             if not any(isinstance(f, RedactUrls) for f in handler.filters):
                 handler.addFilter(RedactUrls())
-                added += 1
+                added.append(handler)
     return added
