@@ -155,11 +155,16 @@ class BuiltPack:
 def fingerprint(pages: Sequence[Page], model: str, settings: str = "") -> str:
     """Of the pages, the model, the extra pack.toml settings and the parser and splitter
     versions."""
+    from tasks.extract.offline import OFFLINE_VERSION
     from tasks.sections import SPLITTER_VERSION
+    from tasks.stages import resolve, topics
     from tasks.stages.fetch import VERSION as FETCH_VERSION
 
+    # The graph's versions too: a pack whose extractor or topic map changed is rebuilt
+    # (its vectors are reused from the work folder).
     h = hashlib.sha256(f"{LAYOUT_VERSION}\0{FETCH_VERSION}\0{SPLITTER_VERSION}\0{model}\0"
-                       f"{settings}".encode())
+                       f"{settings}\0{OFFLINE_VERSION}\0{resolve.STAGE.VERSION}\0{topics.STAGE.VERSION}"
+                       .encode())
     for p in pages:
         h.update(f"\0{p.path}\0{p.title}\0{p.markdown}".encode())
         if p.content_type != MARKDOWN:

@@ -23,7 +23,14 @@ from packs.llm import errors as llm_errors
 from packs.llm.usage import add_query_usage, zero_query_usage
 from packs.options import SearchOptions
 from packs.result import RankedSection, SearchResult
-from packs.retrieval import extractive, fewshot, gate, synthesis
+from packs.retrieval import (
+    extractive,
+    fewshot,
+    gate,
+    synthesis,
+    whole_pack,
+    whole_pack_claude,
+)
 
 ASK_FIELDS = ("answer", "sources", "citations", "unsupported", "entities", "facts",
               "cypher_query", "query_type", "token_usage")
@@ -124,8 +131,8 @@ def page_sections(pack: Any, result: SearchResult, pages: int | None = None
             for r in db.article_sections(articles, qvec) if r.id not in have]
 
 
-def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str | None = None
-             ) -> tuple[str, synthesis.Quotes, str, SearchResult]:
+def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str | None = None,
+             whole: bool = True) -> tuple[str, synthesis.Quotes, str, SearchResult]:
     """(answer, quotes, query_type, the result its sources are listed from) without a
     language model. `note`: the line that heads the extractive answer; `why`: why none was
     used though one is configured (its failure, told in the gated answer). A section of
@@ -142,12 +149,18 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
                                              extra=page_sections(pack, result), **kw)
     if used:
         result = dataclasses.replace(result, related=[*result.related, *used])
+    # Issue 48: a list, across or overview question also gets a list of cited items
+    # gathered through the graph (packs/retrieval/whole_pack.py), after these passages.
+    listed = whole_pack.offline_answer(pack, result, (answer, quotes)) if whole else None
+    if listed is not None:
+        return listed
     return answer, quotes, "retrieval_only", result
 
 
 def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, Any],
-                  note: str | None = None, why: str | None = None) -> dict[str, object]:
-    answer, quotes, qtype, result = _offline(pack, result, note, why)
+                  note: str | None = None, why: str | None = None,
+                  whole: bool = True) -> dict[str, object]:
+    answer, quotes, qtype, result = _offline(pack, result, note, why, whole)
     answer, cits = _finish(result, answer, quotes, _pack_name(pack))
     return _answer_dict(result, answer, cits, qtype, usage)
 
@@ -160,7 +173,13 @@ def ask(pack: Any, result: SearchResult, opts: SearchOptions
     add_query_usage(usage, result.token_usage)  # search's own calls (multi-query)
     api = llm_client.shared_client()
     if api is None:
-        return _offline_dict(pack, result, usage), True
+        return _offline_dict(pack, result, usage, whole=opts.enabled("whole_pack")), True
+    try:  # issue 48: a whole-pack question, as a map-reduce over its region's sections
+        whole = _whole_pack_dict(pack, result, api, opts, usage)
+    except Exception as exc:
+        return _degrade(pack, result, usage, exc), False
+    if whole is not None:
+        return whole, True
     qtype, system, user = _plan(result)
     try:
         if result.gated:
@@ -176,6 +195,21 @@ def ask(pack: Any, result: SearchResult, opts: SearchOptions
     add_query_usage(usage, u)
     answer, cits = _finish(result, text, quotes, _pack_name(pack))
     return _answer_dict(result, answer, cits, qtype, usage), True
+
+
+def _whole_pack_dict(pack: Any, result: SearchResult, api: Any, opts: SearchOptions,
+                     usage: dict[str, Any]) -> dict[str, object] | None:
+    """The answer dict of a whole-pack question with Claude (packs/retrieval/
+    whole_pack_claude.py), or None for a question about one thing."""
+    whole = (whole_pack_claude.answer(pack, result, api, opts.model, usage)
+             if opts.enabled("whole_pack") else None)
+    if whole is None:
+        return None
+    text, quotes, qtype, listed = whole
+    if qtype == INSUFFICIENT:
+        text = insufficient_text(listed)
+    answer, cits = _finish(listed, text, quotes, _pack_name(pack))
+    return _answer_dict(listed, answer, cits, qtype, usage)
 
 
 def _degrade(pack: Any, result: SearchResult, usage: dict[str, Any],
@@ -203,9 +237,17 @@ def ask_stream(pack: Any, result: SearchResult, opts: SearchOptions
     add_query_usage(usage, result.token_usage)  # search's own calls (multi-query)
     api = llm_client.shared_client()
     if api is None:
-        final = _offline_dict(pack, result, usage)
+        final = _offline_dict(pack, result, usage, whole=opts.enabled("whole_pack"))
         yield str(final["answer"])
         yield final
+        return
+    try:  # a whole-pack answer is a list made after its map calls: yielded whole
+        whole = _whole_pack_dict(pack, result, api, opts, usage)
+    except Exception as exc:
+        whole = _degrade(pack, result, usage, exc)
+    if whole is not None:
+        yield str(whole["answer"])
+        yield whole
         return
     qtype, system, user = _plan(result)
     chunks: list[str] = []

@@ -66,6 +66,11 @@ MENTIONS = "mentions"
 RELATIONSHIPS = "relationships"
 FACTS = "facts"
 LINKS = "links"
+# The map of the pack's topics (tasks/topics.py; packs/topics.py reads it): communities of
+# the entity graph. Packs built before it have none of the three (`manifest.topics`).
+TOPICS = "topics"
+TOPIC_ENTITIES = "topic_entities"
+TOPIC_SECTIONS = "topic_sections"
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ARTICLES: (
@@ -82,7 +87,15 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     RELATIONSHIPS: ("source_id", "target_id", "relation", "evidence", "section_id"),
     FACTS: ("id", "text", "entity_id", "section_id"),
     LINKS: ("source_id", "target_id"),
+    # digest: Markdown lines citing [n]; citations: JSON [{n, section_id, start, end}], each
+    # a span of that section's content; digest_kind: "sentences" (offline) or "claude".
+    TOPICS: ("id", "title", "rank", "size", "sections", "entity_names", "digest",
+             "digest_kind", "citations"),
+    TOPIC_ENTITIES: ("topic_id", "entity_id", "rank", "weight"),
+    TOPIC_SECTIONS: ("topic_id", "section_id", "rank", "weight"),
 }
+# Tables a build may lack (packs built before topics): readers check before reading them.
+OPTIONAL_TABLES = (TOPICS, TOPIC_ENTITIES, TOPIC_SECTIONS)
 
 # Derived at build time from the sections (format 3; absent before): tables/terms.json,
 # {"sections": N, "text_rules": version, "terms": {term: number of sections using it},
@@ -139,6 +152,11 @@ def kuzu_schema(dim: int, keyword_vectors: bool = False) -> list[str]:
         "section_id STRING)",
         "CREATE REL TABLE HAS_FACT(FROM Entity TO Fact)",
         "CREATE REL TABLE LINKS_TO(FROM Article TO Article)",
+        "CREATE NODE TABLE Topic(id STRING, title STRING, rank INT64, size INT64, "
+        "sections INT64, entity_names STRING[], digest STRING, digest_kind STRING, "
+        "citations STRING, PRIMARY KEY(id))",
+        "CREATE REL TABLE IN_TOPIC(FROM Entity TO Topic, rank INT64, weight DOUBLE)",
+        "CREATE REL TABLE COVERS(FROM Topic TO Section, rank INT64, weight DOUBLE)",
     ]
 
 

@@ -105,6 +105,7 @@ class Counts(BaseModel):
     facts: int = 0
     links: int = 0
     mentions: int = 0
+    topics: int = 0  # communities of the entity graph (0 in packs built before topics)
 
 
 class PageOutcomes(BaseModel):

@@ -13,6 +13,9 @@ Tools (official `mcp` SDK, MCPServer):
                                         the total); each excerpt names its pack
   ask(question, pack?)                  the answer dict of `KnowledgePack.ask`, with its
                                         verified citations
+  topics(pack?, limit?)                 the pack's map of topics (packs/topics.py): title,
+                                        top entities and sections, a digest whose lines
+                                        cite the sections they quote
 
 `pack` may be left out when the server serves one pack; with several, search and ask say
 which packs there are.
@@ -217,7 +220,7 @@ class _Served:
 
 def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNING"
                  ) -> "MCPServer":
-    """An MCPServer whose five tools query `packs` (name → open pack). `log_level` is the
+    """An MCPServer whose six tools query `packs` (name → open pack). `log_level` is the
     SDK's logging on stderr (INFO also logs every refused tool call)."""
     from mcp.server.mcpserver import MCPServer
 
@@ -237,6 +240,7 @@ def build_server(packs: Mapping[str, KnowledgePack], *, log_level: str = "WARNIN
     _add_search(server, served)
     _add_search_packs(server, served)
     _add_ask(server, served)
+    _add_topics(server, served)
     return server
 
 
@@ -326,6 +330,23 @@ def _add_ask(server: "MCPServer", served: _Served) -> None:
             raise _tool_error(str(exc)) from exc
         assert isinstance(answer, dict)  # stream=False
         return answer
+
+
+def _add_topics(server: "MCPServer", served: _Served) -> None:
+    @server.tool(description=("The map of a pack's topics, largest first: each topic's title, "
+                              "size, top entities and sections (url, heading_path, "
+                              "section_id), and a digest whose lines cite [n] a quote of a "
+                              "section (citations with verified). Use it to see what a pack "
+                              "covers. `pack` may be left out when one pack is served."))
+    def topics(pack: OptionalPackName = None,
+               limit: Annotated[int, Field(ge=1, le=200)] = 30) -> dict[str, Any]:
+        from packs.topics import has_topics, pack_topics
+
+        label, kp = served.chosen(pack)
+        if not has_topics(kp.db):
+            raise _tool_error(f"pack {label!r} has no topic map (built before topics); "
+                              "rebuild it")
+        return {"pack": label, "topics": [t.to_dict() for t in pack_topics(kp, limit)]}
 
 
 def serve(paths: Sequence[str | os.PathLike[str]], *, http: bool = False,

@@ -90,6 +90,10 @@ class SearchOptions:
         pages), 0 in prose (a question about an encyclopaedia article or an abstract is
         answered by its best paragraphs, wherever they rank).
       graph_facts: facts and entity triples of the chosen sections' entities.
+      whole_pack: answer a list, across or overview question ("which X ...", "what does
+        the chapter cover") as a list of items gathered through the graph, each citing
+        its section (packs/retrieval/whole_pack.py; with a key, a map-reduce over the
+        region's sections). Off: such questions get the single-passage answer.
       keyword_vectors: also search the keyword vectors (entities + key phrases of each
         section, format-2 packs) and rank vector candidates by
         (1 - keyword_weight) * content similarity + keyword_weight * keyword similarity.
@@ -142,6 +146,7 @@ class SearchOptions:
     distinct_first: int | None = None
     graph_facts: bool = True
     max_facts: int = 20
+    whole_pack: bool = True
     keyword_vectors: bool = False
     keyword_weight: float = 0.5
     url_prefix: str | None = None

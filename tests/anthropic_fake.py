@@ -127,12 +127,32 @@ def _answer(title: str, heading: str, section: str) -> dict:
     from tasks.extract.offline import extract_offline
 
     out = extract_offline(title, heading, section)
-    entities = [{**e, "description": e["description"][:160]} for e in out["entities"][:12]]
-    names = {e["name"] for e in entities}
-    relationships = [{**r, "relation": "RELATED_TO", "evidence": r["evidence"][:160]}
-                     for r in out["relationships"]
-                     if r["source"] in names and r["target"] in names][:10]
-    return {"entities": entities, "relationships": relationships, "facts": out["facts"][:5]}
+    found = list(out["entities"])
+    # A model also names the multi-word terms the heuristics leave to it, and always the
+    # section's topic (the schema asks for at least one entity).
+    seen = {e["name"].lower() for e in found}
+    topic = re.split(r"\s+>\s+", heading or title)[-1].strip()
+    if topic and topic.lower() not in seen:
+        seen.add(topic.lower())
+        found.insert(0, {"name": topic, "type": "concept", "description": "", "aliases": []})
+    for m in re.finditer(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+){1,3}\b", section):
+        if m.group(0).lower() not in seen:
+            seen.add(m.group(0).lower())
+            found.append({"name": m.group(0), "type": "concept", "description": "",
+                          "aliases": []})
+    entities = [{**e, "description": e["description"][:160]} for e in found[:12]]
+    # A model relates what a sentence names together and states a few sentences as facts,
+    # more freely than the offline heuristics do.
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", section) if len(s.strip()) > 20]
+    relationships, facts = [], []
+    for sentence in sentences:
+        named = [e["name"] for e in entities if e["name"].lower() in sentence.lower()]
+        for a, b in zip(named, named[1:]):
+            relationships.append({"source": a, "relation": "RELATED_TO", "target": b,
+                                  "evidence": sentence[:160]})
+        if named and len(facts) < 5:
+            facts.append({"text": sentence[:300], "entity": named[0]})
+    return {"entities": entities, "relationships": relationships[:10], "facts": facts}
 
 
 def malformed(tool_input: dict, rng: random.Random) -> dict:

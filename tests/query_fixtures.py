@@ -183,12 +183,15 @@ def build_pack(
     fewshot: list[dict] | None = FEWSHOT,
     gate_threshold: float = 0.2,
     pages=ARTICLES,
+    extra=None,
 ) -> Path:
     """Publish a complete pack under `root/name` through the build's own publish path
     (tables, Kuzu, manifest, checksums, verification, the `current` pointer); returns
-    that folder."""
+    that folder. `extra(tables)`: more tables to publish (the topic map), from the others."""
     pack_dir = root / name
     tables = make_tables(embedder, links, pages)
+    if extra is not None:
+        tables.update(extra(tables))
     source = root / f".source-{name}"
     if fewshot is not None:
         path = source / fmt.FEWSHOT_EXAMPLES

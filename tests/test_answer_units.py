@@ -295,12 +295,11 @@ def test_template_directives_go_and_their_text_stays():
 
 
 def test_facts_never_end_at_a_hard_line_wrap():
-    content = ("Ownership is a set of rules. Keep these rules in mind as we\n"
-               "work through the examples that illustrate them.\n\n- Each value has an owner.")
+    content = ("The `Drop` trait runs code when a value goes out of scope. A `Box` frees its\n"
+               "heap memory when the `Drop` trait runs for it.\n\n- Each value has an owner.")
     facts = [f["text"] for f in extract_offline("Ownership", "Ownership > Rules", content)["facts"]]
-    assert facts == ["Ownership is a set of rules.",
-                     "Keep these rules in mind as we work through the examples that "
-                     "illustrate them."]
+    assert facts == ["The `Drop` trait runs code when a value goes out of scope.",
+                     "A `Box` frees its heap memory when the `Drop` trait runs for it."]
 
 
 # --- scores a person can read ----------------------------------------------------------------

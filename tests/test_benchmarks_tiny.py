@@ -21,12 +21,14 @@ from benchmarks import (
     gate_experiments,
     gate_small_packs,
     graph_precision,
+    graph_share,
     k8s_build,
     k8s_runners,
     lead_in_chunks,
     query_latency,
     retrieval_defaults,
     scifact,
+    whole_pack,
     xquad,
     xquad_answers,
 )
@@ -308,7 +310,8 @@ def data(tmp_path_factory):
 
 def test_benchmarks_skip_without_data(tmp_path, capsys):
     for module in (scifact, xquad, gate_calibration, gate_experiments, gate_small_packs,
-                   xquad_answers, doc_answers, retrieval_defaults, query_latency):
+                   xquad_answers, doc_answers, retrieval_defaults, query_latency, whole_pack,
+                   graph_share):
         assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
         assert capsys.readouterr().out.startswith("skipped:")
     for module in (k8s_build, k8s_runners):
@@ -480,6 +483,31 @@ def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
                    if line.startswith("| product: extractive answer"))
     assert product.split("|")[3].strip().startswith("1.000")  # gate off: both contained
     assert report.read_text().startswith("# Documentation answer sets")
+
+
+def test_tiny_whole_pack_benchmark(tmp_path, prefect_harness, capsys):
+    _write_k8s(tmp_path)
+    questions = tmp_path / "whole.jsonl"
+    questions.write_text(json.dumps({
+        "id": "w1", "question": "Which kubectl commands create a Secret from literal values "
+                                "or files?", "kind": "list",
+        "items": [{"item": "kubectl create secret generic",
+                   "alternatives": ["kubectl create secret generic"],
+                   "pages": ["tasks/configmap-secret/managing-secret-using-kubectl.md"]},
+                  {"item": "minikube", "alternatives": ["minikube"],
+                   "pages": ["tutorials/hello-minikube.md"]}],
+        "split": "dev"}) + "\n")
+    report = tmp_path / "whole.md"
+    assert whole_pack.main(["--data", str(tmp_path), "--work", str(tmp_path / "work"),
+                            "--corpus", "kubernetes", "--questions", str(questions),
+                            "--out", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "kubernetes dev: 1 questions" in out
+    for label in ("| product |", "| extractive |", "| top-k |", "| top-k, same words |"):
+        assert label in out, label
+    assert "citations verified:" in out and "questions with an unverified citation: 0" in out
+    assert "whole_pack_retrieval_only" in out  # the path ask() took
+    assert report.read_text().startswith("# Whole-pack questions")
 
 
 CARGO_BUILD_HTML = """<html><head><title>cargo build</title></head><body>

@@ -337,6 +337,7 @@ def test_cli_query_inspect_and_errors(built, tmp_path) -> None:
     assert data["unsupported"] is False and all(c["verified"] for c in data["citations"])
     res = runner.invoke(app, ["inspect", pack])
     assert res.exit_code == 0 and "articles 4" in res.output
+
     res = runner.invoke(app, ["query", str(tmp_path / "nope"), "q"])
     assert res.exit_code == 2 and res.output.count("\n") == 1 and "error:" in res.output
     res = runner.invoke(app, ["build", str(tmp_path / "no-such-source")])
@@ -396,3 +397,47 @@ def test_stage_lines_are_filed_under_their_task_run(prefect_harness) -> None:
     enabled, routed, prepared = probe_flow()
     assert enabled and routed
     assert prepared["task_run_id"] is not None and prepared["name"] == "kpack.build"
+
+
+# A small technical site, read as local files: identifiers shared across pages make topics.
+TECH = {
+    "serve.md": "# Serving\n\nRun `kestrel serve` with `--port` to start the scheduler. The "
+                "scheduler reads `KESTREL_HOME` and `broker.url` at start.\n\n## Ports\n\n"
+                "The `--port` flag sets where `kestrel serve` listens; `--host` sets the "
+                "address and `broker.url` names the broker.\n",
+    "workers.md": "# Workers\n\nA `Worker` polls the `default` queue. Start one with "
+                  "`kestrel worker` and `--queues`.\n\n## Retries\n\nThe `RetryPolicy` "
+                  "of a job sets `max_attempts` and `backoff`; a `Worker` applies the "
+                  "`RetryPolicy` when a job fails.\n",
+    "retries.md": "# Retry policies\n\n`RetryPolicy` holds `max_attempts` and `backoff`. A "
+                  "`Worker` that exhausts `max_attempts` moves the job to the "
+                  "`DeadLetterQueue`.\n\n## Dead letters\n\n`kestrel dlq requeue` sends "
+                  "jobs from the `DeadLetterQueue` back; `kestrel worker` runs them.\n",
+    "config.md": "# Configuration\n\n`KESTREL_HOME` holds `kestrel.toml`, where "
+                 "`broker.url`, `--port` and `--host` have defaults.\n\n## Brokers\n\n"
+                 "`broker.url` points the scheduler at the broker; `kestrel serve` fails "
+                 "when `broker.url` is unreachable.\n",
+}
+
+
+def test_a_small_build_has_topics_and_kpack_topics_prints_them(prefect_harness,
+                                                                 tmp_path) -> None:
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for name, text in TECH.items():
+        (pages / name).write_text(text, encoding="utf-8")
+    source = tmp_path / "sources" / "kestrel"
+    source.mkdir(parents=True)
+    (source / "urls.txt").write_text("".join(f"{pages / n}\n" for n in TECH))
+    (source / "pack.toml").write_text(f'embedding_model = "{OFFLINE_MODEL}"\n')
+    run_build(source, tmp_path / "out", extractor="offline")
+    pack = str(tmp_path / "out" / "kestrel")
+    res = CliRunner().invoke(app, ["topics", pack, "--json"])
+    assert res.exit_code == 0, res.output
+    listed = json.loads(res.output)["topics"]
+    with KnowledgePack.open(pack) as kp:
+        assert len(listed) == kp.manifest.counts.topics >= 1
+    assert all(t["entities"] and t["title"] for t in listed)
+    assert all(c["verified"] for t in listed for c in t["citations"])
+    res = CliRunner().invoke(app, ["topics", pack])
+    assert res.exit_code == 0 and listed[0]["title"] in res.output

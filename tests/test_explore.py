@@ -81,6 +81,7 @@ def test_every_page_answers_on_real_packs(client):
     for path in ("/", "/ask", f"/ask?q={QUESTION}", f"/ask?q={QUESTION}&pack=kestrel",
                  "/entity", "/entity?name=RetryPolicy&pack=kestrel", "/builds?pack=kestrel",
                  "/diff?pack=kestrel", "/eval?pack=kestrel", "/eval?pack=hostile",
+                 "/topics?pack=kestrel", "/topics?pack=hostile",
                  "/entity?pack=hostile", f"/entity?name={HUB}&pack=hostile",
                  "/static/vendor/htmx.min.js", "/static/vendor/cytoscape.min.js"):
         res = client.get(path)
@@ -89,6 +90,8 @@ def test_every_page_answers_on_real_packs(client):
         assert "http" not in CSP.replace("'self'", "")  # no remote origin is allowed
     index = client.get("/").text
     assert "Kestrel job scheduler docs" in index and "b0005" in index
+    # A pack whose graph has no community large enough says so on its Topics page.
+    assert 'id="no-topics"' in client.get("/topics?pack=kestrel").text
     assert "1 build(s) refused" in index and "$0.0123" in index
 
 

@@ -24,7 +24,7 @@ from tasks.extract.core import (
     extract_sections,
     resolve_kind,
 )
-from tasks.extract.offline import CO_OCCURS, OFFLINE_NOTE, extract_offline, topic_of
+from tasks.extract.offline import OFFLINE_NOTE, extract_offline, topic_of
 from tasks.llm import failures as llm_failures
 from tasks.llm import store as llm_store
 from tests.anthropic_fake import FakeAnthropic, FakeClock
@@ -55,20 +55,20 @@ def sections_frame(rows: list[dict]) -> pl.DataFrame:
 
 
 def test_offline_finds_code_terms_and_topic():
-    out = extract_offline("Autoscaling | Kubernetes", "Concepts > Horizontal Pod Autoscaling",
+    out = extract_offline("Autoscaling | Kubernetes", "Concepts > Horizontal Pod Autoscaler",
                           HPA_TEXT)
     by_name = {e["name"]: e for e in out["entities"]}
-    assert by_name["Horizontal Pod Autoscaling"]["type"] == "concept"  # the heading topic
+    # The heading names a thing the text names: the topic (and the acronym's long form).
     assert by_name["Horizontal Pod Autoscaler"]["aliases"] == ["HPA"]
     assert by_name["Deployment"]["type"] == "code"
     assert by_name["metrics server"]["type"] == "term"
-    for code in ("spec.replicas", "autoscaling.v2", "target_cpu_utilization"):
-        assert by_name[code]["type"] == "code"
+    assert by_name["spec.replicas"]["type"] == "setting"
+    assert by_name["target_cpu_utilization"]["type"] == "code"
     assert "ignored_in_code" not in by_name  # fenced code is skipped
-    pairs = {(r["source"], r["target"]) for r in out["relationships"]}
-    assert ("Horizontal Pod Autoscaler", "Deployment") in pairs  # same sentence
-    assert all(r["relation"] == CO_OCCURS for r in out["relationships"])
-    assert [f["entity"] for f in out["facts"]] == ["Horizontal Pod Autoscaling"] * 2
+    rels = {(r["source"], r["relation"], r["target"]) for r in out["relationships"]}
+    # "The Horizontal Pod Autoscaler (HPA) automatically scales a `Deployment`": stated.
+    assert ("Horizontal Pod Autoscaler", "CO_OCCURS_WITH", "Deployment") in rels
+    assert [f["entity"] for f in out["facts"]][:1] == ["Horizontal Pod Autoscaler"]
     assert out["facts"][0]["text"].startswith("The Horizontal Pod Autoscaler (HPA)")
     Extraction.model_validate(out)  # the same shape as the Claude tool output
 
@@ -81,18 +81,19 @@ def test_offline_is_deterministic_and_handles_empty_text():
 
 
 def test_topic_skips_generic_headings_and_site_suffix():
-    assert topic_of("ConfigMaps | Kubernetes", "Concepts > ConfigMaps > Overview") == "ConfigMaps"
-    assert topic_of("ConfigMaps | Kubernetes", "Overview") == "ConfigMaps"
-    assert topic_of("T", "2.1 Rolling updates ¶") == "Rolling updates"
+    text = "A ConfigMap holds configuration. Rolling updates replace Pods one by one."
+    assert topic_of("ConfigMaps | Kubernetes", "ConfigMaps", text) == "ConfigMaps"
+    assert topic_of("ConfigMaps | Kubernetes", "Overview", text) == "ConfigMaps"  # the title
+    assert topic_of("T", "Guide > 2.1 Rolling updates ¶", text) == "Rolling updates"
+    assert topic_of("T", "Guide > Creating a ConfigMap", text) == ""  # a task
 
 
 def test_offline_defined_terms_and_dotted_paths():
     out = extract_offline("Python", "os.path", "A path-like object is an object representing "
                           "a file system path. Use os.path.join() with PathLike values.")
     names = {e["name"]: e["type"] for e in out["entities"]}
-    assert names["os.path"] == "code"  # heading that looks like code
-    assert names["os.path.join()"] == "code"
     assert names["PathLike"] == "code"
+    assert "os.path.join" not in names  # a call on a module variable: an expression
 
 
 def test_offline_is_fast():
@@ -108,7 +109,7 @@ def test_offline_stage_builds_tables(monkeypatch, tmp_path):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     df = sections_frame([
         {"id": "s1", "content": HPA_TEXT, "heading_path": "Horizontal Pod Autoscaling"},
-        {"id": "s2", "content": "Horizontal Pod Autoscalers need a metrics server. "
+        {"id": "s2", "content": "**Horizontal Pod Autoscalers** need a metrics server. "
                                 "The `Deployment` owns ReplicaSets.",
          "heading_path": "Scaling"},
     ])

@@ -45,10 +45,14 @@ def test_stdio_server_searches_and_asks_a_pack(pack_dir):
             small = await client.call_tool("search", {"question": QUESTION, "max_tokens": 200})
             ask = await client.call_tool("ask", {"question": QUESTION})  # the only pack
             unknown = await client.call_tool("search", {"pack": "nope", "question": QUESTION})
-            return tools, packs, search, small, ask, unknown
+            topics = await client.call_tool("topics", {})
+            return tools, packs, search, small, ask, unknown, topics
 
-    tools, packs, search, small, ask, unknown = _run(session)
-    assert set(tools) == {"list_packs", "pack_info", "search", "search_packs", "ask"}
+    tools, packs, search, small, ask, unknown, topics = _run(session)
+    assert set(tools) == {"list_packs", "pack_info", "search", "search_packs", "ask", "topics"}
+    # The topic map (a small pack may have no community large enough: a list all the same).
+    assert not topics.is_error and topics.structured_content["pack"] == "kestrel"
+    assert isinstance(topics.structured_content["topics"], list)
     schema = tools["search"].input_schema
     assert schema["required"] == ["question"] and tools["ask"].input_schema["required"] == [
         "question"]

@@ -210,8 +210,8 @@ def test_threads_and_a_two_process_dask_cluster_build_the_same_pack(prefect_harn
     assert manifest["extra"]["shards"]["slots"] == 2  # 12 pages: too few to cut finer
     threads_manifest = json.loads((Path(threads["build_dir"]) / fmt.MANIFEST_FILE).read_text())
     assert threads_manifest["extra"]["shards"]["slots"] == 0
-    # 4 shards x 4 stages + links, resolve and publish, all through the scheduler
-    assert dask["task_runs"] == threads["task_runs"] == 4 * SHARDS + 3
+    # 4 shards x 4 stages + links, resolve, topics and publish, all through the scheduler
+    assert dask["task_runs"] == threads["task_runs"] == 4 * SHARDS + 4
     # every task ran in one of the two worker processes, and both took a share
     assert sum(executed.values()) == dask["task_runs"] and min(executed.values()) > 0
     assert len(worker_pids) == 2 and os.getpid() not in worker_pids
@@ -239,7 +239,8 @@ def test_a_failing_shard_is_retried_alone(prefect_harness, tmp_path, monkeypatch
     runs = {r.name: r for r in flow_task_runs("topics", summary["build_id"])}
     stages = ("fetch", "split", "extract", "embed")
     expected = {f"{s}-topics-{i}/{SHARDS}" for s in stages for i in range(1, SHARDS + 1)}
-    assert set(runs) == expected | {"links-topics", "resolve-topics", "publish-topics"}
+    assert set(runs) == expected | {"links-topics", "resolve-topics", "topics-topics",
+                                    "publish-topics"}
     assert runs[f"embed-topics-2/{SHARDS}"].run_count == 2  # failed once, retried
     assert all(r.run_count == 1 for name, r in runs.items() if name != f"embed-topics-2/{SHARDS}")
     assert all(r.state_type.value == "COMPLETED" for r in runs.values())

@@ -2,7 +2,8 @@
 
 Thin by design: each command parses its arguments, calls one library function and prints.
 The runtime commands live here, on the query side, and import nothing of the build:
-query and search (`query.py`), looking into and shipping packs (`admin.py`), the explorer
+query and search (`query.py`), looking into and shipping packs (`admin.py`), the topic
+map (`topics.py`), the explorer
 web page (`explore.py`), evaluation (`evaluate.py`); `common.py` holds the exit codes and
 the error edge. The build side adds its commands (build, serve, server) through the
 `kpack.commands` entry point group (pyproject.toml), loaded only when the command asked
@@ -22,7 +23,7 @@ from importlib.metadata import entry_points
 
 import typer
 
-from packs.cli import admin, evaluate, explore, query
+from packs.cli import admin, evaluate, explore, query, topics
 from packs.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -35,10 +36,10 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_PARTIAL", "OptionError", "main
            "make_app"]
 
 PLUGIN_GROUP = "kpack.commands"
-RUNTIME_GROUPS = (query, admin, explore, evaluate)  # the order `kpack --help` lists them
+RUNTIME_GROUPS = (query, admin, topics, explore, evaluate)  # the order `kpack --help` lists them
 # The commands of RUNTIME_GROUPS: a command line naming one of these loads no plugin.
 RUNTIME_COMMANDS = frozenset({"query", "search", "diff", "inspect", "verify", "mcp", "keygen",
-                              "pack", "install", "list", "eval", "explore"})
+                              "pack", "install", "list", "eval", "explore", "topics"})
 
 
 def make_app(plugins: bool = True) -> typer.Typer:

@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from packs.explore import access, views_ask, views_graph, views_pack
+from packs.explore import access, views_ask, views_graph, views_pack, views_topics
 from packs.explore.web import STATIC, Explorer, environment
 from packs.format import PackFormatError
 from packs.packset import PackSet
@@ -79,6 +79,7 @@ ROUTES = [
     Route("/entity", views_graph.entity),
     Route("/entity/graph", views_graph.entity_graph),
     Route("/entity/mentions", views_graph.entity_mentions),
+    Route("/topics", views_topics.topics),
     Route("/builds", views_pack.builds),
     Route("/diff", views_pack.diff),
     Route("/eval", views_pack.eval_page),

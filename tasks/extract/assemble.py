@@ -11,6 +11,7 @@ import polars as pl
 
 from packs.format import ENTITIES, FACTS, MENTIONS, RELATIONSHIPS, TABLE_COLUMNS, fact_id
 from tasks.extract.entities import RawEntity, resolve_entities
+from tasks.extract.names import rendered
 from tasks.extract.schema import Extraction
 
 _SCHEMAS = {
@@ -28,13 +29,29 @@ def _frame(table: str, rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=_SCHEMAS[table])
 
 
-def assemble(extractions: list[tuple[str, Extraction]]) -> dict[str, pl.DataFrame]:
+def _without(ex: Extraction, stop: set[str] | frozenset[str]) -> Extraction:
+    """`ex` less the entities named in `stop` and what refers to them."""
+    def kept(name: str) -> bool:
+        return rendered(name).strip("`") not in stop
+
+    return Extraction.model_construct(
+        entities=[e for e in ex.entities if kept(e.name)],
+        relationships=[r for r in ex.relationships if kept(r.source) and kept(r.target)],
+        facts=[f for f in ex.facts if kept(f.entity)])
+
+
+def assemble(extractions: list[tuple[str, Extraction]],
+             stop_names: set[str] | frozenset[str] = frozenset()) -> dict[str, pl.DataFrame]:
     """Resolve entities across all sections and build the entities, mentions, relationships
     and facts tables (deterministic for a given input; sorted rows).
 
     Names used by a relationship or fact but missing from the section's entity list become
-    entities of type "other" rather than being dropped.
+    entities of type "other" rather than being dropped. `stop_names`: names left out
+    wherever they occur, with the relationships and facts that need them (the offline
+    extractor's examples' own names: tasks/extract/offline_names.py `bound_names`).
     """
+    if stop_names:
+        extractions = [(sid, _without(ex, stop_names)) for sid, ex in extractions]
     raws: list[RawEntity] = []
     for sid, ex in extractions:
         declared = set()

@@ -2,8 +2,11 @@
 
 Pure functions, no I/O. The rules, in the order they are applied:
 
-1. **Normalised name** (`normalize_name`): Unicode NFKC, backticks/quotes/markdown emphasis
-   and a trailing "()" removed, lower case, "-" and runs of whitespace become one space,
+1. **Normalised name** (`normalize_name`): the name as a reader sees it first
+   (`tasks.extract.names.rendered`: `[crypto/tls](/pkg/crypto/tls/)` is `crypto/tls`,
+   emphasis, inline tags and HTML entities resolved), then Unicode NFKC,
+   backticks/quotes/markdown emphasis and a trailing "()" removed, lower case, "-" and
+   runs of whitespace become one space,
    leading/trailing punctuation dropped, and the last word singularised when it is a plain
    alphabetic word longer than three letters ("autoscalers" → "autoscaler",
    "policies" → "policy"; "status", "class", "kubernetes" are left alone). Mentions with the
@@ -41,10 +44,12 @@ from dataclasses import dataclass
 
 from packs.format import entity_id
 from packs.rows import Entity
+from tasks.extract.names import rendered
 
 # More specific first; used to break ties between equally frequent types.
 TYPE_PRIORITY = (
-    "api", "code", "command", "config_option", "library", "tool", "product", "service",
+    "api", "flag", "environment_variable", "setting", "function", "file", "version", "code",
+    "command", "config_option", "library", "tool", "product", "service",
     "protocol", "standard", "data_format", "organization", "person", "term", "concept", "other",
 )
 _TYPE_RANK = {t: i for i, t in enumerate(TYPE_PRIORITY)}
@@ -109,7 +114,7 @@ def _singular(word: str) -> str:
 
 def normalize_name(name: str) -> str:
     """The merge key for a surface name (see the module docstring, rule 1)."""
-    text = unicodedata.normalize("NFKC", name).strip()
+    text = unicodedata.normalize("NFKC", rendered(name)).strip()
     text = text.strip(_STRIP_CHARS)
     if text.endswith("()"):
         text = text[:-2]
@@ -181,13 +186,13 @@ def resolve_entities(raw: Iterable[RawEntity]) -> Resolution:
             continue
         uf.add(key)
         mentions.append((key, r))
-        surfaces[key][r.name.strip().strip("`").strip()] += 1
+        surfaces[key][_surface(r.name)] += 1
         for alias in r.aliases:
             akey = normalize_name(alias)
             if akey and akey != key:
                 uf.add(akey)
                 uf.union(key, akey)
-                surfaces[akey][alias.strip().strip("`").strip()] += 0
+                surfaces[akey][_surface(alias)] += 0
 
     # Rule 2: squashed forms.
     by_squash: dict[str, str] = {}
@@ -248,6 +253,11 @@ def resolve_entities(raw: Iterable[RawEntity]) -> Resolution:
             by_key.setdefault(_squash(key), eid)
     entities.sort(key=lambda e: e.id)
     return Resolution(entities=entities, by_key=by_key)
+
+
+def _surface(name: str) -> str:
+    """A surface form as displayed: rendered (no markup), without wrapping backticks."""
+    return rendered(name).strip().strip("`").strip()
 
 
 def _canonical_name(forms: Counter[str]) -> str:

@@ -1,22 +1,24 @@
-"""The offline extractor: deterministic regex heuristics for builds without ANTHROPIC_API_KEY.
+"""The offline extractor: deterministic heuristics for builds without ANTHROPIC_API_KEY.
 
-It is clearly worse than Claude and says so (OFFLINE_NOTE goes into the manifest), but it
-gives demos a usable graph: code identifiers, defined terms and heading topics as entities,
-same-sentence co-occurrence as relationships, and the lead sentences of a section as facts
-about its topic. Output has the same shape as the Claude tool output (see extract.py), so both
-extractors share entity resolution and table assembly.
+It is worse than Claude and says so (OFFLINE_NOTE goes into the manifest), but its graph is
+meant to be read: precision first. Output has the same shape as the Claude tool output
+(tasks/extract/schema.py), so both extractors share entity resolution and table assembly.
 
-What it finds, per section:
-- the **topic**: the last heading in the heading path that is not generic ("Overview",
-  "Examples", ...), else the page title without a " | Site" suffix; typed "code" when it
-  looks like an identifier, else "concept";
-- **code**: `backticked` names ("command" when they contain a space), CamelCase,
-  snake_case and dotted.paths in prose (fenced code blocks are skipped);
-- **terms**: **bold** phrases, "X is a/an/the ..." definitions, "Long Name (ACR)" with the
-  acronym as an alias, and Title Case phrases of 2–4 words;
-- **relationships**: CO_OCCURS_WITH between entities in the same sentence and between the
-  topic and each entity, at most MAX_RELATIONSHIPS per section;
-- **facts**: up to two lead sentences, attached to the topic.
+What it finds, per section (prose only: fenced code, tables and HTML are skipped, and each
+sentence is read as rendered text, links as their text):
+- **identifiers**: code spans and identifiers written in prose (CamelCase, snake_case,
+  `Type::path`), judged and typed by tasks/extract/offline_names.py (`code_entity`: stop-
+  entities such as literals, hosts, placeholders and expressions are left out; the types
+  are flag, environment_variable, function, setting, file, version, command, code);
+- **terms**: **bold** phrases, "X is a/an ..." definitions, "Long Name (ACR)" with the
+  acronym as an alias;
+- **the topic**: the section's last heading when it is a noun phrase that its text names
+  (`heading_entity`: a task, a question or a generic heading is no entity);
+- **relationships**: what a sentence states between two of its names (offline_text.py:
+  REPLACES, SET_BY, ADDED_IN, IS_A, USES, ... or CO_OCCURS_WITH for a plain verb), never
+  names merely listed together;
+- **facts**: whole sentences that read on its own (`is_fact`), up to MAX_FACTS, each
+  about the first name it holds (else the topic).
 
 Pure and fast (regexes only; thousands of sections per second).
 """
@@ -27,82 +29,90 @@ import re
 
 from packs import text as text_rules
 from packs.markdown import heading, list_marker, replace_fences
+from tasks.extract.names import rendered
+from tasks.extract.offline_names import GENERIC_WORDS, code_entity, heading_entity
+from tasks.extract.offline_text import find_word, is_fact, stated_relations
 
 # bump when the heuristics change; v2: ~~~ fences skipped too; v3: sentences of whole
-# paragraphs (packs/text.py), so a hard-wrapped line no longer ends a fact mid-sentence
-OFFLINE_VERSION = f"offline-v3+{text_rules.TEXT_RULES_VERSION}"
+# paragraphs; v4 (issue 48): stop-entities, identifier types, headings only when named,
+# whole-sentence facts, stated relations; v5: code spans kept whole in facts, bold
+# labels of steps and parts are no terms; v6: a page title may be one plain word; v7: the
+# code spans of table cells; v8: generic heading heads, quantified definition subjects
+OFFLINE_VERSION = f"offline-v8+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
-    "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are code identifiers, "
-    "defined terms and headings found by pattern; relationships are same-sentence "
-    "co-occurrence (CO_OCCURS_WITH); facts are lead sentences. Set ANTHROPIC_API_KEY and "
-    "rebuild for LLM extraction."
+    "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
+    "terms and headings that name a thing, found by pattern and typed by their form; "
+    "relationships are what a sentence states between two names (REPLACES, SET_BY, "
+    "ADDED_IN, IS_A, ..., CO_OCCURS_WITH for a plain verb); facts are whole sentences that "
+    "read on their own. Set ANTHROPIC_API_KEY and rebuild for LLM extraction."
 )
 CO_OCCURS = "CO_OCCURS_WITH"
 MAX_ENTITIES = 40
 MAX_RELATIONSHIPS = 40
-MAX_FACTS = 2
+MAX_FACTS = 3
 
-GENERIC_HEADINGS = frozenset({
-    "overview", "introduction", "intro", "example", "examples", "usage", "summary",
-    "see also", "next steps", "what's next", "whats next", "prerequisites", "before you begin",
-    "installation", "install", "getting started", "notes", "note", "references", "reference",
-    "background", "details", "description", "contents", "table of contents", "faq",
-    "conclusion", "parameters", "arguments", "returns", "return value", "options",
-    "cleaning up", "cleanup", "feedback", "further reading", "related", "resources",
-})
-
-_HEADING_SPLIT = re.compile(r"\s+[>›»/]\s+")
-_NUMBERING = re.compile(r"^\s*(?:#+\s*)?(?:\d+(?:\.\d+)*\.?|[IVX]+\.)?\s*")
+_HEADING_SPLIT = re.compile(r"\s+[>›»]\s+")
+_NUMBERING = re.compile(r"^\s*(?:#+\s*)?(?:\d+(?:\.\d+)*\.?|[IVX]+\.)?\s+")
 _TITLE_SUFFIX = re.compile(r"\s+[|–—-]\s+[^|–—-]+$")
 _BACKTICK = re.compile(r"`([^`\n]{1,80})`")
-_BOLD = re.compile(r"\*\*([^*\n]{2,60})\*\*")
+_BOLD = re.compile(r"\*\*([^*\n]{2,60})\*\*|(?<!\w)__([^_\n]{2,60})__(?!\w)")
 _CAMEL = text_rules.CAMEL_CASE
-_SNAKE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
-_DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]+)+(?:\(\))?")
+_SNAKE = re.compile(r"(?<![\w./-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w/-])")
+_PATHLIKE = re.compile(r"(?<![\w./-])[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\(\)|!)?")
 _ACRONYM_DEF = re.compile(r"\b([A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,5})\s+\(([A-Z][A-Z0-9]{1,5}s?)\)")
 _DEFINITION = re.compile(
-    r"^(?:An?\s+|The\s+)?(`[^`]{1,60}`|[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,4})\s+(?:is|are)\s+"
+    r"^(?:An?\s+|The\s+)?(`[^`]{1,60}`|[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,3})\s+(?:is|are)\s+"
     r"(?:an?|the|one)\s"
 )
 _BARE_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,5}s?\b")
-_TITLE_PHRASE = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,3}\b")
 _LEADING_STOP = re.compile(r"^(?:The|A|An|This|These|That|Those|In|On|For|To|If|When|Use|With)\s+")
-_IDENT_LIKE = re.compile(r"^[A-Za-z_][\w.:/-]*(?:\(\))?$")
-_MD_NOISE = re.compile(r"\*\*|__|\[([^\]]*)\]\([^)]*\)")
+_LINKS = re.compile(r"!?\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)|<https?://[^>]*>")
+_HTML = re.compile(r"</?(?:a|abbr|b|br|code|del|em|i|img|ins|kbd|mark|p|s|samp|small|span|"
+                   r"strong|sub|sup|tt|u|var|div|sup)(?:\s[^<>]*)?/?>", re.I)
+_EMPHASIS_MARK = re.compile(r"(?<![\w*])\*{1,2}(?=\S)|(?<=\S)\*{1,2}(?![\w*])|"
+                            r"(?<![\w_])_{1,2}(?=[^\s_])|(?<=[^\s_])_{1,2}(?![\w_])")
+# A bold label that names a step, a task or a part of the document, not a thing.
+_LABEL = re.compile(r"^(?:chapter|section|step|part|appendix|listing|figure|table)\s+\w+$|"
+                    r"^(?:using|use|debug|debugging|create|creating|run|running|install|"
+                    r"installing|configure|configuring|check|checking|update|updating|add|"
+                    r"adding|remove|removing|set|setting|enable|disable|option|method|"
+                    r"approach|solution|example|scenario)\b", re.I)
+_NOT_TERMS = frozenset({"note", "warning", "caution", "important", "tip", "example",
+                        "deprecated", "beta", "alpha", "stable", "optional", "required",
+                        "default", "feature state", "info", "danger", "todo"})
 
 
 def _clean_heading(text: str) -> str:
     text = _NUMBERING.sub("", text.strip()).strip().rstrip("¶#").strip()
-    return text.strip("`").strip()
+    return rendered(text).strip()
 
 
-def topic_of(page_title: str, heading_path: str) -> str:
-    """The main entity name of a section: last non-generic heading, else the page title."""
-    for part in reversed(_HEADING_SPLIT.split(heading_path or "")):
-        name = _clean_heading(part)
-        if name and name.lower().rstrip(":") not in GENERIC_HEADINGS and len(name) <= 80:
-            return name
+def topic_of(page_title: str, heading_path: str, prose: str = "") -> str:
+    """The section's subject: its last heading (or the page title) that names a thing its
+    text names too (`offline_names.heading_entity`); "" when none does."""
+    parts = [p for p in _HEADING_SPLIT.split(heading_path or "") if p.strip()]
+    candidates = [(_clean_heading(parts[-1]), len(parts) == 1)] if parts else []
     title = _TITLE_SUFFIX.sub("", (page_title or "").strip()).strip()
-    return title if len(title) <= 80 else ""
-
-
-def _looks_like_code(name: str) -> bool:
-    return bool(
-        _IDENT_LIKE.match(name)
-        and (("_" in name) or ("." in name) or name.endswith("()") or _CAMEL.fullmatch(name))
-    )
+    if len(parts) <= 1 and title:
+        candidates.append((rendered(title), True))
+    for name, is_title in candidates:
+        found = heading_entity(name, prose, title=is_title)
+        if found:
+            return found
+    return ""
 
 
 def _blocks(prose: str) -> list[str]:
     """Paragraphs and list items of `prose` (fences already blanked), each one text: the
-    lines of a paragraph hard-wrapped at 80 columns belong together. Headings and table
-    rows are left out."""
+    lines of a paragraph hard-wrapped at 80 columns belong together. Headings, table rows
+    and HTML blocks are left out; a blockquote's lines lose their markers."""
     blocks: list[list[str]] = []
     current: list[str] = []
     for line in prose.splitlines():
+        line = re.sub(r"^\s*(?:>\s?)+", "", line)
         marker = list_marker(line)
         stripped = line.strip()
-        if not stripped or heading(line) or stripped.startswith("|"):
+        if not stripped or heading(line) or stripped.startswith(("|", "<", "{{", "[")):
             current = []
             continue
         if marker or not current:
@@ -118,7 +128,81 @@ def _sentences(prose: str) -> list[str]:
 
 
 def _plain(sentence: str) -> str:
-    return _MD_NOISE.sub(lambda m: m.group(1) or "", sentence).strip()
+    """The sentence as rendered: link text without targets, no tags, no emphasis marks;
+    code spans are kept as written (`_`, `<T>` and `<=` are code, not markup)."""
+    if not any(c in sentence for c in "*_<["):
+        return sentence.strip()  # nothing to render (most sentences)
+    parts = re.split(r"(`[^`\n]*`)", _LINKS.sub(lambda m: m.group(1) or "", sentence))
+    return "".join(p if p.startswith("`") or not any(c in p for c in "*_<")
+                   else _EMPHASIS_MARK.sub("", _HTML.sub("", p)) for p in parts).strip()
+
+
+class _Entities:
+    """The section's entities by lower-cased name, in order found, capped at MAX_ENTITIES."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, dict] = {}
+
+    def add(self, name: str, etype: str, description: str = "",
+            alias: str | None = None) -> str | None:
+        name = rendered(name).strip().strip("`").strip()
+        if len(name) < 2 or len(name) > 80 or name.lower() in GENERIC_WORDS:
+            return None
+        key = name.lower()
+        ent = self.by_key.get(key)
+        if ent is None:
+            if len(self.by_key) >= MAX_ENTITIES:
+                return None
+            ent = self.by_key[key] = {"name": name, "type": etype, "description": "",
+                                      "aliases": []}
+        if description and not ent["description"]:
+            ent["description"] = description[:300]
+        if alias and alias not in ent["aliases"]:
+            ent["aliases"].append(alias)
+        return ent["name"]
+
+
+def _terms(sentence: str, plain: str, ents: _Entities, acronyms: dict[str, str]) -> list[str]:
+    """Defined terms of a sentence: a definition's subject, bold phrases, acronyms."""
+    found = []
+    m = _DEFINITION.match(sentence)
+    if m:
+        subject = _LEADING_STOP.sub("", m.group(1)).strip("`")
+        if subject.lower() not in GENERIC_WORDS and not subject.lower().startswith(
+                ("it ", "this", "there", "here", "all ", "some ", "many ", "most ", "each ",
+                 "every ", "both ", "other ", "no ")):
+            found.append(ents.add(subject, "term", plain))
+    for m in _ACRONYM_DEF.finditer(plain):
+        long_name = ents.add(_LEADING_STOP.sub("", m.group(1)), "term", plain, alias=m.group(2))
+        if long_name:
+            acronyms[m.group(2)] = long_name
+        found.append(long_name)
+    for m in _BARE_ACRONYM.finditer(plain):
+        found.append(acronyms.get(m.group(0)))
+    for m in _BOLD.finditer(sentence):
+        phrase = _plain(m.group(1) or m.group(2)).strip(" .:")
+        if (phrase.lower() not in _NOT_TERMS and 1 <= len(phrase.split()) <= 4
+                and phrase[:1].isalnum() and not _LABEL.match(phrase)):
+            found.append(ents.add(phrase, "term", plain))
+    return [f for f in found if f]
+
+
+def _identifiers(sentence: str, plain: str, source: str, ents: _Entities) -> list[str]:
+    """Identifiers of a sentence, judged by `code_entity` against the section's `source`
+    (its Markdown, code blocks included: how the page uses a name tells what it is)."""
+    found = []
+    linked = _LINKS.sub(lambda x: x.group(1) or "", sentence) if "[" in sentence else sentence
+    for m in _BACKTICK.finditer(linked):
+        judged = code_entity(m.group(1), plain, source)
+        if judged:
+            found.append(ents.add(judged[0], judged[1], plain))
+    unticked = _BACKTICK.sub(" ", plain) if "`" in plain else plain
+    for rx in (_PATHLIKE, _SNAKE, _CAMEL):
+        for m in rx.finditer(unticked):
+            judged = code_entity(m.group(0), plain, source)
+            if judged:
+                found.append(ents.add(judged[0], judged[1], plain))
+    return [f for f in found if f]
 
 
 def extract_offline(page_title: str, heading_path: str, content: str) -> dict:
@@ -127,94 +211,41 @@ def extract_offline(page_title: str, heading_path: str, content: str) -> dict:
     target, evidence}], "facts": [{text, entity}]}. Deterministic; never raises on odd text."""
     prose = replace_fences(content or "", "\n")
     sentences = _sentences(prose)
-    entities: dict[str, dict] = {}  # lower-cased name -> entity
-    per_sentence: list[tuple[str, list[str]]] = []
-    acronyms: dict[str, str] = {}  # "HPA" -> "Horizontal Pod Autoscaler", from this section
-
-    def add(name: str, etype: str, description: str = "", alias: str | None = None) -> str | None:
-        name = name.strip().strip("`").strip()
-        if len(name) < 2 or len(name) > 80:
-            return None
-        key = name.lower()
-        ent = entities.get(key)
-        if ent is None:
-            if len(entities) >= MAX_ENTITIES:
-                return None
-            ent = entities[key] = {"name": name, "type": etype, "description": "", "aliases": []}
-        if description and not ent["description"]:
-            ent["description"] = description[:300]
-        if alias and alias not in ent["aliases"]:
-            ent["aliases"].append(alias)
-        return ent["name"]
-
-    topic = topic_of(page_title, heading_path)
-    lead = _plain(sentences[0]) if sentences else ""
+    ents = _Entities()
+    acronyms: dict[str, str] = {}
+    topic = topic_of(page_title, heading_path, _plain(prose))
+    plains = [_plain(s) for s in sentences]
     if topic:
-        add(topic, "code" if _looks_like_code(topic) else "concept", lead)
+        topic = ents.add(topic, "concept", plains[0] if plains else "") or ""
+    per_sentence: list[tuple[str, list[str]]] = []
+    for sentence, plain in zip(sentences, plains):
+        names = _terms(sentence, plain, ents, acronyms) + _identifiers(sentence, plain,
+                                                                        content or "", ents)
+        if topic and find_word(plain.lower(), topic.lower()) >= 0:
+            names.append(topic)
+        per_sentence.append((plain, list(dict.fromkeys(names))))
 
-    for sentence in sentences:
-        plain = _plain(sentence)
-        found: list[str] = []
-
-        def note(name: str | None, found: list[str] = found) -> None:
-            if name and name not in found:
-                found.append(name)
-
-        m = _DEFINITION.match(sentence)
-        if m:
-            note(add(_LEADING_STOP.sub("", m.group(1)), "term", plain))
-        for m in _ACRONYM_DEF.finditer(sentence):
-            long_name = add(_LEADING_STOP.sub("", m.group(1)), "term", plain, alias=m.group(2))
-            if long_name:
-                acronyms[m.group(2)] = long_name
-            note(long_name)
-        for m in _BARE_ACRONYM.finditer(sentence):
-            note(acronyms.get(m.group(0)))
-        for m in _BACKTICK.finditer(sentence):
-            inner = m.group(1).strip()
-            note(add(inner, "command" if " " in inner else "code", plain))
-        for m in _BOLD.finditer(sentence):
-            note(add(m.group(1), "term", plain))
-        unticked = _BACKTICK.sub(" ", sentence)
-        for rx in (_DOTTED, _SNAKE, _CAMEL):
-            for m in rx.finditer(unticked):
-                note(add(m.group(0), "code", plain))
-        for m in _TITLE_PHRASE.finditer(unticked):
-            phrase = _LEADING_STOP.sub("", m.group(0))
-            if " " in phrase or "-" in phrase:
-                note(add(phrase, "concept", plain))
-        if found:
-            per_sentence.append((plain, found))
-
+    # Table cells name things too (a field, a flag, a trait per row): their code spans are
+    # entities (no facts or relations: a row is no sentence).
+    for row in re.findall(r"(?m)^\s*\|(.+)\|\s*$", prose):
+        if not re.fullmatch(r"[\s|:-]*", row):
+            _identifiers(row, _plain(row), content or "", ents)
     relationships: list[dict] = []
-    seen_pairs: set[tuple[str, str]] = set()
-
-    def relate(a: str, b: str, evidence: str) -> None:
-        pair = (min(a, b), max(a, b))
-        if a == b or pair in seen_pairs or len(relationships) >= MAX_RELATIONSHIPS:
-            return
-        seen_pairs.add(pair)
-        relationships.append(
-            {"source": a, "relation": CO_OCCURS, "target": b, "evidence": evidence[:300]}
-        )
-
+    seen: set[tuple[str, str, str]] = set()
     for plain, names in per_sentence:
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                relate(a, b, plain)
-    topic_name = entities[topic.lower()]["name"] if topic and topic.lower() in entities else ""
-    if topic_name:
-        for plain, names in per_sentence:
-            for b in names:
-                relate(topic_name, b, plain)
+        for a, rel, b in stated_relations(plain, names):
+            if (a, rel, b) in seen or len(relationships) >= MAX_RELATIONSHIPS:
+                continue
+            seen.add((a, rel, b))
+            relationships.append({"source": a, "relation": rel, "target": b,
+                                  "evidence": plain[:300]})
 
     facts = []
-    anchor = topic_name or next(iter(entities.values()), {}).get("name", "")
-    if anchor:
-        for sentence in sentences:
-            text = _plain(sentence)
-            if 20 <= len(text) <= 400 and not text.endswith(":"):
-                facts.append({"text": text, "entity": anchor})
-                if len(facts) >= MAX_FACTS:
-                    break
-    return {"entities": list(entities.values()), "relationships": relationships, "facts": facts}
+    for plain, names in per_sentence:
+        anchor = names[0] if names else topic
+        if anchor and is_fact(plain):
+            facts.append({"text": plain, "entity": anchor})
+            if len(facts) >= MAX_FACTS:
+                break
+    return {"entities": list(ents.by_key.values()), "relationships": relationships,
+            "facts": facts}

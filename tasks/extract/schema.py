@@ -44,6 +44,11 @@ ENTITY_TYPES = (
     "product", "service", "protocol", "standard", "data_format", "organization", "person",
     "other",
 )
+# Identifier types the offline extractor infers from a name's form (tasks/extract/
+# offline_names.py). The validator accepts them; the tool schema asks Claude for
+# ENTITY_TYPES alone, so Claude's requests, and the answers cached under them, are unchanged.
+OFFLINE_TYPES = ("setting", "flag", "environment_variable", "function", "file", "version")
+ALL_TYPES = ENTITY_TYPES + OFFLINE_TYPES
 LISTS = ("entities", "relationships", "facts")
 MAX_ENTITIES, MAX_RELATIONSHIPS, MAX_FACTS = 25, 25, 15
 MAX_NAME_CHARS = 200
@@ -77,7 +82,7 @@ def _entity_type(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     v = _trim(value).lower().replace(" ", "_").replace("-", "_")
-    return v if v in ENTITY_TYPES else "other"
+    return v if v in ALL_TYPES else "other"
 
 
 def _relation(value: Any) -> Any:
@@ -94,7 +99,8 @@ Text = Annotated[str, BeforeValidator(_cut(MAX_TEXT_CHARS)),
 WordText = Annotated[str, BeforeValidator(_cut(MAX_TEXT_CHARS)),
                      Field(min_length=1, json_schema_extra={"maxLength": MAX_TEXT_CHARS,
                                                             "pattern": HAS_WORD})]
-EntityType = Annotated[Literal[ENTITY_TYPES], BeforeValidator(_entity_type)]  # type: ignore[valid-type]
+EntityType = Annotated[Literal[ALL_TYPES], BeforeValidator(_entity_type),  # type: ignore[valid-type]
+                       Field(json_schema_extra={"enum": list(ENTITY_TYPES)})]
 Relation = Annotated[str, BeforeValidator(_relation),
                      Field(json_schema_extra={"pattern": "^[A-Z][A-Z0-9_]*$"})]
 

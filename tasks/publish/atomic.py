@@ -165,4 +165,12 @@ def assemble_tables(
         fmt.LINKS: links,
         **{name: extracted[name] for name in (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS,
                                                fmt.FACTS)},
+        # The topic map (tasks/topics.py): empty tables when the build made none.
+        **{name: extracted.get(name, _empty(name)) for name in fmt.OPTIONAL_TABLES},
     }
+
+
+def _empty(name: str) -> pl.DataFrame:
+    from tasks.topics import SCHEMAS
+
+    return pl.DataFrame(schema=SCHEMAS[name])

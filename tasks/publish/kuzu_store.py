@@ -53,7 +53,7 @@ def load_kuzu(db_path: Path, tables_dir: Path, dim: int) -> StoreResult:
         raise FileExistsError(f"{db_path} already exists; the store stage writes a fresh database")
     scan = {name: pl.scan_parquet(tables_dir / f"{name}.parquet") for name in fmt.TABLE_COLUMNS}
     ids = {name: scan[name].select("id") for name in (fmt.ARTICLES, fmt.SECTIONS,
-                                                         fmt.ENTITIES, fmt.FACTS)}
+                                                         fmt.ENTITIES, fmt.FACTS, fmt.TOPICS)}
     keyword = fmt.KEYWORD_EMBEDDING in scan[fmt.SECTIONS].collect_schema().names()
     sections = scan[fmt.SECTIONS].select("article_id", "id").rename(
         {"article_id": "src", "id": "dst"})
@@ -64,7 +64,8 @@ def load_kuzu(db_path: Path, tables_dir: Path, dim: int) -> StoreResult:
         for ddl in fmt.kuzu_schema(dim, keyword_vectors=keyword):
             conn.execute(ddl)
         for table, name in (("Article", fmt.ARTICLES), ("Section", fmt.SECTIONS),
-                            ("Entity", fmt.ENTITIES), ("Fact", fmt.FACTS)):
+                            ("Entity", fmt.ENTITIES), ("Fact", fmt.FACTS),
+                            ("Topic", fmt.TOPICS)):
             if scan[name].select(pl.len()).collect().item():
                 conn.execute(f"COPY {table} FROM "
                              f"{file_literal(tables_dir / f'{name}.parquet')}")
@@ -80,6 +81,11 @@ def load_kuzu(db_path: Path, tables_dir: Path, dim: int) -> StoreResult:
                  ids[fmt.FACTS]),
                 ("LINKS_TO", scan[fmt.LINKS].unique(), "source_id", "target_id",
                  ids[fmt.ARTICLES], ids[fmt.ARTICLES]),
+                ("IN_TOPIC", scan[fmt.TOPIC_ENTITIES].select(
+                    "entity_id", "topic_id", "rank", "weight"), "entity_id", "topic_id",
+                 ids[fmt.ENTITIES], ids[fmt.TOPICS]),
+                ("COVERS", scan[fmt.TOPIC_SECTIONS], "topic_id", "section_id",
+                 ids[fmt.TOPICS], ids[fmt.SECTIONS]),
             ]
             for rel, lf, src, dst, src_ids, dst_ids in edges:
                 path, kept, dropped[rel] = _edges(rel, lf, src, dst, src_ids, dst_ids, Path(tmp))
@@ -118,6 +124,7 @@ COUNT_QUERIES = {
     "links": "MATCH ()-[r:LINKS_TO]->() RETURN count(*)",
     "relationships": "MATCH ()-[r:RELATED_TO]->() RETURN count(*)",
     "mentions": "MATCH ()-[r:MENTIONS]->() RETURN count(*)",
+    "topics": "MATCH (t:Topic) RETURN count(*)",
 }
 
 

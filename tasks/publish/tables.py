@@ -138,6 +138,10 @@ def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[s
     tables = _complete(tables)
     paths = {}
     for name in fmt.TABLE_COLUMNS:
+        if name not in tables and name in fmt.OPTIONAL_TABLES:  # no topic map: empty tables
+            from tasks.topics import SCHEMAS
+
+            tables[name] = pl.DataFrame(schema=SCHEMAS[name])
         path = tables_dir / f"{name}.parquet"
         conform(name, tables[name], dim).sink_parquet(path)
         paths[name] = path

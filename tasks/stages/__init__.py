@@ -7,7 +7,7 @@ walks `PIPELINE` and reads what each stage declares.
     NAME, VERSION        the stage's name and the version of what it writes
     SCOPE                "shard": mapped over the shards of the pack (fetch, split,
                          extract, embed, keywords); "pack": once over all shards (links,
-                         resolve, publish: the reduce steps and the single writer)
+                         resolve, topics, publish: the reduce steps and the single writer)
     INPUTS               the stages whose records it reads (READS_ALL: every stage
                          before it, publish); flows/scheduler.py wires them
     OUTPUTS              its Parquet files: the Record's path name → the file's prefix
@@ -80,13 +80,23 @@ the build summary follow from the declarations; flows/ needs no edit.
 from __future__ import annotations
 
 from tasks.shards import MAX_SHARDS
-from tasks.stages import embed, extract, fetch, keywords, links, publish, resolve, split
+from tasks.stages import (
+    embed,
+    extract,
+    fetch,
+    keywords,
+    links,
+    publish,
+    resolve,
+    split,
+    topics,
+)
 from tasks.stages.base import SHARD, Stage
 from tasks.stages.common import BuildContext, stage_key
 
 PIPELINE: tuple[Stage, ...] = (
     fetch.STAGE, split.STAGE, links.STAGE, extract.STAGE, embed.STAGE, keywords.STAGE,
-    resolve.STAGE, publish.STAGE,
+    resolve.STAGE, topics.STAGE, publish.STAGE,
 )
 
 

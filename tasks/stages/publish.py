@@ -114,11 +114,12 @@ class Publish(Stage):
         """
         start = time.perf_counter()
         pages = _pages(inputs)
-        resolved = inputs["resolve"]
+        resolved, topics = inputs["resolve"], inputs.get("topics")
+        graph = {t: resolved.table(t) for t in resolved.paths}
+        if topics is not None:  # the topic map (tasks/stages/topics.py)
+            graph.update({t: topics.table(t) for t in topics.paths})
         tables = publish_core.assemble_tables(
-            pages, _sections(inputs), inputs["links"].table("links"),
-            {t: resolved.table(t) for t in resolved.paths},
-        )
+            pages, _sections(inputs), inputs["links"].table("links"), graph)
         failures, not_extracted = _failures(inputs)
         out_dir = Path(ctx.out_dir)
         pack_root = out_dir / ctx.pack

@@ -1,0 +1,384 @@
+"""Questions about the whole pack: list, across and overview questions answered as a list
+of items, each with its own citation (a verbatim span of its section, checked by
+packs/citations.py like any other).
+
+    kind = question_kind("Which kubectl subcommands do the debugging pages use?")  # "list"
+    text, quotes, sections = answer(pack, result, kind)
+
+`question_kind` (packs/retrieval/whole_pack_questions.py) reads the question: "overview",
+"across", "list", or None for a question about one thing (the single-passage answer).
+
+Candidates come through the graph, not only the search's top sections:
+- the **region**: the pages of the search's first sections, and the pages beside them (the
+  longest common path prefix of the first pages, cut at a separator: `concepts/scheduling-
+  eviction/`, `src/ch20-`), and the pages the first page links to;
+- **list / across**: the entities those sections mention (MENTIONS), and the entities whose
+  name starts with an identifier of the question (`kubectl`, `kubeadm`), each scored by
+  the rank of the sections that mention it, its rarity in the pack (an entity every page
+  names is no item), whether its type is the kind asked for (subcommands: command; flags:
+  flag; ...) and whether it appears in a list of a first section; each item is quoted by
+  the sentence (or list item, table row) of its best section that names it;
+- **overview**: the region's pages, each item the page's title with its lead sentence and
+  the headings of its sections; for the pack itself ("what is this pack about"), its
+  topic map (packs/topics.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from packs import text as text_rules
+from packs.citations import locate
+from packs.markdown import fence_spans
+from packs.retrieval.segment import segment
+from packs.retrieval.whole_pack_questions import head_stem, question_kind, wanted_types
+
+QUERY_TYPE = "whole_pack_retrieval_only"
+MAX_ITEMS = 20
+FLOOR = 0.12  # an item scoring under this share of the best is left out
+MAX_PAGES = 14
+REGION_PAGES = 40
+_HOST = re.compile(r"^[a-z]+://[^/]+")
+
+ARTICLES = "MATCH (a:Article) RETURN a.id, a.url, a.title"
+SECTION_MENTIONS = ("MATCH (s:Section)-[:MENTIONS]->(e:Entity) WHERE s.id IN $ids "
+                    "RETURN s.id, e.id, e.name, e.type")
+ENTITY_DF = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE e.id IN $ids "
+             "RETURN e.id, count(*)")
+NAMED_LIKE = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE lower(e.name) STARTS WITH $p "
+              "RETURN s.id, e.id, e.name, e.type LIMIT 400")
+SECTIONS_OF = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids "
+               "RETURN a.id, s.id, s.url, s.title, s.heading_path, s.content, s.position "
+               "ORDER BY a.id, s.position, s.chunk")
+SECTIONS_BY_ID = ("MATCH (s:Section) WHERE s.id IN $ids RETURN s.article_id, s.id, s.url, "
+                  "s.title, s.heading_path, s.content, s.position")
+LINKED = "MATCH (a:Article {id: $id})-[:LINKS_TO]->(b:Article) RETURN b.id"
+COUNT_SECTIONS = "MATCH (s:Section) RETURN count(*)"
+
+
+@dataclass
+class Sec:
+    article_id: str
+    id: str
+    url: str
+    title: str
+    heading_path: str
+    content: str
+    position: int
+    weight: float = 0.0
+
+
+@dataclass
+class Item:
+    name: str
+    section: Sec
+    start: int
+    end: int
+    score: float
+    extra: list[str] = field(default_factory=list)
+
+
+def _sec(row: list) -> Sec:
+    art, sid, url, title, heading, content, pos = row
+    return Sec(art or "", sid, url or "", title or "", heading or "", content or "",
+               int(pos or 0))
+
+
+def _family(path: str, paths: list[str]) -> str:
+    """The prefix the pages beside `path` share: its file name's numbered stem ("src/ch03-"
+    for "src/ch03-01-variables.md") when other pages have it, else its folder when that
+    holds 2 to REGION_PAGES pages; "" when neither."""
+    folder, _, name = path.rpartition("/")
+    stem = re.match(r"[A-Za-z]*\d+[-_.]", name)
+    if stem:
+        prefix = f"{folder}/{stem.group(0)}"
+        if sum(p.startswith(prefix) for p in paths) >= 2:
+            return prefix
+    prefix = folder + "/"
+    if folder and 2 <= sum(p.startswith(prefix) for p in paths) <= REGION_PAGES:
+        return prefix
+    return ""
+
+
+def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = False
+           ) -> tuple[list[str], dict[str, float]]:
+    """(article ids of the question's region, best first; {section id: weight} of the
+    search's sections): the pages beside the first page (`_family`: its chapter or its
+    folder), the other first pages (unless `family_only`) and the pages the first page
+    links to."""
+    cited = result.cited()
+    weights = {s.id: 1.0 / (1 + i) for i, s in enumerate(cited)}
+    first = list(dict.fromkeys(s.article_id for s in cited))
+    if not first:
+        return [], weights
+    arts = [(a, _HOST.sub("", url or "")) for a, url, _ in pack.db.read(ARTICLES, {})]
+    path_of = dict(arts)
+    top = path_of.get(first[0], "")
+    family = _family(top, [p for _, p in arts])
+    near = sorted((a for a, p in arts if family and p.startswith(family)), key=path_of.get)
+    out = [first[0], *near] if family_only else [*first[:3], *near, *first[3:]]
+    if not near or not family_only:
+        out += [r[0] for r in pack.db.read(LINKED, {"id": first[0]})]
+    return list(dict.fromkeys(out))[:limit], weights
+
+
+def _spans(content: str) -> list[tuple[int, int]]:
+    """Quotable spans of a section: the offline answer's units (packs/retrieval/units.py:
+    sentences of whole paragraphs, list items, table rows, one-line code), not lead-ins,
+    and the lines of its code blocks (`source <(kubectl completion bash)`)."""
+    out = [(u.start, u.end) for u in segment(content)
+           if u.kind in ("sentence", "item", "row", "paragraph")
+           or (u.kind == "code" and "\n" not in u.display.strip())]
+    for start, end in _code_lines(content):
+        out.append((start, end))
+    return out
+
+
+def _code_lines(content: str) -> list[tuple[int, int]]:
+    """(start, end) of each non-blank line, 2 to 120 characters, inside a code block."""
+    out = []
+    for a, b in fence_spans(content):
+        for m in re.finditer(r"[^\n]+", content[a:b]):
+            line = m.group(0).strip()
+            if 2 <= len(line) <= 120 and not line.startswith(("```", "~~~")):
+                at = a + m.start() + m.group(0).find(line)
+                out.append((at, at + len(line)))
+    return out
+
+
+def _quote(sec: Sec, name: str) -> tuple[int, int] | None:
+    low = name.lower()
+    best = None
+    for start, end in _spans(sec.content):
+        text = sec.content[start:end]
+        if low in text.lower() and 3 <= len(text.split()) <= 80:
+            if best is None or (end - start) < (best[1] - best[0]):
+                best = (start, end)
+    return best
+
+
+def _region_sections(pack: Any, result: Any, kind: str) -> dict[str, Sec]:
+    """The region's sections by id, each weighted: the search's rank for its sections,
+    else its page's place in the region."""
+    arts, weights = region(pack, result, family_only=kind == "overview")
+    secs = [_sec(r) for r in pack.db.read(SECTIONS_OF, {"ids": arts})] if arts else []
+    by_id = {s.id: s for s in secs}
+    for s in result.cited():
+        if s.id not in by_id:
+            by_id[s.id] = Sec(s.article_id, s.id, s.url, s.title, s.heading_path, s.content, 0)
+    rank = {a: i for i, a in enumerate(arts)}
+    for s in by_id.values():
+        s.weight = max(weights.get(s.id, 0.0), 0.35 / (1 + rank.get(s.article_id, 9)))
+    return by_id
+
+
+def map_sections(pack: Any, result: Any, limit: int) -> list[Sec]:
+    """The sections a model reads for a whole-pack question (packs/retrieval/
+    whole_pack_claude.py): the region's, best weighted first, at most `limit`."""
+    kind = question_kind(result.question) or "list"
+    by_id = _region_sections(pack, result, kind)
+    return sorted(by_id.values(), key=lambda s: (-s.weight, s.article_id, s.position))[:limit]
+
+
+def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
+               per_page: int = 3) -> list[Item]:
+    """For an across question: the region's sections whose best passage (sentence, list
+    item, table row, code line) holds at least two of the question's terms, each an item
+    named by its heading with that passage, best first, at most `per_page` of a page."""
+    asked = set(text_rules.terms(question))
+    best: list[tuple[float, Sec, tuple[int, int]]] = []
+    for sec in by_id.values():
+        top = None
+        for start, end in _spans(sec.content):
+            hits = len(asked & set(text_rules.terms(sec.content[start:end])))
+            heading = len(asked & set(text_rules.terms(sec.heading_path.split(" > ")[-1])))
+            score = hits + 0.5 * heading + sec.weight
+            if hits >= 2 and (top is None or score > top[0]):
+                top = (score, sec, (start, end))
+        if top:
+            best.append(top)
+    best.sort(key=lambda b: (-b[0], b[1].url, b[1].position))
+    out: list[Item] = []
+    pages: dict[str, int] = defaultdict(int)
+    for score, sec, (a, b) in best:
+        if len(out) >= limit or pages[sec.article_id] >= per_page:
+            continue
+        pages[sec.article_id] += 1
+        out.append(Item(sec.heading_path.split(" > ")[-1] or sec.title, sec, a, b, score))
+    return out
+
+
+def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
+    """The items of a list or across question (see the module docstring): for an across
+    question each page's best passage first (`page_items`), then the graph's items."""
+    by_id = _region_sections(pack, result, kind)
+    cited = {s.id for s in result.cited()}
+    per_page = page_items(by_id, result.question) if kind == "across" else []
+    mentions: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for sid, eid, name, etype in pack.db.read(SECTION_MENTIONS, {"ids": list(by_id)}):
+        mentions[eid].append((sid, name, etype))
+    words = [w for w in text_rules.words(result.question) if w not in text_rules.STOP_WORDS]
+    for ident in list(dict.fromkeys([*text_rules.identifiers(result.question), *words]))[:8]:
+        for sid, eid, name, etype in pack.db.read(NAMED_LIKE, {"p": ident.lower() + " "}):
+            if sid not in by_id:
+                rows = pack.db.read(SECTIONS_BY_ID, {"ids": [sid]})
+                if not rows:
+                    continue
+                by_id[sid] = _sec(rows[0])
+                by_id[sid].weight = 0.3
+            mentions[eid].append((sid, name, etype))
+    if not mentions:
+        return per_page
+    total = pack.db.read(COUNT_SECTIONS, {})[0][0] or 1
+    df = dict(pack.db.read(ENTITY_DF, {"ids": list(mentions)}))
+    wanted, asked = wanted_types(result.question), set(text_rules.terms(result.question))
+    head = head_stem(result.question)
+    scored = []
+    for eid, places in mentions.items():
+        name, etype = places[0][1], places[0][2]
+        if set(text_rules.terms(name)) <= asked or len(name) > 60:
+            continue  # the question's own subject is no item of it
+        sids = list(dict.fromkeys(p[0] for p in places))
+        pages = {by_id[s].article_id for s in sids}
+        score = sum(by_id[s].weight for s in sids)
+        score *= math.log(1 + total / (1 + df.get(eid, 1)))
+        if wanted and etype in wanted:
+            score *= 2.0
+        if head and head in text_rules.terms(name):
+            score *= 3.0  # "init containers" for "what kinds of containers"
+        if kind == "across":
+            score *= 1 + 0.5 * (len(pages) - 1)
+        best = max(sids, key=lambda s: (by_id[s].weight, s in cited))
+        scored.append((score, name, by_id[best], etype))
+    scored.sort(key=lambda x: (-x[0], x[1].lower()))
+    if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
+        scored.sort(key=lambda x: x[3] not in wanted)
+    items: list[Item] = list(per_page)
+    seen: set[str] = set()
+    for score, name, sec, _ in scored:
+        if len(items) >= MAX_ITEMS:
+            break
+        if score < FLOOR * scored[0][0]:
+            continue
+        if name.lower() in seen:
+            continue
+        span = _quote(sec, name)
+        if span is None:
+            continue
+        seen.add(name.lower())
+        items.append(Item(name, sec, span[0], span[1], score))
+    return items
+
+
+_PACK_ITSELF = re.compile(r"\b(?:this|the) (?:pack|documentation|docs|site|corpus|book)\b"
+                          r"(?: (?:about|cover|covers))?\s*\??\s*$|\b(?:main )?topics of "
+                          r"(?:this|the) (?:pack|documentation|docs|site|corpus|book)\b", re.I)
+
+
+def topic_items(pack: Any) -> list[Item]:
+    """The pack's topic map as items (packs/topics.py): each topic's title with the first
+    quote of its digest ([] for a pack built before topics)."""
+    from packs.topics import has_topics, pack_topics
+
+    if not has_topics(pack.db):
+        return []
+    items = []
+    for t in pack_topics(pack, MAX_ITEMS):
+        c = next((c for c in t.citations if c["verified"]), None)
+        rows = pack.db.read(SECTIONS_BY_ID, {"ids": [c["section_id"]]}) if c else []
+        if rows:
+            extra = [e.name for e in t.entities[:6]]
+            items.append(Item(t.title, _sec(rows[0]), c["start"], c["end"], 1.0, extra))
+    return items
+
+
+def overview_items(pack: Any, result: Any) -> list[Item]:
+    """One item per page of the question's region: its title, lead sentence and headings;
+    for a question about the pack itself ("what is this documentation about?"), its
+    topics (`topic_items`)."""
+    if _PACK_ITSELF.search(result.question):
+        found = topic_items(pack)
+        if found:
+            return found
+    arts, _ = region(pack, result, family_only=True)
+    pages: dict[str, list[Sec]] = defaultdict(list)
+    for row in pack.db.read(SECTIONS_OF, {"ids": arts}) if arts else []:
+        pages[row[0]].append(_sec(row))
+    items = []
+    for k, art in enumerate(arts):
+        secs = pages.get(art) or []
+        lead = next(((s, sp) for s in secs for sp in _spans(s.content)
+                     if len(s.content[sp[0]:sp[1]].split()) >= 6), None)
+        if lead is None:
+            continue
+        sec, (start, end) = lead
+        heads = list(dict.fromkeys(h.split(" > ")[-1] for h in (s.heading_path for s in secs)
+                                   if " > " in h))
+        items.append(Item(sec.title or sec.heading_path.split(" > ")[0], sec, start, end,
+                          1.0 / (1 + k), heads[:8]))
+    return items
+
+
+def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = None
+           ) -> tuple[str, list[tuple[int, str]], list[tuple[int, Sec]]]:
+    """(answer text, quotes as (n, quote), the sections it adds with their [n]) of a
+    whole-pack question; `numbers`: the [n] of sections already cited (others are numbered
+    after them). ("", [], []) when the pack gives no item."""
+    items = overview_items(pack, result) if kind == "overview" else list_items(pack, result, kind)
+    if not items:
+        return "", [], []
+    numbers = dict(numbers or {})
+    added: list[tuple[int, Sec]] = []
+    lead = {"overview": "What the pack covers on this, page by page",
+            "across": "Across the pack's pages", "list": "The items the pack names"}[kind]
+    lines = [f"{lead}, each quoting the section it comes from:", ""]
+    quotes = []
+    for item in items:
+        sec = item.section
+        quote = sec.content[item.start:item.end]
+        if locate(quote, sec.content) is None:
+            continue
+        if sec.id not in numbers:
+            numbers[sec.id] = max(numbers.values(), default=0) + 1
+            added.append((numbers[sec.id], sec))
+        shown = " ".join(quote.split()).lstrip("-*+ ")
+        if any(a <= item.start and item.end <= b for a, b in fence_spans(sec.content)):
+            shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
+        shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)
+        extra = f" (covers: {'; '.join(item.extra)})" if item.extra else ""
+        lines.append(f"- **{item.name}**{extra}: {shown} [{numbers[sec.id]}]")
+        quotes.append((numbers[sec.id], quote))
+    return "\n".join(lines), quotes, added
+
+
+def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = None
+                   ) -> tuple[str, list, str, Any] | None:
+    """ask()'s offline path for a whole-pack question: (answer, quotes, QUERY_TYPE, the
+    result whose sources list every section cited), or None when the question is about
+    one thing, the search was gated, several packs are asked (a PackSet reads no single
+    database) or the pack gives no item. `single`: the single-passage answer on the same
+    result ((text, quotes), its sections among `result`'s): it comes first, so a question
+    read as a list question still has the passages that answer it as one."""
+    import dataclasses
+
+    from packs.result import RankedSection
+
+    kind = question_kind(result.question)
+    if kind is None or result.gated or getattr(pack, "db", None) is None:
+        return None
+    numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
+    text, quotes, added = answer(pack, result, kind, numbers)
+    if not text:
+        return None
+    listed = [RankedSection(id=s.id, article_id=s.article_id, url=s.url, title=s.title,
+                            heading_path=s.heading_path, content=s.content, score=0.0,
+                            citation=n, relation="whole_pack", stages=["whole_pack"])
+              for n, s in added]
+    if single is not None:
+        text, quotes = f"{single[0].rstrip()}\n\n{text}", [*single[1], *quotes]
+    return text, quotes, QUERY_TYPE, dataclasses.replace(
+        result, related=[*result.related, *listed])

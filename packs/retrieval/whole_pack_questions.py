@@ -1,0 +1,75 @@
+"""Which questions are about the whole pack, and what kind of item they ask for
+(packs/retrieval/whole_pack.py answers them).
+
+`question_kind` reads the question: "overview" (what does X cover, the main topics of X,
+what is this pack about), "across" (in each / across / in which situations / from release
+to release / compare), "list" (which/what + a plural noun and a verb, list all/every, what
+kinds of); None for a question about one thing, which keeps the single-passage answer.
+`wanted_types` maps the kind of item asked for to entity types (subcommands: command;
+flags: flag; ...), `head_stem` gives the stem of the plural noun asked for.
+"""
+
+from __future__ import annotations
+
+import re
+
+from packs import text as text_rules
+
+_OVERVIEW = re.compile(
+    r"\bmain topics\b|\bwhat (?:topics )?does (?:the |this )?.{0,80}\bcover\b|"
+    r"\bwhat (?:is|are) (?:this|the) (?:pack|documentation|docs|book|site|corpus)\b.{0,20}about|"
+    r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b",
+    re.I)
+_ACROSS = re.compile(
+    r"\bacross\b|\bin each\b|\bfor each\b|\bin which (?:situations|places|pages|chapters|"
+    r"cases|sections|contexts)\b|\bfrom (?:release|version) to (?:release|version)\b|"
+    r"\bwhat changed\b|\bcompare\b|\bevery (?:supported|page|chapter|release|version)\b|"
+    r"\bwhere (?:does|do) the (?:book|docs|documentation) use\b", re.I)
+_LIST = re.compile(
+    r"^\s*(?:list|name)\b|\b(?:list|name) (?:all|every|the)\b|\bwhat are all\b|"
+    r"^\s*(?:which|what) (?:[\w.:<>-]+ ){0,5}?(?!(?:does|happens|goes|means|has|is|was|this|"
+    r"its|sets|uses|gets|runs|makes|takes|needs|looks|works)\b)"
+    r"(?:[a-z]+[^s\W]s|[a-z]+ies|data|criteria) (?:do|does|did|can|could|are|were|exist|"
+    r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
+    r"in|of|for|that|which|does|make|let)\b|"
+    r"\bwhat kinds? of\b|\bwhich kinds? of\b", re.I)
+# The kind of item a question asks for → entity types that are such items.
+_WANTED = (
+    (re.compile(r"\bsub-?commands?|commands?\b", re.I), {"command", "tool"}),
+    (re.compile(r"\bflags?|options?|arguments?\b", re.I), {"flag"}),
+    (re.compile(r"\bsettings?|fields?|keys?|parameters?|attributes?\b", re.I),
+     {"setting", "code"}),
+    (re.compile(r"\benvironment variables?\b", re.I), {"environment_variable"}),
+    (re.compile(r"\bfunctions?|methods?|macros?\b", re.I), {"function", "code"}),
+    (re.compile(r"\bfiles?\b", re.I), {"file"}),
+    (re.compile(r"\bversions?|releases?\b", re.I), {"version"}),
+    (re.compile(r"\btraits?|types?|enums?|structs?|resources?|objects?|kinds?|"
+                r"conditions?|keywords?\b", re.I), {"code", "api"}),
+)
+
+def question_kind(question: str) -> str | None:
+    """"overview", "across", "list" or None (see the module docstring)."""
+    if _OVERVIEW.search(question):
+        return "overview"
+    if _ACROSS.search(question):
+        return "across"
+    if _LIST.search(question):
+        return "list"
+    return None
+
+
+_HEAD = re.compile(r"\b(?:which|what|kinds? of|types? of|list(?: all)?(?: the)?)\s+"
+                   r"(?:[\w-]+\s+){0,3}?([a-z][\w-]*?(?:s|es))\b", re.I)
+
+
+def head_stem(question: str) -> str | None:
+    """The stem of the plural noun a list question asks for ("containers" → "contain")."""
+    m = _HEAD.search(question)
+    return text_rules.stem(m.group(1).lower()) if m else None
+
+
+def wanted_types(question: str) -> set[str]:
+    for pattern, types in _WANTED:
+        if pattern.search(question):
+            return types
+    return set()

@@ -1,0 +1,96 @@
+"""The offline graph's rules (issue 48): stop-entities, identifier types, headings that name a
+thing, whole-sentence facts, stated relations, and names resolved without their markup."""
+
+from __future__ import annotations
+
+from tasks.extract.assemble import assemble
+from tasks.extract.entities import RawEntity, normalize_name, resolve_entities
+from tasks.extract.names import rendered
+from tasks.extract.offline import extract_offline
+from tasks.extract.offline_names import bound_names, code_entity, heading_entity
+from tasks.extract.offline_text import is_fact, stated_relations
+from tasks.extract.schema import salvage
+
+
+def test_stop_entities_are_left_out():
+    for span in ("true", "false", "8080", "32Gi", '"ahoy"', "github.com",
+                 "https://example.org/x", ".yaml", "Some(&element)", "s.len()",
+                 "<name-of-pod>", "my-pod", "foo", "x", "Here", "data"):
+        assert code_entity(span, "", "") is None, span
+
+
+def test_identifier_types_are_inferred():
+    section = "export KUBECONFIG=/tmp/k\n$ kubectl get pods\n"
+    cases = {
+        "--grace-period=30": ("--grace-period", "flag"),
+        "KUBECONFIG": ("KUBECONFIG", "environment_variable"),
+        ".spec.replicas": (".spec.replicas", "setting"),
+        "privileged: true": ("privileged", "setting"),  # the setting, not its value
+        "Rc::strong_count": ("Rc::strong_count", "function"),
+        "drop()": ("drop", "function"),
+        "Cargo.toml": ("Cargo.toml", "file"),
+        "/etc/resolv.conf": ("/etc/resolv.conf", "file"),
+        "kubectl get pods": ("kubectl get pods", "command"),
+        "cargo test -- --ignored": ("cargo test", "command"),
+        "Vec<T>": ("Vec<T>", "code"),
+    }
+    for span, expected in cases.items():
+        assert code_entity(span, "Set the environment variable first.", section) == expected
+    assert code_entity("v1.30", "This field was added in version v1.30.", "") == (
+        "v1.30", "version")
+    assert code_entity("v1.30", "Use image v1.30.", "") is None  # an illustration
+
+
+def test_headings_are_entities_only_when_the_text_names_a_thing():
+    text = "The stabilization window restricts flapping of the replica count."
+    assert heading_entity("Stabilization window", text) == "Stabilization window"
+    assert heading_entity("Creating a Deployment", "Creating a deployment is easy.") is None
+    assert heading_entity("What Is Ownership?", "ownership") is None
+    assert heading_entity("How it works", "how it works") is None
+    assert heading_entity("Pod lifecycle", "nothing about it") is None  # never named
+    assert heading_entity("Rolling updates", "Rolling updates replace Pods.") == "Rolling updates"
+
+
+def test_facts_are_whole_sentences_that_read_on_their_own():
+    assert is_fact("The kubelet restarts a container whose liveness probe fails.")
+    for text in ("This page shows how to configure a probe for a container.",
+                 "Run the following command to create the Pod.",
+                 "It restarts the container when the probe fails.",
+                 "Pass `--embedding-model` or set",
+                 "We'll spin up ten threads and count to ten in them."):
+        assert not is_fact(text), text
+
+
+def test_relations_beyond_co_occurrence():
+    names = ["EndpointSlice", "Endpoints", "replicas", "HorizontalPodAutoscaler",
+             "SidecarContainers", "v1.29"]
+    found = set()
+    for sentence in ("EndpointSlice replaces Endpoints for large clusters.",
+                     "The replicas field is set by the HorizontalPodAutoscaler.",
+                     "SidecarContainers was added in v1.29."):
+        found |= set(stated_relations(sentence, names))
+    assert found == {("EndpointSlice", "REPLACES", "Endpoints"),
+                     ("replicas", "SET_BY", "HorizontalPodAutoscaler"),
+                     ("SidecarContainers", "ADDED_IN", "v1.29")}
+    # Listed together, nothing is said about how they relate.
+    assert stated_relations("Use Pods, Services and Deployments.",
+                            ["Pods", "Services", "Deployments"]) == []
+
+
+def test_linked_emphasised_and_plain_names_are_one_entity():
+    assert rendered("[crypto/tls](/pkg/crypto/tls/)") == "crypto/tls"
+    assert rendered("**Pod** &amp; _main.rs_") == "Pod & main.rs"
+    assert rendered("[`Vec<T>`](std/vec)") == "Vec<T>"
+    assert normalize_name("[crypto/tls](/pkg/crypto/tls/)") == normalize_name("crypto/tls")
+    res = resolve_entities([RawEntity("[crypto/tls](/pkg/crypto/tls/)", "code"),
+                            RawEntity("crypto/tls", "code")])
+    assert [e.name for e in res.entities] == ["crypto/tls"]
+
+
+def test_examples_own_names_are_left_out_pack_wide():
+    code = "metadata:\n  name: pod-e\nlet mut guess = String::new();\n"
+    assert {"pod-e", "guess"} <= bound_names(code)
+    ex = salvage(extract_offline("T", "Disruptions", "The Deployment creates `pod-e` to "
+                                 "replace `pod-b` when a node drains.")).extraction
+    names = set(assemble([("s1", ex)], {"pod-e"})["entities"]["name"])
+    assert "pod-e" not in names and "pod-b" in names

@@ -1,0 +1,165 @@
+"""The topic map's core (tasks/topics.py) on tiny hand-made tables, and the whole-pack
+question router (packs/retrieval/whole_pack.py)."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+from query_fixtures import build_pack, embedder  # noqa: F401 (fixtures)
+
+from packs import format as fmt
+from packs.retrieval.whole_pack import question_kind
+from tasks.topics import MIN_ENTITIES, SCHEMAS, topics
+
+
+def _tables():
+    # Two groups of entities, each mentioned together in its own sections.
+    groups = {"storage": ["PersistentVolume", "PersistentVolumeClaim", "StorageClass",
+                          "volumeMode", "emptyDir"],
+              "network": ["Service", "Ingress", "EndpointSlice", "NetworkPolicy", "kube-proxy"]}
+    entities, mentions, sections = [], [], []
+    for g, names in groups.items():
+        for n in names:
+            entities.append({"id": f"e-{n}", "name": n})
+        for k in range(4):
+            sid = f"{g}-{k}"
+            text = (f"The {names[k]} works with the {names[k + 1]} and the {names[0]} in a "
+                    "cluster of nodes.")
+            sections.append({"id": sid, "page_title": g.title(), "content": text})
+            for n in names:
+                mentions.append({"section_id": sid, "entity_id": f"e-{n}"})
+    # 40 filler sections keep each entity under the share cap.
+    sections += [{"id": f"x{i}", "page_title": "X", "content": "Nothing here."}
+                 for i in range(200)]
+    rels = pl.DataFrame(schema={"source_id": pl.Utf8, "target_id": pl.Utf8,
+                                "relation": pl.Utf8})
+    return (pl.DataFrame(entities), pl.DataFrame(mentions), rels, pl.DataFrame(sections))
+
+
+def test_communities_become_topics_with_cited_digests():
+    ents, mentions, rels, sections = _tables()
+    out = topics(ents, mentions, rels, sections)
+    t = out[fmt.TOPICS]
+    assert t.height == 2 and set(t.columns) == set(fmt.TABLE_COLUMNS[fmt.TOPICS])
+    assert sorted(t["title"]) == ["Network", "Storage"]  # the page most sections share
+    assert all(size >= MIN_ENTITIES for size in t["size"])
+    content = dict(sections.select("id", "content").iter_rows())
+    for row in t.iter_rows(named=True):
+        cits = json.loads(row["citations"])
+        assert cits and row["digest"].count("[") == len(cits)
+        for c in cits:  # every digest line is a verbatim span of its section
+            assert content[c["section_id"]][c["start"]:c["end"]] in row["digest"]
+    members = out[fmt.TOPIC_ENTITIES].group_by("topic_id").agg(pl.col("entity_id"))
+    assert sorted(len(m) for m in members["entity_id"]) == [5, 5]
+    # Deterministic: the same tables give the same topics.
+    assert topics(ents, mentions, rels, sections)[fmt.TOPICS].equals(t)
+
+
+def test_no_topics_from_an_empty_graph():
+    ents, mentions, rels, sections = _tables()
+    out = topics(ents, mentions.head(0), rels, sections)
+    assert all(df.height == 0 for df in out.values())
+
+
+def test_whole_pack_questions_are_recognised():
+    assert question_kind("What are the main topics of the storage concepts?") == "overview"
+    assert question_kind("What does the chapter on closures cover?") == "overview"
+    assert question_kind("How do you enable autocompletion in each supported shell?") == "across"
+    assert question_kind("Which kubectl subcommands do the debugging pages use?") == "list"
+    assert question_kind("What kinds of containers can run inside a Pod?") == "list"
+    for single in ("How do I drain a node?", "Which flag sets the grace period?",
+                   "What happens when a probe fails?", "What is a Pod?"):
+        assert question_kind(single) is None, single
+
+
+def _topic_tables(tables: dict) -> dict:
+    """One hand-made topic over the Kestrel fixture: its entities, two sections, and a
+    digest line quoting the first sentence of the first section."""
+    ents = tables[fmt.ENTITIES]
+    secs = tables[fmt.SECTIONS].sort("id")
+    sid, content = secs["id"][0], secs["content"][0]
+    end = content.index(".") + 1
+    cites = json.dumps([{"n": 1, "section_id": sid, "start": 0, "end": end}])
+    tid = "t1"
+    return {
+        fmt.TOPICS: pl.DataFrame([{
+            "id": tid, "title": "Retries and workers", "rank": 0, "size": ents.height,
+            "sections": 2, "entity_names": ents["name"].to_list(),
+            "digest": f"- {content[:end]} [1]", "digest_kind": "sentences",
+            "citations": cites}], schema=SCHEMAS[fmt.TOPICS]),
+        fmt.TOPIC_ENTITIES: pl.DataFrame(
+            [{"topic_id": tid, "entity_id": e, "rank": k, "weight": 1.0}
+             for k, e in enumerate(ents["id"])], schema=SCHEMAS[fmt.TOPIC_ENTITIES]),
+        fmt.TOPIC_SECTIONS: pl.DataFrame(
+            [{"topic_id": tid, "section_id": s, "rank": k, "weight": 1.0}
+             for k, s in enumerate(secs["id"][:2])], schema=SCHEMAS[fmt.TOPIC_SECTIONS]),
+    }
+
+
+def test_a_pack_reads_its_topics_and_the_explorer_shows_them(tmp_path, embedder):
+    from starlette.testclient import TestClient
+
+    from packs import KnowledgePack, PackSet
+    from packs.explore.app import create_app
+    from packs.topics import has_topics, pack_topics
+
+    folder = build_pack(tmp_path, embedder, extra=_topic_tables)
+    with KnowledgePack.open(folder) as pack:
+        assert has_topics(pack.db) and pack.manifest.counts.topics == 1
+        [t] = pack_topics(pack)
+        assert t.title == "Retries and workers" and len(t.sections) == 2
+        assert {e.name for e in t.entities} >= {"RetryPolicy", "Worker"}
+        [c] = t.citations
+        assert c["verified"] and c["quote"] in t.digest and c["url"].startswith("https://")
+    with PackSet.open([folder]) as packs:
+        with TestClient(create_app(packs), base_url="http://127.0.0.1") as client:
+            html = client.get("/topics").text
+    assert "Retries and workers" in html and 'data-verified="true"' in html
+    assert "/entity?id=" in html and "/section/" in html
+
+
+def _digest_reply(request: dict) -> dict:
+    """The digest tool's input: a summary citing excerpt 1 by its first sentence."""
+    import re
+
+    from anthropic_fake import _first_user_text
+
+    first = re.search(r'<excerpt n="1"[^>]*>\n(.*?)\n</excerpt>', _first_user_text(request), re.S)
+    sentence = first.group(1).split(". ")[0] if first else "nothing"
+    return {"summary": "This topic covers the cluster's parts [1].",
+            "citations": [{"n": 1, "quote": sentence}]}
+
+
+def test_claude_digests_cite_verified_spans_and_are_cached(tmp_path, monkeypatch):
+    import random
+
+    from anthropic_fake import FakeAnthropic
+
+    from tasks.llm import guards
+    from tasks.llm import layers as llm
+    from tasks.llm import store as llm_store
+    from tasks.topic_digest import DIGEST_VERSION, claude_digests
+
+    ents, mentions, rels, sections = _tables()
+    tables = topics(ents, mentions, rels, sections)
+    content = dict(sections.select("id", "content").iter_rows())
+
+    def client(fake, journal):
+        store = llm_store.ResponseStore(llm_store.read_journal(journal), journal=journal)
+        provider = llm.AnthropicProvider("test-key", base_url=fake.base_url, timeout_s=10)
+        return llm.LLM(provider, store, model="claude-haiku-4-5",
+                       prompt_version=DIGEST_VERSION, concurrency=2, max_retries=0,
+                       budget=guards.Budget(None), clock=lambda: 0.0, sleep=lambda s: None,
+                       rng=random.Random(0), run_id="r1")
+
+    journal = tmp_path / "digests.jsonl"
+    with FakeAnthropic(api_key="test-key", responder=_digest_reply) as fake:
+        out = claude_digests(tables, sections, client(fake, journal))[fmt.TOPICS]
+        assert set(out["digest_kind"]) == {"claude"} and fake.stats.requests == 2
+        for row in out.iter_rows(named=True):
+            [c] = json.loads(row["citations"])
+            quote = content[c["section_id"]][c["start"]:c["end"]]
+            assert quote and "[1]" in row["digest"]
+        again = claude_digests(tables, sections, client(fake, journal))[fmt.TOPICS]
+        assert again.equals(out) and fake.stats.requests == 2  # answered from the journal

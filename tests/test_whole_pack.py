@@ -1,0 +1,87 @@
+"""Whole-pack questions (issue 48): offline, a list of items gathered through the graph,
+each quoting its section; with a key, a map-reduce over groups of sections through the real
+anthropic SDK against the loopback Messages API (tests/anthropic_fake.py)."""
+
+from __future__ import annotations
+
+import pytest
+from answer_fake import excerpts, text_reply
+from anthropic_fake import FakeAnthropic
+from query_fixtures import build_pack, embedder, pack_dir  # noqa: F401 (fixtures)
+from test_query_claude import assert_citations_match_the_pack
+
+from packs import KnowledgePack
+from packs.retrieval import whole_pack_claude
+
+QUESTION = "Which components does a Kestrel deployment have?"
+
+
+@pytest.fixture()
+def pack(pack_dir):
+    with KnowledgePack.open(pack_dir) as p:
+        yield p
+
+
+def test_offline_list_answer_cites_every_item(monkeypatch, pack):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    answer = pack.ask(QUESTION, use_cache=False)
+    assert answer["query_type"] == "whole_pack_retrieval_only"
+    text = answer["answer"]
+    # The single-passage answer's passages first, then the items gathered through the graph.
+    assert text.startswith("Retrieval-only answer") and "The items the pack names" in text
+    items = text[text.index("The items the pack names"):].splitlines()[2:]
+    assert "**Worker**" in text and len(items) >= 2  # an entity the region's sections mention
+    assert all(line.startswith("- **") and line.endswith("]") for line in items)
+    assert all(c["verified"] for c in answer["citations"]) and not answer["unsupported"]
+    assert_citations_match_the_pack(answer, pack)
+
+
+def test_a_single_fact_question_keeps_the_single_passage_answer(monkeypatch, pack):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert pack.ask("How many times is a failed job retried?",
+                    use_cache=False)["query_type"] == "retrieval_only"
+
+
+def _items(request: dict, bad: bool = False) -> dict:
+    """The items tool's input: one item per excerpt, named by its first capitalised word,
+    quoted by its first sentence (and, with `bad`, one quote that is in no excerpt)."""
+    out = []
+    for n, text in excerpts(request).items():
+        sentence = text.split(". ")[0]
+        name = next((w.strip(".,:") for w in sentence.split() if w[:1].isupper()), "item")
+        out.append({"item": name, "n": n, "quote": sentence})
+    if bad and out:
+        out.append({"item": "Invented", "n": out[0]["n"], "quote": "not in any section"})
+    return {"items": out}
+
+
+@pytest.fixture()
+def fake(monkeypatch):
+    with FakeAnthropic(api_key="test-key", text_responder=text_reply) as f:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", f.base_url)
+        f.responder = lambda req: _items(req, bad=True)
+        yield f
+
+
+def test_claude_map_reduce_keeps_each_items_citation(fake, pack):
+    answer = pack.ask(QUESTION, use_cache=False)
+    assert answer["query_type"] == whole_pack_claude.QUERY_TYPE
+    assert answer["citations"] and all(c["verified"] for c in answer["citations"])
+    assert "Invented" not in answer["answer"]  # its quote is in no section: dropped
+    assert_citations_match_the_pack(answer, pack)
+    groups = -(-len(answer["sources"]) // whole_pack_claude.GROUP)
+    assert fake.stats.requests == answer["token_usage"]["api_calls"] == groups
+
+
+def test_no_item_is_insufficient_context(fake, pack):
+    fake.responder = lambda req: {"items": []}
+    answer = pack.ask(QUESTION, use_cache=False)
+    assert answer["query_type"] == "insufficient_context" and answer["citations"] == []
+
+
+def test_a_failed_map_call_degrades_to_the_offline_list(fake, pack):
+    fake.script.append("500-no-retry")
+    answer = pack.ask(QUESTION, use_cache=False)
+    assert answer["query_type"] == "whole_pack_retrieval_only"
+    assert all(c["verified"] for c in answer["citations"])
