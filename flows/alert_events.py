@@ -87,8 +87,10 @@ def failed_event(pack: str, build_id: str, exc: BaseException) -> tuple[str, dic
 
 
 def refused_event(pack: str, build_id: str, reason: object) -> tuple[str, dict]:
-    """(event name, payload) for a build the publish guard refused."""
-    return REFUSED, _payload(pack, build_id, "refused", str(reason), {})
+    """(event name, payload) for a build the publish guard refused; a GuardError `reason`
+    brings the refused build's counts."""
+    counts = dict(getattr(reason, "counts", None) or {})
+    return REFUSED, _payload(pack, build_id, "refused", str(reason), counts)
 
 
 def watched_event(pack: str, max_age_s: float, schedule: str) -> tuple[str, dict]:

@@ -13,8 +13,9 @@ webhook receives the body as is, one JSON object:
      "text": "kpack docs: build 20261130T030001123Z failed: BuildError: ..."}
 
 `kind` is failed, crashed, refused, partial, stale, published or unchanged; `counts` the
-build's (articles, sections, entities, ..., failed_sources, sources) or null when the
-build ended before it counted anything; for stale, `build_id`, `counts` and `flow_run_url` are
+build's (articles, sections, entities, ..., failed_sources, sources; a refused build's
+sources, failed_sources, sections and entities) or null or {} when the build ended before
+it counted anything; for stale, `build_id`, `counts` and `flow_run_url` are
 the last successful build's. A Slack webhook receives `text` and the two links as Slack
 text. Every value is written with Jinja's tojson, so the body is valid JSON whatever the
 reason says; a missing value renders as null, never as a failed action.

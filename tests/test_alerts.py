@@ -22,6 +22,7 @@ from flows import alerts
 from flows.alert_log import Recorder, parse_name
 from packs import layout
 from tasks.alert_config import TargetError, describe_target, is_slack, resolve_target
+from tasks.publish.guard import GuardError
 from tasks.sources import PackConfig, SourceConfig, SourceError, load_config
 
 SLACK = "https://hooks.slack.com/services/T0A1/B0B2/sEcReTsEcReT"
@@ -100,7 +101,11 @@ def test_a_builds_outcome_is_one_event() -> None:
     assert payload["reason"] == "no changes since build b2: nothing published"
     name, payload = ev.failed_event("tea", "b3", RuntimeError("boom\ntraceback"))
     assert name == ev.FAILED and payload["reason"] == "RuntimeError: boom"
-    assert ev.refused_event("tea", "b4", "worse")[0] == ev.REFUSED
+    assert ev.refused_event("tea", "b4", "worse")[1]["counts"] == {}
+    counts = {"sources": 4, "failed_sources": 3, "sections": 1, "entities": 2}
+    name, payload = ev.refused_event("tea", "b4", GuardError("tea: publish refused", counts))
+    assert name == ev.REFUSED and payload["counts"] == counts
+    assert payload["reason"] == "tea: publish refused"
     assert len(ev.one_line("x" * 1000)) == ev.MAX_REASON_CHARS
 
 

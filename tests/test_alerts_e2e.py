@@ -230,6 +230,9 @@ def test_serve_sends_one_message_per_failed_refused_partial_and_stale_build(tmp_
     for run in runs["broken"] + runs["refused"]:  # no "failed" for a refusal
         if run.state and run.state.name == "Refused":
             assert by_run.get(f"{ui}/runs/flow-run/{run.id}", ["refused"]) == ["refused"]
+    refused_msgs = [m for m in messages if m["kind"] == "refused"]  # the refused build's
+    assert all(m["counts"]["sources"] == 4 and m["counts"]["failed_sources"] == 3
+               for m in refused_msgs), refused_msgs
     partial_msgs = [m for m in messages if m["kind"] == "partial"]
     assert len(partial_msgs) == 1 and "2 of 4 sources failed" in partial_msgs[0]["reason"]
     assert partial_msgs[0]["counts"]["failed_sources"] == 2
