@@ -17,7 +17,7 @@ export HF_HUB_OFFLINE = 1
 export PREFECT_SERVER_ANALYTICS_ENABLED = false
 export DO_NOT_TRACK = 1
 
-.PHONY: demo test lint setup setup-dev setup-runtime lock dist
+.PHONY: demo test lint setup setup-dev setup-runtime lock dist bench book
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -68,3 +68,17 @@ lock:
 	  echo "# Made by 'make lock' (Python 3.11, Linux x86_64); edit pyproject.toml, not this."; \
 	  .venv-lock/bin/pip freeze --exclude knowledge-packs | sed 's/+cpu$$//'; } > $(LOCK)
 	rm -rf .venv-lock
+
+# BENCHMARKS.md, one page of current tables (benchmarks/book.py). `make book` rewrites it from
+# the results already in benchmarks/results/ and benchmarks/ledger.jsonl (seconds);
+# `make bench` first reruns the standing suite on the dev splits (long: it builds the
+# benchmark packs from ../shared/data; SLOW=1 adds the big builds, ONLY="gate answers-docs"
+# picks targets). Never a blind test split: those are run by hand, once, and recorded in
+# the ledger (see each target's blind command in the book).
+SLOW ?=
+ONLY ?=
+bench: setup-dev
+	$(BIN)/python benchmarks/book.py run $(if $(SLOW),--slow) $(foreach t,$(ONLY),--only $(t))
+
+book:
+	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PY)) benchmarks/book.py

@@ -7,12 +7,12 @@ hard-wrapped in the page still matches). XQuAD has one group (its human answers)
 
 Answers compared, all from the same search result (the first 5 cited sections):
 - `first sentence`: the first sentence of the top section;
-- `today's answer`: the offline answer before issue 34 (benchmarks/baseline_extractive.py);
-- `main's answer`: issue 34's extractive answer, i.e. the product's call with the rules
-  added by issue 34b switched off (`packs.retrieval.extractive.FIRST`);
+- `before issue 34`: the offline answer before issue 34 (benchmarks/baseline_extractive.py);
+- `turn-3 product`: issue 34's final offline answer (hand-weighted unit scores), frozen in
+  benchmarks/baseline_turn3/ and called as the product called it (the pack's IDF, the
+  cited pages' other sections);
 - `product`: what `ask()` answers for that result with no API key (`packs.answer.ask`: the
-  extractive answer with the pack's IDF and the rest of the first pages), its label line
-  left out.
+  learned reader over the same units), its label line left out.
 Words are counted on what a reader sees (whitespace-separated, [n] markers included).
 """
 
@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from benchmarks import common
 
 METHODS = ("baseline: first sentence of the top section",
-           "baseline: today's answer (before issue 34)",
-           "baseline: main's answer (issue 34, before 34b)",
+           "baseline: before issue 34",
+           "baseline: turn-3 product (issue 34 final)",
            "product: extractive answer")
 
 
@@ -56,9 +56,9 @@ def answers(pack, result) -> list[str]:
     is what `ask()` returns for that result with no API key (packs.answer.ask), its label
     line left out."""
     from benchmarks import baseline_extractive
+    from benchmarks.baseline_turn3 import extractive as turn3
     from packs.answer import ask, page_sections
     from packs.options import SearchOptions
-    from packs.retrieval import extractive
 
     question, cited = result.question, result.cited()
     if not cited:
@@ -67,13 +67,13 @@ def answers(pack, result) -> list[str]:
     start = time.perf_counter()
     product, _ = ask(pack, result, SearchOptions())
     PRODUCT_MS.append(1000 * (time.perf_counter() - start))
-    # Issue 34's answer: the same call with this branch's rules switched off (FIRST).
-    idf = extractive.idf_of(pack.vocabulary())
-    first, _, _ = extractive.answer(question, cited, pack_idf=idf,
-                                    extra=page_sections(pack, result, extractive.FIRST.pages),
-                                    rules=extractive.FIRST)
-    return [extractive.first_sentence(cited[0].content),
-            baseline_extractive.answer_text(question, cited), body(first),
+    # Issue 34's final answer, as packs/answer.py called it before issue 47.
+    vocabulary = getattr(pack, "vocabulary", None)
+    idf = turn3.idf_of(vocabulary()) if vocabulary is not None else None
+    before, _, _ = turn3.answer(question, cited, pack_idf=idf,
+                                extra=page_sections(pack, result))
+    return [turn3.first_sentence(cited[0].content),
+            baseline_extractive.answer_text(question, cited), body(before),
             body(str(product["answer"]))]
 
 

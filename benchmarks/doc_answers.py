@@ -23,7 +23,9 @@ search, decides the `gate on` column. Answers compared and scoring: benchmarks/a
 Also printed: whether every gold string occurs in its gold page's sections in the pack (a
 question the pack cannot answer is a bad question), the containment per question kind, and
 the questions the product misses (dev only: test is looked at once), and the time of the
-product's offline answer alone (ask() on the search result: p50 and p90).
+product's offline answer alone (ask() on the search result: p50 and p90). Rows with a
+"class" field (identifier / paraphrase / two-page) are also scored per class, for the
+product and the turn-3 product.
 """
 
 from __future__ import annotations
@@ -106,13 +108,14 @@ def lead_ins_alone(per_question: list[dict]) -> int:
     return sum(_ALONE.search(q["texts"][-1]) is not None for q in per_question)
 
 
-def by_kind(per_question: list[dict], rows: list[dict]) -> str:
-    """The product's containment (gate off) per question kind."""
-    kinds: dict[str, list[float]] = {}
+def by_field(per_question: list[dict], rows: list[dict], field: str, k: int = -1) -> str:
+    """The containment (gate off) of method k (the product by default) per value of each
+    row's `field` ("kind", or "class": identifier / paraphrase / two-page)."""
+    groups: dict[str, list[float]] = {}
     for q, r in zip(per_question, rows):
-        kinds.setdefault(r["kind"], []).append(
-            float(answer_eval.contains(q["texts"][-1], r["answers"])))
-    return ", ".join(f"{k} {statistics.fmean(v):.2f} ({len(v)})" for k, v in sorted(kinds.items()))
+        groups.setdefault(str(r.get(field)), []).append(
+            float(answer_eval.contains(q["texts"][k], r["answers"])))
+    return ", ".join(f"{g} {statistics.fmean(v):.2f} ({len(v)})" for g, v in sorted(groups.items()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +160,11 @@ def main(argv: list[str] | None = None) -> int:
                     "every gold group (95% bootstrap interval):")
                 table, per_question = run(pack, subset, corpus.built.base_url, log)
                 log(answer_eval.table(table, COLS))
-                log(f"product by kind (gate off): {by_kind(per_question, subset)}")
+                log(f"product by kind (gate off): {by_field(per_question, subset, 'kind')}")
+                if any("class" in r for r in subset):
+                    for k, label in ((-1, "product"), (2, "turn-3 product")):
+                        log(f"{label} by class (gate off): "
+                            f"{by_field(per_question, subset, 'class', k)}")
                 log(f"product answers that quote a lead-in without what follows it: "
                     f"{lead_ins_alone(per_question)} of {len(subset)}")
                 if args.misses and split == "dev":

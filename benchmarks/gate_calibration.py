@@ -49,9 +49,9 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def collect(corpus) -> list[dict]:
-    """One row per question: corpus, split, group (in / absent / unrelated), signals,
-    best similarity, the manifest's verdict."""
+def collect(corpus, splits: tuple[str, ...] = ("dev", "test")) -> list[dict]:
+    """One row per question of `splits`: corpus, split, group (in / absent / unrelated),
+    signals, best similarity, the manifest's verdict."""
     from packs import KnowledgePack
 
     rows = []
@@ -60,7 +60,7 @@ def collect(corpus) -> list[dict]:
         for group, by_split in (("in", corpus.in_domain), ("absent", corpus.absent),
                                 ("unrelated", corpus.unrelated)):
             for split, questions in by_split.items():
-                for q in questions:
+                for q in questions if split in splits else ():
                     r = pack.search(q.question, **SIGNAL_OPTIONS)
                     rows.append({"corpus": corpus.name, "split": split, "group": group,
                                  "signals": r.gate["signals"], "best": r.best_similarity or 0.0,
@@ -222,7 +222,8 @@ def loco_lines(rows: list[dict], names: list[str], max_false: float) -> list[str
                                lambda t, n=signal_names: fit(t, n), max_false)
             m[f"{label}: in gated"] = got[(held, "in")][0]
             m[f"{label}: absent gated"] = got.get((held, "absent"), (None, 0))[0]
-        table.append((f"{held} left out (dev + test)", m))
+        held_splits = " + ".join(sorted({r["split"] for r in rows if r["corpus"] == held}))
+        table.append((f"{held} left out ({held_splits})", m))
     cols = [f"{k}: {g}" for k in sets for g in ("in gated", "absent gated")]
     return ["## leave one corpus out (fitted on the other corpora's dev questions)", "",
             common.table(table, cols), ""]
@@ -307,7 +308,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=Path, default=None,
                     help="JSONL of the searched questions' signals: written after searching, "
                          "or read instead of searching when it exists (refits are cheap)")
+    ap.add_argument("--split", choices=("dev", "both"), default="both",
+                    help="dev: search and report the dev questions only, never the test "
+                         "split (what `make bench` runs); both (default): fit on dev, report both")
     args = ap.parse_args(argv)
+    splits = ("dev",) if args.split == "dev" else ("dev", "test")
     names = [n for n in (args.corpus or corpora.CORPORA) if corpora.available(args.data, n)]
     if not names:
         print(f"skipped: no benchmark corpus under {args.data} (pass --data DIR)")
@@ -317,11 +322,12 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[dict] = []
     if args.rows and args.rows.is_file():
-        rows = [r for r in corpora.load_rows(args.rows) if r["corpus"] in names]
+        rows = [r for r in corpora.load_rows(args.rows)
+                if r["corpus"] in names and r["split"] in splits]
         log(f"{len(rows)} questions' signals read from {args.rows}")
     else:
         for name in names:
-            rows += collect(corpora.load(args.data, name, args.work))
+            rows += collect(corpora.load(args.data, name, args.work), splits)
         if args.rows:
             args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     dev = [r for r in rows if r["split"] == "dev"]
@@ -351,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
              f"fitted on dev: weights {weights}, bias {bias}, cut {cut} (highest cut with at "
              f"most {args.max_false:.0%} of the in-domain dev questions gated, mean over the "
              "corpora); cells: share gated [95% bootstrap interval over the questions]", ""]
-    for split in ("dev", "test"):
+    for split in splits:
         table = []
         for label, (subset, rule) in scored.items():
             got = rate_cells([r for r in subset if r["split"] == split], rule)
@@ -369,12 +375,14 @@ def main(argv: list[str] | None = None) -> int:
             cols = [f"{name} {c}" for c in ("in-domain gated", "absent gated", "unrelated gated")]
             lines += [common.table([(label, {c: m.get(c) for c in cols}) for label, m in table],
                                    cols), ""]
-    lines += same_cut_lines(rows, names, {
-        "this run's weights": (weights, bias),
-        f"{PREVIOUS['version']} weights": (PREVIOUS["weights"], PREVIOUS["bias"])})
+    if "test" in splits:
+        lines += same_cut_lines(rows, names, {
+            "this run's weights": (weights, bias),
+            f"{PREVIOUS['version']} weights": (PREVIOUS["weights"], PREVIOUS["bias"])})
     lines += loco_lines(rows, names, args.max_false)
-    lines += per_corpus_cut_lines(rows, names, weights, bias, args.max_false)
-    if args.model_families:
+    if "test" in splits:
+        lines += per_corpus_cut_lines(rows, names, weights, bias, args.max_false)
+    if args.model_families and "test" in splits:
         lines += model_family_lines(rows, names, args.max_false)
     lines.append(f'gate.CALIBRATED[model] = {{"weights": {weights}, "bias": {bias}, '
                  f'"cut": {cut}}}')

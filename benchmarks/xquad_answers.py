@@ -1,6 +1,7 @@
 """XQuAD (English): does the offline (extractive) answer contain the gold answer text?
 
     python benchmarks/xquad_answers.py [--data ../shared/data] [--work out/bench] [--split both]
+        [--questions FILE] [--out FILE]
 
 The pack is the one benchmarks/xquad.py builds (one page per article, one section per
 paragraph; reused when cached). Every question is searched once with the default pipeline
@@ -16,6 +17,11 @@ brackets. Also printed: the mean words per answer and how often the gold paragra
 among the first 5 cited sections (a reference: the answer also reads cited sections 6-7
 and the other paragraphs of the first 3 articles). Writes the output
 to benchmarks/results/xquad_answers.md. Tune on dev, report test.
+
+`--questions FILE`: the questions of a separate file instead of the articles' own (a fresh
+split written on the same pack), one JSON row each: {"id", "article" (its index in
+xquad.en.json), "paragraph" (index in the article), "question", "answers": [...], "split"};
+`--split` picks its rows.
 """
 
 from __future__ import annotations
@@ -43,6 +49,24 @@ def items(articles: list[dict], base_url: str, dev_articles: int):
                 split["dev" if n < dev_articles else "test"].append(
                     (qa["question"], [x["text"] for x in qa["answers"]],
                      (f"{base_url}/xquad/{n}", xquad.heading(i))))
+    return split
+
+
+def file_items(path: Path, base_url: str) -> dict[str, list]:
+    """The rows of a question file (see the module docstring) as `items` gives them."""
+    from benchmarks import corpora
+
+    split: dict[str, list] = {"dev": [], "test": []}
+    for n, r in enumerate(corpora.load_rows(path), start=1):
+        missing = [k for k in ("article", "paragraph", "question", "answers", "split")
+                   if k not in r]
+        if missing:
+            raise SystemExit(f"{path}: row {n} lacks {', '.join(missing)} (each row needs "
+                             '{"id", "article", "paragraph", "question", "answers", "split"})')
+        answers = [a["text"] if isinstance(a, dict) else str(a) for a in r["answers"]]
+        split.setdefault(r["split"], []).append(
+            (r["question"], answers,
+             (f"{base_url}/xquad/{int(r['article'])}", xquad.heading(int(r["paragraph"])))))
     return split
 
 
@@ -84,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK)
     ap.add_argument("--dev-articles", type=int, default=xquad.DEV_ARTICLES)
     ap.add_argument("--split", choices=("dev", "test", "both"), default="both")
+    ap.add_argument("--questions", type=Path, default=None,
+                    help="a question file to use instead of the articles' own questions")
     ap.add_argument("--out", type=Path, default=RESULTS, help="Markdown file for the output")
     args = ap.parse_args(argv)
     data = args.data / "qa" / "xquad"
@@ -103,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     log(f"pack: {built.pack_dir} "
         f"({'reused' if built.reused else f'built in {built.seconds:.0f} s'}; "
         f"{built.counts['sections']} sections); model {common.MODEL}")
-    split = items(articles, built.base_url, args.dev_articles)
+    split = (file_items(args.questions, built.base_url) if args.questions
+             else items(articles, built.base_url, args.dev_articles))
+    if args.questions:
+        log(f"questions: {args.questions} ({sum(map(len, split.values()))} rows)")
     names = ("dev", "test") if args.split == "both" else (args.split,)
 
     from packs import KnowledgePack
@@ -117,10 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         "# XQuAD (English): gold answer text in the offline answer\n\n"
-        f"- Command: `python benchmarks/xquad_answers.py --split {args.split}` "
-        "(HF_HUB_OFFLINE=1)\n"
-        "- Tuned on dev (articles 0-23): the weights of packs/retrieval/extractive.py; "
-        "test = articles 24-47.\n"
+        "- Command: `python benchmarks/xquad_answers.py "
+        f"{' '.join(argv if argv is not None else sys.argv[1:])}` (HF_HUB_OFFLINE=1)\n"
+        "- Tuned on dev (articles 0-23): the reader's weights "
+        "(packs/retrieval/reader_weights.json); test = articles 24-47"
+        + (f"; questions from {args.questions}" if args.questions else "") + ".\n"
         "- `gate on`: as a user gets it (the calibrated gate; a gated question has no "
         "answer to contain the text); `gate off`: every question answered; `old rule`: "
         "gated by best similarity >= 0.42, as this benchmark measured before.\n\n"

@@ -5,7 +5,9 @@ call returns the answer and a quote per [n]); when Claude says the excerpts do n
 the question, the result is labelled `query_type: "insufficient_context"` and its answer
 says only that (Claude's text is not shown: no invented answer); without a key, or when
 Claude is unavailable, the answer is extractive and labelled (`query_type:
-"retrieval_only"`); a gated question gets the gated fallback. Every answer's `citations`
+"retrieval_only"`: packs/retrieval/extractive.py's learned reader quotes the passages of
+the cited sections and of the other sections of their pages, and `reader` names its
+weights); a gated question gets the gated fallback. Every answer's `citations`
 come from packs/citations.py, one per [n] marker, each checked against the cited section's
 stored text; when any is unverified, a line saying so ends the answer, and `unsupported`
 is true when an answer that should cite the pack has no verified citation at all.
@@ -14,10 +16,14 @@ is true when an answer that should cite the pack has no verified citation at all
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from packs import citations as cite_mod
+from packs import text as text_rules
 from packs.llm import client as llm_client
 from packs.llm import errors as llm_errors
 from packs.llm.usage import add_query_usage, zero_query_usage
@@ -27,13 +33,14 @@ from packs.retrieval import (
     extractive,
     fewshot,
     gate,
+    reader,
     synthesis,
     whole_pack,
     whole_pack_claude,
 )
 
 ASK_FIELDS = ("answer", "sources", "citations", "unsupported", "entities", "facts",
-              "cypher_query", "query_type", "token_usage")
+              "cypher_query", "query_type", "token_usage", "reader")
 GATED, INSUFFICIENT = "confidence_gated_fallback", "insufficient_context"
 
 
@@ -91,6 +98,10 @@ def _answer_dict(result: SearchResult, answer: str, citations: list[dict], query
         "cypher_query": result.cypher_query,
         "query_type": query_type,
         "token_usage": usage,
+        # The offline answer's learned reader (its weights' version and hash), when it
+        # chose the passages; None when Claude answered or the pack abstained.
+        "reader": (reader.load().version if query_type in ("retrieval_only", whole_pack.QUERY_TYPE)
+                   else None),
     }
 
 
@@ -111,24 +122,91 @@ def _plan(result: SearchResult) -> tuple[str, str, str]:
             synthesis.user_message(result.question, result.context, block))
 
 
+def _members(pack: Any, result: SearchResult) -> list[tuple[str | None, Any, Any]]:
+    """(label, pack, the question's vector for it) of each pack a result's sections come
+    from: the pack itself (label None), or each pack of a PackSet (its label, its own
+    encoder's vector of the question)."""
+    if hasattr(pack, "packs"):  # a PackSet: each pack embeds the question with its model
+        vectors = result.question_vector if isinstance(result.question_vector, dict) else {}
+        return [(label, p, vectors.get(label)) for label, p in zip(pack.labels, pack.packs)]
+    return [(None, pack, result.question_vector)]
+
+
+def _vector(member: Any, question: str, qvec: Any) -> Any:
+    return qvec if qvec is not None else member.embed_query(question)
+
+
 def page_sections(pack: Any, result: SearchResult, pages: int | None = None
                   ) -> list[RankedSection]:
     """The sections of the cited pages (the first `pages` of them; None: all) that the
     context does not hold, each with its similarity to the question: the page a question
-    is about is usually cited, the section that answers it not always. [] for several
-    packs (a PackSet reads no single database)."""
-    db, cited = getattr(pack, "db", None), result.cited()
-    if db is None or not cited or pages == 0:
+    is about is usually cited, the section that answers it not always. With several packs
+    (a PackSet), each pack's cited pages, read from that pack, labelled with it."""
+    cited = result.cited()
+    if not cited or pages == 0 or getattr(pack, "db", None) is None and not hasattr(pack, "packs"):
         return []
-    articles = list(dict.fromkeys(s.article_id for s in cited))[:pages]
-    have = {s.id for s in cited}
-    qvec = (result.question_vector if result.question_vector is not None
-            else pack.embed_query(result.question))
-    return [RankedSection(id=r.id, article_id=r.article_id, url=r.url, title=r.title,
-                          heading_path=r.heading_path, content=r.content, score=0.0,
-                          similarity=r.similarity, word_count=r.word_count,
-                          relation="same_page")
-            for r in db.article_sections(articles, qvec) if r.id not in have]
+    articles = list(dict.fromkeys((s.pack, s.article_id) for s in cited))[:pages]
+    have = {(s.pack, s.id) for s in cited}
+    out = []
+    for label, member, qvec in _members(pack, result):
+        mine = [a for lab, a in articles if lab == label]
+        if not mine:
+            continue
+        qvec = _vector(member, result.question, qvec)
+        out += [RankedSection(id=r.id, article_id=r.article_id, url=r.url, title=r.title,
+                              heading_path=r.heading_path, content=r.content, score=0.0,
+                              similarity=r.similarity, word_count=r.word_count,
+                              relation="same_page", pack=label)
+                for r in member.db.article_sections(mine, qvec) if (label, r.id) not in have]
+    return out
+
+
+def _idf(pack: Any):
+    """A word's IDF over the pack's sections (over every pack's, for several), or None."""
+    if hasattr(pack, "packs"):
+        vocabularies = [p.vocabulary() for p in pack.packs]
+        total = sum(v.sections for v in vocabularies) + 1
+        return lambda word: max((math.log(total / (sum(v.df.get(t, 0) for v in vocabularies)
+                                                    + 0.5))
+                                 for t in text_rules.gate_terms(word)), default=0.0)
+    vocabulary = getattr(pack, "vocabulary", None)
+    return extractive.idf_of(vocabulary()) if vocabulary is not None else None
+
+
+def _similarity(pack: Any, result: SearchResult):
+    """(sections, texts) → each text's cosine similarity to the question, embedded with
+    the encoder of its section's pack (the reader's second model reads it)."""
+    members = {label: (member, qvec) for label, member, qvec in _members(pack, result)}
+
+    def similarity(sections: list[RankedSection], texts: list[str]) -> np.ndarray:
+        out = np.zeros(len(texts), dtype=np.float32)
+        for label, (member, qvec) in members.items():
+            idx = [k for k, s in enumerate(sections) if s.pack == label or len(members) == 1]
+            if idx:
+                vectors = member.embedder.encode_documents([texts[k] for k in idx])
+                out[idx] = vectors @ np.asarray(_vector(member, result.question, qvec),
+                                                dtype=np.float32)
+        return out
+    return similarity
+
+
+def _part_similarity(pack: Any, result: SearchResult):
+    """(sections, text) → each section's cosine similarity to `text` (one part of a
+    question about several things), the text embedded by each section's pack."""
+    members = {label: member for label, member, _ in _members(pack, result)}
+
+    def similarity(sections: list[RankedSection], text: str) -> list[float | None]:
+        out: list[float | None] = [None] * len(sections)
+        for label, member in members.items():
+            idx = [k for k, s in enumerate(sections) if s.pack == label or len(members) == 1]
+            if not idx:
+                continue
+            rows = {r.id: r.similarity for r in member.db.sections_by_id(
+                list(dict.fromkeys(sections[k].id for k in idx)), member.embed_query(text))}
+            for k in idx:
+                out[k] = rows.get(sections[k].id)
+        return out
+    return similarity
 
 
 def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str | None = None,
@@ -136,17 +214,19 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
     """(answer, quotes, query_type, the result its sources are listed from) without a
     language model. `note`: the line that heads the extractive answer; `why`: why none was
     used though one is configured (its failure, told in the gated answer). A section of
-    the first page that the answer quotes but the context lacks joins the sources (after
+    a cited page that the answer quotes but the context lacks joins the sources (after
     the context's, as a related section of a copy of `result`)."""
     if result.gated:
         return (f"The pack has nothing relevant enough to answer this ({gate.reason(result)}),"
                 f" and {why or 'no language model is configured (ANTHROPIC_API_KEY unset)'}.",
                 [], GATED, result)
     kw = {"note": note} if note else {}
-    vocabulary = getattr(pack, "vocabulary", None)  # a PackSet has none: IDF of the sections
-    idf = extractive.idf_of(vocabulary()) if vocabulary is not None else None
-    answer, quotes, used = extractive.answer(result.question, result.cited(), pack_idf=idf,
-                                             extra=page_sections(pack, result), **kw)
+    answer, quotes, used = extractive.answer(result.question, result.cited(),
+                                             pack_idf=_idf(pack),
+                                             extra=page_sections(pack, result),
+                                             similarity=_similarity(pack, result),
+                                             part_similarity=_part_similarity(pack, result),
+                                             **kw)
     if used:
         result = dataclasses.replace(result, related=[*result.related, *used])
     # Issue 48: a list, across or overview question also gets a list of cited items

@@ -12,6 +12,7 @@ connected entity of a large pack costs about what the least connected one does.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -124,6 +125,21 @@ def _bounds(offset: int, limit: int) -> tuple[int, int]:
     return max(int(offset), 0), min(max(int(limit), 1), MAX_PAGE)
 
 
+def chunk_labels(rows: list) -> list[tuple[str, str]]:
+    """(id, label) of (id, heading path, position, chunk) rows in document order: the
+    heading path, with "(part 2 of 3)" for each chunk of a section cut in several (a page
+    lists them, and three identical headings say nothing of which is which)."""
+    parts = Counter((r[1] or "", r[2]) for r in rows)
+    seen: Counter = Counter()
+    out = []
+    for sid, path, position, _ in rows:
+        key = (path or "", position)
+        seen[key] += 1
+        out.append((sid, f"{key[0]} (part {seen[key]} of {parts[key]})" if parts[key] > 1
+                    else key[0]))
+    return out
+
+
 class Browse:
     """The lookups of one open pack (thread-safe: PackDB serialises its statements)."""
 
@@ -143,8 +159,9 @@ class Browse:
                        position=int(r[7] or 0), chunk=int(r[8] or 0))
 
     def page_sections(self, article_id: str) -> list[tuple[str, str]]:
-        """(id, heading path) of every section of a page, in document order."""
-        return [(r[0], r[1] or "") for r in self.db.read(PAGE_SECTIONS, {"id": article_id})]
+        """(id, heading path) of every section of a page, in document order; the chunks of
+        a long section are told apart (`chunk_labels`)."""
+        return chunk_labels(self.db.read(PAGE_SECTIONS, {"id": article_id}))
 
     def linked_pages(self, article_id: str, direction: str, limit: int = MAX_PAGE
                      ) -> Page:

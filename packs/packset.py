@@ -166,6 +166,10 @@ class PackSet:
                       for w in res.warnings],
             build_id="+".join(p.manifest.build_id for p in self.packs),
             token_usage=usage, filters=first.filters, packs=per_pack,
+            # each pack's own encoder's vector of the question (the offline answer reads
+            # the cited pages and embeds its best passages with each pack's model)
+            question_vector={label: res.question_vector
+                             for label, res in zip(self.labels, results)},
         )
 
     def ask(self, question: str, options: SearchOptions | None = None, *,

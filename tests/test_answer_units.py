@@ -5,14 +5,14 @@ tasks/clean.py, tasks/offline_extract.py, packs/retrieval/scores.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
 
 from packs import text
 from packs.result import RankedSection
-from packs.retrieval import extractive, scores
+from packs.retrieval import extractive, reader, scores
+from packs.retrieval import reader_features as rf
 from packs.retrieval.units import Unit, candidates
 from tasks.clean import clean_markdown
 from tasks.extract.offline import extract_offline
@@ -369,10 +369,15 @@ def test_what_is_it_called_gets_the_sentence_that_introduces_the_term():
              "often. Such methods are _consuming adapters_ because they use it up.")
     question = "What are methods that call next called?"
     assert "term" in extractive.question_types(question)
-    (first,) = extractive.select(question, [text_], max_units=1, rules=extractive.FIRST)
     (now,) = extractive.select(question, [text_], max_units=1)
-    assert "consuming adapters" not in first.unit.display
     assert "consuming adapters" in now.unit.display
+    # The reader's feature for it: a term the unit introduces in italics, asked for.
+    passages = [rf.Passage(text_, rank=0)]
+    units = extractive.units_of(question, passages)
+    x = rf.features(rf.analyse(question), passages, units)
+    col = rf.FEATURES.index("type_term")
+    assert [bool(v) for v in x[:, col]] == ["_consuming adapters_" in text_[u.start:u.end]
+                                             for _, u in units]
 
 
 def test_the_first_versions_rules_still_quote_link_definitions():
@@ -381,19 +386,20 @@ def test_the_first_versions_rules_still_quote_link_definitions():
 
 
 def test_a_best_passage_over_the_word_budget_gives_way_to_a_close_one_that_fits():
-    # A lead-in with its list can run past MAX_WORDS on its own and fill the answer;
-    # when a passage that fits scores within LONG_FLOOR of it, that one is shown instead.
-    long = Unit(0, 10, "leadin", " ".join(["word"] * (extractive.MAX_WORDS + 10)))
+    # A lead-in with its list can run past max_words on its own and fill the answer;
+    # when a passage that fits scores within long_margin of it, that one is shown instead.
+    limits = reader.Limits(margin=1.0, long_margin=0.5)
+    long = Unit(0, 10, "leadin", " ".join(["word"] * (limits.max_words + 10)))
     fits = Unit(20, 30, "sentence", "The root of the index holds `config.json` for Cargo.")
     other = Unit(40, 50, "sentence", "Each package has a file of its own in the index.")
+    units = [(0, long), (0, fits), (0, other)]
 
     def picked(close: float) -> list[Unit]:
-        scored = [extractive.Pick(0, long, 1.0), extractive.Pick(0, fits, close),
-                  extractive.Pick(0, other, 0.6)]
-        return [p.unit for p in extractive._pick(scored, 5, 4, extractive.MAX_WORDS)]
+        ranked = [reader.Scored(0, 1.0), reader.Scored(1, close), reader.Scored(2, 0.4)]
+        return [units[s.index][1] for s in reader.pick(ranked, units, {}, limits)]
 
-    assert picked(extractive.LONG_FLOOR + 0.05) == [fits, other]
-    assert picked(extractive.LONG_FLOOR - 0.1) == [long]  # nothing close: the best, whole
+    assert picked(1.0 - limits.long_margin + 0.05) == [fits, other]
+    assert picked(1.0 - limits.long_margin - 0.1) == [long]  # nothing close: the best, whole
 
 
 def test_an_identifier_most_candidates_write_does_not_choose_the_answer() -> None:
@@ -410,7 +416,7 @@ def test_an_identifier_most_candidates_write_does_not_choose_the_answer() -> Non
              "A custom profile sets the `inherits` key to the profile whose settings it takes."]
     picks = extractive.select(q, texts)
     assert "`inherits`" in picks[0].unit.display
-    assert extractive._rarity(1, 12) == 1.0 > extractive._rarity(6, 12) > extractive._rarity(12, 12)
+    assert rf.rarity(1, 12) == 1.0 > rf.rarity(6, 12) > rf.rarity(12, 12)
 
 
 def test_an_item_that_introduces_a_sub_list_is_quoted_with_it() -> None:
@@ -433,12 +439,21 @@ def test_an_item_that_introduces_a_sub_list_is_quoted_with_it() -> None:
 # --- issue 34, sixth pass: a section's prior from its similarity too ----------------------------
 
 
-def test_a_sections_prior_is_the_better_of_its_rank_and_its_similarity():
+def test_a_sections_features_say_its_rank_and_its_similarity():
     e = math.exp
-    got = extractive.priors([0.5, 0.7, None, 0.6], ranked=2)
-    want = [max(0.5, 0.5 * e(-2)), max(0.25, 0.5), 0.0, 0.5 * e(-1)]
-    assert got == pytest.approx(want)
-    assert extractive.priors([None, None], ranked=2) is None  # rank alone, as select's default
+    passages = [rf.Passage("One sentence here.", similarity=0.5, rank=0),
+                rf.Passage("Two sentence here.", similarity=0.7, rank=1),
+                rf.Passage("Three sentence here.", similarity=None, rank=None),
+                rf.Passage("Four sentence here.", similarity=0.6, rank=None)]
+    units = extractive.units_of("sentence", passages)
+    x = rf.features(rf.analyse("sentence"), passages, units)
+    col = {f: x[:, rf.FEATURES.index(f)] for f in ("prior", "sec_rank", "extra", "sec_sim_rel")}
+    # Issue 34's prior: the better of the rank's and the similarity's.
+    assert col["prior"] == pytest.approx([max(0.5, 0.5 * e(-2)), max(0.25, 0.5), 0.0,
+                                          0.5 * e(-1)], rel=1e-5)
+    assert col["sec_rank"] == pytest.approx([1.0, 0.5, 0.0, 0.0])
+    assert list(col["extra"]) == [0.0, 0.0, 1.0, 1.0]
+    assert col["sec_sim_rel"] == pytest.approx([-0.2, 0.0, rf.NO_SIMILARITY, -0.1], abs=1e-6)
 
 
 def _probe_sections(extra_similarity: float):
@@ -463,10 +478,6 @@ def test_a_similar_section_cited_late_outweighs_the_top_sections_place():
     q = "What restarts a container that stops answering?"
     answer, _, _ = extractive.answer(q, cited, max_units=1)
     assert "liveness probe restarts" in answer
-    # By rank alone the top section's place wins.
-    first = dataclasses.replace(extractive.RULES, similarity_prior=False)
-    answer, _, _ = extractive.answer(q, cited, max_units=1, rules=first)
-    assert "liveness probe restarts" not in answer
 
 
 def test_an_extra_section_far_less_similar_than_the_best_is_not_read():

@@ -352,10 +352,23 @@ def test_tiny_benchmarks_end_to_end(data, tmp_path, prefect_harness, capsys):
     out = capsys.readouterr().out
     assert "(reused" in out and "dev split (3 questions)" in out and "test split (2 questions)" in out
     for label in ("baseline: first sentence of the top section",
-                  "baseline: today's answer (before issue 34)", "product: extractive answer",
+                  "baseline: before issue 34", "baseline: turn-3 product (issue 34 final)",
+                  "product: extractive answer",
                   "ceiling:"):
         assert out.count(label) == 2, label
     assert report.read_text().startswith("# XQuAD (English): gold answer text")
+    # A separate question file on the same pack (a fresh split's format).
+    fresh = tmp_path / "fresh.jsonl"
+    fresh.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"id": "f1", "article": 1, "paragraph": 1, "question": "What keeps honey from going bad?",
+         "answers": ["low water content"], "split": "test"},
+        {"id": "f2", "article": 0, "paragraph": 1, "question": "When did keepers leave?",
+         "answers": ["1998"], "split": "dev"}]))
+    assert xquad_answers.main(["--data", str(data), "--work", str(work), "--questions",
+                               str(fresh), "--split", "test", "--out", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert f"questions: {fresh} (2 rows)" in out and "test split (1 questions)" in out
+    assert "dev split" not in out and "fresh.jsonl" in report.read_text()
 
     work_args = ["--data", str(data), "--work", str(work), "--corpus", "scifact",
                  "--corpus", "xquad"]
@@ -468,8 +481,8 @@ def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
             ("What are the smallest deployable units in Kubernetes?", "definition",
              "concepts/workloads/pods/_index.md", [["Pods"]], "test")]
     questions.write_text("".join(json.dumps({
-        "id": f"q{i}", "question": q, "kind": k, "gold": [g], "answers": a, "split": sp})
-        + "\n" for i, (q, k, g, a, sp) in enumerate(rows)))
+        "id": f"q{i}", "question": q, "kind": k, "gold": [g], "answers": a, "split": sp,
+        "class": "identifier"}) + "\n" for i, (q, k, g, a, sp) in enumerate(rows)))
     report = tmp_path / "doc_answers.md"
     assert doc_answers.main(["--data", str(tmp_path), "--work", str(tmp_path / "work"),
                              "--corpus", "kubernetes", "--questions", str(questions),
@@ -477,6 +490,9 @@ def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
     out = capsys.readouterr().out
     assert "gold strings missing from their gold pages in the pack: none" in out
     assert "kubernetes dev (1 questions)" in out and "kubernetes test (1 questions)" in out
+    assert sum(line.startswith("product by class (gate off): identifier")
+               for line in out.splitlines()) == 2
+    assert out.count("turn-3 product by class (gate off): identifier") == 2
     for label in (*answer_eval.METHODS, "ceiling:"):
         assert out.count(label) == 2, label
     product = next(line for line in out.splitlines()

@@ -276,3 +276,38 @@ def test_cli_single_and_several_packs(two_packs, monkeypatch):
     assert "[kitchen]" in search.output
     bad = runner.invoke(app, ["search", "--pack", str(two_packs["garden"]), "a", "b"])
     assert bad.exit_code == 2
+
+
+def test_the_offline_answer_of_several_packs_reads_what_one_pack_reads(two_packs, monkeypatch):
+    # Issue 47: a PackSet's offline answer read no page sections (no single database), no
+    # pack IDF and no unit similarity. Now each pack's cited pages are read from that pack,
+    # with its own model: one pack asked through a PackSet answers as it does alone.
+    from packs import KnowledgePack
+    from packs.answer import page_sections
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    question = "How often should I check the drip emitters for clogs?"
+    with KnowledgePack.open(two_packs["garden"]) as alone, \
+            PackSet.open([two_packs["garden"]]) as through_set:
+        one = alone.search(question, max_results=1)
+        several = through_set.search(question, max_results=1)
+        assert [s.id for s in several.cited()] == [s.id for s in one.cited()]
+        pages = page_sections(through_set, several)
+        assert pages and [s.id for s in pages] == [s.id for s in page_sections(alone, one)]
+        assert {s.pack for s in pages} == {"garden"}
+        mine = alone.ask(question, max_results=1)
+        theirs = through_set.ask(question, max_results=1)
+    assert theirs["answer"].replace(", garden]", "]") == mine["answer"]
+    assert theirs["reader"] == mine["reader"] and mine["reader"].startswith("reader-")
+
+
+def test_the_offline_answer_embeds_each_packs_passages_with_its_model(packset):
+    from packs.answer import _similarity
+
+    result = packset.search("How long do I knead bread dough?")
+    sections = result.cited()[:2]
+    sims = _similarity(packset, result)(sections, [s.content for s in sections])
+    for s, sim in zip(sections, sims):
+        pack = packset.packs[packset.labels.index(s.pack)]
+        want = pack.embedder.encode_documents([s.content])[0] @ result.question_vector[s.pack]
+        assert abs(float(sim) - float(want)) < 1e-5

@@ -41,16 +41,23 @@ def _target(ex: Explorer, label: str):
     return ex.packset, None
 
 
-def _citations(answer: dict, result: SearchResult) -> tuple[list[dict], dict[int, list[str]]]:
+def _citations(ex: Explorer, label: str | None, answer: dict, result: SearchResult
+               ) -> tuple[list[dict], dict[int, list[str]]]:
     """Each citation with its excerpt (the quote inside its section's text) and anchor;
-    and n → the anchors of n's citations, in marker order."""
-    content = {s.id: s.content for s in result.cited()}
+    and n → the anchors of n's citations, in marker order. A verified quote of a section
+    the search result does not hold (the offline answer also reads the other sections of
+    the cited pages) is shown in that section's text, read from its pack."""
+    content = {s.id: s.content for s in (*result.cited(), *result.related)}
     out: list[dict] = []
     anchors: dict[int, list[str]] = {}
     for i, c in enumerate(answer.get("citations") or []):
         anchor = f"cite-{i}"
         anchors.setdefault(int(c["n"]), []).append(anchor)
-        text = content.get(c.get("section_id") or "")
+        sid = c.get("section_id") or ""
+        text = content.get(sid)
+        if text is None and c.get("verified") and sid:
+            section = ex.get(label or c.get("pack")).pack.browse.section(sid)
+            text = section.content if section is not None else None
         shown = (render.excerpt(text, c.get("start"), c.get("end"))
                  if c.get("verified") and text is not None else None)
         out.append({**c, "anchor": anchor, "excerpt": shown})
@@ -90,7 +97,7 @@ def ask(request: Request) -> HTMLResponse:
                     switch_params={"q": question})
     except SynthesisError as exc:  # Claude refused the request (auth, model): say so
         raise HTTPException(502, f"Claude refused the request: {exc}") from exc
-    citations, anchors = _citations(answer, result)
+    citations, anchors = _citations(ex, label_or_all, answer, result)
     kind, kind_label = KINDS.get(str(answer["query_type"]),
                                  ("other", str(answer["query_type"])))
     context.update(

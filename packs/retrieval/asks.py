@@ -13,15 +13,15 @@ import re
 from packs import text as text_rules
 from packs.retrieval.segment import Unit
 
-__all__ = ["has", "question_types"]
+__all__ = ["has", "parts", "question_types"]
 
 _TYPES: dict[str, re.Pattern[str]] = {
     "person": re.compile(r"\b(who|whom|whose)\b", re.I),
     "place": re.compile(r"\bwhere\b", re.I),
     "number": re.compile(
         r"^\s*when\b|\b(how (many|much|long|old|often|far|large|big|fast|soon|frequently)|"
-        r"what (year|date|time|percentage|percent|number|port|version|size|age|amount)|"
-        r"which (year|date|port|version)|at what)\b", re.I),
+        r"what (year|date|time|percentage|percent|number|port|version|release|size|age|amount)|"
+        r"which (year|date|port|version|release)|since when|at what)\b", re.I),
     "name": re.compile(
         r"\b(which|what|name of)\b[\w\s-]{0,30}?\b(settings?|flags?|options?|fields?|"
         r"commands?|parameters?|arguments?|annotations?|labels?|keys?|variables?|"
@@ -95,3 +95,36 @@ def has(kind: str, u: Unit, raw: str, asked: set[str], term_bonus: bool = True) 
     if kind == "default":
         return _DEFAULT.search(u.display) is not None
     return u.kind == "leadin" and "\n- " in u.display
+
+
+# Where a question asks a second thing: ", and which ...", "; how ...", " and why ...".
+_SECOND = re.compile(
+    r"(?:,\s*and|;|,\s*but|\band)\s+(?=(?:what|which|how|why|where|when|who|whose|whom|"
+    r"does|do|did|is|are|was|were|can|could|should|will|would|must|may|in which|"
+    r"on which|at what|for which|to which)\b)", re.I)
+# "the difference between A and B", "A vs B", "compare A and/with B".
+_PAIR = re.compile(r"\b(?:difference|differences) between (.+?) and (.+?)\s*[?.!]*$|"
+                   r"^(?:.*?\b)?(?:compare|comparing) (.+?) (?:and|with|to) (.+?)\s*[?.!]*$|"
+                   r"^(.+?)\s+(?:vs\.?|versus)\s+(.+?)\s*[?.!]*$", re.I)
+
+
+def parts(question: str) -> list[str]:
+    """The things a question asks about when it asks about two or more, each as a question
+    of its own ("Which field removes a finished Job, and which field says how many failed
+    Jobs to keep?" → its two halves; "What is the difference between a liveness and a
+    readiness probe?" → "a liveness probe", "a readiness probe"); [] for a question about
+    one thing. A part needs two words of its own that are not stop words (one, of a pair)."""
+    m = _PAIR.search(question)
+    if m:
+        a, b = [g for g in m.groups() if g is not None][:2]
+        head = b.split()[-1] if b.split() else ""
+        if len(a.split()) < len(b.split()) and head and head.lower() not in a.lower():
+            a = f"{a} {head}"  # "a liveness [probe] and a readiness probe"
+        found = [a, b]
+    else:
+        cuts = [0, *(m.start() for m in _SECOND.finditer(question)), len(question)]
+        found = [question[i:j].strip(" ,;") for i, j in zip(cuts, cuts[1:])]
+        found = [_SECOND.sub("", f, count=1).strip() if k else f for k, f in enumerate(found)]
+    least = 1 if m else 2
+    found = [f for f in found if len(set(text_rules.terms(f))) >= least]
+    return found if len(found) >= 2 else []

@@ -36,6 +36,7 @@ PARAGRAPH_WORDS = 60
 LEADIN_WORDS = 90
 ITEM_HEAD = 10  # words of an item shown in a lead-in's `brief`
 MAX_CODE_LINES = 5  # longer code blocks are never chosen whole (only after a lead-in)
+LONG_WORDS = 60  # a longer lead-in is read as its brief; a longer unit crowds out others
 
 _INTRODUCED = ("item", "row", "code")  # what a lead-in is quoted with
 _LEADIN_END = re.compile(r":[*_`\"')\]]*$")

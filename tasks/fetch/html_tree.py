@@ -1,12 +1,15 @@
 """HTML trees before trafilatura reads them, and the title of a page (tasks/fetch/parse.py).
 
-Fix-ups that keep what trafilatura would lose or garble: code blocks with line numbers
+Fix-ups that keep what trafilatura would lose or garble: a page served as an HTML fragment
+read as the main content of a document (`as_document`), code blocks with line numbers
 unwrapped, bare <pre> wrapped as code, a definition list's term joined to its definition,
 empty anchors dropped; and `title`: the page's own title, not its site's or its chrome's.
 """
 
 from __future__ import annotations
 
+import html as html_lib
+import json
 import re
 from urllib.parse import urljoin
 
@@ -38,6 +41,36 @@ def title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str 
             return guess
     site = _SITE_SUFFIX.fullmatch(names)  # "cargo build - The Cargo Book": the page's part
     return (site.group(1) if site else names) or _fallback_title(tree)
+
+
+# A fragment's front matter, a JSON object in a comment that opens it (Go's site:
+# <!--{ "Title": "Effective Go", "Template": true }-->).
+_FRONT_MATTER = re.compile(r"\A\s*<!--\s*(\{.*?\})\s*-->", re.S)
+_DOCUMENT_TAG = re.compile(r"<(html|head|body)[\s>/]", re.I)
+
+
+def as_document(html: str) -> str:
+    """`html` as a whole document. A page served as a fragment (no <html>, <head> or
+    <body>: a front-matter comment, a <style> block, then <h2> sections, as a site's
+    templates would wrap it) becomes the body of one, its content in a <main> and its
+    front matter's "Title" (or "title") as its <title>: trafilatura reads a page whose
+    headings sit directly in <body> as loose text and drops every heading, so each
+    fragment page came out as one section. A document comes back as it is."""
+    if _DOCUMENT_TAG.search(html):
+        return html
+    name = None
+    m = _FRONT_MATTER.match(html)
+    if m:
+        try:
+            meta = json.loads(m.group(1))
+        except json.JSONDecodeError:
+            meta = None
+        if isinstance(meta, dict):
+            found = meta.get("Title", meta.get("title"))
+            name = found.strip() if isinstance(found, str) and found.strip() else None
+        html = html[m.end():]
+    head = f"<title>{html_lib.escape(name)}</title>" if name else ""
+    return f"<html><head>{head}</head><body><main>{html}</main></body></html>"
 
 
 def base_href(tree: lxml.html.HtmlElement, url: str) -> str:

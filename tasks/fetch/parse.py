@@ -21,6 +21,7 @@ from lxml import etree
 from packs.markdown import Fence, line_kinds
 from tasks.fetch.html_tree import (
     PERMALINK_TEXT,
+    as_document,
     base_href,
     drop_empty_anchors,
     join_definitions,
@@ -208,7 +209,7 @@ def html_to_markdown(html: str | bytes, url: str) -> tuple[str | None, str, list
 
 def _html_to_markdown(html: str, url: str) -> tuple[str | None, str, list[str]]:
     try:
-        tree = lxml.html.document_fromstring(html)
+        tree = lxml.html.document_fromstring(as_document(html))
     except (etree.ParserError, ValueError):
         return None, "", []
     import trafilatura  # here, not at module level: a no-change rebuild never parses HTML

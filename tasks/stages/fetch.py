@@ -35,8 +35,9 @@ from tasks.stages.common import (
 
 NAME = "fetch"
 # v2: Markdown loses empty anchors (<a id="old"></a>) before its first heading; v3: an HTML
-# definition list keeps each term with its definition, and loses its empty anchors
-VERSION = "fetch-v3"
+# definition list keeps each term with its definition, and loses its empty anchors; v4: a
+# page served as an HTML fragment is read as a document's main content (keeps its headings)
+VERSION = "fetch-v4"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,

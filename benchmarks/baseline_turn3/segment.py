@@ -1,0 +1,191 @@
+"""A frozen copy of packs/retrieval/segment.py as it was before issue 47 (main at b327fa3,
+issue 34's final offline answer, "turn 3"), kept only as the "turn-3 product" baseline of
+benchmarks/doc_answers.py and benchmarks/xquad_answers.py (benchmarks/answer_eval.py).
+Not used by the product; do not change it (a changed baseline is no baseline).
+
+The original docstring follows.
+
+Segments of a section's Markdown: the units an offline answer is built from
+(packs/retrieval/units.py chooses among them).
+
+`segment(text)` reads the text as blocks, then sentences, keeping every unit as a
+(start, end) span of the text, so a quoted unit is also its own citation quote:
+- a fenced code block is one unit (`code`); a heading line is a unit never quoted;
+- a table row is a unit (`row`; the header row and the `|---|` line are not), shown as
+  "header: cell; ..." so it reads without the table;
+- a list item (with its indented continuation lines) is split into sentences of its own,
+  so items are never run together (`item`); so is a definition-list entry (a term line,
+  then a line starting with ": ");
+- a link reference definition line ("[label]: url") is no unit (the page does not show it);
+- a paragraph is split at sentence ends (packs/text.py: never at a soft line break or an
+  abbreviation, never inside `code`), and always at a hard break (two trailing spaces or a
+  backslash);
+- inside a blockquote ("> Note: ... add this:" then "> ```toml"), each line is read without
+  its "> " marker, so a quoted fence, list or table is one as well, and a ">" line alone
+  ends a paragraph as a blank line does.
+Each unit carries the index of its block (a paragraph, an item, a code block, a row) and of
+its group (a paragraph, a whole list, a table, a code block).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packs import text as text_rules
+from packs.markdown import heading, list_marker, opening_fence
+
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_QUOTE_MARK = re.compile(r"^\s*>\s?", re.M)
+_DEFINITION = re.compile(r"^\s{0,3}:\s")
+# A Markdown link reference definition ("[label]: url"): the page does not show it.
+_LINK_DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*\S+(\s+[\"'(].*)?\s*$")
+
+
+@dataclass(frozen=True)
+class Unit:
+    start: int
+    end: int
+    kind: str  # sentence | item | row | code | heading | paragraph | leadin
+    display: str  # the text as the answer shows it (one line; code keeps its lines)
+    block: int = 0  # the paragraph, item, code block or row it belongs to
+    group: int = 0  # the paragraph, list, table or code block it belongs to
+    inner: str = ""  # a lead-in: the kind of what it introduces (item, row, code, sentence)
+    # A lead-in with a list or table: the same with each item's or row's head only, and
+    # (on that brief) each item's or row's (text, head).
+    brief: Unit | None = None
+    items: tuple[tuple[str, str], ...] = ()
+
+
+def _lines(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, quoted) of each line, its start after a blockquote marker ("> ")."""
+    out, pos = [], 0
+    for line in text.split("\n"):
+        m = _QUOTE_MARK.match(line)
+        out.append((pos + (m.end() if m else 0), pos + len(line), m is not None))
+        pos += len(line) + 1
+    return out
+
+
+def one_line(text: str) -> str:
+    """A unit's text as one line, blockquote markers dropped."""
+    return text_rules.one_line(_QUOTE_MARK.sub("", text))
+
+
+def _row_cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+class _Segmenter:
+    """The state of one pass of `segment` over a text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.units: list[Unit] = []
+        self.para: list[tuple[int, int]] = []  # lines of the open paragraph or list item
+        self.para_kind = "sentence"
+        self.block = self.group = 0
+        self.header: list[str] | None = None
+        self.last_kind = ""
+
+    def _next(self, kind: str) -> None:
+        """A new block; a new group unless it continues a list or a table."""
+        self.block += 1
+        if not (kind == self.last_kind and kind in ("item", "row")):
+            self.group += 1
+        self.last_kind = kind
+
+    def add(self, start: int, end: int, kind: str, display: str) -> None:
+        self.units.append(Unit(start, end, kind, display, self.block, self.group))
+
+    def flush(self) -> None:
+        if not self.para:
+            return
+        text, kind = self.text, self.para_kind
+        a, b = self.para[0][0], self.para[-1][1]
+        if kind == "item":
+            marker = list_marker(text[a:self.para[0][1]])
+            a += marker.end() if marker else 0
+        if text[a:b].endswith("\\"):  # a hard line break, not part of the text
+            b -= 1
+        self._next(kind)
+        for s, e in text_rules.sentence_spans(text, a, b):
+            self.add(s, e, kind, one_line(text[s:e]))
+        self.para = []
+
+    def row(self, i: int, lines: list[tuple[int, int, bool]]) -> None:
+        text = self.text
+        a, b, _ = lines[i]
+        line = text[a:b]
+        if _TABLE_RULE.match(line):
+            return
+        if self.header is None and i + 1 < len(lines) and _TABLE_RULE.match(
+                text[lines[i + 1][0]:lines[i + 1][1]]):
+            self.header = _row_cells(line)
+            self.last_kind = ""  # a new table starts a new group
+            return
+        cells = _row_cells(line)
+        shown = "; ".join(f"{h}: {c}" if h else c
+                          for h, c in zip(self.header or [""] * len(cells), cells) if c)
+        self._next("row")
+        self.add(*text_rules.trim_span(text, a, b), "row", shown)
+
+
+def segment(text: str, links: bool = False) -> list[Unit]:
+    """The units of a section's Markdown text, in order (see the module docstring);
+    `links`: keep link reference definitions as text (how issue 34's first version read
+    them, for benchmarks that score it)."""
+    seg = _Segmenter(text)
+    lines = _lines(text)
+    i = 0
+    while i < len(lines):
+        a, b, quoted = lines[i]
+        line = text[a:b]
+        fence = opening_fence(line)
+        if fence:
+            seg.flush()
+            j = i + 1
+            while j < len(lines) and not fence.closed_by(text[lines[j][0]:lines[j][1]]):
+                j += 1
+            body = lines[i + 1:j]
+            if body:
+                ca, cb = text_rules.trim_span(text, body[0][0], body[-1][1])
+                if ca < cb:
+                    seg._next("code")
+                    shown = text[ca:cb]
+                    if quoted:  # the code without the quote's markers
+                        shown = "\n".join(text[max(x, ca):min(y, cb)] for x, y, _ in body
+                                          if y >= ca and x <= cb)
+                    seg.add(ca, cb, "code", shown)
+            i = j + 1
+            continue
+        if not line.strip():
+            seg.flush()
+            seg.header = None
+            if seg.last_kind == "row":
+                seg.last_kind = ""
+        elif heading(line):
+            seg.flush()
+            seg._next("heading")
+            seg.add(*text_rules.trim_span(text, a, b), "heading", line.strip("# \t"))
+        elif not links and _LINK_DEFINITION.match(line):
+            seg.flush()
+        elif _TABLE_ROW.match(line):
+            seg.flush()
+            seg.row(i, lines)
+        elif list_marker(line):
+            seg.flush()
+            seg.para_kind = "item"
+            seg.para = [(a, b)]
+        else:
+            if not seg.para:
+                seg.para_kind = "sentence"
+            elif len(seg.para) == 1 and _DEFINITION.match(line):
+                seg.para_kind = "item"  # "term" then ": definition": a definition list
+            seg.para.append((a, b))
+            if line.endswith(("  ", "\\")):  # a hard line break ends the unit
+                seg.flush()
+        i += 1
+    seg.flush()
+    return seg.units

@@ -1,0 +1,178 @@
+"""The reader's training data: the dev questions of each corpus, searched once on its
+benchmark pack, read as the product reads them (benchmarks/train_reader.py fits on them).
+
+Dev rows only (the blind test splits are never read here):
+    kubernetes  benchmarks/data/k8s_answers.jsonl, split dev (with the round-5 rows retired
+                into dev and the 45 dev questions with a class written for issue 47)
+    rust-book   rust_answers.jsonl, split dev (its round-5 rows are spent)
+    cargo-book  cargo_answers.jsonl, split dev (every row: its test split was retired)
+    xquad       articles 0-23 (benchmarks/xquad.py DEV_ARTICLES)
+
+For each question: one search with the default pipeline and the gate off, the cited
+sections and the other sections of their pages (packs/answer.py page_sections), the
+passages and units the offline answer reads (packs/retrieval/extractive.py), their
+FEATURES (packs/retrieval/reader_features.py), every unit's cosine similarity to the
+question with the pack's own encoder (embedded once per distinct text, kept in a cache
+file), and its label: which of the question's gold groups its bullet contains. A corpus's
+questions are cached under the work folder, keyed by the pack's build, the questions and
+the source of the modules that read them, so a second run only loads them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import answer_eval, common, corpora, xquad
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPORA = ("kubernetes", "rust-book", "cargo-book", "xquad")
+FILES = {"kubernetes": "k8s_answers.jsonl", "rust-book": "rust_answers.jsonl",
+         "cargo-book": "cargo_answers.jsonl"}
+READ_BY = ("packs/text.py", "packs/retrieval/segment.py", "packs/retrieval/units.py",
+           "packs/retrieval/asks.py", "packs/retrieval/reader_features.py",
+           "packs/retrieval/extractive.py", "packs/answer.py", "benchmarks/reader_data.py")
+
+
+@dataclass
+class Item:
+    """One dev question as the reader sees it."""
+
+    id: str
+    corpus: str
+    group: str  # the page it was written on (k-fold by page)
+    question: str
+    golds: list  # groups of alternatives
+    kind: str
+    x: np.ndarray  # FEATURES per unit
+    sims: np.ndarray  # each unit's cosine similarity to the question
+    labels: np.ndarray  # per unit: how many gold groups its bullet contains
+    hits: list = field(default_factory=list)  # per unit: the indices of those groups
+    texts: list = field(default_factory=list)  # per unit: its bullet's text
+    units: list = field(default_factory=list)  # (passage index, Unit)
+    weights: dict = field(default_factory=dict)  # the question's term weights
+    gated: bool = False  # the calibrated gate's verdict on the same search
+    baselines: dict = field(default_factory=dict)  # label → answer text (answer_eval)
+    parts: list = field(default_factory=list)  # FEATURES per unit for each part it asks
+
+    def part_labels(self) -> list[np.ndarray]:
+        """Per part, which units hold its gold group, when the question has a group per
+        part (written in the order it asks them); [] otherwise."""
+        if len(self.parts) != len(self.golds):
+            return []
+        return [np.asarray([float(g in h) for h in self.hits], dtype=np.float32)
+                for g in range(len(self.golds))]
+
+
+def dev_rows(name: str) -> list[dict]:
+    """The dev rows of a documentation corpus (split "dev": never a test or spent row), as
+    {"id", "question", "golds", "group", "kind"}; `kind` is the row's class (identifier,
+    paraphrase, two-page) when it has one."""
+    rows = corpora.load_rows(corpora.DATA_DIR / FILES[name])
+    return [{"id": r["id"], "question": r["question"], "golds": r["answers"],
+             "group": r["gold"][0], "kind": r.get("class") or r["kind"]}
+            for r in rows if r["split"] == "dev"]
+
+
+def xquad_rows(data: Path) -> list[dict]:
+    articles = xquad.load(data / "qa" / "xquad")
+    out = []
+    for n, a in enumerate(articles[:xquad.DEV_ARTICLES]):
+        for p in a["paragraphs"]:
+            for qa in p["qas"]:
+                out.append({"id": qa["id"], "question": qa["question"],
+                            "golds": [[x["text"] for x in qa["answers"]]],
+                            "group": f"xquad/{n}", "kind": "xquad"})
+    return out
+
+
+def _source_hash() -> str:
+    h = hashlib.sha256()
+    for rel in READ_BY:
+        h.update((ROOT / rel).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def read_question(pack, row: dict, corpus: str, vectors: dict) -> Item:
+    """Search `row`'s question once and read it as the product's offline answer does."""
+    from benchmarks.baseline_turn3 import extractive as baseline
+    from packs.answer import _idf, _part_similarity, page_sections
+    from packs.retrieval import asks, extractive
+    from packs.retrieval import reader_features as rf
+    from packs.retrieval.reader import embedded_text
+
+    result = pack.search(row["question"], use_cache=False, gate_threshold=-1.0)
+    sections, passages = extractive.passages_of(result.cited(), page_sections(pack, result))
+    units = extractive.units_of(row["question"], passages)
+    idf = _idf(pack)
+    q = rf.analyse(row["question"])
+    x = rf.features(q, passages, units, idf)
+    texts = [extractive.bullet(row["question"], u, passages[i].content[u.start:u.end],
+                               passages[i]) for i, u in units]
+    hits = [[g for g, group in enumerate(row["golds"]) if answer_eval.contains(t, [group])]
+            for t in texts]
+    embedded = [embedded_text(u) for _, u in units]
+    todo = list(dict.fromkeys(t for t in embedded if t not in vectors))
+    if todo:  # sentence-transformers: the vectors of the pack's encoder, faster here
+        prefix = pack.embedder.spec.document_prefix
+        found = common._sentence_transformer(pack.manifest.embedding.model).encode(
+            [prefix + t for t in todo], batch_size=64, normalize_embeddings=True)
+        for t, v in zip(todo, found):
+            vectors[t] = np.asarray(v, dtype=np.float16)
+    qvec = np.asarray(result.question_vector, dtype=np.float32)
+    sims = np.asarray([float(vectors[t].astype(np.float32) @ qvec) for t in embedded],
+                      dtype=np.float32)
+    weights = rf.term_weights(row["question"], [rf.unit_terms_of(u) for _, u in units], idf)
+    cited = result.cited()
+    turn3 = answer_eval.body(baseline.answer(row["question"], cited, pack_idf=baseline.idf_of(
+        pack.vocabulary()), extra=page_sections(pack, result))[0]) if cited else ""
+    first = baseline.first_sentence(cited[0].content) if cited else ""
+    part_sims = _part_similarity(pack, result)
+    parts = [rf.features(rf.analyse(p, row["question"]),
+                         extractive.part_passages(passages, part_sims(sections, p)), units, idf)
+             for p in asks.parts(row["question"])]
+    return Item(row["id"], corpus, row["group"], row["question"], row["golds"], row["kind"],
+                x, sims, np.asarray([len(h) for h in hits], dtype=np.float32), hits, texts,
+                units, weights, not result.gate.get("calibrated_passed", True),
+                {"first sentence": first, "turn-3 product": turn3}, parts)
+
+
+def load(name: str, data: Path, work: Path, log=print, rows: list[dict] | None = None
+         ) -> list[Item]:
+    """The Items of corpus `name` (built or cached packs under `work`; cached Items)."""
+    from packs import KnowledgePack
+
+    if name == "xquad":
+        articles = xquad.load(data / "qa" / "xquad")
+        built = common.build_cached("xquad", xquad.pages(articles), work,
+                                            description="XQuAD English (evaluation benchmark)")
+        rows = rows if rows is not None else xquad_rows(data)
+    else:
+        built = corpora.load(data, name, work).built
+        rows = rows if rows is not None else dev_rows(name)
+    key = hashlib.sha256(repr((str(built.pack_dir), (built.pack_dir / "current").read_text(),
+                               [(r["id"], r["question"], r["golds"]) for r in rows],
+                               _source_hash())).encode()).hexdigest()[:16]
+    cache = work / "reader-cache" / f"{name}-{key}.pkl"
+    if cache.is_file():
+        items = pickle.loads(cache.read_bytes())
+        log(f"{name}: {len(items)} dev questions (cached {cache.name})")
+        return items
+    vec_file = work / "reader-cache" / f"{name}-vectors.pkl"
+    vectors = pickle.loads(vec_file.read_bytes()) if vec_file.is_file() else {}
+    items, t0 = [], time.perf_counter()
+    with KnowledgePack.open(built.pack_dir) as pack:
+        for k, row in enumerate(rows, start=1):
+            items.append(read_question(pack, row, name, vectors))
+            if k % 25 == 0 or k == len(rows):
+                log(f"  {name}: {k}/{len(rows)} questions read, {len(vectors)} unit "
+                    f"vectors, {time.perf_counter() - t0:.0f} s")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    vec_file.write_bytes(pickle.dumps(vectors))
+    cache.write_bytes(pickle.dumps(items))
+    return items

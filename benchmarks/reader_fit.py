@@ -1,0 +1,163 @@
+"""Fitting the reader's two models on dev Items (benchmarks/reader_data.py), numpy only, and
+the answers a fitted reader gives them (benchmarks/train_reader.py runs both).
+
+Each model is a conditional logit: the scores of one question's units go through a
+softmax, and the fit maximises the probability it gives the units whose bullet contains a
+gold group (soft targets: a unit with two groups counts twice), with an L2 penalty, by
+Newton's method with a backtracking line search. Features are standardised on the
+training units first (their mean and spread ship with the weights). Each corpus weighs
+the same in the fit, whatever its number of questions, so XQuAD's 600 do not drown the
+documentation sets. A question about several things (packs/retrieval/asks.py `parts`)
+whose gold groups follow its parts also teaches each part's ranking to find its group. The
+second model is fitted on each question's `top_n` units by the first (what it will see at
+query time), with their similarity to the question added.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from benchmarks import answer_eval
+from packs.retrieval import asks, reader
+from packs.retrieval import reader_features as rf
+
+
+def _stack(blocks: list[np.ndarray], targets: list[np.ndarray], weights: list[float]):
+    x = np.vstack(blocks).astype(np.float64)
+    t = np.concatenate(targets).astype(np.float64)
+    sizes = np.asarray([len(b) for b in blocks])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    qid = np.repeat(np.arange(len(blocks)), sizes)
+    return x, t, starts, qid, np.asarray(weights, dtype=np.float64)
+
+
+def _softmax(s: np.ndarray, starts: np.ndarray, qid: np.ndarray) -> np.ndarray:
+    top = np.maximum.reduceat(s, starts)
+    e = np.exp(s - top[qid])
+    return e / np.add.reduceat(e, starts)[qid]
+
+
+def fit_logit(blocks: list[np.ndarray], targets: list[np.ndarray], weights: list[float],
+              l2: float, names: Sequence[str], iters: int = 40) -> reader.Model:
+    """A Model over `names` fitted on per-question feature blocks and targets (each target
+    sums to 1) with per-question `weights`."""
+    x, t, starts, qid, c = _stack(blocks, targets, weights)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = (x - mean) / scale
+    w = np.zeros(z.shape[1])
+    cq = c[qid]
+
+    def loss(w: np.ndarray) -> float:
+        p = _softmax(z @ w, starts, qid)
+        return float(-(cq * t * np.log(np.clip(p, 1e-300, None))).sum() + 0.5 * l2 * w @ w)
+
+    current = loss(w)
+    for _ in range(iters):
+        p = _softmax(z @ w, starts, qid)
+        grad = z.T @ (cq * (p - t)) + l2 * w
+        m = np.add.reduceat(p[:, None] * z, starts)  # per question: E_p[x]
+        hess = (z * (cq * p)[:, None]).T @ z - (m * c[:, None]).T @ m + l2 * np.eye(len(w))
+        step = np.linalg.solve(hess, grad)
+        size = 1.0
+        while size > 1e-4:
+            trial = loss(w - size * step)
+            if trial <= current:
+                break
+            size /= 2
+        else:
+            break
+        w, done = w - size * step, current - trial < 1e-7 * max(abs(current), 1.0)
+        current = trial
+        if done:
+            break
+    return reader.Model(tuple(names), mean, scale, w)
+
+
+def _corpus_weights(items: Sequence) -> list[float]:
+    n = Counter(it.corpus for it in items)
+    k = len(n)
+    return [len(items) / (k * n[it.corpus]) for it in items]
+
+
+def _targets(labels: np.ndarray) -> np.ndarray:
+    return labels / labels.sum()
+
+
+def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True
+        ) -> reader.Reader:
+    """The reader fitted on `items` (questions with no unit that holds a gold group teach
+    nothing and are left out)."""
+    usable = [it for it in items if it.labels.sum() > 0]
+    w = _corpus_weights(usable)
+    # Each question, and each part of a question about several things whose gold groups
+    # follow its parts (the part's own ranking must find its group).
+    cases = [(it, x, labels, wq) for it, wq in zip(usable, w)
+             for x, labels in [(it.x, it.labels), *zip(it.parts, it.part_labels())]
+             if labels.sum() > 0]
+    first = fit_logit([x for _, x, _, _ in cases], [_targets(lab) for _, _, lab, _ in cases],
+                      [wq for *_, wq in cases], l2, rf.FEATURES)
+    model = reader.Reader("fit", first, None, limits)
+    if not second:
+        return model
+    blocks, targets, weights = [], [], []
+    for it, x, labels, wq in cases:
+        top = [s.index for s in reader.ranked(model, x, it.units)[:limits.top_n]]
+        if labels[top].sum() == 0:
+            continue
+        blocks.append(np.hstack([x[top], rf.similarity_features(it.sims[top])]))
+        targets.append(_targets(labels[top]))
+        weights.append(wq)
+    two = fit_logit(blocks, targets, weights, l2, (*rf.FEATURES, *rf.SIM_FEATURES))
+    return reader.Reader("fit", first, two, limits)
+
+
+def answer_of(model: reader.Reader, it) -> str:
+    """The answer the reader gives Item `it` (its bullets, each with a marker)."""
+    picks = reader.choose(model, it.x, it.units, it.weights, lambda ks: it.sims[ks], it.parts,
+                          listing="list" in asks.question_types(it.question))
+    return "\n".join(f"- {it.texts[s.index]} [1]" for s in picks)
+
+
+def scores(answers: Sequence[str], items: Sequence) -> dict[str, list[float]]:
+    """Per question: containment with the gate off and on, and words."""
+    off = [float(answer_eval.contains(a, it.golds)) for a, it in zip(answers, items)]
+    return {"gate off": off, "gate on": [h * (not it.gated) for h, it in zip(off, items)],
+            "words": [float(len(a.split())) for a in answers]}
+
+
+def summary(values: dict[str, list[float]]) -> dict[str, str]:
+    return {"gate on": answer_eval.cell(values["gate on"]),
+            "gate off": answer_eval.cell(values["gate off"]),
+            "words": f"{statistics.fmean(values['words']):.1f}" if values["words"] else "-"}
+
+
+def folds_by_page(items: Sequence, k: int, seed: int = 0) -> list[int]:
+    """A fold (0..k-1) per item: the pages (groups) of each corpus dealt to the folds in a
+    seeded random order, so no page has questions on both sides."""
+    rng = np.random.default_rng(seed)
+    fold_of: dict[tuple[str, str], int] = {}
+    for corpus in sorted({it.corpus for it in items}):
+        pages = sorted({it.group for it in items if it.corpus == corpus})
+        for j, page in enumerate(rng.permutation(pages)):
+            fold_of[(corpus, str(page))] = j % k
+    return [fold_of[(it.corpus, it.group)] for it in items]
+
+
+def cross_validate(items: Sequence, split: list, l2: float, limits: reader.Limits,
+                   second: bool = True) -> list[str]:
+    """Each item's answer by a reader fitted on the items of the other parts of `split`
+    (a part label per item)."""
+    out: list[str | None] = [None] * len(items)
+    for part in sorted(set(split)):
+        train = [it for it, s in zip(items, split) if s != part]
+        model = fit(train, l2, limits, second)
+        for j, (it, s) in enumerate(zip(items, split)):
+            if s == part:
+                out[j] = answer_of(model, it)
+    return [a or "" for a in out]

@@ -1,0 +1,297 @@
+"""The learned reader: which answer units of the retrieved sections answer the question.
+
+Two small linear models, fitted on the dev questions of several corpora by
+benchmarks/train_reader.py, whose weights ship as data beside this module
+(reader_weights.json, read with the standard library and numpy):
+
+1. every unit of the sections (packs/retrieval/units.py) gets the FEATURES of
+   packs/retrieval/reader_features.py, standardised, and a score: the weights' dot
+   product (a conditional logit: the scores of one question's units are compared with
+   each other only);
+2. the `top_n` best are embedded with the pack's own encoder (`similarity`, when given:
+   their cosine similarities to the question), and scored again with those added
+   (SIM_FEATURES).
+
+`pick` then takes the best (for a question about several things, the best `lead_depth`
+units of each thing's own ranking first, in turn), and after it each unit whose score
+(plus `cover` times the share of the question's term weight it adds to what is already
+picked) is within `margin` of the best's, while they fit the limits: `max_units`,
+`per_section`, `max_words` (`multi_units` and `multi_words` for a question about several
+things; a first unit over the budget gives way to one that fits and
+scores within `long_margin`), no unit overlapping another or repeating its text. Units are
+quoted whole, never cut. The version recorded with an answer (`Reader.version`) is the file's own
+`version` and its sha256, so an answer says which weights chose its passages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from packs.retrieval import reader_features as rf
+from packs.retrieval.units import LONG_WORDS, Unit
+
+WEIGHTS_FILE = Path(__file__).with_name("reader_weights.json")
+
+
+class ReaderWeightsError(ValueError):
+    """The reader's weights file is missing, unreadable or for other features."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """A linear score over named, standardised features."""
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        if not len(x):
+            return np.zeros(0, dtype=np.float64)
+        return ((x - self.mean) / self.scale) @ self.weights
+
+    def to_json(self) -> dict:
+        return {"features": list(self.features), "mean": self.mean.round(6).tolist(),
+                "scale": self.scale.round(6).tolist(),
+                "weights": self.weights.round(6).tolist()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Model:
+        arrays = [np.asarray(d[k], dtype=np.float64) for k in ("mean", "scale", "weights")]
+        n = len(d["features"])
+        if any(a.shape != (n,) for a in arrays):
+            raise ReaderWeightsError(f"a model of {n} features has arrays of other lengths")
+        return cls(tuple(d["features"]), *arrays)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How many units an answer takes and how they are chosen (see the module docstring)."""
+
+    top_n: int = 12
+    margin: float = 2.0
+    cover: float = 1.0
+    lead_depth: int = 2  # units taken first from each part's ranking
+    multi_units: int = 6  # a question about several things: at most this many units ...
+    multi_words: int = 160  # ... within this many words
+    long_margin: float = 0.5
+    max_units: int = 5
+    per_section: int = 4
+    max_words: int = 120
+
+
+@dataclass(frozen=True)
+class Reader:
+    version: str
+    first: Model
+    second: Model | None
+    limits: Limits
+
+    def to_json(self, name: str, trained: dict) -> dict:
+        return {"version": name, "features_version": rf.READER_FEATURES_VERSION,
+                "first": self.first.to_json(),
+                "second": self.second.to_json() if self.second else None,
+                "limits": vars(self.limits), "trained": trained}
+
+
+def parse(raw: bytes) -> Reader:
+    """A Reader from the bytes of a weights file; ReaderWeightsError when it does not fit
+    this code's features."""
+    try:
+        d = json.loads(raw)
+        if d.get("features_version") != rf.READER_FEATURES_VERSION:
+            raise ReaderWeightsError(
+                f"weights for {d.get('features_version')!r}, this code computes "
+                f"{rf.READER_FEATURES_VERSION!r}: retrain (benchmarks/train_reader.py)")
+        first = Model.from_json(d["first"])
+        second = Model.from_json(d["second"]) if d.get("second") else None
+        limits = Limits(**d.get("limits", {}))
+    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ReaderWeightsError(f"unreadable reader weights: {exc}") from exc
+    if first.features != rf.FEATURES or (
+            second is not None and second.features != (*rf.FEATURES, *rf.SIM_FEATURES)):
+        raise ReaderWeightsError("the weights name other features than reader_features.py")
+    return Reader(f"{d['version']}/{hashlib.sha256(raw).hexdigest()[:12]}", first, second,
+                  limits)
+
+
+@functools.lru_cache(maxsize=4)
+def load(path: Path = WEIGHTS_FILE) -> Reader:
+    """The reader of a weights file (the shipped one by default), read once."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ReaderWeightsError(f"cannot read the reader's weights {path}: {exc}") from exc
+    return parse(raw)
+
+
+@dataclass(frozen=True)
+class Scored:
+    index: int  # into the units given to `rank`
+    score: float
+
+
+# (passage index of each text, the texts) → each text's cosine similarity to the question,
+# embedded with the encoder of the pack the passage comes from.
+Similarity = Callable[[Sequence[int], list[str]], np.ndarray]
+EMBED_WORDS = 64  # a unit is embedded by its first words (a long list costs no more)
+
+
+def embedded_text(u: Unit) -> str:
+    """What of a unit is embedded for its similarity to the question."""
+    return " ".join(u.display.split()[:EMBED_WORDS])
+
+
+def rank(reader: Reader, q: rf.Question, passages: Sequence[rf.Passage],
+         units: Sequence[tuple[int, Unit]], pack_idf: Callable[[str], float] | None = None,
+         similarity: Similarity | None = None) -> list[Scored]:
+    """The units best first: all of them by the first model, or (with `similarity`) the
+    first model's `top_n` by the second. Ties go to the earlier section, then the earlier
+    unit."""
+    x = rf.features(q, passages, units, pack_idf)
+    return ranked(reader, x, units, memo(similarity, units))
+
+
+def memo(similarity: Similarity | None, units: Sequence[tuple[int, Unit]]
+         ) -> Callable[[list[int]], np.ndarray] | None:
+    """`similarity` on unit indices, each unit embedded once however often it is asked."""
+    if similarity is None:
+        return None
+    known: dict[int, float] = {}
+
+    def sims(ks: list[int]) -> np.ndarray:
+        todo = [k for k in dict.fromkeys(ks) if k not in known]
+        if todo:
+            found = similarity([units[k][0] for k in todo],
+                               [embedded_text(units[k][1]) for k in todo])
+            known.update(zip(todo, (float(v) for v in found)))
+        return np.asarray([known[k] for k in ks], dtype=np.float32)
+    return sims
+
+
+def choose(reader: Reader, x: np.ndarray, units: Sequence[tuple[int, Unit]],
+           weights: dict[str, float], sims: Callable[[list[int]], np.ndarray] | None = None,
+           parts: Sequence[np.ndarray] = (), limits: Limits | None = None,
+           listing: bool = False) -> list[Scored]:
+    """The units an answer quotes, in order: with `parts` (the FEATURES of the units for
+    each thing the question asks about, packs/retrieval/asks.py `parts`), the best unit
+    for each part first, then the best for the whole question (`pick`)."""
+    limits = limits or reader.limits
+    leads = [ranked(reader, xp, units, sims) for xp in parts]
+    if leads:
+        limits = dataclasses.replace(limits, max_units=max(limits.max_units, limits.multi_units),
+                                     max_words=max(limits.max_words, limits.multi_words))
+    return pick(ranked(reader, x, units, sims), units, weights, limits, leads, listing)
+
+
+def ranked(reader: Reader, x: np.ndarray, units: Sequence[tuple[int, Unit]],
+           sims: Callable[[list[int]], np.ndarray] | None = None) -> list[Scored]:
+    """`rank` on the units' FEATURES `x`; `sims(indices)`: the cosine similarities of those
+    units to the question."""
+    def order(idx: Sequence[int], s: np.ndarray) -> list[Scored]:
+        keyed = sorted(zip(idx, s), key=lambda t: (-t[1], units[t[0]][0], units[t[0]][1].start))
+        return [Scored(int(k), float(v)) for k, v in keyed]
+
+    first = order(range(len(units)), reader.first.score(x))
+    if reader.second is None or sims is None or not first:
+        return first
+    top = [s.index for s in first[:reader.limits.top_n]]
+    found = np.asarray(sims(top), dtype=np.float32)
+    x2 = np.hstack([x[top], rf.similarity_features(found)])
+    return order(top, reader.second.score(x2))
+
+
+def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
+         weights: dict[str, float], limits: Limits,
+         leads: Sequence[Sequence[Scored]] = (), listing: bool = False) -> list[Scored]:
+    """The units an answer quotes, in order (see the module docstring). `weights`: the
+    question's term weights (reader_features.term_weights), for the cover bonus; `leads`:
+    a ranking per thing the question asks about, whose best `lead_depth` units that fit go
+    first, one part after the other; `listing`: the question asks for a list, so a lead-in
+    whose list holds units already picked takes their place (the list, not one item)."""
+    if not ranked:
+        return []
+    total = sum(weights.values()) or 1.0
+    pool = list(ranked[:max(limits.top_n, limits.max_units * 4)])
+    terms = {s.index: set(rf.unit_terms_of(units[s.index][1])) & set(weights)
+             for s in [*pool, *(s for lead in leads for s in lead)]}
+    best = pool[0].score
+    out: list[Scored] = []
+
+    def words(picked: list[Scored]) -> int:
+        return sum(len(units[o.index][1].display.split()) for o in picked)
+
+    def fits(s: Scored, picked: list[Scored]) -> bool:
+        i, u = units[s.index]
+        return (sum(units[o.index][0] == i for o in picked) < limits.per_section
+                and words(picked) + len(u.display.split()) <= limits.max_words
+                and not any(_overlaps(units[o.index], (i, u)) for o in picked))
+
+    for _ in range(limits.lead_depth):  # the best units for each part that still fit, in turn
+        for lead in leads:
+            s = next((s for s in lead[:limits.top_n]
+                      if fits(s, out) and all(o.index != s.index for o in out)), None)
+            if s is not None and len(out) < limits.max_units:
+                out.append(s)
+    pool = [s for s in pool if all(o.index != s.index for o in out)]
+    while pool and len(out) < limits.max_units:
+        # What a unit adds to the picked ones: its score, plus `cover` x the share of the
+        # question's term weight it has that none of them has.
+        covered = set().union(*(terms[o.index] for o in out))
+        value = {c.index: c.score + (limits.cover * sum(weights[t] for t in terms[c.index]
+                                                         - covered) / total if out else 0.0)
+                 for c in pool}
+        eligible = [c for c in pool if value[c.index] >= best - limits.margin]
+        if not eligible:
+            break
+        s = max(eligible, key=lambda c: value[c.index])
+        pool.remove(s)
+        n = len(units[s.index][1].display.split())
+        if not out and n > limits.max_words and any(
+                o.score >= s.score - limits.long_margin
+                and len(units[o.index][1].display.split()) <= limits.max_words for o in pool):
+            continue  # the best alone is over the budget, and a passage that fits is close
+        if out and n > LONG_WORDS and s.score < best - limits.long_margin:
+            continue  # a long passage well below the best would crowd out the others
+        inner = [o for o in out if _within(units[o.index], units[s.index])]
+        if listing and inner and units[s.index][1].kind == "leadin":
+            rest = [o for o in out if o not in inner]
+            if fits(s, rest):  # the list in place of its first item picked
+                out.insert(out.index(inner[0]), s)
+                out[:] = [o for o in out if o not in inner]
+            continue
+        if not out or fits(s, out):
+            out.append(s)
+    return out
+
+
+def _within(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:
+    """Whether unit a lies inside unit b (the same section)."""
+    (i, u), (j, v) = a, b
+    return i == j and v.start <= u.start and u.end <= v.end and u != v
+
+
+def _overlaps(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:
+    """The same text again (chunks of a section overlap; the same command on several
+    pages, its comments aside), or overlapping spans."""
+    (i, u), (j, v) = a, b
+    return (_gist(u) == _gist(v)) or (i == j and u.start < v.end and v.start < u.end)
+
+
+def _gist(u: Unit) -> str:
+    """A unit's text for telling repeats apart: code without its comment lines, words
+    only."""
+    text = u.display
+    if u.kind == "code" or u.inner == "code":
+        text = "\n".join(line for line in text.split("\n")
+                         if not line.strip().startswith(("#", "//")))
+    return " ".join(text.split())

@@ -1,0 +1,388 @@
+"""What the learned reader (packs/retrieval/reader.py) knows of a question and of each
+answer unit: one row of numbers per unit, named by FEATURES (and SIM_FEATURES once the
+best units are embedded). The same code computes them for training
+(benchmarks/train_reader.py) and at query time, so a weight always meets the number it was
+fitted on; READER_FEATURES_VERSION names them.
+
+A question (`Question`) is read for its content terms (packs/text.py stems, stop words
+out), its identifiers and code spans with their split forms (`NAME=value` also matches
+`NAME`, `pkg.Func` also `Func`, `a::b()` also `b`), what it asks for
+(packs/retrieval/asks.py: a number, a name, a reason, a list ...) and whether it asks how
+to do something. A unit's features:
+
+    bm25, parts        BM25 of the question's terms in the unit, each term weighted by its
+                       IDF in the pack times its IDF among the candidates, over the total
+                       weight (a lead-in scores at least as its best part; `parts`: how
+                       many more of its parts match)
+    coverage, weighted_coverage   share of the question's terms the unit has (plain, and
+                       by weight)
+    ident, ident_part  share of the question's identifiers the unit writes as asked, or only
+                       in a split form; each weighted by its rarity among the candidates
+    heading, title, heading_ident   the same BM25 share for the section's heading path
+                       (less the page title) and for the page title; identifiers there
+    sec_sim, sec_sim_rel, sec_rank, extra, prior   the section's similarity to the
+                       question, less the best section's; 1 / (rank + 1) among the cited
+                       sections (0 for another section of a cited page, `extra`); issue
+                       34's prior (the better of the rank's and the similarity's)
+    position, first    the unit's place among its section's candidates
+    kind_*             sentence, item, paragraph, leadin, code, row
+    log_words, short, long   its length
+    type_*             the question asks for a number, name, person, place, reason, list,
+                       default or term, and the unit has one the question does not write
+    howto_code         a how-to question and a unit with code or a command
+    defines, defines_asked   the unit opens by saying what a term of the question is (and
+                       the question asks what something is or means)
+    meta               the unit talks about the page ("This page shows", "See ...")
+    links              the share of the unit that is link syntax
+    novelty            the share of the unit's terms the question does not have
+    number, code       the unit writes a number; code
+    bigrams            the share of the question's pairs of successive terms the unit has
+                       in a row
+    rare_first         the question's rarest term among the unit's first words (what the
+                       unit is about)
+    fragment, caption  no sentence: no closing punctuation (a title-like line), or a
+                       caption ("Listing 8-6: ...", "Figure 2: ...")
+    dangling           a sentence that ends with ":" but introduces nothing the section
+                       holds (a listing the page included from a file)
+    output             code that a program printed ("The output is similar to this:"
+                       before it), not a command or a configuration
+    elsewhere          for one part of a question about several things (asks.py `parts`):
+                       the share of the other parts' own terms the unit has (it answers
+                       one of them, not this one)
+and, for the units embedded with the pack's encoder (SIM_FEATURES): their cosine
+similarity to the question, that less the best unit's, and whether it is the best.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from packs import text as text_rules
+from packs.retrieval import asks
+from packs.retrieval.units import LONG_WORDS, Unit
+
+READER_FEATURES_VERSION = "reader-features-v1"
+K1, B = 1.2, 0.75
+SHORT_WORDS = 4
+TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
+KINDS = ("sentence", "item", "paragraph", "leadin", "code", "row")
+FEATURES = (
+    "bm25", "parts", "coverage", "weighted_coverage", "ident", "ident_part", "heading",
+    "title", "heading_ident", "sec_sim", "sec_sim_rel", "sec_rank", "extra", "prior",
+    "position", "first", *(f"kind_{k}" for k in KINDS), "log_words", "short", "long",
+    *(f"type_{t}" for t in TYPES), "howto_code", "defines", "defines_asked", "meta",
+    "links", "novelty", "number", "code", "bigrams", "rare_first", "fragment", "caption",
+    "dangling", "output", "elsewhere")
+SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
+SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
+NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
+
+_SYMBOL = re.compile(r"(?<!\S)[^\w\s]{1,3}(?!\S)")
+_PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "'"})
+_FILE_EXTENSIONS = frozenset("md toml yaml yml json rs go py txt html js ts lock cfg ini "
+                             "conf sh".split())
+_HOWTO = re.compile(r"^\s*how (do|can|should|would) (i|you|we)\b|\bhow to\b|\bwhat command\b|"
+                    r"\bwhich command\b", re.I)
+_META = re.compile(
+    r"^\W*(this (page|task|document|tutorial|guide|section|chapter|example)|in this "
+    r"(page|task|document|tutorial|guide|section|chapter)|see\b|for (more|further) "
+    r"(information|details)|learn (how|about)|understand\b|before you begin|what's next|"
+    r"you need to have|read (about|more)|refer to|the following (sections?|pages?)|"
+    r"next,|now that)", re.I)
+_LINK = re.compile(r"\[[^\]]*\]\([^)]*\)")
+_DEFINES = re.compile(r"\b(is|are|means|refers to|describes|represents|lets you|allows)\b")
+_NUMBER = re.compile(r"(?<![\w.])\d")
+_WHAT_IS = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b|\bwhat does .+ (mean|stand for|do)\b|"
+                      r"\bwhat do(es)? (we|you) mean\b|\bdefine\b|\bmeaning of\b", re.I)
+_CAPTION = re.compile(r"^\W*(listing|figure|table|example)\s+[\d-]+[a-z]?\b", re.I)
+_CLOSED = re.compile(r"[.!?:;)\]\"'”’*_`]\s*$")
+_URL = re.compile(r"\]\([^)\s]*\)|\bhttps?://\S+")
+_OUTPUT = re.compile(r"\boutput\b[^.\n]{0,40}(:|similar|looks like|shows)|\bshould (see|print)|"
+                     r"\bprints?:|\byou (should )?see\b", re.I)
+_DANGLING = re.compile(r":[*_`\"')\]]*$")
+RARE_WORDS = 5  # the first words of a unit that say what it is about
+# A name written with its value ("GODEBUG=http2client=0", "FOO_BAR=x=1"): the page may
+# write the name alone (packs/text.py's identifiers take neither the whole nor the name).
+_ASSIGNMENT = re.compile(r"(?<![\w`=-])[A-Za-z_][\w.-]*=[^\s,;?!)`]+")
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the reader reads in a question (`analyse`)."""
+
+    text: str
+    kinds: frozenset[str]  # packs/retrieval/asks.py question types
+    asked: frozenset[str]  # its words as written, lower-cased
+    terms: frozenset[str]  # its content stems
+    idents: tuple[tuple[str, tuple[str, ...]], ...]  # (identifier, its split forms)
+    howto: bool
+    what_is: bool  # asks what something is or means
+    pairs: frozenset[tuple[str, str]]  # its successive content stems
+    elsewhere: frozenset[str] = frozenset()  # a part's: the terms only the other parts have
+
+
+def forms(identifier: str) -> tuple[str, ...]:
+    """The shorter forms of an identifier a page may write instead (lower-cased):
+    `NAME=value` → `name`; `pkg.Func`, `a::b()` → `func`, `b`; a file name keeps its
+    extension ("pack.toml" gives no "toml")."""
+    x = identifier.strip("`").lower()
+    out = []
+    if "=" in x.lstrip("-"):
+        out.append(x.split("=", 1)[0])
+    for sep in ("::", ".", "/"):
+        if sep in x:
+            last = x.rstrip("()").rsplit(sep, 1)[-1]
+            if len(last) >= 3 and last not in _FILE_EXTENSIONS and last.strip("-_"):
+                out.append(last)
+    if x.endswith("()"):
+        out.append(x[:-2])
+    return tuple(dict.fromkeys(f for f in out if f and f != x))
+
+
+def analyse(question: str, whole: str | None = None) -> Question:
+    """The reader's reading of `question` (no I/O); `whole`: the question it is a part of
+    (packs/retrieval/asks.py `parts`)."""
+    idents = [m.group(0).lower() for m in _ASSIGNMENT.finditer(question)]
+    idents += [x.lower() for x in text_rules.identifiers(question)
+               if not any(a.startswith(x.lower() + "=") for a in idents)]
+    idents += [f"`{m}`" for m in _SYMBOL.findall(question) if m not in _PUNCTUATION]
+    return Question(
+        text=question, kinds=frozenset(asks.question_types(question)),
+        asked=frozenset(w.strip(".,;:?!\"'()").lower() for w in question.split()),
+        terms=frozenset(text_rules.terms(question)),
+        idents=tuple((x, forms(x)) for x in dict.fromkeys(idents)),
+        howto=_HOWTO.search(question) is not None,
+        what_is=_WHAT_IS.search(question) is not None,
+        pairs=frozenset(_pairs(text_rules.terms(question))),
+        elsewhere=frozenset(set(text_rules.terms(whole)) - set(text_rules.terms(question))
+                            if whole else ()))
+
+
+def _pairs(terms: list[str]) -> list[tuple[str, str]]:
+    return list(zip(terms, terms[1:]))
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A section as the reader sees it: its text, heading path and page title, its
+    similarity to the question and its place among the cited sections (None: another
+    section of a cited page)."""
+
+    content: str
+    heading: str = ""
+    title: str = ""
+    similarity: float | None = None
+    rank: int | None = None
+
+
+def unit_terms_of(u: Unit) -> list[str]:
+    """The terms of a unit as the reader counts them: URLs and link targets left out
+    (`kubectl apply -f https://k8s.io/.../memory-request-limit.yaml` is no sentence about
+    memory limits)."""
+    return text_rules.terms(_URL.sub(" ", u.display))
+
+
+def term_weights(question: str, units: list[list[str]],
+                 pack_idf: Callable[[str], float] | None) -> dict[str, float]:
+    """Weight of each of the question's terms: IDF among the candidates, times its IDF in
+    the pack when known."""
+    df = Counter(t for ts in units for t in set(ts))
+    n = len(units)
+    weights: dict[str, float] = {}
+    for w in text_rules.words(question):
+        if w in text_rules.STOP_WORDS:
+            continue
+        t = text_rules.stem(w)
+        local = math.log(1 + n / (df.get(t, 0) + 0.5))
+        weights[t] = max(weights.get(t, 0.0), local * (pack_idf(w) if pack_idf else 1.0))
+    return weights
+
+
+def rarity(df: int, n: int) -> float:
+    """The IDF of a string that `df` of `n` candidates contain, over that of one in a
+    single candidate (1.0 then, less the more candidates share it)."""
+    return math.log(1 + n / (max(df, 1) - 0.5)) / math.log(1 + n / 0.5)
+
+
+def bm25(tf: Counter, length: int, avg: float, weights: dict[str, float]) -> float:
+    score = 0.0
+    for t, w in weights.items():
+        f = tf.get(t, 0)
+        if f:
+            score += w * f * (K1 + 1) / (f + K1 * (1 - B + B * length / avg))
+    return score
+
+
+def _priors(passages: Sequence[Passage]) -> list[float]:
+    known = [p.similarity for p in passages if p.similarity is not None]
+    best = max(known, default=None)
+    return [max(SECTION_PRIOR / (p.rank + 1) if p.rank is not None else 0.0,
+                0.0 if p.similarity is None or best is None
+                else SECTION_PRIOR * math.exp((p.similarity - best) / SIMILARITY_SCALE))
+            for p in passages]
+
+
+def _contains(low: str, x: str) -> bool:
+    """Whether lower-cased text `low` writes `x` as a whole word (or code)."""
+    i = low.find(x)
+    while i >= 0:
+        before = low[i - 1] if i else " "
+        after = low[i + len(x)] if i + len(x) < len(low) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            return True
+        i = low.find(x, i + 1)
+    return False
+
+
+def _ident_shares(q: Question, lows: list[str]) -> tuple[list[float], list[float]]:
+    """Per unit, the rarity-weighted share of the question's identifiers it writes as
+    asked, and of those it writes only in a split form."""
+    if not q.idents:
+        return [0.0] * len(lows), [0.0] * len(lows)
+    n = len(lows)
+    full_hit = [[x in low for low in lows] for x, _ in q.idents]
+    part_hit = [[not f and any(_contains(low, p) for p in parts) for f, low in zip(fh, lows)]
+                for (_, parts), fh in zip(q.idents, full_hit)]
+    full_w = [rarity(sum(h), n) for h in full_hit]
+    part_w = [rarity(sum(h), n) for h in part_hit]
+    k = len(q.idents)
+    full = [sum(w for w, h in zip(full_w, full_hit) if h[j]) / k for j in range(n)]
+    part = [sum(w for w, h in zip(part_w, part_hit) if h[j]) / k for j in range(n)]
+    return full, part
+
+
+def _defines(q: Question, display: str) -> bool:
+    head = display.split()[:12]
+    if len(head) < 3:
+        return False
+    opening = " ".join(head[:6])
+    return (bool(q.terms & set(text_rules.terms(opening)))
+            and _DEFINES.search(" ".join(head).lower()) is not None)
+
+
+def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int, Unit]],
+             pack_idf: Callable[[str], float] | None = None) -> np.ndarray:
+    """One row of FEATURES per unit of `units` ((passage index, unit), in passage order)."""
+    if not units:
+        return np.zeros((0, len(FEATURES)), dtype=np.float32)
+    unit_terms = [unit_terms_of(u) for _, u in units]
+    weights = term_weights(q.text, unit_terms, pack_idf)
+    total = sum(weights.values()) or 1.0
+    avg = sum(map(len, unit_terms)) / len(unit_terms) or 1.0
+    matched = [bm25(Counter(ts), len(ts), avg, weights) / total for ts in unit_terms]
+    raws = [passages[i].content[u.start:u.end] for i, u in units]
+    lows = [r.lower() for r in raws]
+    full, part = _ident_shares(q, lows)
+    sec = _section_features(q, passages, weights, total)
+    present = set().union(*map(set, unit_terms)) & set(weights)
+    rare = max(present, key=weights.get) if present else None  # the rarest term written
+    count = Counter(i for i, _ in units)
+    seen: Counter[int] = Counter()
+    rows = []
+    for k, (i, u) in enumerate(units):
+        terms = set(unit_terms[k])
+        words = len(u.display.split())
+        top, hits = _composite(units, matched, k)
+        place = seen[i]
+        seen[i] += 1
+        row = {
+            "bm25": top, "parts": min(max(hits - 1, 0), 3) / 3,
+            "coverage": len(q.terms & terms) / max(len(q.terms), 1),
+            "weighted_coverage": sum(w for t, w in weights.items() if t in terms) / total,
+            "ident": full[k], "ident_part": part[k], **sec[i],
+            "position": place / max(count[i] - 1, 1), "first": float(place == 0),
+            **{f"kind_{x}": float(u.kind == x) for x in KINDS},
+            "log_words": math.log1p(words), "short": float(words < SHORT_WORDS),
+            "long": float(words > LONG_WORDS),
+            **{f"type_{t}": float(t in q.kinds and asks.has(t, u, raws[k], set(q.asked)))
+               for t in TYPES},
+            "howto_code": float(q.howto and (u.kind == "code" or u.inner == "code"
+                                             or "`" in raws[k])),
+            "defines": float(defines := _defines(q, u.display)),
+            "defines_asked": float(defines and q.what_is),
+            "meta": float(_META.search(u.display) is not None),
+            "links": sum(len(m) for m in _LINK.findall(raws[k])) / max(len(raws[k]), 1),
+            "novelty": len(terms - q.terms) / max(len(terms), 1),
+            "number": float(_NUMBER.search(u.display) is not None),
+            "code": float(u.kind == "code" or "`" in raws[k]),
+            "bigrams": (len(q.pairs & set(_pairs(unit_terms[k]))) / len(q.pairs)
+                        if q.pairs else 0.0),
+            "rare_first": float(rare is not None and rare in text_rules.terms(
+                " ".join(u.display.split()[:RARE_WORDS]))),
+            "fragment": float(u.kind in ("sentence", "item", "paragraph")
+                              and _CLOSED.search(u.display) is None),
+            "caption": float(_CAPTION.search(u.display) is not None),
+            "dangling": float(u.kind != "leadin" and _DANGLING.search(u.display) is not None),
+            "output": float(_is_output(passages[i].content, u)),
+            "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
+        }
+        rows.append([row[f] for f in FEATURES])
+    return np.asarray(rows, dtype=np.float32)
+
+
+def _section_features(q: Question, passages: Sequence[Passage], weights: dict[str, float],
+                      total: float) -> list[dict[str, float]]:
+    known = [p.similarity for p in passages if p.similarity is not None]
+    best = max(known, default=None)
+    priors = _priors(passages)
+    out = []
+    for p, prior in zip(passages, priors):
+        heading = p.heading
+        if p.title and heading.startswith(p.title):
+            heading = heading[len(p.title):].lstrip(" >")
+        where = f"{p.heading}\n{p.title}".lower()
+        hits = sum(x in where or any(_contains(where, f) for f in parts)
+                   for x, parts in q.idents)
+        rel = (NO_SIMILARITY if p.similarity is None or best is None
+               else max(p.similarity - best, NO_SIMILARITY))
+        out.append({
+            "heading": bm25(Counter(text_rules.terms(heading)), 1, 1.0, weights) / total,
+            "title": bm25(Counter(text_rules.terms(p.title)), 1, 1.0, weights) / total,
+            "heading_ident": hits / max(len(q.idents), 1),
+            "sec_sim": p.similarity if p.similarity is not None else 0.0,
+            "sec_sim_rel": rel,
+            "sec_rank": 1 / (p.rank + 1) if p.rank is not None else 0.0,
+            "extra": float(p.rank is None), "prior": prior})
+    return out
+
+
+def _is_output(content: str, u: Unit) -> bool:
+    """Whether unit u is a program's output: code (or a lead-in with code) that the text
+    just before it, or its lead-in, says is output."""
+    if u.kind == "leadin" and u.inner == "code":
+        return _OUTPUT.search(u.display.split("\n", 1)[0]) is not None
+    if u.kind != "code":
+        return False
+    before = content[max(0, u.start - 200):u.start].rstrip()
+    head, _, fence = before.rpartition("\n")
+    if fence.lstrip().startswith(("```", "~~~")):
+        before = head.rstrip()  # less the block's opening fence
+    return _OUTPUT.search(before.rsplit("\n\n", 1)[-1]) is not None  # the paragraph before
+
+
+def _composite(units: Sequence[tuple[int, Unit]], matched: list[float], k: int
+               ) -> tuple[float, int]:
+    """(the term score of unit k, how many of its parts match): a lead-in scores at least
+    as its best part (the lead-in sentence, an item, a row), whose BM25 its length
+    dilutes."""
+    i, u = units[k]
+    if u.kind != "leadin":
+        return matched[k], int(matched[k] > 0)
+    parts = [matched[j] for j, (s, p) in enumerate(units)
+             if s == i and j != k and u.start <= p.start and p.end <= u.end]
+    return max([matched[k], *parts]), sum(m > 0 for m in parts)
+
+
+def similarity_features(sims: np.ndarray) -> np.ndarray:
+    """SIM_FEATURES of units whose cosine similarities to the question are `sims`."""
+    if not len(sims):
+        return np.zeros((0, len(SIM_FEATURES)), dtype=np.float32)
+    best = float(sims.max())
+    return np.stack([sims, sims - best, (sims >= best).astype(np.float32)],
+                    axis=1).astype(np.float32)

@@ -1,0 +1,74 @@
+"""A page served as an HTML fragment (no <html>, <head> or <body>; a front-matter comment
+and a <style> block before its first <h2>, as some documentation sites keep their pages
+for a template to wrap) keeps its headings and its title through fetch and split."""
+
+from __future__ import annotations
+
+from tasks.fetch.html_tree import as_document
+from tasks.fetch.parse import html_to_markdown, parse_document
+from tasks.sections import split_markdown
+
+# A hand-written page in the shape of such a fragment; long enough that trafilatura takes
+# it as an article (a few sentences per section).
+FRAGMENT = """<!--{
+\t"Title": "Writing Widgets",
+\t"Template": true
+}-->
+<style>
+.widget { color: red; }
+h2 { margin-top: 2em; }
+</style>
+
+<h2 id="introduction">Introduction</h2>
+<p>Widgets are the small parts a screen is built from. This page says how to write
+them so that the people who read your code later can follow it without asking you.</p>
+<p>Each rule below comes with the reason for it, because a rule without a reason is
+forgotten the first time it is in the way.</p>
+
+<h2 id="naming">Naming</h2>
+<p>A widget's name is short and says what it shows. Use <code>MixedCaps</code> for
+names made of several words, never underscores, in every package you write.</p>
+
+<h3 id="getters">Getters</h3>
+<p>A getter of the field <code>owner</code> is called <code>Owner</code>, not
+<code>GetOwner</code>. The setter, if there is one, is called <code>SetOwner</code>.</p>
+
+<h2 id="errors">Errors</h2>
+<p>Errors are values that a function returns as its last result. Check each one where
+it happens, and say in the message what the caller should do about it.</p>
+<pre><code>if err := w.Draw(); err != nil {
+    return fmt.Errorf("drawing %s: %w", w.Name, err)
+}
+</code></pre>
+"""
+
+
+def test_a_fragment_keeps_its_headings_and_front_matter_title() -> None:
+    title, markdown, _ = html_to_markdown(FRAGMENT, "http://127.0.0.1/doc/widgets.html")
+    assert title == "Writing Widgets"
+    heads = [line for line in markdown.splitlines() if line.startswith("#")]
+    assert heads == ["## Introduction", "## Naming", "### Getters", "## Errors"]
+    assert "color: red" not in markdown and "Template" not in markdown
+    paths = [c.heading_path for c in split_markdown(markdown, title)]
+    assert paths == ["Writing Widgets > Introduction", "Writing Widgets > Naming",
+                     "Writing Widgets > Naming > Getters", "Writing Widgets > Errors"]
+
+
+def test_a_fragment_served_as_html_through_parse_document() -> None:
+    parsed = parse_document(FRAGMENT.encode(), "text/html; charset=utf-8",
+                            "http://127.0.0.1/doc/widgets.html", "/doc/widgets.html")
+    assert parsed.status == "ok" and parsed.title == "Writing Widgets"
+    assert "### Getters" in (parsed.text or "")
+
+
+def test_a_document_is_left_as_it_is() -> None:
+    page = "<!doctype html><html><head><title>T</title></head><body><p>x</p></body></html>"
+    assert as_document(page) == page
+    assert as_document("<HTML><BODY><h2>A</h2></BODY></HTML>").startswith("<HTML>")
+
+
+def test_front_matter_that_is_not_json_gives_no_title() -> None:
+    doc = as_document("<!--{ Title: not json }--><h2>A</h2><p>b</p>")
+    assert "<title>" not in doc and "<main><h2>A</h2>" in doc
+    doc = as_document('<!--{"Title": "A <b> & c"}--><p>x</p>')
+    assert "<title>A &lt;b&gt; &amp; c</title>" in doc

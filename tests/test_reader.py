@@ -1,0 +1,159 @@
+"""The learned reader (packs/retrieval/reader.py, reader_features.py) on tiny hand-made
+inputs: the shipped weights load and score, a fit beats a trivial model, identifiers meet
+their split forms, a question about two things gets a unit for each, a value in a heading
+is shown with the quote. No real data and no retraining on it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import reader_fit
+from packs.retrieval import extractive, reader
+from packs.retrieval import reader_features as rf
+from packs.retrieval.units import Unit
+from packs.text import stem, terms
+
+
+def test_the_shipped_weights_load_and_score():
+    model = reader.load()
+    assert model.version.startswith("reader-") and "/" in model.version
+    assert model.first.features == rf.FEATURES
+    # The second model (unit similarity) ships only when cross-validation says it helps.
+    assert model.second is None or model.second.features[-3:] == rf.SIM_FEATURES
+    passages = [rf.Passage("Pods are the smallest deployable units. A pod holds containers.",
+                           heading="Pods", title="Pods", similarity=0.6, rank=0)]
+    units = extractive.units_of("What is a pod?", passages)
+    ranked = reader.rank(model, rf.analyse("What is a pod?"), passages, units,
+                         similarity=lambda idx, texts: np.full(len(texts), 0.5))
+    assert ranked and all(np.isfinite(s.score) for s in ranked)
+    assert len(ranked) == (min(len(units), model.limits.top_n) if model.second else len(units))
+
+
+def test_weights_for_other_features_are_refused(tmp_path):
+    raw = json.loads(reader.WEIGHTS_FILE.read_text())
+    raw["features_version"] = "reader-features-v0"
+    with pytest.raises(reader.ReaderWeightsError, match="retrain"):
+        reader.parse(json.dumps(raw).encode())
+    raw = json.loads(reader.WEIGHTS_FILE.read_text())
+    raw["first"]["weights"] = raw["first"]["weights"][:-1]
+    with pytest.raises(reader.ReaderWeightsError, match="other lengths"):
+        reader.parse(json.dumps(raw).encode())
+    with pytest.raises(reader.ReaderWeightsError, match="cannot read"):
+        reader.load(tmp_path / "missing.json")
+
+
+def test_a_fit_beats_a_trivial_model_on_a_tiny_fixture():
+    # Twenty questions of eight units each; the unit that answers is the one with the
+    # highest first feature, plus noise a trivial (all-zero) model cannot see through.
+    rng = np.random.default_rng(0)
+    names = ("signal", "noise")
+    blocks, targets = [], []
+    for _ in range(40):
+        x = rng.normal(size=(8, 2))
+        answer = int(np.argmax(x[:, 0] + 0.3 * rng.normal(size=8)))
+        t = np.zeros(8)
+        t[answer] = 1.0
+        blocks.append(x)
+        targets.append(t)
+    fitted = reader_fit.fit_logit(blocks[:20], targets[:20], [1.0] * 20, 1.0, names)
+    assert fitted.weights[0] > 1.0 > abs(fitted.weights[1])
+
+    def top1(model: reader.Model) -> float:
+        return float(np.mean([np.argmax(model.score(x)) == np.argmax(t)
+                              for x, t in zip(blocks[20:], targets[20:])]))
+
+    trivial = reader.Model(names, np.zeros(2), np.ones(2), np.zeros(2))
+    assert top1(fitted) >= 0.6 > top1(trivial)
+
+
+@pytest.mark.parametrize("identifier, want", [
+    ("FOO_BAR=x=1", ("foo_bar",)), ("--max-surge=25%", ("--max-surge",)),
+    ("net.Dial", ("dial",)), ("Vec::new()", ("new", "vec::new")),
+    ("pack.toml", ()), ("apps/v1", ()), ("maxSurge", ())])
+def test_identifiers_and_their_split_forms(identifier, want):
+    assert rf.forms(identifier) == want
+
+
+def test_a_name_asked_with_its_value_meets_the_bare_name():
+    question = "What does setting GODEBUG=http2client=0 do?"
+    passages = [rf.Passage("The `GODEBUG` variable controls runtime debugging. Setting "
+                           "`http2client=0` turns off HTTP/2 for clients.", rank=0)]
+    q = rf.analyse(question)
+    assert ("godebug=http2client=0", ("godebug",)) in q.idents
+    units = extractive.units_of(question, passages)
+    x = rf.features(q, passages, units)
+    part = x[:, rf.FEATURES.index("ident_part")]
+    assert part[0] > 0  # "The `GODEBUG` variable ..." writes the name without its value
+
+
+def test_a_question_about_two_things_gets_a_unit_for_each():
+    units = [(0, Unit(0, 1, "sentence", "A liveness probe restarts the container.")),
+             (0, Unit(2, 3, "sentence", "A liveness probe runs every ten seconds.")),
+             (1, Unit(0, 1, "sentence", "A readiness probe removes the pod from Services."))]
+    weights = {stem("liveness"): 1.0, stem("readiness"): 1.0, "probe": 0.2}  # term weights
+    ranked = [reader.Scored(0, 3.0), reader.Scored(1, 2.9), reader.Scored(2, 1.5)]
+    no_cover = reader.Limits(margin=2.0, cover=0.0, max_units=2)
+    assert [s.index for s in reader.pick(ranked, units, weights, no_cover)] == [0, 1]
+    cover = reader.Limits(margin=2.0, cover=4.0, max_units=2)
+    assert [s.index for s in reader.pick(ranked, units, weights, cover)] == [0, 2]
+
+
+def test_a_value_in_the_heading_is_shown_with_the_quote():
+    passage = rf.Passage("The feature became stable in this release.",
+                         heading="Release notes > Kubernetes v1.31", title="Release notes")
+    question = "In which version did the feature become stable?"
+    unit = extractive.units_of(question, [passage])[0][1]
+    text = extractive.bullet(question, unit, passage.content[unit.start:unit.end], passage)
+    assert text == "*Release notes > Kubernetes v1.31*: The feature became stable in this release."
+    # Not when the unit says it itself, nor when the question asks for no such value.
+    said = rf.Passage("It became stable in v1.31.", heading=passage.heading)
+    unit = extractive.units_of(question, [said])[0][1]
+    assert not extractive.bullet(question, unit, said.content, said).startswith("*")
+    assert extractive.heading_value("Why did it become stable?", unit, said.content,
+                                    passage) is None
+
+
+def test_a_list_question_gets_the_list_in_place_of_one_of_its_items():
+    text = ("The cluster starts with three namespaces:\n\n"
+            "- `default`: where objects go when no namespace is given.\n"
+            "- `kube-system`: for objects the system creates.\n"
+            "- `kube-public`: readable by everyone.\n")
+    passages = [rf.Passage(text, rank=0)]
+    question = "Which namespaces does a cluster start with?"
+    units = extractive.units_of(question, passages)
+    lead = next(k for k, (_, u) in enumerate(units) if u.kind == "leadin")
+    item = next(k for k, (_, u) in enumerate(units) if u.display.startswith("`default`"))
+    ranked = [reader.Scored(item, 3.0), reader.Scored(lead, 2.5)]
+    limits = reader.Limits(margin=2.0)
+    assert [s.index for s in reader.pick(ranked, units, {}, limits)] == [item]
+    assert [s.index for s in reader.pick(ranked, units, {}, limits, listing=True)] == [lead]
+
+
+def test_program_output_and_urls_are_told_apart_from_commands():
+    text = ("The output is similar to this:\n\n```\ndeployment.apps/nginx rolled back\n```\n\n"
+            "Roll back to the previous revision with:\n\n"
+            "```shell\nkubectl rollout undo deployment/nginx\n```\n")
+    passages = [rf.Passage(text, rank=0)]
+    units = extractive.units_of("How do I roll back a Deployment?", passages)
+    x = rf.features(rf.analyse("How do I roll back a Deployment?"), passages, units)
+    output = {u.display.split("\n")[0]: bool(v)
+              for (_, u), v in zip(units, x[:, rf.FEATURES.index("output")])}
+    assert output["deployment.apps/nginx rolled back"] is True
+    assert output["kubectl rollout undo deployment/nginx"] is False
+    assert output["Roll back to the previous revision with:"] is False
+    # Words of a URL are no words of the passage.
+    cmd = Unit(0, 1, "code", "kubectl apply -f https://k8s.io/examples/memory-limit.yaml")
+    assert rf.unit_terms_of(cmd) == terms("kubectl apply -f")
+    assert "limit" in terms(cmd.display) and "limit" not in rf.unit_terms_of(cmd)
+
+
+def test_the_same_command_on_several_pages_is_quoted_once():
+    one = Unit(0, 9, "code", "# on a control plane node\nkubectl drain <node> --ignore-daemonsets")
+    two = Unit(0, 9, "code", "kubectl drain <node>   --ignore-daemonsets")
+    other = Unit(0, 9, "code", "kubectl uncordon <node>")
+    units = [(0, one), (1, two), (2, other)]
+    ranked = [reader.Scored(0, 3.0), reader.Scored(1, 2.9), reader.Scored(2, 2.8)]
+    assert [s.index for s in reader.pick(ranked, units, {}, reader.Limits())] == [0, 2]
