@@ -3,6 +3,7 @@
     python benchmarks/doc_answers.py [--data ../shared/data] [--work out/bench]
         [--corpus kubernetes --corpus rust-book --corpus cargo-book] [--split dev|test|both]
         [--out FILE] [--questions FILE (with one --corpus: another answer set, same format)]
+        [--misses] [--show-answers (dev only: each offline answer as given)]
 
 Questions: benchmarks/data/k8s_answers.jsonl (Kubernetes docs, prose subset),
 benchmarks/data/rust_answers.jsonl (the Rust book) and, only when asked for with
@@ -125,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="append", choices=tuple(FILES))
     ap.add_argument("--split", choices=("dev", "test", "both"), default="both")
     ap.add_argument("--misses", action="store_true", help="print the dev questions missed")
+    ap.add_argument("--show-answers", action="store_true",
+                    help="print each dev question's offline answer, as the product gives it")
     ap.add_argument("--questions", type=Path, default=None,
                     help="an answer set to use instead of the corpus's (with one --corpus)")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
@@ -167,6 +170,13 @@ def main(argv: list[str] | None = None) -> int:
                             f"{by_field(per_question, subset, 'class', k)}")
                 log(f"product answers that quote a lead-in without what follows it: "
                     f"{lead_ins_alone(per_question)} of {len(subset)}")
+                if args.show_answers and split == "dev":
+                    for q, r in zip(per_question, subset):
+                        verdict = ("contains every gold group"
+                                   if answer_eval.contains(q["texts"][-1], r["answers"])
+                                   else f"misses some of {r['answers']}")
+                        log(f"\n### {r['id']}: {r['question']} ({verdict})\n\n"
+                            f"{q['texts'][-1].strip()}")
                 if args.misses and split == "dev":
                     for q, r in zip(per_question, subset):
                         if not answer_eval.contains(q["texts"][-1], r["answers"]):

@@ -318,8 +318,12 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(f"{corpus}: read {graph.counts}", file=sys.stderr, flush=True)
         scores = {}
         for kind in KINDS:
-            labelled = _read_jsonl(_path(args.labels, corpus, kind))
             keyed = items(graph, kind)
+            if not _path(args.labels, corpus, kind).is_file() and scores:
+                print(f"{corpus} {kind}: no labels in {args.labels}, not scored",
+                      file=sys.stderr)
+                continue
+            labelled = _read_jsonl(_path(args.labels, corpus, kind))
             names = {k.rsplit("|", 1)[0] for k in keyed} if kind == "entities" else set()
             scores[kind] = score_kind(labelled, set(keyed), names)
             if args.sample_new:

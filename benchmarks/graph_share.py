@@ -17,7 +17,10 @@ is asked offline (`ask()`, no key) under each configuration:
 and scored by **recall** (the share of the question's gold pages among the answer's
 sources) and **containment** (single fact, two pages: the answer holds one alternative of
 every gold group, benchmarks/answer_eval.py; whole pack: the mean item recall, as
-benchmarks/whole_pack.py scores it), each a mean with its 95% bootstrap interval.
+benchmarks/whole_pack.py scores it), each a mean with its 95% bootstrap interval; and
+**groups**, the share of a question's answer groups the answer holds (a two-page question
+has one group per page: containment asks for both, groups shows an answer that has one;
+whole pack: the item recall again).
 """
 
 from __future__ import annotations
@@ -52,10 +55,17 @@ def classes(name: str) -> dict[str, list[dict]]:
             "whole pack": whole}
 
 
+def group_share(answer: str, groups: list[list[str]]) -> float:
+    """The share of the answer groups of which `answer` holds one alternative (a two-page
+    question has two groups: one per page; containment asks for both)."""
+    return sum(answer_eval.contains(answer, [g]) for g in groups) / len(groups) if groups else 0.0
+
+
 def score(pack, base_url: str, cls: str, rows: list[dict], options: dict
-          ) -> tuple[list[float], list[float]]:
-    """(recall, containment) per question of one class under one configuration."""
-    recall, contained = [], []
+          ) -> tuple[list[float], list[float], list[float]]:
+    """(recall, containment, group share) per question of one class under one
+    configuration."""
+    recall, contained, groups = [], [], []
     for r in rows:
         answer = pack.ask(r["question"], use_cache=False, **options)
         urls = {s["url"] for s in answer["sources"]}
@@ -64,9 +74,11 @@ def score(pack, base_url: str, cls: str, rows: list[dict], options: dict
         recall.append(len(gold & urls) / len(gold) if gold else 0.0)
         if cls == "whole pack":
             contained.append(whole_pack.recall(answer["answer"], r["items"])[0])
+            groups.append(contained[-1])
         else:
             contained.append(float(answer_eval.contains(answer["answer"], r["answers"])))
-    return recall, contained
+            groups.append(group_share(answer["answer"], r["answers"]))
+    return recall, contained, groups
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,13 +103,14 @@ def main(argv: list[str] | None = None) -> int:
         by_class = classes(name)
         lines += ["", f"{name} (dev; " + ", ".join(f"{c} {len(r)}" for c, r in
                                                     by_class.items()) + " questions)",
-                  "| class | configuration | recall | containment |", "|---|---|---|---|"]
+                  "| class | configuration | recall | containment | groups |",
+                  "|---|---|---|---|---|"]
         with KnowledgePack.open(corpus.built.pack_dir) as pack:
             for cls, rows in by_class.items():
                 for label, options in CONFIGS.items():
-                    rec, con = score(pack, corpus.built.base_url, cls, rows, options)
+                    rec, con, grp = score(pack, corpus.built.base_url, cls, rows, options)
                     lines.append(f"| {cls} | {label} | {common.interval(rec)} | "
-                                 f"{common.interval(con)} |")
+                                 f"{common.interval(con)} | {common.interval(grp)} |")
                     print(lines[-1], flush=True)
     common.print_report("\n".join(lines), args.out, "The graph's share, per question class",
                         "graph_share.py", argv)

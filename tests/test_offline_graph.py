@@ -94,3 +94,24 @@ def test_examples_own_names_are_left_out_pack_wide():
                                  "replace `pod-b` when a node drains.")).extraction
     names = set(assemble([("s1", ex)], {"pod-e"})["entities"]["name"])
     assert "pod-e" not in names and "pod-b" in names
+
+
+def test_a_small_pack_keeps_the_rules_entities_unjudged():
+    """The entity model reads page reach: in a 3-page pack, where every name is on one
+    page, it rejected entities a reader would keep (here ConfigMap)."""
+    from tasks.extract.assemble import assemble_judged
+    from tasks.extract.judge import PackText
+
+    sections = [
+        ("https://d/p1", "Managing Secrets", "Run `kubectl create secret generic db-user-pass`"
+         " to create a Secret. The Secret holds credentials for a Pod."),
+        ("https://d/p2", "Hello Minikube", "Start a cluster with `minikube start`. The "
+         "Deployment runs a Pod on a Node."),
+        ("https://d/p3", "ConfigMaps", "A ConfigMap stores configuration; a Pod reads it as "
+         "environment variables through `envFrom`.")]
+    extractions = [(f"s{i}", salvage(extract_offline(h, h, c)).extraction)
+                   for i, (_, h, c) in enumerate(sections)]
+    tables, rejected = assemble_judged(extractions, set(), PackText(sections))
+    plain = assemble(extractions, set())
+    assert "ConfigMap" in set(plain["entities"]["name"])
+    assert rejected == [] and tables["entities"].equals(plain["entities"])

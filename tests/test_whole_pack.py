@@ -11,7 +11,8 @@ from query_fixtures import build_pack, embedder, pack_dir  # noqa: F401 (fixture
 from test_query_claude import assert_citations_match_the_pack
 
 from packs import KnowledgePack
-from packs.retrieval import whole_pack_claude
+from packs.retrieval import whole_pack, whole_pack_claude, whole_pack_region
+from packs.text import terms
 
 QUESTION = "Which components does a Kestrel deployment have?"
 
@@ -85,3 +86,34 @@ def test_a_failed_map_call_degrades_to_the_offline_list(fake, pack):
     answer = pack.ask(QUESTION, use_cache=False)
     assert answer["query_type"] == "whole_pack_retrieval_only"
     assert all(c["verified"] for c in answer["citations"])
+
+
+PATHS = ["/concepts/configuration/_index.md", "/concepts/configuration/configmap.md",
+         "/concepts/configuration/secret.md", "/concepts/policy/_index.md",
+         "/concepts/policy/limit-range.md", "/concepts/services-networking/_index.md",
+         "/concepts/services-networking/dns-pod-service.md",
+         "/concepts/services-networking/service.md", "/setup/production/container-runtimes.md",
+         "/setup/production/tools.md"]
+
+
+def test_the_region_is_the_family_the_question_names():
+    # the search's first page is elsewhere; the question names the configuration folder
+    firsts = ["/setup/production/container-runtimes.md", "/concepts/configuration/secret.md"]
+    question = "What are the main topics of the configuration concepts?"
+    assert whole_pack_region.best_family(firsts, PATHS, question) == "/concepts/configuration/"
+
+
+def test_the_first_pages_family_stays_when_its_page_names_the_question():
+    # "policies" matches the policy folder's name, but the first page names DNS and Pod
+    firsts = ["/concepts/services-networking/dns-pod-service.md"]
+    question = "Which DNS policies can a Pod use?"
+    assert (whole_pack_region.best_family(firsts, PATHS, question)
+            == "/concepts/services-networking/")
+
+
+def test_an_item_is_the_subject_only_when_the_question_names_it_in_a_row():
+    asked = terms("Which cargo commands does the book use to create, build and run a project?")
+    assert whole_pack.names_subject(terms("cargo"), asked)
+    assert whole_pack.names_subject(terms("cargo commands"), asked)
+    assert not whole_pack.names_subject(terms("cargo run"), asked)  # an item, not the subject
+    assert not whole_pack.names_subject(terms("cargo build"), asked)

@@ -9,15 +9,17 @@ packs/citations.py like any other).
 "across", "list", or None for a question about one thing (the single-passage answer).
 
 Candidates come through the graph, not only the search's top sections:
-- the **region**: the pages of the search's first sections, and the pages beside them (the
-  longest common path prefix of the first pages, cut at a separator: `concepts/scheduling-
-  eviction/`, `src/ch20-`), and the pages the first page links to;
+- the **region** (packs/retrieval/whole_pack_region.py): the pages of the search's first
+  sections, the pages of one family beside them (a chapter `src/ch20-` or a folder
+  `concepts/scheduling-eviction/`: the first page's, unless the question names another
+  clearly better), and the pages the lead page links to;
 - **list / across**: the entities those sections mention (MENTIONS), and the entities whose
   name starts with an identifier of the question (`kubectl`, `kubeadm`), each scored by
   the rank of the sections that mention it, its rarity in the pack (an entity every page
-  names is no item), whether its type is the kind asked for (subcommands: command; flags:
-  flag; ...) and whether it appears in a list of a first section; each item is quoted by
-  the sentence (or list item, table row) of its best section that names it;
+  names is no item; one the question names in a row is its subject, no item), whether
+  its type is the kind asked for (subcommands: command; flags: flag; ...) and whether it
+  appears in a list of a first section; each item is quoted by the sentence (or list
+  item, table row) of its best section that names it;
 - **overview**: the region's pages, each item the page's title with its lead sentence and
   the headings of its sections; for the pack itself ("what is this pack about"), its
   topic map (packs/topics.py).
@@ -36,15 +38,13 @@ from packs.citations import locate
 from packs.markdown import fence_spans
 from packs.retrieval.segment import segment
 from packs.retrieval.whole_pack_questions import head_stem, question_kind, wanted_types
+from packs.retrieval.whole_pack_region import region
 
 QUERY_TYPE = "whole_pack_retrieval_only"
 MAX_ITEMS = 20
 FLOOR = 0.12  # an item scoring under this share of the best is left out
-MAX_PAGES = 14
-REGION_PAGES = 40
-_HOST = re.compile(r"^[a-z]+://[^/]+")
+OUTSIDE_WEIGHT = 0.3  # a section outside the region that names a question identifier
 
-ARTICLES = "MATCH (a:Article) RETURN a.id, a.url, a.title"
 SECTION_MENTIONS = ("MATCH (s:Section)-[:MENTIONS]->(e:Entity) WHERE s.id IN $ids "
                     "RETURN s.id, e.id, e.name, e.type")
 ENTITY_DF = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE e.id IN $ids "
@@ -56,7 +56,6 @@ SECTIONS_OF = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids
                "ORDER BY a.id, s.position, s.chunk")
 SECTIONS_BY_ID = ("MATCH (s:Section) WHERE s.id IN $ids RETURN s.article_id, s.id, s.url, "
                   "s.title, s.heading_path, s.content, s.position")
-LINKED = "MATCH (a:Article {id: $id})-[:LINKS_TO]->(b:Article) RETURN b.id"
 COUNT_SECTIONS = "MATCH (s:Section) RETURN count(*)"
 
 
@@ -86,44 +85,6 @@ def _sec(row: list) -> Sec:
     art, sid, url, title, heading, content, pos = row
     return Sec(art or "", sid, url or "", title or "", heading or "", content or "",
                int(pos or 0))
-
-
-def _family(path: str, paths: list[str]) -> str:
-    """The prefix the pages beside `path` share: its file name's numbered stem ("src/ch03-"
-    for "src/ch03-01-variables.md") when other pages have it, else its folder when that
-    holds 2 to REGION_PAGES pages; "" when neither."""
-    folder, _, name = path.rpartition("/")
-    stem = re.match(r"[A-Za-z]*\d+[-_.]", name)
-    if stem:
-        prefix = f"{folder}/{stem.group(0)}"
-        if sum(p.startswith(prefix) for p in paths) >= 2:
-            return prefix
-    prefix = folder + "/"
-    if folder and 2 <= sum(p.startswith(prefix) for p in paths) <= REGION_PAGES:
-        return prefix
-    return ""
-
-
-def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = False
-           ) -> tuple[list[str], dict[str, float]]:
-    """(article ids of the question's region, best first; {section id: weight} of the
-    search's sections): the pages beside the first page (`_family`: its chapter or its
-    folder), the other first pages (unless `family_only`) and the pages the first page
-    links to."""
-    cited = result.cited()
-    weights = {s.id: 1.0 / (1 + i) for i, s in enumerate(cited)}
-    first = list(dict.fromkeys(s.article_id for s in cited))
-    if not first:
-        return [], weights
-    arts = [(a, _HOST.sub("", url or "")) for a, url, _ in pack.db.read(ARTICLES, {})]
-    path_of = dict(arts)
-    top = path_of.get(first[0], "")
-    family = _family(top, [p for _, p in arts])
-    near = sorted((a for a, p in arts if family and p.startswith(family)), key=path_of.get)
-    out = [first[0], *near] if family_only else [*first[:3], *near, *first[3:]]
-    if not near or not family_only:
-        out += [r[0] for r in pack.db.read(LINKED, {"id": first[0]})]
-    return list(dict.fromkeys(out))[:limit], weights
 
 
 def _spans(content: str) -> list[tuple[int, int]]:
@@ -212,6 +173,15 @@ def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
     return out
 
 
+def names_subject(name: list[str], asked: list[str]) -> bool:
+    """Whether a name (its terms) is the question's own subject (its terms `asked`): the
+    name's terms in a row in the question ("kubectl", "DNS policy" for "which DNS policies
+    ..."), not words the question has apart ("cargo run" for "which cargo commands ...
+    build, check and run a project")."""
+    n = len(name)
+    return not n or any(asked[i:i + n] == name for i in range(len(asked) - n + 1))
+
+
 def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
     """The items of a list or across question (see the module docstring): for an across
     question each page's best passage first (`page_items`), then the graph's items."""
@@ -229,18 +199,18 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
                 if not rows:
                     continue
                 by_id[sid] = _sec(rows[0])
-                by_id[sid].weight = 0.3
+                by_id[sid].weight = OUTSIDE_WEIGHT
             mentions[eid].append((sid, name, etype))
     if not mentions:
         return per_page
     total = pack.db.read(COUNT_SECTIONS, {})[0][0] or 1
     df = dict(pack.db.read(ENTITY_DF, {"ids": list(mentions)}))
-    wanted, asked = wanted_types(result.question), set(text_rules.terms(result.question))
+    wanted, asked = wanted_types(result.question), text_rules.terms(result.question)
     head = head_stem(result.question)
     scored = []
     for eid, places in mentions.items():
         name, etype = places[0][1], places[0][2]
-        if set(text_rules.terms(name)) <= asked or len(name) > 60:
+        if names_subject(text_rules.terms(name), asked) or len(name) > 60:
             continue  # the question's own subject is no item of it
         sids = list(dict.fromkeys(p[0] for p in places))
         pages = {by_id[s].article_id for s in sids}

@@ -2,15 +2,20 @@
 
 `assemble` resolves entities across all the sections it is given (tasks.extract.entities)
 and builds the entities, mentions, relationships and facts tables with the column names of
-packs.format.TABLE_COLUMNS.
+packs.format.TABLE_COLUMNS. `assemble_judged` (the offline extractor's) lets the entity
+model (tasks/extract/judge.py) judge the resolved entities first and leaves out those it
+rejects, with the facts and relationships that name them.
 """
 
 from __future__ import annotations
+
+import re
 
 import polars as pl
 
 from packs.format import ENTITIES, FACTS, MENTIONS, RELATIONSHIPS, TABLE_COLUMNS, fact_id
 from tasks.extract.entities import RawEntity, resolve_entities
+from tasks.extract.judge import PackText, entity_scores, load_model
 from tasks.extract.names import rendered
 from tasks.extract.schema import Extraction
 
@@ -93,3 +98,38 @@ def assemble(extractions: list[tuple[str, Extraction]],
         RELATIONSHIPS: _frame(RELATIONSHIPS, [rels[k] for k in sorted(rels)]),
         FACTS: _frame(FACTS, [facts[k] for k in sorted(facts)]),
     }
+
+
+_SPAN = re.compile(r"`([^`\n]+)`")
+# The entity model reads how many pages name a thing. It was fitted on packs of tens to
+# hundreds of pages (Kubernetes, the Rust book, the Cargo book); in a pack of a few pages
+# every name is on one page, and it rejected them all (a 3-page pack came out with no
+# entities). Below this size the rules' entities stand unjudged.
+MIN_JUDGED_PAGES = 20
+
+
+def assemble_judged(extractions: list[tuple[str, Extraction]],
+                    stop_names: set[str] | frozenset[str], text: PackText,
+                    model: dict | None = None) -> tuple[dict[str, pl.DataFrame], list[str]]:
+    """(tables, the names left out): `assemble`, then the entity model's verdict on every
+    resolved entity in the pack `text`; those under its threshold are left out wherever
+    they occur (their names and aliases join `stop_names`), and so is a fact that quotes
+    one of them as code (it is about an example's own things)."""
+    tables = assemble(extractions, stop_names)
+    if text.pages < MIN_JUDGED_PAGES:
+        return tables, []
+    ents = tables[ENTITIES]
+    fitted = (model or load_model())["entity"]
+    scores = entity_scores(list(zip(ents["name"], ents["type"])), text, model)
+    rejected: set[str] = set()
+    for name, aliases, p in zip(ents["name"], ents["aliases"].to_list(), scores):
+        if p < fitted["threshold"]:
+            rejected |= {name, *(aliases or [])}
+    if not rejected:
+        return tables, []
+    tables = assemble(extractions, set(stop_names) | rejected)
+    facts = tables[FACTS]
+    keep = [not any(m.group(1).strip() in rejected for m in _SPAN.finditer(t))
+            for t in facts["text"]]
+    tables[FACTS] = facts.filter(pl.Series(keep, dtype=pl.Boolean))
+    return tables, sorted(rejected)

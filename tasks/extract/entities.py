@@ -53,6 +53,7 @@ TYPE_PRIORITY = (
     "protocol", "standard", "data_format", "organization", "person", "term", "concept", "other",
 )
 _TYPE_RANK = {t: i for i, t in enumerate(TYPE_PRIORITY)}
+_IDENTIFIER_TYPES = frozenset({"code", "setting", "function", "environment_variable", "flag"})
 MAX_DESCRIPTION_CHARS = 500
 
 _STRIP_CHARS = "`'\"“”‘’*_~"
@@ -237,6 +238,11 @@ def resolve_entities(raw: Iterable[RawEntity]) -> Resolution:
         if len(types) > 1:
             types.pop("other", None)  # "other" means "unknown": it never outvotes a real type
         etype = min(types, key=lambda t: (-types[t], _TYPE_RANK.get(t, len(_TYPE_RANK)), t))
+        if etype in _IDENTIFIER_TYPES and " " in name:
+            # An identifier is shown as code writes it ("TopologyManager"), not as the
+            # phrase a merged mention spelled ("Topology Manager").
+            name = min((f for f in forms if " " not in f), key=lambda f: (-forms[f], f),
+                       default=name)
         description = max(
             (r.description.strip() for _, r in members), key=lambda d: (len(d), d), default=""
         )[:MAX_DESCRIPTION_CHARS]

@@ -6,6 +6,8 @@ meant to be read: precision first. Output has the same shape as the Claude tool 
 
 What it finds, per section (prose only: fenced code, tables and HTML are skipped, and each
 sentence is read as rendered text, links as their text):
+- **commands run in shell blocks** (`offline_names.run_commands`): the program and its
+  subcommands, for programs the prose names (items that live only in code);
 - **identifiers**: code spans and identifiers written in prose (CamelCase, snake_case,
   `Type::path`), judged and typed by tasks/extract/offline_names.py (`code_entity`: stop-
   entities such as literals, hosts, placeholders and expressions are left out; the types
@@ -28,17 +30,21 @@ from __future__ import annotations
 import re
 
 from packs import text as text_rules
-from packs.markdown import heading, list_marker, replace_fences
+from packs.markdown import fence_spans, heading, list_marker, replace_fences
 from tasks.extract.names import rendered
-from tasks.extract.offline_names import GENERIC_WORDS, code_entity, heading_entity
+from tasks.extract.offline_names import GENERIC_WORDS, code_entity, heading_entity, run_commands
 from tasks.extract.offline_text import find_word, is_fact, stated_relations
 
 # bump when the heuristics change; v2: ~~~ fences skipped too; v3: sentences of whole
 # paragraphs; v4 (issue 48): stop-entities, identifier types, headings only when named,
 # whole-sentence facts, stated relations; v5: code spans kept whole in facts, bold
 # labels of steps and parts are no terms; v6: a page title may be one plain word; v7: the
-# code spans of table cells; v8: generic heading heads, quantified definition subjects
-OFFLINE_VERSION = f"offline-v8+{text_rules.TEXT_RULES_VERSION}"
+# code spans of table cells; v8: generic heading heads, quantified definition subjects;
+# v9: a path is a function only when called, cut names and expressions out, keys under a
+# domain are code, facts with pointers or an example's one-letter names out, commands run
+# in shell blocks, attributes and TOML table headers (the entity model that judges what
+# these rules propose runs in the resolve stage)
+OFFLINE_VERSION = f"offline-v9+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
     "terms and headings that name a thing, found by pattern and typed by their form; "
@@ -137,6 +143,13 @@ def _plain(sentence: str) -> str:
                    else _EMPHASIS_MARK.sub("", _HTML.sub("", p)) for p in parts).strip()
 
 
+def _first_line(prose: str, name: str) -> str:
+    """A description for a name found in code: the first prose sentence naming its
+    program, else ""."""
+    program = name.split()[0]
+    return next((s for s in _sentences(prose) if program in s), "")[:300]
+
+
 class _Entities:
     """The section's entities by lower-cased name, in order found, capped at MAX_ENTITIES."""
 
@@ -230,6 +243,14 @@ def extract_offline(page_title: str, heading_path: str, content: str) -> dict:
     for row in re.findall(r"(?m)^\s*\|(.+)\|\s*$", prose):
         if not re.fullmatch(r"[\s|:-]*", row):
             _identifiers(row, _plain(row), content or "", ents)
+    # Commands run in shell blocks: items that live only in code ("kubeadm token create").
+    for a, b in fence_spans(content or ""):
+        block = (content or "")[a:b]
+        first = block.split("\n", 1)[0].lower()
+        if re.search(r"shell|bash|console|\bsh\b|powershell|cmd|zsh", first) or re.search(
+                r"(?m)^\s*\$ ", block):
+            for command in run_commands(block.split("\n", 1)[-1], prose):
+                ents.add(command, "command", _first_line(prose, command))
     relationships: list[dict] = []
     seen: set[tuple[str, str, str]] = set()
     for plain, names in per_sentence:

@@ -91,6 +91,9 @@ _PLACEHOLDER = re.compile(r"<[^<>]*\s[^<>]*>|<[a-z]+(?:-[a-z]+)+>|<[A-Z]+(?:_[A-
 _FLAG = re.compile(r"^(--?[A-Za-z][\w-]*)(?:[= ].*)?$")
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|^[A-Z]{2,}$")
 _FUNCTION_PATH = re.compile(r"^[A-Za-z_][\w]*(?:::[A-Za-z_]\w*)+(?:!|\(\))?$")
+_ATTRIBUTE = re.compile(r"^#!?\[[A-Za-z_][\w:]*(?:\([\w\s,=\"':.-]*\))?\]$")
+_TABLE_HEADER = re.compile(r"^\[\[?[A-Za-z_][\w-]+(?:\.[\w<>*-]+)*\]\]?$")
+_TYPE_METHOD = re.compile(r"^(?:\w+::)*[A-Z]\w*(?:<[^<>]*>)?::[a-z_][a-z0-9_]*$")
 _CALL = re.compile(r"^([A-Za-z_][\w.:]*)\((.*)\)$")
 _MACRO = re.compile(r"^[a-z_][a-z0-9_]*!$")
 _FIELD_PATH = re.compile(r"^\.?[a-z][A-Za-z0-9]*(?:\[\])?(?:\.[A-Za-z][\w-]*(?:\[\])?)+$")
@@ -179,8 +182,8 @@ def _judge(name: str) -> tuple[str, str] | None:
     """`code_entity` on the name alone: a final (name, type), None, or (name, "?kind")
     when its sentence or section decides (a command, a version, an environment
     variable)."""
-    if name.endswith(("…", "...")):
-        return None
+    if name.endswith(("…", "...", ":", "..")) or re.match(r"^(?:\*|\.\.)[a-z_]", name):
+        return None  # cut short ("start..", "k8s:enc:kms:v2:") or an expression (`*y`, `..a`)
     if len(name) < 2 or len(name) > 80 or not any(c.isalpha() for c in name):
         return None
     if is_literal(name) or is_host(name) or _EXTENSION_ONLY.match(name) and "." in name:
@@ -188,6 +191,8 @@ def _judge(name: str) -> tuple[str, str] | None:
     if ((name.islower() and name in GENERIC_WORDS) or name.lower() in FUNCTION_WORDS
             or _PLACEHOLDER.search(name)):
         return None
+    if _ATTRIBUTE.match(name) or _TABLE_HEADER.match(name):
+        return name, "code"  # `#[test]`, `#[cfg(test)]`; `[profile.release]`, `[[bin]]`
     flag = _FLAG.match(name)
     if flag and " " not in flag.group(1):
         return flag.group(1), "flag"
@@ -198,8 +203,10 @@ def _judge(name: str) -> tuple[str, str] | None:
     if " " in name:
         return name, "?command"
     if _FUNCTION_PATH.match(name):
-        return name.removesuffix("()"), ("function" if name[0].islower() or "::" in name
-                                          else "code")
+        # A path is a function when written as a call or as `Type::method`; a module, a
+        # trait, a type or a variant (`std::io`, `std::io::Write`, `Poll::Pending`) is code.
+        called = name.endswith(("()", "!")) or bool(_TYPE_METHOD.match(name))
+        return name.removesuffix("()"), ("function" if called else "code")
     call = _CALL.match(name)
     if call:
         callee = call.group(1)
@@ -210,6 +217,8 @@ def _judge(name: str) -> tuple[str, str] | None:
         return name, "function"
     if _VERSION.match(name):
         return name, "?version"
+    if re.match(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)+/\S", name):
+        return name, "code"  # a key under a domain (`kubernetes.io/ingress.class`), no file
     if _PATH.match(name) or (_FILE_EXT.search(name) and re.match(r"^[\w./@-]+$", name)):
         return name, "file"
     if _FIELD_PATH.match(name):
@@ -281,3 +290,37 @@ def heading_entity(heading: str, text: str, title: bool = False) -> str | None:
     if folded and re.search(rf"(?<![\w-]){re.escape(folded)}(?![\w-])", prose):
         return name
     return None
+
+
+# Shell utilities whose lines in a code block say nothing about the pack's own tools.
+_SHELL_UTILITIES = frozenset("""cd ls echo cat export source sudo mkdir rm cp mv curl wget
+grep sed awk chmod chown tar touch set unset printf read sleep kill ps env which man less
+head tail sort uniq wc xargs tee find test true false exit git apt yum dnf brew pip npm
+python python3 bash sh zsh fish powershell docker""".split())
+_PROMPT = re.compile(r"^\s*(?:\$|#|>|PS[^>]*>)\s+")
+
+
+def run_commands(code: str, prose: str) -> list[str]:
+    """The commands a shell block runs (`code`: its text) with the program and up to two
+    subcommands (`kubeadm token create`, `kubectl completion bash`, `cargo update`), for
+    programs the section's prose names (`prose`, lower-cased or not): `$ cargo new
+    hello_cargo` gives `cargo new`; a value, path, flag or placeholder ends the command."""
+    named = set(re.findall(r"[a-z][a-z0-9-]{2,}", prose.lower()))
+    bound = bound_names(code)
+    out: list[str] = []
+    for line in code.splitlines():
+        line = _PROMPT.sub("", line)
+        for m in re.finditer(r"(?<![\w./-])([a-z][a-z0-9-]{2,})((?:[ \t]+[a-z][a-z0-9-]*){1,2})",
+                             line):
+            program = m.group(1)
+            if program not in named or program in _SHELL_UTILITIES or program in GENERIC_WORDS:
+                continue
+            words = [program]
+            for w in m.group(2).split():
+                if (w in bound or any(c.isdigit() for c in w) or w in _DETERMINERS
+                        or _PLACEHOLDER.search(w) or len(words) > 1 and w in GENERIC_WORDS):
+                    break
+                words.append(w)
+            if len(words) > 1:
+                out.append(" ".join(words))
+    return list(dict.fromkeys(out))

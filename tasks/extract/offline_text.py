@@ -31,6 +31,7 @@ _OPENERS = re.compile(
     r"check|run|save|open|reopen|create|add|edit|change|go|click|type|enter|make|try|note|"
     r"remember|recall|notice|start|use|install|copy|paste|replace|update|apply|set|define|"
     r"prerequisite|to do|to |once|after|before|in this|in that|for this|for more|more "
+    r"|in fact|in other words|lastly|at this point|validate|verify|"
     r"information|for details|as mentioned|as shown|as you|as we|well|okay|ok|yes|no|"
     r"unfortunately|luckily|fortunately)\b", re.I)
 # A referent elsewhere: a demonstrative, a third-person pronoun, an ordinal subject, the
@@ -41,7 +42,13 @@ _DANGLING = re.compile(
     r"result|code|program|function|method|command|file|values?|exact)\b|"
     r"\bthe (?:variable|example|various|exact|test|sandbox|function|program|code) |"
     r"\byou(?:'re|’re| have| should see| should get| see| now| can now| are now| will see)\b|"
-    r"^your\b|^for now\b|\bwould\b|\bsaw\b", re.I)
+    r"^your\b|^for now\b|\bwould\b|\bsaw\b|\byou can see\b|\b(?:used|shown|defined) here\b|"
+    r"\b(?:now|here) (?:has|have|is|are|returns?)\b|"
+    # a pointer in the main clause ("..., see X"); the subject of a condition is a pronoun
+    r"(?:^|[,;]\s*)(?:see|refer to)\b|^(?:if|when|once|because|since|although|while) "
+    r"(?:it|they|this|that)\b|"
+    # an example's own one- or two-letter names (`x`, `s`, `p3.x`)
+    r"`[a-z][a-z0-9]?(?:\.[a-z0-9_]+)?`", re.I)
 _BAD_CHARS = re.compile(r"<img|</?\w+[^>]*>|\]\(|\|\s|^\s*[>#*-]|^`|^\[|https?://")
 _VERB = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had|can|cannot|can't|must|may|"
                    r"might|should|will|would|does|do|did|need|needs|\w+s)\b")

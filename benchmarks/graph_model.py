@@ -1,0 +1,218 @@
+"""Fit the offline graph's entity model (tasks/extract/judge.py) on the labelled samples,
+with leave-one-corpus-out cross-validation, and write its weights as data.
+
+    python benchmarks/graph_model.py [--data ../shared/data] [--work out/bench]
+        [--labels benchmarks/data/graph_labels --labels benchmarks/data/graph_labels_v8]
+        [--write tasks/extract/graph_model.json] [--out FILE]
+
+Labels: every labelled entity of each folder: the before-labels of issue 48 (kubernetes,
+rust-book), a fresh sample of the v8 graph (graph_labels_v8: kubernetes, rust-book,
+cargo-book) and of the first model's graph (graph_labels_v9: drawn from what that model
+kept, so they are easier), each with its features in the corpus's pack (the features read
+only the pages' text). The model is fitted on the labelled items today's rules propose
+(`candidates`: the population it will judge); an L2-regularised logistic regression on
+standardised features (Newton's method, numpy).
+
+Printed: for each held-out corpus (fitted on the others) and pooled: the precision of
+the items kept at the threshold, the share of correct items kept, and the correct and
+wrong items dropped. The threshold is the lowest whose pooled out-of-fold precision
+reaches `--target`; the model written is fitted on all the corpora.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import common, corpora, graph_precision  # noqa: E402
+
+CORPORA = ("kubernetes", "rust-book", "cargo-book")
+LABELS = tuple(ROOT / "benchmarks/data" / d for d in ("graph_labels", "graph_labels_v8",
+                                                      "graph_labels_v9"))
+L2 = 1.0
+
+
+def fit(x, y, l2: float = L2):
+    """(weights, bias) of an L2-regularised logistic regression (Newton's method)."""
+    import numpy as np
+
+    n, d = x.shape
+    xb = np.hstack([x, np.ones((n, 1))])
+    w = np.zeros(d + 1)
+    reg = np.full(d + 1, l2)
+    reg[-1] = 0.0
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-np.clip(xb @ w, -30, 30)))
+        grad = xb.T @ (p - y) + reg * w
+        hess = xb.T @ (xb * (p * (1 - p))[:, None]) + np.diag(reg) + 1e-9 * np.eye(d + 1)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+def model_dict(rows: list[dict], names: list[str], threshold: float = 0.5) -> dict:
+    """Fit on `rows` (each with "x": features, "y": label) and return the JSON model."""
+    import numpy as np
+
+    x = np.array([[r["x"].get(n, 0.0) for n in names] for r in rows])
+    y = np.array([float(r["y"]) for r in rows])
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    w, b = fit((x - mean) / scale, y)
+    return {"features": names, "mean": mean.round(6).tolist(), "scale": scale.round(6).tolist(),
+            "weights": w.round(6).tolist(), "bias": round(b, 6), "threshold": threshold,
+            "trained_on": len(rows)}
+
+
+def predict(model: dict, rows: list[dict]) -> list[float]:
+    from tasks.extract.judge import probability
+
+    return [probability(r["x"], model) for r in rows]
+
+
+def summary(rows: list[dict], probs: list[float], t: float) -> str:
+    kept = [r for r, p in zip(rows, probs) if p >= t]
+    good = sum(r["y"] for r in kept)
+    total_good = sum(r["y"] for r in rows)
+    lo, hi = graph_precision.wilson(good, len(kept))
+    before = sum(r["y"] for r in rows) / max(1, len(rows))
+    return (f"{len(rows)} items, precision {before:.3f} -> kept {len(kept)}: "
+            f"{good / max(1, len(kept)):.3f} [{lo:.3f}, {hi:.3f}]; correct kept "
+            f"{good}/{total_good} ({good / max(1, total_good):.3f}), correct dropped "
+            f"{total_good - good}, wrong dropped {len(rows) - len(kept) - (total_good - good)}")
+
+
+def pack_sections(pack: Path) -> list[dict]:
+    """The sections of a pack's current build: id, title, url, heading_path, content."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(graph_precision.tables_dir(pack) / "sections.parquet",
+                         columns=["id", "title", "url", "heading_path", "content"]).to_pylist()
+
+
+def candidates(sections: list[dict]) -> tuple[set[str], set[str]]:
+    """(entity keys, fact keys) today's offline rules propose for `sections`, before the
+    models judge them: the extractor on every section, resolved across the pack with the
+    examples' bound names left out (what the resolve stage hands the models)."""
+    from packs.markdown import fence_spans
+    from tasks.extract.assemble import assemble
+    from tasks.extract.offline import extract_offline
+    from tasks.extract.offline_names import bound_names
+    from tasks.extract.schema import salvage
+
+    extractions, stop = [], set()
+    for s in sections:
+        data = extract_offline(s["title"] or "", s["heading_path"] or "", s["content"] or "")
+        try:
+            extractions.append((s["id"], salvage(data).extraction))
+        except ValueError:
+            continue
+        for a, b in fence_spans(s["content"] or ""):
+            stop |= bound_names(s["content"][a:b])
+    tables = assemble(extractions, stop)
+    ents = {graph_precision.entity_key(n, t) for n, t in
+            tables["entities"].select("name", "type").iter_rows()}
+    facts = {graph_precision.fact_key(t) for (t,) in tables["facts"].select("text").iter_rows()}
+    return ents, facts
+
+
+def load_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
+    """Labelled entities of each corpus with their features, each row {"corpus", "x", "y",
+    "present", "name", "source"}; `present`: today's rules propose it (`candidates`)."""
+    from tasks.extract.judge import PackText, entity_features
+
+    out: list[dict] = []
+    for corpus in CORPORA:
+        files = [f / f"{corpus}_entities.jsonl" for f in labels]
+        files = [f for f in files if f.is_file()]
+        if not files or not corpora.available(data, corpus):
+            continue
+        built = corpora.load(data, corpus, work).built
+        sections = pack_sections(built.pack_dir)
+        text = PackText([(s["url"], s["heading_path"], s["content"]) for s in sections])
+        proposed, _ = candidates(sections)
+        for path in files:
+            for line in path.read_text(encoding="utf-8").splitlines():
+                r = json.loads(line)
+                out.append({"corpus": corpus, "x": entity_features(r["name"], r["type"], text),
+                            "y": bool(r["label"]), "present": r["key"] in proposed,
+                            "name": r["name"], "source": path.parent.name})
+        mine = [r for r in out if r["corpus"] == corpus]
+        log(f"{corpus}: {len(sections)} sections, {len(proposed)} entities proposed; "
+            f"{len(mine)} labelled, {sum(r['present'] for r in mine)} of them proposed")
+    return out
+
+
+def choose_threshold(rows: list[dict], probs: list[float], target: float) -> float:
+    """The lowest threshold whose kept items reach `target` precision (0.5 when none)."""
+    for t in [i / 100 for i in range(5, 96)]:
+        kept = [r["y"] for r, p in zip(rows, probs) if p >= t]
+        if kept and sum(kept) / len(kept) >= target:
+            return t
+    return 0.5
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
+    ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK)
+    ap.add_argument("--labels", type=Path, action="append")
+    ap.add_argument("--target", type=float, default=0.92,
+                    help="out-of-fold precision the threshold must reach (entities)")
+    ap.add_argument("--write", type=Path, default=None, help="write the models here")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if not any(corpora.available(args.data, c) for c in CORPORA):
+        print(f"skipped: the labelled corpora are not under {args.data}")
+        return 0
+    lines: list[str] = [common.machine_line()]
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    rows = load_rows(args.data, args.work, args.labels or list(LABELS), log)
+    names = sorted(rows[0]["x"])
+    proposed = [r for r in rows if r["present"]]
+    oof = {}
+    for held in CORPORA:  # fitted on the other corpora's proposed items
+        m = model_dict([r for r in proposed if r["corpus"] != held], names)
+        for r in proposed:
+            if r["corpus"] == held:
+                oof[id(r)] = predict(m, [r])[0]
+    probs = [oof[id(r)] for r in proposed]
+    t = choose_threshold(proposed, probs, args.target)
+    log(f"\nentity model: {len(names)} features, fitted on the {len(proposed)} labelled items "
+        f"today's rules propose; threshold {t:.2f} (the lowest whose pooled out-of-fold "
+        f"precision reaches {args.target})")
+    log("leave-one-corpus-out (fitted on the other corpora), items today's rules propose:")
+    for held in (*CORPORA, "pooled"):
+        idx = [i for i, r in enumerate(proposed) if held in ("pooled", r["corpus"])]
+        for th in sorted({0.5, t}):
+            log(f"  {held}, threshold {th:.2f}: "
+                + summary([proposed[i] for i in idx], [probs[i] for i in idx], th))
+    unbiased = [i for i, r in enumerate(proposed) if r["source"] != "graph_labels_v9"]
+    log("  pooled, items drawn before any model (graph_labels, graph_labels_v8), threshold "
+        f"{t:.2f}: " + summary([proposed[i] for i in unbiased], [probs[i] for i in unbiased], t))
+    models = {"entity": model_dict(proposed, names, t)}
+    top = sorted(zip(names, models["entity"]["weights"]), key=lambda x: -abs(x[1]))[:10]
+    log("largest weights (standardised): " + ", ".join(f"{n} {w:+.2f}" for n, w in top))
+    if args.write:
+        args.write.write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
+        log(f"written: {args.write}")
+    if args.out:
+        command = " ".join(["python benchmarks/graph_model.py", *(argv or sys.argv[1:])])
+        args.out.write_text(f"# The offline graph's models\n\n- Command: `{command}`\n\n```\n"
+                            + "\n".join(lines) + "\n```\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

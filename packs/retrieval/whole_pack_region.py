@@ -1,0 +1,115 @@
+"""The region of a whole-pack question: the pages its items are gathered from
+(packs/retrieval/whole_pack.py).
+
+The region is the pages of one family (`family`: a chapter "src/ch20-", or a folder
+"concepts/configuration/"), the search's other first pages and the pages the lead page
+links to. Which family: the one whose names share the most words with the question ("the
+configuration concepts" → concepts/configuration/: `best_family`), else the first page's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from packs import text as text_rules
+from packs.retrieval import extractive
+
+MAX_PAGES = 14
+REGION_PAGES = 40
+CANDIDATE_PAGES = 5  # the first pages whose families compete
+KEEP_FIRST = 0.75  # the first page's family stays unless another matches 1/0.75 as well
+_HOST = re.compile(r"^[a-z]+://[^/]+")
+
+ARTICLES = "MATCH (a:Article) RETURN a.id, a.url, a.title"
+LINKED = "MATCH (a:Article {id: $id})-[:LINKS_TO]->(b:Article) RETURN b.id"
+
+
+def family(path: str, paths: list[str]) -> str:
+    """The prefix the pages beside `path` share: its file name's numbered stem ("src/ch03-"
+    for "src/ch03-01-variables.md") when other pages have it, else its folder when that
+    holds 2 to REGION_PAGES pages; "" when neither."""
+    folder, _, name = path.rpartition("/")
+    stem = re.match(r"[A-Za-z]*\d+[-_.]", name)
+    if stem:
+        prefix = f"{folder}/{stem.group(0)}"
+        if sum(p.startswith(prefix) for p in paths) >= 2:
+            return prefix
+    prefix = folder + "/"
+    if folder and 2 <= sum(p.startswith(prefix) for p in paths) <= REGION_PAGES:
+        return prefix
+    return ""
+
+
+def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = False
+           ) -> tuple[list[str], dict[str, float]]:
+    """(article ids of the question's region, best first; {section id: weight} of the
+    search's sections): the pages beside a first page (`family`: its chapter or its
+    folder; which first page: `best_family`), the other first pages (unless
+    `family_only`) and the pages the first page links to."""
+    cited = result.cited()
+    weights = {s.id: 1.0 / (1 + i) for i, s in enumerate(cited)}
+    first = list(dict.fromkeys(s.article_id for s in cited))
+    if not first:
+        return [], weights
+    arts = [(a, _HOST.sub("", url or "")) for a, url, _ in pack.db.read(ARTICLES, {})]
+    path_of = dict(arts)
+    paths = [p for _, p in arts]
+    vocabulary = getattr(pack, "vocabulary", None)
+    idf = extractive.idf_of(vocabulary()) if callable(vocabulary) else (lambda w: 1.0)
+    family = best_family([path_of.get(a, "") for a in first[:CANDIDATE_PAGES]], paths,
+                         result.question, idf)
+    if family and not path_of.get(first[0], "").startswith(family):
+        lead = next((a for a in first if path_of.get(a, "").startswith(family)),
+                    min((a for a, p in arts if p.startswith(family)), key=path_of.get))
+        first = [lead, *[a for a in first if a != lead]]
+    near = sorted((a for a, p in arts if family and p.startswith(family)), key=path_of.get)
+    out = [first[0], *near] if family_only else [*first[:3], *near, *first[3:]]
+    if not near or not family_only:
+        out += [r[0] for r in pack.db.read(LINKED, {"id": first[0]})]
+    return list(dict.fromkeys(out))[:limit], weights
+
+
+def best_family(firsts: list[str], paths: list[str], question: str,
+                idf: Callable[[str], float] = lambda w: 1.0) -> str:
+    """The family (`family`) of the pack's pages whose prefix, first page and best-ranked
+    search page (of `firsts`) share the most with `question`, each shared term weighed by
+    `idf` (its rarity in the pack, so "kubernetes" in a Kubernetes pack counts for
+    little): "the configuration concepts" → concepts/configuration/, "the chapter on
+    closures and iterators" → src/ch13-, but "which DNS policies can a Pod use?" stays in
+    the first page's family (its page dns-pod-service names DNS). On a tie, the one
+    holding the best-ranked of the first pages (`firsts`, best first); the first page's
+    family unless another shares clearly more (KEEP_FIRST)."""
+    default = family(firsts[0], paths) if firsts else ""
+    names = {p: set(text_rules.terms(re.sub(r"[/_.-]+", " ", p))) for p in paths}
+    asked: dict[str, float] = {}
+    for w in text_rules.words(question):
+        if w not in text_rules.STOP_WORDS:
+            asked[text_rules.stem(w)] = max(asked.get(text_rules.stem(w), 0.0), idf(w))
+
+    rank = {p: i for i, p in enumerate(firsts)}
+
+    def weight(fam: str) -> float:
+        words = _family_words(fam, paths, names)
+        lead = min((p for p in firsts if p.startswith(fam)), key=rank.get, default=None)
+        if lead is not None:  # the search's best page there names it too
+            words |= names.get(lead, set())
+        return sum(asked.get(t, 0.0) for t in words)
+
+    best, best_key = default, (0.0, 0)
+    for fam in {family(p, paths) for p in paths} - {""}:
+        key = (weight(fam), -min((rank.get(p, 99) for p in paths if p.startswith(fam)),
+                                 default=99))
+        if key[0] > 0 and key > best_key:
+            best, best_key = fam, key
+    if default and weight(default) >= KEEP_FIRST * best_key[0]:
+        return default  # the search's own first page wins unless clearly outmatched
+    return best
+
+
+def _family_words(fam: str, paths: list[str], names: dict[str, set[str]]) -> set[str]:
+    """The terms of a family's prefix and of its first page's path (a chapter's index page
+    names it: "src/ch13-00-functional-features.md")."""
+    head = min(p for p in paths if p.startswith(fam))
+    return set(text_rules.terms(re.sub(r"[/_.-]+", " ", fam))) | names[head]
