@@ -178,7 +178,9 @@ def render(results: dict[str, Result], entries: list[dict],
             if res is not None:
                 used.add(res.name)
                 dates.append(res.date[:10])
-                sec += _newer_note(res, t, results)
+                note = _newer_note(res, t, results)
+                if note and note[0] not in sec:  # said once per target
+                    sec += note
         cells = []
         if t.blind:
             sec.append("**Blind test splits** (benchmarks/ledger.jsonl): "

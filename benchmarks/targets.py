@@ -77,7 +77,8 @@ TARGETS: tuple[Target, ...] = (
         "on blind splits (issue 47), answers <= 120 words on average",
         tuple(Figure(_files("answers-docs", f"issue47_dev_{c}.md",
                             "issue34f_question_vector_after.md",
-                            "issue34f_dev_latency_after.md"), caption=f"^{c} dev")
+                            "issue34f_dev_latency_after.md"), caption=f"^{c} dev",
+                     rows="first sentence|turn-3|product|ceiling")
               for c in ("kubernetes", "rust-book", "cargo-book"))
         # the issue's five Kubernetes questions: each verdict here, the answers in full in
         # the results file
