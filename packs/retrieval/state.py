@@ -15,18 +15,16 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from packs import filters as filters_mod
 from packs.db import PackDB, QueryLog, Row
+from packs.manifest import Manifest
 from packs.options import SearchOptions
 from packs.result import Facts, RankedSection
 from packs.retrieval import fewshot, gate, titles
-
-if TYPE_CHECKING:  # the manifest reads the gate's parameters: no import at run time
-    from packs.manifest import Manifest
 
 
 class PackReader(Protocol):
