@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from packs import format as fmt
+from packs import text as text_rules
 from packs.markdown import heading, iter_lines_with_fences
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
@@ -40,10 +41,10 @@ SPLITTER_VERSION = "split-v7"  # v2: long lines cut at sentence ends; v3: leadin
 # v7: a lead-in ("... such as:") opens the chunk of what it introduces, never ends one
 HEADING_SEP = " > "
 
-# The splitter's own size rules, not packs/text.py's: words are whitespace runs and an
-# over-long line is cut at any ". X"; changing them re-splits every pack (SPLITTER_VERSION).
+# The splitter's size rules: words are whitespace runs, and an over-long line is cut at
+# any ". X" (packs/text.py's LINE_SENTENCE_END, not its abbreviation-aware sentences);
+# changing either re-splits every pack (SPLITTER_VERSION).
 _WORD = re.compile(r"\S+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 # A line that starts a block of its own inside a paragraph: a list item, table row, quote.
 _ITEM_LINE = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|\||>)")
 # The end of a line that ends its sentence: . ! ? or :, then closing quotes or marks.
@@ -138,8 +139,9 @@ def _word_count(text: str) -> int:
 
 
 def _sentences(line: str) -> list[str]:
-    """A line of prose cut after ., ! or ? followed by a capital, digit or bracket."""
-    return [s for s in _SENTENCE_END.split(line.strip()) if s]
+    """A line of prose cut after ., ! or ? followed by a capital, digit or bracket
+    (packs/text.py's LINE_SENTENCE_END)."""
+    return text_rules.line_sentences(line)
 
 
 def _split_big_block(text: str, max_words: int, is_code: bool) -> list[tuple[str, str]]:
