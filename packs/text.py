@@ -44,9 +44,9 @@ Rules that stay elsewhere, on purpose:
   them re-embeds every pack's keyword vectors.
 - `tasks/extract/entities.py` singularises entity names for their merge key ("Pods" and
   "Pod" are one entity): a readable singular, not a stem, and part of every entity id.
-- `tasks/sections.py` counts words as whitespace runs for its size limit, and cuts an
-  over-long line with this module's `line_sentences` (LINE_SENTENCE_END, not
-  `sentence_spans`): the chunks of every pack follow both (SPLITTER_VERSION).
+- `tasks/sections.py` counts words as whitespace runs for its size limit (it cuts an
+  over-long line with this module's `sentence_spans`): a change to either re-splits every
+  pack (SPLITTER_VERSION).
 """
 
 from __future__ import annotations
@@ -280,19 +280,6 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     if a < b:
         out.append((a, b))
     return out
-
-
-# The build's cut of an over-long line (tasks/sections.py): after . ! or ? and spaces,
-# before a capital, a digit, a quote or a bracket. Coarser than `sentence_spans` (it knows
-# no abbreviations or code spans), and kept so: every built pack's chunks follow it, and
-# moving the build to `sentence_spans` re-splits every pack (SPLITTER_VERSION), a change to
-# measure on the retrieval tables first.
-LINE_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
-
-
-def line_sentences(line: str) -> list[str]:
-    """`line` (stripped) cut at every LINE_SENTENCE_END, empty pieces left out."""
-    return [s for s in LINE_SENTENCE_END.split(line.strip()) if s]
 
 
 def one_line(text: str) -> str:

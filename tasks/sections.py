@@ -34,16 +34,17 @@ from packs.markdown import heading, iter_lines_with_fences
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 
-SPLITTER_VERSION = "split-v7"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v8"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
 # v7: a lead-in ("... such as:") opens the chunk of what it introduces, never ends one
+# v8 (issue 46): a long line is cut at packs/text.py's sentence ends (never after e.g.,
+# i.e., an initial or inside a code span; after a closing quote)
 HEADING_SEP = " > "
 
 # The splitter's size rules: words are whitespace runs, and an over-long line is cut at
-# any ". X" (packs/text.py's LINE_SENTENCE_END, not its abbreviation-aware sentences);
-# changing either re-splits every pack (SPLITTER_VERSION).
+# packs/text.py's sentence ends; changing either re-splits every pack (SPLITTER_VERSION).
 _WORD = re.compile(r"\S+")
 # A line that starts a block of its own inside a paragraph: a list item, table row, quote.
 _ITEM_LINE = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|\||>)")
@@ -139,9 +140,9 @@ def _word_count(text: str) -> int:
 
 
 def _sentences(line: str) -> list[str]:
-    """A line of prose cut after ., ! or ? followed by a capital, digit or bracket
-    (packs/text.py's LINE_SENTENCE_END)."""
-    return text_rules.line_sentences(line)
+    """A line of prose cut at its sentence ends (packs/text.py's `sentence_spans`)."""
+    line = line.strip()
+    return [line[a:b] for a, b in text_rules.sentence_spans(line)]
 
 
 def _split_big_block(text: str, max_words: int, is_code: bool) -> list[tuple[str, str]]:

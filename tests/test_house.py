@@ -220,6 +220,7 @@ def test_the_text_rule_check_sees_its_rules() -> None:
 
     for rule in (text.SNAKE_CASE, text.TYPE_PATH, text.CAMEL_CASE, text.QUESTION_IDENTIFIER):
         assert text_rule_kind(rule) == "identifier", rule.pattern
-    assert text_rule_kind(text.LINE_SENTENCE_END) == "sentence"
+    # the build's cut before issue 46 (tasks/sections.py, split-v7)
+    assert text_rule_kind(re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")) == "sentence"
     for generic in (r"\S+", r"[A-Za-z0-9_]+", r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$", r"\s+"):
         assert text_rule_kind(re.compile(generic)) is None, generic
