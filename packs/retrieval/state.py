@@ -25,6 +25,7 @@ from packs.manifest import Manifest
 from packs.options import SearchOptions
 from packs.result import Facts, RankedSection
 from packs.retrieval import fewshot, gate, titles
+from packs.retrieval.context import Context
 
 
 class PackReader(Protocol):
@@ -103,6 +104,10 @@ class QueryState:
     fallback: bool = False  # every section was filtered: whole pages instead
     facts: Facts = field(default_factory=Facts)
     examples: list[fewshot.Example] = field(default_factory=list)
+    # the result (packs/retrieval/finish.py): the gate confidence a section's score is
+    # read against (None: this search's verdict; a PackSet's is per pack), the context
+    confidence: Callable[[RankedSection], float | None] | None = None
+    context: Context | None = None
 
     @property
     def best(self) -> float | None:
