@@ -49,6 +49,20 @@ def body(answer: str) -> str:
 # Milliseconds of each product answer `answers` computed (ask() on a search result already
 # made: the offline answer alone), for the benchmarks' latency line.
 PRODUCT_MS: list[float] = []
+# Of each product answer: (its bullets, the pieces of them that are not their cited
+# section's text: packs.retrieval.verbatim), for the benchmarks' verbatim line (issue 51).
+VERBATIM: list[tuple[int, list[str]]] = []
+
+
+def cited_texts(pack, citations) -> dict[str, str]:
+    """The stored text of each section `citations` cite, by id (read from the pack, as
+    the citations were checked against it)."""
+    texts: dict[str, str] = {}
+    for c in citations:
+        sid = c.get("section_id")
+        if sid and sid not in texts and (section := pack.browse.section(sid)) is not None:
+            texts[sid] = section.content
+    return texts
 
 
 def answers(pack, result) -> list[str]:
@@ -59,6 +73,7 @@ def answers(pack, result) -> list[str]:
     from benchmarks.baseline_turn3 import extractive as turn3
     from packs.answer import ask, page_sections
     from packs.options import SearchOptions
+    from packs.retrieval import verbatim
 
     question, cited = result.question, result.cited()
     if not cited:
@@ -67,6 +82,9 @@ def answers(pack, result) -> list[str]:
     start = time.perf_counter()
     product, _ = ask(pack, result, SearchOptions())
     PRODUCT_MS.append(1000 * (time.perf_counter() - start))
+    VERBATIM.append((len(verbatim.bullets(str(product["answer"]))),
+                     verbatim.unverified_lines(str(product["answer"]), product["citations"],
+                                               cited_texts(pack, product["citations"]))))
     # Issue 34's final answer, as packs/answer.py called it before issue 47.
     vocabulary = getattr(pack, "vocabulary", None)
     idf = turn3.idf_of(vocabulary()) if vocabulary is not None else None

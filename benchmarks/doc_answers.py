@@ -3,6 +3,7 @@
     python benchmarks/doc_answers.py [--data ../shared/data] [--work out/bench]
         [--corpus kubernetes --corpus rust-book --corpus cargo-book] [--split dev|test|both]
         [--out FILE] [--questions FILE (with one --corpus: another answer set, same format)]
+        [--misses] [--show-answers (dev only: each offline answer as given)]
 
 Questions: benchmarks/data/k8s_answers.jsonl (Kubernetes docs, prose subset),
 benchmarks/data/rust_answers.jsonl (the Rust book) and, only when asked for with
@@ -22,8 +23,9 @@ searched once with the default pipeline and the gate off; the gate's calibrated 
 search, decides the `gate on` column. Answers compared and scoring: benchmarks/answer_eval.py.
 Also printed: whether every gold string occurs in its gold page's sections in the pack (a
 question the pack cannot answer is a bad question), the containment per question kind, and
-the questions the product misses (dev only: test is looked at once), and the time of the
-product's offline answer alone (ask() on the search result: p50 and p90). Rows with a
+the questions the product misses (dev only: test is looked at once), the time of the
+product's offline answer alone (ask() on the search result: p50 and p90), and how many of
+its answer lines are not their cited section's text (packs/retrieval/verbatim.py). Rows with a
 "class" field (identifier / paraphrase / two-page) are also scored per class, for the
 product and the turn-3 product.
 """
@@ -76,6 +78,7 @@ def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
     """(table rows, per-question records) for one split."""
     per_question, ceiling = [], []
     answer_eval.PRODUCT_MS.clear()
+    answer_eval.VERBATIM.clear()
     t0 = time.perf_counter()
     for k, r in enumerate(rows, start=1):
         result = pack.search(r["question"], use_cache=False, gate_threshold=-1.0)
@@ -90,6 +93,13 @@ def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
     log(f"  {sum(q['gated'] for q in per_question)} of {len(rows)} gated by the calibrated "
         f"gate; ms per question (search + answers): "
         f"{1000 * (time.perf_counter() - t0) / max(len(rows), 1):.0f}")
+    if answer_eval.VERBATIM:
+        bad = [lines for _, lines in answer_eval.VERBATIM if lines]
+        log(f"  answer lines that are not their cited section's text (issue 51): "
+            f"{sum(map(len, bad))} in {len(bad)} of {len(answer_eval.VERBATIM)} answers "
+            f"({sum(n for n, _ in answer_eval.VERBATIM)} bullets)")
+        for line in [x for lines in bad for x in lines][:40]:
+            log(f"    {line[:120]!r}")
     if answer_eval.PRODUCT_MS:
         ms = sorted(answer_eval.PRODUCT_MS)
         log(f"  product's offline answer alone (after the search): p50 {ms[len(ms) // 2]:.0f} ms,"
@@ -125,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="append", choices=tuple(FILES))
     ap.add_argument("--split", choices=("dev", "test", "both"), default="both")
     ap.add_argument("--misses", action="store_true", help="print the dev questions missed")
+    ap.add_argument("--show-answers", action="store_true",
+                    help="print each dev question's offline answer, as the product gives it")
     ap.add_argument("--questions", type=Path, default=None,
                     help="an answer set to use instead of the corpus's (with one --corpus)")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
@@ -167,6 +179,13 @@ def main(argv: list[str] | None = None) -> int:
                             f"{by_field(per_question, subset, 'class', k)}")
                 log(f"product answers that quote a lead-in without what follows it: "
                     f"{lead_ins_alone(per_question)} of {len(subset)}")
+                if args.show_answers and split == "dev":
+                    for q, r in zip(per_question, subset):
+                        verdict = ("contains every gold group"
+                                   if answer_eval.contains(q["texts"][-1], r["answers"])
+                                   else f"misses some of {r['answers']}")
+                        log(f"\n### {r['id']}: {r['question']} ({verdict})\n\n"
+                            f"{q['texts'][-1].strip()}")
                 if args.misses and split == "dev":
                     for q, r in zip(per_question, subset):
                         if not answer_eval.contains(q["texts"][-1], r["answers"]):

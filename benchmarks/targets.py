@@ -78,7 +78,10 @@ TARGETS: tuple[Target, ...] = (
         tuple(Figure(_files("answers-docs", f"issue47_dev_{c}.md",
                             "issue34f_question_vector_after.md",
                             "issue34f_dev_latency_after.md"), caption=f"^{c} dev")
-              for c in ("kubernetes", "rust-book", "cargo-book")),
+              for c in ("kubernetes", "rust-book", "cargo-book"))
+        # the issue's five Kubernetes questions: each verdict here, the answers in full in
+        # the results file
+        + (Figure(("issue47_five_answers.md",), lines=r"^### "),),
         "python benchmarks/doc_answers.py --corpus kubernetes --corpus rust-book "
         "--corpus cargo-book --split dev",
         blind=("answers-kubernetes", "answers-rust-book"),
@@ -106,9 +109,10 @@ TARGETS: tuple[Target, ...] = (
         blind=("whole-pack-kubernetes", "whole-pack-rust-book"),
         blind_command="python benchmarks/whole_pack.py --split test --record"),
     Target(
-        "graph-precision", "Graph precision (hand-labelled samples, dev labels)",
+        "graph-precision", "Graph precision (hand-labelled samples)",
         "entity precision >= 0.90, fact precision >= 0.85",
-        (Figure(_files("graph-precision", "issue48b_graph_precision_dev_graph_labels_v8.md",
+        (Figure(("issue48_graph_precision_blind.md",), header="precision"),
+         Figure(_files("graph-precision", "issue48b_graph_precision_dev_graph_labels_v8.md",
                        "graph_precision_dev_after.md"),
                 header="precision"),),
         f"python benchmarks/graph_precision.py score --pack {K8S} --corpus kubernetes "

@@ -18,10 +18,11 @@ import logging
 import time
 from pathlib import Path
 
-from prefect import flow, get_run_logger
-from prefect.states import Completed
+from prefect import flow, get_run_logger, tags
+from prefect.context import TagsContext
+from prefect.states import Completed, Failed
 
-from flows import build_api
+from flows import alert_events, build_api
 from flows.artifacts import publish_report
 from flows.freshness import after_fetch, prepare
 from flows.plan import build_context, inputs_fingerprint, plan_shards, variant
@@ -30,7 +31,7 @@ from flows.runners import task_runner, worker_slots
 from flows.scheduler import BuildError, Scheduler, retry_condition, stage_logging
 from flows.settings import build_updates, quiet_libraries
 from flows.summary import build_stats, shortfalls
-from packs.layout import append_history
+from packs.layout import append_history, read_history
 from tasks import stages
 from tasks.publish import lock as pack_lock
 from tasks.publish.atomic import new_build_id
@@ -107,19 +108,36 @@ def build_pack(
     quiet_libraries()  # here too, for scheduled runs that do not come through run_build
     log = get_run_logger()
     build_id = build_id or flow_run.name.rsplit("-", 1)[-1]
-    source = load_source(source_dir)
-    tag_flow_run(flow_run.get_id(), f"pack:{source.name}")
-    with pack_lock.held(Path(out_dir) / source.name, build_id, warn=log.warning) as held:
-        if held.replaced is not None:  # a build died holding the lock (kill -9, OOM)
-            append_history(Path(out_dir) / source.name,
-                           str(held.replaced.get("build_id") or "unknown"), "crashed",
-                           f"taken over by build {build_id}: {held.replaced_reason}")
-        if held.replaced and held.replaced.get("build_id"):
-            mark_crashed(source.name, str(held.replaced["build_id"]), log)
-        ctx = build_context(source, build_id, out_dir, work_dir, embedding_model, extractor,
-                            allow_private_hosts, max_cost_usd, force,
-                            retry_failed)
-        summary = _build(ctx, source, t_start)
+    pack_root = Path(out_dir) / name
+    try:
+        source = load_source(source_dir)
+        tag_flow_run(flow_run.get_id(), f"pack:{source.name}")
+        # The pack's tag is the flow run's (run_build, deployments), not its task runs'.
+        with TagsContext(current_tags=set()), \
+                pack_lock.held(pack_root, build_id, warn=log.warning) as held:
+            if held.replaced is not None:  # a build died holding the lock (kill -9, OOM)
+                append_history(pack_root, str(held.replaced.get("build_id") or "unknown"),
+                               "crashed",
+                               f"taken over by build {build_id}: {held.replaced_reason}")
+            if held.replaced and held.replaced.get("build_id"):
+                mark_crashed(source.name, str(held.replaced["build_id"]), log)
+            ctx = build_context(source, build_id, out_dir, work_dir, embedding_model,
+                                extractor, allow_private_hosts, max_cost_usd, force,
+                                retry_failed)
+            summary = _build(ctx, source, t_start)
+    except (GuardError, PackLockedError) as exc:
+        # Failed, named Refused: a refusal is no broken build (the guard's has its own
+        # event and alert; a held lock means another build is doing the work).
+        record_failure(pack_root, build_id, "refused", exc)
+        if isinstance(exc, GuardError):
+            alert_events.emit(*alert_events.refused_event(name, build_id, exc))
+        return Failed(name="Refused", message=str(exc), data=exc)
+    except Exception as exc:  # recorded and told (scheduled runs too), then the run fails
+        record_failure(pack_root, build_id, "failed", exc)
+        alert_events.emit(*alert_events.failed_event(name, build_id, exc))
+        raise
+    alert_events.emit(*alert_events.outcome_event(
+        name, build_id, summary, source.config.notify_failed_sources))
     problems = shortfalls(summary)
     if problems:  # a different state in the Prefect UI than a clean build's Completed
         return Completed(name="Partial", message="; ".join(problems), data=summary)
@@ -257,8 +275,9 @@ def run_build(
     source, out, work = inputs.source, inputs.out, inputs.work
     quiet_libraries()
     build_id = new_build_id()
-    try:
-        with build_api.api_for_build(log=log, updates=build_updates(work)):
+    try:  # the flow run is created with the pack's tag: Prefect's events about it carry it
+        with build_api.api_for_build(log=log, updates=build_updates(work)), \
+                tags(f"pack:{source.name}"):
             flow_fn = (build_pack.with_options(task_runner=task_runner(task_runner_setting))
                        if task_runner_setting else build_pack)
             return flow_fn(
@@ -269,11 +288,21 @@ def run_build(
                 force=force, retry_failed=retry_failed,
             )
     except Exception as exc:
-        # Recorded, then re-raised: the pack's history shows failed runs next to good ones.
+        # Recorded, then re-raised: the pack's history shows failed runs next to good ones
+        # (the flow records what failed inside it; this, what failed before it ran).
         status = "refused" if isinstance(exc, (GuardError, PackLockedError)) else "failed"
-        try:
-            append_history(out / source.name, build_id, status, f"{type(exc).__name__}: {exc}")
-        except OSError as hist_exc:  # e.g. the disk is still full: say so, keep the cause
-            logging.getLogger("kpack.build").warning(
-                "could not write the pack's history: %s", hist_exc)
+        record_failure(out / source.name, build_id, status, exc)
         raise
+
+
+def record_failure(pack_root: Path, build_id: str, status: str, exc: BaseException) -> None:
+    """The pack's history line for a build run that ended in `exc` (once per build id: the
+    flow writes it for what failed inside it, run_build for what failed before it ran). A
+    history that cannot be written (the disk is still full) is logged, never raised over
+    the cause."""
+    try:
+        if not any(h.get("build_id") == build_id for h in read_history(pack_root)):
+            append_history(pack_root, build_id, status, f"{type(exc).__name__}: {exc}")
+    except OSError as hist_exc:
+        logging.getLogger("kpack.build").warning("could not write the pack's history: %s",
+                                                 hist_exc)

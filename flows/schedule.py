@@ -15,9 +15,11 @@ without flows/ importing anything outside packs/, tasks/ and flows/.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from flows.settings import configure_prefect_env, run_environment
 from tasks.sources import URLS_FILE, SourceConfig, SourceError, load_source
@@ -95,7 +97,8 @@ def build_deployments(sources_dir: Path | str, out_dir: Path | str,
 
 def serve(sources_dir: Path | str, out_dir: Path | str, work_dir: Path | str | None = None,
           *, every: timedelta | None = None, limit: int | None = DEFAULT_CONCURRENCY,
-          task_runner: str | None = None, log=None) -> None:
+          task_runner: str | None = None, notify: Sequence[str] = (),
+          explorer_url: str | None = None, log=None) -> None:
     """Register every source's deployment and run their flow runs until interrupted.
 
     Reports to the server a build would (flows/build_api.py): PREFECT_API_URL, else this
@@ -103,20 +106,30 @@ def serve(sources_dir: Path | str, out_dir: Path | str, work_dir: Path | str | N
     holds the lease), else with KPACK_SERVER_IDLE_S=0 a temporary server that lives as long
     as this process; the home's secret goes with every request, and to the flow runs.
     `limit` caps concurrent builds. `task_runner` (see flows.runners) is passed to the runs
-    as $KPACK_TASK_RUNNER. `log` gets a line when a server is started. Blocks; returns on
-    Ctrl-C / SIGTERM, pausing the schedules. Raises SourceError for bad sources before
-    anything is registered, ServerError when no server comes up. An entry point: it
-    applies the project's Prefect settings (flows.settings), which its flow-run
-    subprocesses inherit.
+    as $KPACK_TASK_RUNNER. `log` gets a line when a server is started. Alerts
+    (flows/watch.py): `notify` targets for every pack besides each pack.toml's `notify`;
+    `explorer_url` (default kpack explore's address) is where messages link. Blocks;
+    returns on Ctrl-C / SIGTERM, pausing the schedules. Raises SourceError for bad
+    sources, TargetError for a bad notify target, before anything is registered,
+    ServerError when no server comes up. An entry point: it applies the project's Prefect
+    settings (flows.settings), which its flow-run subprocesses inherit.
     """
     configure_prefect_env()
     from prefect import serve as prefect_serve
 
+    from flows import watch
+    from flows.alerts import DEFAULT_EXPLORER
     from flows.build_api import api_for_build
     from flows.runners import TASK_RUNNER_ENV, parse_task_runner
+    from tasks.alert_config import TargetError, check_target
 
     if task_runner:
         parse_task_runner(task_runner)  # fail here, not in every scheduled run
+    for target in notify:
+        check_target(target)
+    if explorer_url and urlsplit(explorer_url).scheme not in ("http", "https"):
+        raise TargetError(f"--explorer-url {explorer_url!r}: give the explorer's http(s) "
+                          "address, like http://127.0.0.1:8765/")
     out = Path(out_dir)
     work = Path(work_dir) if work_dir else out / ".work"
     deployments = build_deployments(sources_dir, out, work, every=every)
@@ -125,5 +138,8 @@ def serve(sources_dir: Path | str, out_dir: Path | str, work_dir: Path | str | N
     os.environ.update(run_environment(work))
     if task_runner:
         os.environ[TASK_RUNNER_ENV] = task_runner
-    with api_for_build(log=log):
+    with api_for_build(log=log) as server_kind:
+        watch.start(discover_sources(sources_dir), out, notify=notify, every=every,
+                    explorer_url=explorer_url or DEFAULT_EXPLORER, server_kind=server_kind,
+                    out=log or print)
         prefect_serve(*deployments, limit=limit)

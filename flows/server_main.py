@@ -166,11 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
     from prefect.server.api.server import create_app
 
+    from flows.log_redaction import redact_handlers
     from flows.server_auth import Gate
 
     if args.temporary:
         server = uvicorn.Server(uvicorn.Config(Gate(create_app(), secret), lifespan="on",
                                                log_level="error", timeout_keep_alive=5))
+        redact_handlers()
         asyncio.run(server.serve(sockets=[sock]))
         return 0
     identity = {"kpack": 1, "pid": os.getpid(), "home": str(folder), "token": token,
@@ -178,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     watched = Watched(create_app(), identity)
     server = uvicorn.Server(uvicorn.Config(Gate(watched, secret), lifespan="on",
                                            log_level="warning", timeout_keep_alive=5))
+    redact_handlers()  # an alert's webhook URL (its secret) stays out of the log
     poll_s = min(5.0, max(0.5, args.idle / 20)) if args.idle > 0 else 5.0
     log.info("Prefect server (pid %d) on 127.0.0.1:%d for %s", os.getpid(), args.port, folder)
     asyncio.run(_serve(server, sock, _watch(server, folder, token, watched, poll_s)))

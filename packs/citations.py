@@ -29,12 +29,11 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from packs.markdown import replace_fences
+from packs.markdown import CODE_SPAN, replace_fences
 
 CITATION_FIELDS = ("n", "pack", "url", "section_id", "heading_path", "quote", "start", "end",
                    "verified")
 
-_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
 _BRACKET = re.compile(r"(?<![\\\w])\[([^\[\]\n]{1,120})\](?!\()")
 _NUMBER = re.compile(r"\d{1,6}")
 
@@ -56,7 +55,7 @@ def _blank(match: re.Match[str]) -> str:
 def markers(answer: str) -> list[int]:
     """The citation numbers of `answer`'s markers, in order of appearance (see the module
     docstring for what counts as a marker)."""
-    text = _CODE_SPAN.sub(_blank, replace_fences(answer))
+    text = CODE_SPAN.sub(_blank, replace_fences(answer))
     out: list[int] = []
     for m in _BRACKET.finditer(text):
         parts = [p.strip() for p in re.split(r"[,;]", m.group(1))]

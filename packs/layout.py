@@ -5,6 +5,9 @@
     <pack>/builds/.tmp-<id>/    a build being written (removed when it fails)
     <pack>/history.jsonl        one line per build run: published, no changes, refused, failed
     <pack>/.build.lock          held by the build that writes the pack (tasks/publish/lock.py)
+    <pack>/watch.json           how `kpack serve` watches it: max_age, schedule, alert
+                                targets (named without their secrets; flows/alerts.py)
+    <pack>/alerts.jsonl         one line per notification sent about it (flows/alert_log.py)
 
 Publishing (tasks/publish/atomic.py), installing an archive (packs/install.py) and opening a pack
 (packs/pack.py) all go through here, so they agree on what `current` may name, how it is
@@ -24,6 +27,8 @@ from pathlib import Path
 from packs import format as fmt
 
 HISTORY_FILE = "history.jsonl"
+WATCH_FILE = "watch.json"
+ALERTS_FILE = "alerts.jsonl"
 TEMP_PREFIX = ".tmp-"
 _BUILD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -103,6 +108,58 @@ def append_history(pack_root: Path, build_id: str, status: str, detail: str = ""
         f.write(json.dumps(line) + "\n")
 
 
+def _read_jsonl(path: Path) -> list[dict]:
+    """The JSON-object lines of `path`, oldest first ([] without the file). A line that is
+    not a JSON object (a torn write, a hand edit) comes back as status "unreadable" with
+    its text in `detail`, so nothing in the file is hidden."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            entry = None
+        if not isinstance(entry, dict):
+            entry = {"at": "", "build_id": "", "status": "unreadable", "detail": line[:500]}
+        out.append(entry)
+    return out
+
+
+def append_alerts(pack_root: Path, lines: list[dict]) -> None:
+    """Append notification records to `<pack>/alerts.jsonl` (one O_APPEND write)."""
+    if not lines:
+        return
+    pack_root.mkdir(parents=True, exist_ok=True)
+    with (pack_root / ALERTS_FILE).open("a", encoding="utf-8") as f:
+        f.write("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def read_alerts(pack_root: Path) -> list[dict]:
+    """The notification records of `<pack>/alerts.jsonl`, oldest first."""
+    return _read_jsonl(pack_root / ALERTS_FILE)
+
+
+def write_watch(pack_root: Path, record: dict) -> None:
+    """Write `<pack>/watch.json` (a temp file renamed over)."""
+    pack_root.mkdir(parents=True, exist_ok=True)
+    tmp = pack_root / f".{WATCH_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, pack_root / WATCH_FILE)
+
+
+def read_watch(pack_root: Path) -> dict | None:
+    """`<pack>/watch.json`, or None when no `kpack serve` has watched the pack (or the
+    file is unreadable)."""
+    try:
+        record = json.loads((pack_root / WATCH_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def resolve_build_dir(path: str | os.PathLike[str]) -> Path:
     """The build folder of a pack folder (through `current`) or of a build folder itself.
     PackFormatError says what is wrong."""
@@ -131,24 +188,9 @@ def resolve_build_dir(path: str | os.PathLike[str]) -> Path:
 
 
 def read_history(pack_root: Path) -> list[dict]:
-    """The lines of `<pack>/history.jsonl`, oldest first ([] without the file). A line that
-    is not a JSON object (a torn write, a hand edit) comes back as status "unreadable" with
-    its text in `detail`, so nothing in the file is hidden."""
-    path = pack_root / HISTORY_FILE
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            entry = None
-        if not isinstance(entry, dict):
-            entry = {"at": "", "build_id": "", "status": "unreadable", "detail": line[:500]}
-        out.append(entry)
-    return out
+    """The lines of `<pack>/history.jsonl`, oldest first ([] without the file); a line that
+    is not a JSON object comes back as status "unreadable" (see `_read_jsonl`)."""
+    return _read_jsonl(pack_root / HISTORY_FILE)
 
 
 def pack_root_of(build_dir: Path) -> Path | None:

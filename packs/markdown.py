@@ -19,13 +19,17 @@ of the line; a closing run of `#` goes only when a space precedes it ("## C#" is
 List items are bullet (`-`, `*`, `+`) or ordered (1–9 digits then `.` or `)`) markers
 followed by a space or the end of the line.
 
+Inline text (`inline_text`) is what a reader sees of a heading, a title or a name written in
+Markdown: the one rendering the build (heading paths, titles) and the query side share.
+
 Everything here is pure and works line by line; nothing raises on odd text.
 """
 
 from __future__ import annotations
 
+import html
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -162,3 +166,155 @@ def list_marker(line: str) -> re.Match[str] | None:
     """The list-item marker at the start of `line` (indentation, marker and the spaces
     after it: `match.end()` is where the item's text starts), or None."""
     return LIST_ITEM.match(line)
+
+
+# --- inline text ---------------------------------------------------------------------------
+# A code span: a backtick run, then the shortest text up to a run of the same length,
+# within one block: it may run over a line break, not over a blank line or into the next
+# list item (a stray backtick in one bullet of an answer must not pair with the next one's
+# and hide the markers between them).
+CODE_SPAN = re.compile(r"(`+)(?!`)(?:[^\n]|\n(?![ \t]*(?:\n|(?:[-*+]|\d{1,9}[.)])[ \t])))*?"
+                       r"(?<!`)\1(?!`)")
+
+
+def outside_code_spans(text: str, fn: Callable[[str], str]) -> str:
+    """`text` with `fn` applied to each stretch between its code spans; the code spans
+    stay exactly as written (nothing inside one is markup)."""
+    if "`" not in text:
+        return fn(text)
+    out: list[str] = []
+    last = 0
+    for m in CODE_SPAN.finditer(text):
+        out += [fn(text[last:m.start()]), m.group(0)]
+        last = m.end()
+    out.append(fn(text[last:]))
+    return "".join(out)
+
+# Code spans and backslash escapes are read first (CommonMark: they bind tighter than links
+# and emphasis) and stand in the text as private-use placeholders while the markup around
+# them goes, so nothing inside a code span is ever rewritten.
+_PLACEHOLDER = 0xF0000  # Supplementary Private Use Area-A: never in a page's text
+_SLOT = re.compile("[\U000F0000-\U000FFFFD]")
+_ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_BRACKETED = r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]"  # link text: one level of nested brackets
+_DESTINATION = (r"\(\s*(?:<[^<>\n]*>|(?:[^\s()]|\([^\s()]*\))*)"  # (dest "title")
+                r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)")
+_IMAGE = re.compile("!" + _BRACKETED + _DESTINATION)
+_LINK = re.compile(_BRACKETED + _DESTINATION)
+_FULL_REFERENCE = re.compile(_BRACKETED + r"\[([^\[\]]*)\]")
+_SHORTCUT_REFERENCE = re.compile(_BRACKETED + r"(?![\[(])")
+_AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)>")
+# Inline HTML, by tag name only, so that `Vec<T>` and "<name>" placeholders stay.
+_INLINE_TAG = re.compile(
+    r"</?(?:a|abbr|b|big|br|cite|code|del|dfn|em|font|i|img|ins|kbd|mark|p|q|s|samp|small|span|"
+    r"strike|strong|sub|sup|time|tt|u|var|wbr)(?:\s[^<>]*)?/?>", re.I)
+# Emphasis: a `*` run may open inside a word, a `_` run only at a word's edge (CommonMark's
+# flanking rules, so snake_case and `2 * 3 * 4` keep their characters).
+_STAR = re.compile(r"(?<!\*)(\*{1,3})(?=[^\s*])(.*?[^\s*])\1(?!\*)")
+# A dunder name (`__init__`, `__main__`) is a name, not strong emphasis: CommonMark would
+# show "init", but a page, a heading or an extractor that writes one means the name.
+_UNDERSCORE = re.compile(r"(?<![\w_])(_{1,3})(?![A-Za-z0-9]\w*__(?!\w))(?=[^\s_])(.*?[^\s_])\1"
+                         r"(?![\w_])")
+_STRIKE = re.compile(r"(?<!~)~~(?=[^\s~])(.*?[^\s~])~~(?!~)")
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+
+
+# A link reference definition line: "[label]: destination" (optionally a title after it).
+LINK_DEFINITION = re.compile(r"^ {0,3}\[((?:[^\[\]\\]|\\.)+)\]:\s*\S+(\s+[\"'(].*)?\s*$")
+
+
+def reference_label(label: str) -> str:
+    """A link reference label as CommonMark matches it: case-folded, whitespace runs as one
+    space, ends trimmed."""
+    return " ".join(label.split()).casefold()
+
+
+def reference_labels(text: str) -> frozenset[str]:
+    """The labels (`reference_label`) of the link reference definitions of `text`, outside
+    code fences: what a shortcut reference (`[Unreleased]`) links to on that page."""
+    if "]:" not in text:
+        return frozenset()
+    return frozenset(reference_label(m.group(1)) for line, kind, _ in line_kinds(text.splitlines())
+                     if kind == "text" and (m := LINK_DEFINITION.match(line)))
+
+
+def _protect(text: str, kept: list[str]) -> str:
+    """`text` with each code span (its content, delimiters dropped, CommonMark's one
+    padding space trimmed) and each backslash-escaped character replaced by a placeholder
+    whose value is appended to `kept`."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n and text[i + 1] in _ESCAPABLE:
+            kept.append(text[i + 1])
+            out.append(chr(_PLACEHOLDER + len(kept) - 1))
+            i += 2
+            continue
+        if ch == "`":
+            j = i
+            while j < n and text[j] == "`":
+                j += 1
+            run = text[i:j]
+            close = re.compile(f"(?<!`){run}(?!`)").search(text, j)
+            if close is None:  # an unmatched run is literal backticks
+                out.append(run)
+                i = j
+                continue
+            code = text[j:close.start()].replace("\n", " ")
+            if len(code) > 2 and code[0] == code[-1] == " " and code.strip():
+                code = code[1:-1]
+            kept.append(code)
+            out.append(chr(_PLACEHOLDER + len(kept) - 1))
+            i = close.end()
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def inline_text(text: str, references: Collection[str] = ()) -> str:
+    """What a reader sees of one line of inline Markdown (a heading, a title, a name):
+    a link or image as its text (`[crypto/tls](/pkg/crypto/tls/)` is "crypto/tls"), a
+    reference link as its text, a shortcut reference (`[Unreleased]`) only when its label
+    is one of `references` (labels as `reference_label` gives them; otherwise the page
+    shows the brackets), an autolink as its address, inline HTML tags (`<code>`, `<a>`,
+    `<em>`, ...) dropped with their text kept, emphasis and strikethrough markers dropped,
+    backslash escapes and HTML entities (`&amp;`, `&#39;`) resolved, whitespace runs as
+    one space. A code span is kept as code: its characters exactly as written (no markup
+    inside it is read), its backtick delimiters dropped, as for every other marker (a
+    heading path is plain text; "The `--force` flag" reads "The --force flag"). One
+    departure from CommonMark: a dunder name (`__init__`) stays a name. Pure; never
+    raises. Render source text once: the result is text, not Markdown (a code span
+    `*args*` reads "*args*", which read again would be "args")."""
+    if not text:
+        return ""
+    kept: list[str] = []
+    out = _protect(text, kept)
+    if "[" in out:
+        out = _IMAGE.sub(r"\1", out)
+        out = _LINK.sub(r"\1", out)
+        out = _FULL_REFERENCE.sub(r"\1", out)
+        if references:
+            out = _SHORTCUT_REFERENCE.sub(
+                lambda m: m.group(1) if reference_label(m.group(1)) in references
+                else m.group(0), out)
+    if "<" in out:
+        out = _AUTOLINK.sub(r"\1", out)
+        out = _INLINE_TAG.sub("", out)
+    for _ in range(3):  # nested: ***x***, **_x_**
+        before = out
+        if "*" in out:
+            out = _STAR.sub(r"\2", out)
+        if "_" in out:
+            out = _UNDERSCORE.sub(r"\2", out)
+        if "~~" in out:
+            out = _STRIKE.sub(r"\1", out)
+        if out == before:
+            break
+    if "&" in out:
+        out = _ENTITY.sub(lambda m: html.unescape(m.group(0)), out)
+    out = " ".join(out.split())
+    if kept:
+        out = _SLOT.sub(lambda m: kept[ord(m.group(0)) - _PLACEHOLDER], out)
+    return out.strip()

@@ -6,6 +6,12 @@ Rules (the pure core, `split_markdown`):
   headings are read by `packs.markdown`, CommonMark's rules).
 - Text before the first section heading is the intro section, titled with the page title.
 - Every heading yields a section, even one with no body, so the pack mirrors the page.
+- Headings and titles are stored as the text a reader sees (`packs.markdown.inline_text`):
+  "#### [crypto/tls](/pkg/crypto/tls/)" is "crypto/tls", emphasis markers and the backticks
+  of code spans go (the code's characters stay exactly), HTML entities are resolved, and a
+  shortcut reference ("## [1.2.0] - 2024-01-02") loses its brackets when the page defines
+  it. A heading's link target is not lost: the fetch stage collects it with the page's
+  links (LINKS_TO).
 - A section's heading path starts at the page title: "Pods > Pod lifecycle > Restart policy",
   so the title is part of what the vectors and the full-text index see for every section.
 - A page with no title (no front matter title, no `#` heading, no HTML <title>) that opens
@@ -30,16 +36,17 @@ import polars as pl
 
 from packs import format as fmt
 from packs import text as text_rules
-from packs.markdown import heading, iter_lines_with_fences
+from packs.markdown import heading, inline_text, iter_lines_with_fences, reference_labels
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 
-SPLITTER_VERSION = "split-v8"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v9"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
 # v7: a lead-in ("... such as:") opens the chunk of what it introduces, never ends one
-# v8 (issue 46): a long line is cut at packs/text.py's sentence ends (never after e.g.,
+# v8: headings and titles as a reader sees them (links, emphasis, entities rendered)
+# v9 (issue 46): a long line is cut at packs/text.py's sentence ends (never after e.g.,
 # i.e., an initial or inside a code span; after a closing quote)
 HEADING_SEP = " > "
 
@@ -73,14 +80,17 @@ class Chunk:
     is_code: bool
 
 
-def _clean_heading(text: str) -> str:
+def _clean_heading(text: str, references: frozenset[str] = frozenset()) -> str:
+    """A heading's text as a reader sees it (`references`: the page's link labels)."""
     text = re.sub(r"\s*\{#[^}]*\}\s*$", "", text)  # Hugo/Pandoc heading anchors
-    return re.sub(r"\s+", " ", text.replace("`", "")).strip()
+    return inline_text(text, references)
 
 
 def sections_from_markdown(text: str, page_title: str) -> list[RawSection]:
-    """Cut Markdown into raw sections by ##–#### headings (see module docstring)."""
+    """Cut Markdown into raw sections by ##–#### headings (see module docstring);
+    `page_title` is used as given (`page_title()` renders it)."""
     title = page_title.strip() or "Untitled"
+    refs = reference_labels(text)
     stack: list[tuple[int, str]] = []  # (level, heading) for levels 2-4
     current_title, current_level = title, 1
     current_path: tuple[str, ...] = (title,)
@@ -100,12 +110,12 @@ def sections_from_markdown(text: str, page_title: str) -> list[RawSection]:
         if h and h.level == 1:
             if not body and not seen_heading:
                 continue  # the page's own title line
-            body.append(_clean_heading(h.text))
+            body.append(_clean_heading(h.text, refs))
             continue
         if h and 2 <= h.level <= 4:
             flush()
             level = h.level
-            name = _clean_heading(h.text) or "(untitled)"
+            name = _clean_heading(h.text, refs) or "(untitled)"
             stack = [(lv, n) for lv, n in stack if lv < level] + [(level, name)]
             current_title, current_level = name, level
             current_path = (title, *(h for _, h in stack))
@@ -307,24 +317,25 @@ SECTION_SCHEMA = {
 
 
 def leading_heading(text: str) -> tuple[str, str] | None:
-    """(heading, the text after it) when the first non-blank line outside code fences is a
-    heading of level 1-4 with some text; else None."""
+    """(heading as a reader sees it, the text after it) when the first non-blank line
+    outside code fences is a heading of level 1-4 with some text; else None."""
     lines = text.splitlines()
     for i, (line, in_code) in enumerate(iter_lines_with_fences(text)):
         if not line.strip():
             continue
         h = None if in_code else heading(line)
-        if h and h.level <= 4 and _clean_heading(h.text):
-            return _clean_heading(h.text), "\n".join(lines[i + 1:])
+        if h and h.level <= 4 and (shown := _clean_heading(h.text, reference_labels(text))):
+            return shown, "\n".join(lines[i + 1:])
         return None
     return None
 
 
 def page_title(title: str | None, url: str, text: str) -> tuple[str, str]:
-    """(title, text) of a page: its own title; else its leading heading, taken out of the
-    text (it is the title line); else the last segment of its URL."""
-    if title and title.strip():
-        return title.strip(), text
+    """(title, text) of a page: its own title as a reader sees it (a front matter or `#`
+    title may be Markdown: "`kubectl` cheat sheet"); else its leading heading, taken out of
+    the text (it is the title line); else the last segment of its URL."""
+    if title and (shown := inline_text(title, reference_labels(text))):
+        return shown, text
     lead = leading_heading(text)
     if lead is not None:
         return lead

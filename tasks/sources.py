@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from packs.urls import REDACTED, has_userinfo, redact_secrets, strip_userinfo
+from tasks.alert_config import MaxAge, NotifyTarget, OptInKind
 from tasks.fetch.secret_urls import SITEMAP_LINE, strip_comment
 from tasks.fetch.types import HostAuth
 
@@ -142,6 +143,15 @@ class PackConfig(BaseModel):
     guard_max_loss_share: float = Field(default=0.5, ge=0.0, le=1.0)
     # How `sitemap: URL` lines expand: include / exclude globs, index depth, lastmod trust.
     sitemap: SitemapConfig = Field(default_factory=SitemapConfig)
+    # Alerts from `kpack serve` (tasks/alert_config.py, flows/alerts.py): webhook or Slack
+    # URLs (or env:NAME) told of a failed, crashed, refused, partial or stale build; a
+    # published build counts as partial past this share of failed sources; opt-in kinds
+    # ("published", "unchanged"); stale after max_age without a successful build (seconds,
+    # or "36h", "2d"; default twice the schedule's interval).
+    notify: list[NotifyTarget] = Field(default_factory=list, max_length=16)
+    notify_failed_sources: float = Field(default=0.2, ge=0.0, le=1.0)
+    notify_on: list[OptInKind] = Field(default_factory=list)
+    max_age: MaxAge = None
 
     @field_validator("name")
     @classmethod
@@ -327,6 +337,8 @@ def _line_of(text: str, keys: list[str]) -> int | None:
 def _describe(err: dict) -> str:
     """A pydantic error as advice: the value given and what would be accepted."""
     msg = err["msg"]
+    if err["loc"][:1] == ("notify",):  # the value may hold a webhook's secret
+        return msg.removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         model = SitemapConfig if err["loc"][:1] == ("sitemap",) else PackConfig
         return f"unknown field; the fields are {', '.join(sorted(model.model_fields))}"

@@ -5,8 +5,8 @@
   history holds a refused, a failed and a crashed run between them; the second build has
   a saved `kpack eval` scorecard, made by the real evaluation.
 - "hostile": pages whose titles, headings, text, URLs and entity names carry `<script>`,
-  `onerror=` and `javascript:` links, a description with markup, and a hub entity with more
-  neighbours than one page of the graph shows.
+  `onerror=` and `javascript:` links, a tag inside a code span, a description with markup,
+  and a hub entity with more neighbours than one page of the graph shows.
 
 `explorer_packs(root, embedder)` builds both and returns {name: pack folder}.
 """
@@ -34,6 +34,10 @@ EVIL_TEXT = (
     f"<a href=\"javascript:alert(2)\">this one</a>. <img src=x onerror=\"{PWNED}='img'\"> "
     "Rinse the kettle twice before boiling water for tea again."
 )
+# A tag inside a code span is code: the offline answer quotes it as the page writes it.
+EVIL_CODE = f"<img src=x onerror=\"{PWNED}='code'\">"
+EVIL_CODE_TEXT = (f"The kettle's label printer handles `{EVIL_CODE}` payloads by escaping "
+                  "every angle bracket before it prints a label.")
 EVIL_ENTITY = f"<script>{PWNED}='entity'</script>"
 EVIL_DESCRIPTION = f"<img src=x onerror=\"{PWNED}='description'\"> a bad entity"
 EVIL_PACK_DESCRIPTION = f"Tea things <script>{PWNED}='pack'</script>"
@@ -45,6 +49,7 @@ HOSTILE_PAGES = [
         ("Evil kettles", "A kettle boils water for tea. Electric kettles switch off by "
                          "themselves when the water boils."),
         (EVIL_HEADING, EVIL_TEXT),
+        ("Evil kettles > Labels", EVIL_CODE_TEXT),
     ]),
     ("teapots", "Teapots", [
         ("Teapots > Warming the pot", "Warm the teapot with hot water before brewing so the "

@@ -128,6 +128,16 @@ def test_html_the_page_keeps_is_shown_as_text_and_an_image_is_no_unit():
     assert "A `Vec<T>` grows on the heap." in shown
 
 
+def test_tags_inside_a_code_span_are_code_and_stay():
+    md = ("The sanitiser handles `<img src=x onerror=\"f()\">` payloads. A "
+          '<span class="caption">caption</span> and `<br>` with <br> here.')
+    shown = [u.display for u in candidates(md)]
+    assert "The sanitiser handles `<img src=x onerror=\"f()\">` payloads." in shown
+    assert "A caption and `<br>` with here." in shown  # only the tags outside code go
+    for u in candidates(md):  # the code spans of a display are the text's, as written
+        assert text.code_spans(u.display) == text.code_spans(md[u.start:u.end])
+
+
 def test_whole_short_items_and_short_paragraphs_are_units():
     md = ("Requests are reserved. Limits cap usage.\n\n"
           "- A pod with no requests is `BestEffort`. It is evicted first.\n"

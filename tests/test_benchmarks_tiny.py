@@ -490,6 +490,9 @@ def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
     out = capsys.readouterr().out
     assert "gold strings missing from their gold pages in the pack: none" in out
     assert "kubernetes dev (1 questions)" in out and "kubernetes test (1 questions)" in out
+    # Every answer line is its section's text (issue 51): counted per split.
+    assert out.count("answer lines that are not their cited section's text (issue 51): "
+                     "0 in 0 of 1 answers") == 2
     assert sum(line.startswith("product by class (gate off): identifier")
                for line in out.splitlines()) == 2
     assert out.count("turn-3 product by class (gate off): identifier") == 2

@@ -338,7 +338,8 @@ def test_cli_query_inspect_and_errors(built, tmp_path) -> None:
     res = runner.invoke(app, ["query", pack, "Why pinch tomato suckers?", "--json"])
     data = json.loads(res.output)
     assert set(data) == {"answer", "sources", "citations", "unsupported", "entities", "facts",
-                         "cypher_query", "query_type", "token_usage"}
+                         "cypher_query", "query_type", "token_usage", "reader"}
+    assert data["reader"]  # the offline answer names the reader weights that chose it
     assert data["unsupported"] is False and all(c["verified"] for c in data["citations"])
     res = runner.invoke(app, ["inspect", pack])
     assert res.exit_code == 0 and "articles 4" in res.output

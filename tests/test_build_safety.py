@@ -52,8 +52,12 @@ def test_a_site_that_went_down_does_not_replace_the_pack_unless_forced(
         for name in ("kettles.md", "teapots.md"):  # two of the three pages are gone
             (site / name).unlink()
         with pytest.raises(GuardError, match=r"2 of the current build's 3 pages \(67%\) could "
-                                             r"not be fetched.*stays current.*--force"):
+                                             r"not be fetched.*stays current.*--force"
+                           ) as refused:
             run_build(source, out, work_dir=work)
+        # the refused build's counts, for its alert (flows/alert_events.refused_event)
+        assert refused.value.counts["sources"] == 4  # with missing.md
+        assert refused.value.counts["failed_sources"] == 3
         assert _current(out) == first["build_id"]
         assert _history(out)[-1]["status"] == "refused"
         assert not list((out / "tea" / fmt.BUILDS_DIR).glob(".tmp-*"))

@@ -43,6 +43,10 @@ def test_markers_grammar():
             "escaped \\[7], a link [8](https://x.test), not a number [note], `code [9]`\n"
             "```\nx = y[10]\n```\nlast [11].")
     assert markers(text) == [1, 2, 3, 4, 5, 6, 11]
+    # A code span may run over a line break, not into the next bullet or paragraph: a
+    # stray backtick quoted from a page hides no marker after it.
+    assert markers("- set it to `pod`.` [1]\n- the next one, `x` [2]\n\nthen` [3]") == [1, 2, 3]
+    assert markers("a `span over\na break [4]` [5]") == [5]
 
 
 def test_locate_normalises_whitespace_and_gives_offsets_in_the_stored_text():

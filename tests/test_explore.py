@@ -19,6 +19,7 @@ import pytest
 from answer_fake import cited_answer
 from anthropic_fake import FakeAnthropic
 from explore_fixtures import (
+    EVIL_CODE,
     EVIL_ENTITY,
     EVIL_PACK_DESCRIPTION,
     EVIL_URL,
@@ -152,6 +153,24 @@ def test_every_pack_text_is_escaped(client):
     data = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>',
                      pages[5], re.S).group(1)
     assert "<" not in data and json.loads(data)["center"]["name"] == HUB
+
+
+def test_the_offline_answer_quotes_a_code_span_as_the_page_writes_it(packs, client):
+    """A tag inside a code span is code: the answer shows it (escaped on the page) and its
+    citation's quote is the same text, character for character (issue 51: tag stripping
+    ran inside code spans, "handles ` ` payloads")."""
+    from packs import KnowledgePack
+
+    question = "How does the label printer handle img payloads?"
+    with KnowledgePack.open(packs["hostile"]) as pack:
+        answer = pack.ask(question)
+    line = next(x for x in answer["answer"].splitlines() if "label printer" in x)
+    assert f"`{EVIL_CODE}`" in line
+    quote = next(c for c in answer["citations"] if "label printer" in c["quote"])
+    assert quote["verified"] and f"`{EVIL_CODE}`" in quote["quote"]
+    html = client.get("/ask", params={"q": question, "pack": "hostile"}).text
+    _no_markup_from_pack(html)
+    assert "&lt;img src=x onerror=" in html and "handles ` ` payloads" not in html
 
 
 def test_the_neighbourhood_is_paged_on_the_server(client):

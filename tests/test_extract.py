@@ -97,12 +97,15 @@ def test_offline_defined_terms_and_dotted_paths():
 
 
 def test_offline_is_fast():
+    """A guard against a quadratic rule, not a speed target (benchmarks/extract_calls.py
+    measures that): 100 sections/s is several times under what a loaded 2-core machine
+    does (476 in a full suite at load 10)."""
     text = HPA_TEXT * 4
     start = time.perf_counter()
     for i in range(1000):
         extract_offline("Title", f"Guide > Part {i}", text)
     rate = 1000 / (time.perf_counter() - start)
-    assert rate > 500, f"{rate:.0f} sections/s"
+    assert rate > 100, f"{rate:.0f} sections/s"
 
 
 def test_offline_stage_builds_tables(monkeypatch, tmp_path):

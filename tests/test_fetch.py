@@ -902,3 +902,23 @@ def test_threads_writing_the_same_file_at_once_all_succeed(tmp_path) -> None:
     assert errors == []
     assert target.read_text().split()[1] == "199"
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_heading_that_links_to_a_page_counts_among_the_links() -> None:
+    html = ("<html><head><title>Tern 1.19 Release Notes</title></head><body><main>"
+            "<h1>Tern 1.19 Release Notes</h1><h3 id='minor'>Minor changes to the library</h3>"
+            "<p>There are various minor changes and updates to the library this release.</p>"
+            "<h4 id='crypto/tls'><a href='/pkg/crypto/tls/'>crypto/tls</a>"
+            "<a class='anchor' href='#crypto/tls'>¶</a></h4>"
+            "<p>The tls10default setting, which enabled TLS 1.0 for clients, was removed.</p>"
+            "<h4 id='net'><a href='#net'>net</a></h4>"
+            "<p>The resolver now honours the options of the system configuration file.</p>"
+            "</main></body></html>")
+    _, text, links = html_to_markdown(html, "https://tern.test/doc/go1.19")
+    assert "#### [crypto/tls](https://tern.test/pkg/crypto/tls/)" in text.splitlines()
+    assert "#### net" in text.splitlines()  # a link to its own anchor is its text
+    assert links == ["https://tern.test/pkg/crypto/tls/"]
+    # Markdown: every definition of a block counts (each other one was taken as a title).
+    _, _, links = markdown_document("#### [tls][]\n\n#### [http][h]\n\n[tls]: /pkg/tls/\n"
+                                    "[h]: /pkg/http/ \"HTTP\"\n[x]: /pkg/x/\n", "https://t.test/d")
+    assert links == ["https://t.test/pkg/tls/", "https://t.test/pkg/http/", "https://t.test/pkg/x/"]

@@ -141,3 +141,53 @@ def test_empty_anchors_go_so_the_first_heading_can_be_the_title():
     assert '<a id="kept"></a>' in text  # code is kept as written
     assert page_title(title, "file:///book/src/ch12-06-stderr.md", text)[0] == (
         "Redirecting Errors to Standard Error")
+
+
+# --- inline text: what a reader sees of a heading, a title, a name ------------------------
+
+
+def test_inline_text_shows_link_text_without_its_target():
+    assert md.inline_text("[crypto/tls](/pkg/crypto/tls/)") == "crypto/tls"
+    assert md.inline_text("[`sync`](/pkg/sync/ \"Package sync\")") == "sync"
+    assert md.inline_text("[net/http](/pkg/net/http/) &amp; [net/url](<a b>)") == (
+        "net/http & net/url")
+    assert md.inline_text("[Vet][vet] and [encoding/json][]") == "Vet and encoding/json"
+    assert md.inline_text("![status](badge.svg) Build <https://ci.example/x>") == (
+        "status Build https://ci.example/x")
+    assert md.inline_text("[a [nested] b](u)") == "a [nested] b"
+
+
+def test_inline_text_drops_emphasis_tags_and_escapes_and_resolves_entities():
+    assert md.inline_text("**Experimental:** _WASI_ ~~old~~ port") == (
+        "Experimental: WASI old port")
+    assert md.inline_text("***both*** and __bold text__") == "both and bold text"
+    assert md.inline_text("The __init__ method") == "The __init__ method"  # a name
+    assert md.inline_text("<code>Vec</code> <em>of</em> Vec<T>") == "Vec of Vec<T>"
+    assert md.inline_text("Ports &amp; platforms &mdash; &#39;x&#x27; &nosuch;") == (
+        "Ports & platforms — 'x' &nosuch;")
+    assert md.inline_text(r"\*nix only, not \[a link\](x)") == "*nix only, not [a link](x)"
+
+
+def test_inline_text_keeps_what_is_not_markup():
+    for plain in ("snake_case_name and _private", "2 * 3 * 4", "*.txt and *.md", "C# and F#",
+                  "x ` y", "a=1&para=2", "Box<dyn Error>", "[1.2.0] - 2024-01-02"):
+        assert md.inline_text(plain) == plain
+
+
+def test_a_code_span_is_kept_exactly_as_written():
+    # Nothing inside a code span is markup: stars, links, entities, tags stay as they are.
+    assert md.inline_text("`**kwargs` and `*args`") == "**kwargs and *args"
+    assert md.inline_text("`[a](b)` is a link") == "[a](b) is a link"
+    assert md.inline_text("Using `Vec<T>` with `&amp;` and `<br>`") == (
+        "Using Vec<T> with &amp; and <br>")
+    assert md.inline_text("a ``b`c`` d, `` `x` ``") == "a b`c d, `x`"
+    assert md.inline_text("[`__init__`](#init)") == "__init__"
+
+
+def test_a_shortcut_reference_is_a_link_only_when_the_page_defines_it():
+    page = "## [Unreleased]\n\n## [1.2.0] - 2024\n\n[unreleased]: https://x/compare\n"
+    labels = md.reference_labels(page)
+    assert labels == {"unreleased"}
+    assert md.inline_text("[Unreleased]", labels) == "Unreleased"
+    assert md.inline_text("[1.2.0] - 2024", labels) == "[1.2.0] - 2024"
+    assert md.reference_labels("```\n[a]: b\n```\n") == frozenset()

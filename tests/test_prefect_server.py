@@ -11,121 +11,30 @@ its children, in teardown. Deselect with `-m "not prefect_server"`.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-import httpx
-import psutil
 import pytest
 
-from tests.loopback_site import free_port
+from tests.prefect_procs import REPO, process, tail, until
+from tests.prefect_procs import prefect_server as start_server
 from tests.small_site import PAGES, serve_site, write_source
 
 pytestmark = pytest.mark.prefect_server
 
-REPO = Path(__file__).resolve().parents[1]
-PREFECT = Path(sys.executable).with_name("prefect")
 STAGES = ("fetch", "split", "links", "extract", "embed", "resolve", "publish")
 SHARD_STAGES = ("fetch", "split", "extract", "embed")
 PROGRESS_STAGES = SHARD_STAGES
 
 
-def _kill_tree(proc: subprocess.Popen) -> None:
-    """SIGTERM the process and its descendants, then SIGKILL what is left after 15 s."""
-    try:
-        family = [psutil.Process(proc.pid)]
-        family += family[0].children(recursive=True)
-    except psutil.NoSuchProcess:
-        family = []
-    for p in family:
-        try:
-            p.send_signal(signal.SIGTERM)
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(family, timeout=15)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(alive, timeout=5)
-    proc.wait(timeout=5)
-
-
-def _tail(path: Path, n: int = 40) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-n:]) if path.exists() else ""
-
-
-def _until(what: str, check: Callable[[], Any], timeout_s: float, log: Path | None = None,
-           poll_s: float = 0.5) -> Any:
-    """Poll `check` (a real server working in other processes) until it returns a truthy
-    value; fail with `what` and the log tail after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}\n"
-                        f"{_tail(log) if log else ''}")
-        time.sleep(poll_s)
-
-
-@contextmanager
-def _process(cmd: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
-    with log.open("ab") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        yield proc
-    finally:
-        _kill_tree(proc)
-
-
-def _base_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update({
-        "PREFECT_HOME": str(home),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-    })
-    return env
-
-
 @pytest.fixture(scope="module")
 def prefect_server(tmp_path_factory) -> Iterator[dict]:
     """`prefect server start` on a free loopback port with its own PREFECT_HOME."""
-    tmp = tmp_path_factory.mktemp("prefect-server")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/api"
-    env = _base_env(tmp / "home")
-    env.update({
-        # schedule new runs within seconds instead of once a minute
-        "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2",
-        "PREFECT_UI_ENABLED": "false",  # the UI build copy costs startup time, tests need the API
-    })
-    log = tmp / "server.log"
-    with _process([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port",
-                   str(port)], env, log) as proc:
-
-        def healthy() -> bool:
-            if proc.poll() is not None:
-                pytest.fail(f"prefect server exited with {proc.returncode}\n{_tail(log)}")
-            try:
-                return httpx.get(f"{url}/health", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        _until("the Prefect server to answer /api/health", healthy, 120, log)
-        client_env = {**_base_env(tmp / "client-home"), "PREFECT_API_URL": url}
-        yield {"url": url, "env": client_env, "tmp": tmp}
+    with start_server(tmp_path_factory.mktemp("prefect-server")) as started:
+        yield started
 
 
 @contextmanager
@@ -186,7 +95,7 @@ def first_build(prefect_server, site, tmp_path_factory) -> dict:
         done = subprocess.run([sys.executable, "-c", BUILD_SCRIPT, str(source), str(out),
                                str(summary_file)], cwd=REPO, env=prefect_server["env"],
                               stdout=fh, stderr=subprocess.STDOUT, timeout=240)
-    assert done.returncode == 0, _tail(log)
+    assert done.returncode == 0, tail(log)
     return {"summary": json.loads(summary_file.read_text()), "sources": tmp / "sources",
             "out": out, "tmp": tmp}
 
@@ -200,7 +109,7 @@ def test_the_build_is_a_named_flow_run_with_named_task_runs(prefect_server, firs
         assert run.parameters["name"] == "tea"
         assert "pack:tea" in run.tags
         # task runs reach the server as events; give the recorder a moment
-        names = _until("the stage task runs", lambda: (
+        names = until("the stage task runs", lambda: (
             lambda trs: trs if all(any(t.name.startswith(f"{s}-") for t in trs)
                                    for s in STAGES) else None)(_task_runs(client, run.id)), 30)
     by_stage = {s: [t for t in names if t.name.startswith(f"{s}-")] for s in STAGES}
@@ -216,7 +125,7 @@ def test_the_build_leaves_its_artifacts(prefect_server, first_build):
     summary = first_build["summary"]
     with _client(prefect_server["url"]) as client:
         run = _flow_run_named(client, f"tea-{summary['build_id']}")
-        arts = _until("the build's artifacts", lambda: (
+        arts = until("the build's artifacts", lambda: (
             lambda a: a if {"build-report-tea", "sources-tea", "pack-tea"} <= set(a) else None)(
                 _artifacts(client, run.id)), 30)
     report = arts["build-report-tea"].data
@@ -256,30 +165,30 @@ def test_a_served_deployment_fires_on_schedule_and_publishes(prefect_server, fir
     log = first_build["tmp"] / "serve.log"
     cmd = [sys.executable, "-c", SERVE_SCRIPT, str(first_build["sources"]),
            str(first_build["out"]), "10"]
-    with _process(cmd, env, log) as proc, _client(prefect_server["url"]) as client:
+    with process(cmd, env, log) as proc, _client(prefect_server["url"]) as client:
 
         def deployment():
-            assert proc.poll() is None, _tail(log)
+            assert proc.poll() is None, tail(log)
             try:
                 return client.read_deployment_by_name("build-pack/tea")
             except ObjectNotFound:  # until serve has registered it
                 return None
 
-        dep = _until("serve to register build-pack/tea", deployment, 60, log)
+        dep = until("serve to register build-pack/tea", deployment, 60, log)
         assert dep.parameters["out_dir"] == str(first_build["out"].resolve())
         assert "build_id" not in dep.parameters
 
         def finished_run():
-            assert proc.poll() is None, _tail(log)
+            assert proc.poll() is None, tail(log)
             runs = client.read_flow_runs(deployment_filter=DeploymentFilter(
                 id=DeploymentFilterId(any_=[dep.id])))
             failed = [r for r in runs if r.state and r.state.is_final()
                       and not r.state.is_completed()]
-            assert not failed, (failed[0].state, _tail(log))
+            assert not failed, (failed[0].state, tail(log))
             done = [r for r in runs if r.state and r.state.is_completed()]
             return done[0] if done else None
 
-        run = _until("a scheduled run of build-pack/tea to complete", finished_run, 120, log)
+        run = until("a scheduled run of build-pack/tea to complete", finished_run, 120, log)
     current = (first_build["out"] / "tea" / fmt.CURRENT_FILE).read_text().strip()
     assert current != old
     assert run.name == f"tea-{current}"

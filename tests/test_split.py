@@ -245,3 +245,66 @@ def test_a_page_without_title_takes_its_leading_heading():
     }
     first = rows.row(0, named=True)
     assert first["content"] == "Variables are immutable by default." and first["level"] == 1
+
+
+RELEASE_NOTES = """## Introduction to Tern 1.20
+
+Tern 1.20 arrives six months after Tern 1.19.
+
+## Ports &amp; platforms
+
+### **Experimental:** WASI
+
+An experimental port.
+
+## Standard library
+
+### Minor changes to the library
+
+#### [crypto/tls](/pkg/crypto/tls/)
+
+The [`Config.MinVersion`](/pkg/crypto/tls/#Config) field now defaults to TLS 1.2.
+
+#### [`**kwargs`](/pkg/kw/) &mdash; [net/http][http]
+
+Keyword arguments.
+
+#### [Unreleased]
+
+Nothing yet.
+
+# A `#` heading inside the page: [text](/x) stays text
+
+[http]: /pkg/net/http/
+[unreleased]: /compare/
+"""
+
+
+def test_heading_paths_and_titles_are_the_text_a_reader_sees():
+    import polars as pl
+
+    from tasks.sections import split_pages
+
+    pages = pl.DataFrame({"url": ["https://tern.test/doc/tern1.20", "https://tern.test/doc/x"],
+                          "title": ["`Tern` 1.20 _Release_ Notes", None],
+                          "text": [RELEASE_NOTES, "## [Linked](/doc/y) *title*\n\nBody.\n"]})
+    rows = split_pages(pages, 300, 40)
+    minor = "Tern 1.20 Release Notes > Standard library > Minor changes to the library"
+    assert rows["heading_path"].to_list() == [
+        "Tern 1.20 Release Notes > Introduction to Tern 1.20",
+        "Tern 1.20 Release Notes > Ports & platforms",
+        "Tern 1.20 Release Notes > Ports & platforms > Experimental: WASI",
+        "Tern 1.20 Release Notes > Standard library",
+        minor,
+        f"{minor} > crypto/tls",
+        f"{minor} > **kwargs — net/http",  # the code span's stars are code, kept
+        f"{minor} > Unreleased",  # a shortcut reference the page defines
+        "Linked title",  # a leading heading as the title, rendered too
+    ]
+    assert set(rows["title"]) >= {"crypto/tls", "**kwargs — net/http", "Experimental: WASI"}
+    assert set(rows["page_title"]) == {"Tern 1.20 Release Notes", "Linked title"}
+    # Section text is the page's text: only headings are rendered.
+    tls = rows.filter(pl.col("title") == "crypto/tls")["content"][0]
+    assert tls.startswith("The [`Config.MinVersion`](/pkg/crypto/tls/#Config) field")
+    last = rows.filter(pl.col("title") == "Unreleased")["content"][0]
+    assert "A # heading inside the page: text stays text" in last

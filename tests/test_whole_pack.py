@@ -12,6 +12,7 @@ from test_query_claude import assert_citations_match_the_pack
 
 from packs import KnowledgePack
 from packs.retrieval import whole_pack, whole_pack_claude, whole_pack_region
+from packs.retrieval.verbatim import bullets, unverified_lines
 from packs.text import terms
 
 QUESTION = "Which components does a Kestrel deployment have?"
@@ -35,6 +36,9 @@ def test_offline_list_answer_cites_every_item(monkeypatch, pack):
     assert all(line.startswith("- **") and line.endswith("]") for line in items)
     assert all(c["verified"] for c in answer["citations"]) and not answer["unsupported"]
     assert_citations_match_the_pack(answer, pack)
+    # Every line, the single answer's and the items', is its section's text (issue 51).
+    assert len(bullets(text)) == len(answer["citations"])
+    assert unverified_lines(text, answer["citations"]) == []
 
 
 def test_a_single_fact_question_keeps_the_single_passage_answer(monkeypatch, pack):

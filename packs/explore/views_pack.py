@@ -12,6 +12,7 @@ from packs.diff import diff_builds
 from packs.explore.web import Served, explorer, page, param
 from packs.format import PackFormatError
 from packs.manifest import Manifest, read_manifest
+from packs.status import describe, pack_status
 
 # History statuses a build run can end with (packs.layout, flows/build.py).
 STATUS_LABELS = {"published": "published", "no changes": "no changes",
@@ -25,9 +26,11 @@ def _extract_stats(m: Manifest) -> dict:
 
 
 def pack_summary(served: Served) -> dict:
-    """What `/` shows of one pack: manifest, cost, guard verdicts, history counts."""
+    """What `/` shows of one pack: manifest, cost, guard verdicts, history counts, and its
+    freshness as `kpack status` tells it (packs/status.py)."""
     m = served.pack.manifest
     history = layout.read_history(served.root) if served.root else []
+    status = pack_status(served.root) if served.root else None
     published_at = next((h.get("at", "") for h in reversed(history)
                          if h.get("build_id") == m.build_id and h.get("status") == "published"),
                         "")
@@ -39,6 +42,8 @@ def pack_summary(served: Served) -> dict:
         "refusals": refusals[-3:], "refusal_count": len(refusals),
         "refused_since": sum(h.get("at", "") > published_at for h in refusals),
         "runs": len(history),
+        "status": status, "status_lines": describe(status)[1:] if status else [],
+        "status_head": describe(status)[0].split(": ", 1)[1] if status else "",
     }
 
 

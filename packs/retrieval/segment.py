@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from packs import text as text_rules
 from packs.markdown import heading, list_marker, opening_fence
 
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _QUOTE_MARK = re.compile(r"^\s*>\s?", re.M)
 _DEFINITION = re.compile(r"^\s{0,3}:\s")
 # A Markdown link reference definition ("[label]: url"): the page does not show it.
@@ -66,8 +66,17 @@ def one_line(text: str) -> str:
     return text_rules.one_line(_QUOTE_MARK.sub("", text))
 
 
-def _row_cells(line: str) -> list[str]:
+def row_cells(line: str) -> list[str]:
+    """The cells of a table row line, stripped."""
     return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def row_display(header: list[str] | None, cells: list[str]) -> str:
+    """How an answer shows a table row: "header: cell; ..." (a cell without a header, as
+    in a table whose header row is not in the section, shown alone); empty cells left out.
+    packs/retrieval/verbatim.py checks a shown row with this rule against the page's cells."""
+    return "; ".join(f"{h}: {c}" if h else c
+                     for h, c in zip(header or [""] * len(cells), cells) if c)
 
 
 class _Segmenter:
@@ -111,16 +120,15 @@ class _Segmenter:
         text = self.text
         a, b, _ = lines[i]
         line = text[a:b]
-        if _TABLE_RULE.match(line):
+        if TABLE_RULE.match(line):
             return
-        if self.header is None and i + 1 < len(lines) and _TABLE_RULE.match(
+        if self.header is None and i + 1 < len(lines) and TABLE_RULE.match(
                 text[lines[i + 1][0]:lines[i + 1][1]]):
-            self.header = _row_cells(line)
+            self.header = row_cells(line)
             self.last_kind = ""  # a new table starts a new group
             return
-        cells = _row_cells(line)
-        shown = "; ".join(f"{h}: {c}" if h else c
-                          for h, c in zip(self.header or [""] * len(cells), cells) if c)
+        cells = row_cells(line)
+        shown = row_display(self.header, cells)
         self._next("row")
         self.add(*text_rules.trim_span(text, a, b), "row", shown)
 
@@ -164,7 +172,7 @@ def segment(text: str, links: bool = False) -> list[Unit]:
             seg.add(*text_rules.trim_span(text, a, b), "heading", line.strip("# \t"))
         elif not links and _LINK_DEFINITION.match(line):
             seg.flush()
-        elif _TABLE_ROW.match(line):
+        elif TABLE_ROW.match(line):
             seg.flush()
             seg.row(i, lines)
         elif list_marker(line):

@@ -20,8 +20,9 @@ citation quote.
 - a code block of fewer than MAX_CODE_LINES lines, every sentence, row and longer item's
   sentence as `segment` gives them. Headings never;
 - HTML the Markdown kept (a caption span, an anchor, an image) is shown as its text, the
-  tags and images left out (`display` only: the unit's span stays the page's text); a
-  block that is only markup is no candidate.
+  tags and images left out (`display` only: the unit's span stays the page's text), never
+  inside a code span, whose text is code and is shown as written; a block that is only
+  markup is no candidate.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from packs.markdown import outside_code_spans
 from packs.retrieval.segment import Unit, one_line, segment
 
 ITEM_WORDS = 60
@@ -99,16 +101,17 @@ def _head(item: str, kind: str = "item") -> str:
 
 def _brief(lead: Unit, blocks: list[list[Unit]], kind: str) -> Unit:
     """Lead-in `lead` with the heads of the items or rows `blocks`, as many as reach
-    LEADIN_WORDS (`items`: their texts and heads)."""
+    LEADIN_WORDS (`items`: their texts and heads), shown as a reader sees them (`untagged`,
+    as `_visible` shows a whole unit)."""
     heads, words = [], _words(lead)
     for b in blocks:
         if heads and words >= LEADIN_WORDS:
             break
-        full = " ".join(u.display for u in b)
+        full = untagged(" ".join(u.display for u in b))
         heads.append((_head(full, kind), b[-1].end, full))
         words += len(heads[-1][0].split())
     return Unit(lead.start, heads[-1][1], "leadin",
-                "\n".join([lead.display, *("- " + h for h, _, _ in heads)]), lead.block,
+                "\n".join([untagged(lead.display), *("- " + h for h, _, _ in heads)]), lead.block,
                 lead.group, kind, None, tuple((f, h) for h, _, f in heads))
 
 
@@ -183,12 +186,14 @@ _TAG = re.compile(r"</?(a|abbr|b|br|code|dd|del|details|div|dl|dt|em|figcaption|
                   r"th|thead|tr|u|ul)\b(\s[^<>]*)?/?>", re.I)
 
 
-def _untagged(text: str) -> str:
-    """`text` without its HTML tags and images, line by line."""
+def untagged(text: str) -> str:
+    """`text` without its HTML tags and images, line by line; code spans are code, kept
+    as written ("handles `<img src=x>` payloads" keeps its tag)."""
     if "<" not in text:
         return text
-    return "\n".join(" ".join(_TAG.sub(" ", _IMG.sub(" ", line)).split())
-                     for line in text.split("\n"))
+    return "\n".join(" ".join(outside_code_spans(
+        line, lambda part: _TAG.sub(" ", _IMG.sub(" ", part))).split())
+        for line in text.split("\n"))
 
 
 def _visible(u: Unit) -> Unit | None:
@@ -197,7 +202,7 @@ def _visible(u: Unit) -> Unit | None:
     if u.kind == "code" or "<" not in u.display:
         return u
     lead, nl, rest = u.display.partition("\n") if u.inner == "code" else (u.display, "", "")
-    shown = _untagged(lead)
+    shown = untagged(lead)
     if not any(ch.isalnum() for ch in shown):
         return None
     return dataclasses.replace(u, display=shown + nl + rest)
@@ -243,7 +248,7 @@ def candidates(text: str, links: bool = False) -> list[Unit]:
             out.append(_merged(text, parts, "paragraph"))
     # A block that is only markup (an image whose alt text has a sentence end) is none.
     markup = {b for b, parts in by_block.items() if parts[0].kind != "code"
-              and not any(ch.isalnum() for ch in _untagged(text[parts[0].start:parts[-1].end]))}
+              and not any(ch.isalnum() for ch in untagged(text[parts[0].start:parts[-1].end]))}
     return [v for u in out if u.block not in markup and (v := _visible(u)) is not None]
 
 

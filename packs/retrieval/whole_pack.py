@@ -36,7 +36,8 @@ from typing import Any
 from packs import text as text_rules
 from packs.citations import locate
 from packs.markdown import fence_spans
-from packs.retrieval.segment import segment
+from packs.retrieval.segment import one_line, segment
+from packs.retrieval.units import untagged
 from packs.retrieval.whole_pack_questions import head_stem, question_kind, wanted_types
 from packs.retrieval.whole_pack_region import region
 
@@ -315,7 +316,9 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         if sec.id not in numbers:
             numbers[sec.id] = max(numbers.values(), default=0) + 1
             added.append((numbers[sec.id], sec))
-        shown = " ".join(quote.split()).lstrip("-*+ ")
+        # The quote as a reader sees it (one line, no blockquote markers, no tags outside
+        # code: as an answer unit shows it), without its list marker ("**Pods** are ...").
+        shown = re.sub(r"^(?:[-*+]|\d{1,9}[.)])\s+", "", untagged(one_line(quote)))
         if any(a <= item.start and item.end <= b for a, b in fence_spans(sec.content)):
             shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
         shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)

@@ -40,11 +40,12 @@ from tasks.extract.offline_text import find_word, is_fact, stated_relations
 # whole-sentence facts, stated relations; v5: code spans kept whole in facts, bold
 # labels of steps and parts are no terms; v6: a page title may be one plain word; v7: the
 # code spans of table cells; v8: generic heading heads, quantified definition subjects;
-# v9: a path is a function only when called, cut names and expressions out, keys under a
-# domain are code, facts with pointers or an example's one-letter names out, commands run
-# in shell blocks, attributes and TOML table headers (the entity model that judges what
-# these rules propose runs in the resolve stage)
-OFFLINE_VERSION = f"offline-v9+{text_rules.TEXT_RULES_VERSION}"
+# v9 (issue 48b): a path is a function only when called, cut names and expressions out, keys
+# under a domain are code, facts with pointers or an example's one-letter names out, commands
+# run in shell blocks, attributes and TOML table headers (the entity model that judges what
+# these rules propose runs in the resolve stage); v9 (issue 51): names rendered by
+# packs.markdown.inline_text, the splitter's rendering of headings; v10: both
+OFFLINE_VERSION = f"offline-v10+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
     "terms and headings that name a thing, found by pattern and typed by their form; "

@@ -56,7 +56,9 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 # taken as the title (18 of the Rust book's 112 chapters).
 _EMPTY_ANCHOR = re.compile(r"""<(a|span)\s[^>]*?\b(?:id|name)\s*=[^>]*>\s*</\1\s*>""", re.I)
 _A_HREF = re.compile(r"""<a\s[^>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
-_REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$", re.M)
+# The title after the destination stays on its line: "\s+" there took the next definition
+# as this one's title, so every other line of a block of definitions was lost.
+_REF_DEF = re.compile(r"^[ \t]{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:[ \t]+.*)?$", re.M)
 _AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
 
 

@@ -236,7 +236,10 @@ def _html_to_markdown(html: str, url: str) -> tuple[str | None, str, list[str]]:
 def tidy_markdown(markdown: str, base: str, *, page_url: str) -> tuple[str, list[str]]:
     """Normalise trafilatura's Markdown and collect its links (absolute, deduplicated,
     http(s)/file only, links back to the page itself left out). Headings lose their
-    permalink anchors; fences get blank lines around them; link targets become absolute."""
+    permalink anchors, and a heading that links elsewhere keeps the link (release notes'
+    "#### [crypto/tls](/pkg/crypto/tls/)": the splitter shows its text, the target counts
+    among the page's links); fences get blank lines around them; link targets become
+    absolute."""
     out: list[str] = []
     links: list[str] = []
     open_fence: Fence | None = None
@@ -261,8 +264,7 @@ def tidy_markdown(markdown: str, base: str, *, page_url: str) -> tuple[str, list
             after_fence = False
         if line.startswith("#"):
             line = _tidy_heading(line)
-        else:
-            line = _absolutise_links(line, base, page_url, links)
+        line = _absolutise_links(line, base, page_url, links)
         out.append(line)
     if open_fence is not None:
         out.append(open_fence.run)
@@ -279,7 +281,10 @@ def _tidy_heading(line: str) -> str:
         return line
 
     def unwrap(m: re.Match[str]) -> str:
-        return "" if m.group(1).strip().lower() in PERMALINK_TEXT else m.group(1)
+        # A permalink goes, a link to an anchor is its text; a link to a page stays.
+        if m.group(1).strip().lower() in PERMALINK_TEXT:
+            return ""
+        return m.group(1) if m.group(2).startswith("#") else m.group(0)
 
     rest = LINK.sub(unwrap, rest)
     # A heading that is wholly a link to itself ("[`[alias]`](#alias)", whose brackets

@@ -22,7 +22,13 @@ from dataclasses import dataclass
 
 
 class GuardError(RuntimeError):
-    """The new build is clearly worse than the current one; nothing was published."""
+    """The new build is clearly worse than the current one; nothing was published.
+    `counts`: the refused build's (sources, failed_sources, sections, entities), for the
+    refused alert; empty when the guard refused before counting."""
+
+    def __init__(self, message: str, counts: dict[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.counts = dict(counts or {})
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ or lazy frames). Section.languages (the languages of the section's code fences, 
 query filter) is derived here from the content when the sections table lacks it, and
 Section.graph (the section's entities, facts and triples as JSON, see packs.format) from
 the entity tables, so that a query reads a section's graph facts with one lookup instead of
-walking the graph. An article still titled by its URL (its page had no title) takes the
-title the splitter gave its sections (`page_title`: the page's leading heading). The Kuzu
+walking the graph. An article takes the title the splitter gave its sections (`page_title`:
+the page's title as a reader sees it, "`kubectl` Quick Reference" as "kubectl Quick
+Reference"; the page's leading heading when it had no title). The Kuzu
 database is loaded from these files (tasks/publish/kuzu_store.py).
 """
 
@@ -107,8 +108,8 @@ def section_graphs(tables: dict[str, Frame], cap: int = fmt.GRAPH_CAP) -> pl.Dat
 
 
 def _complete(tables: dict[str, Frame]) -> dict[str, Frame]:
-    """The tables with the derived parts filled in: Section.graph, and the titles of
-    articles named by their URL."""
+    """The tables with the derived parts filled in: Section.graph, and the articles'
+    titles as the splitter rendered them."""
     out = dict(tables)
     sections = _lazy(tables[fmt.SECTIONS])
     names = sections.collect_schema().names()
@@ -122,10 +123,7 @@ def _complete(tables: dict[str, Frame]) -> dict[str, Frame]:
         out[fmt.ARTICLES] = (_lazy(tables[fmt.ARTICLES])
                              .join(titles, left_on="id", right_on="article_id", how="left",
                                    maintain_order="left")
-                             .with_columns(pl.when(pl.col("title").is_null()
-                                                   | (pl.col("title") == pl.col("url")))
-                                           .then(pl.coalesce("page_title", "title"))
-                                           .otherwise(pl.col("title")).alias("title"))
+                             .with_columns(pl.coalesce("page_title", "title").alias("title"))
                              .drop("page_title"))
     return out
 

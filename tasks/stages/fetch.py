@@ -35,9 +35,12 @@ from tasks.stages.common import (
 
 NAME = "fetch"
 # v2: Markdown loses empty anchors (<a id="old"></a>) before its first heading; v3: an HTML
-# definition list keeps each term with its definition, and loses its empty anchors; v4: a
-# page served as an HTML fragment is read as a document's main content (keeps its headings)
-VERSION = "fetch-v4"
+# definition list keeps each term with its definition, and loses its empty anchors; v4 (issue
+# 47): a page served as an HTML fragment is read as a document's main content (keeps its
+# headings); v4 (issue 51): an HTML heading's link to another page counts among the page's
+# links (LINKS_TO), and every line of a block of Markdown link reference definitions does;
+# v5: both (each branch had called its own change v4)
+VERSION = "fetch-v5"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,

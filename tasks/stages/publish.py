@@ -246,8 +246,10 @@ def _guard(ctx: BuildContext, inputs: dict, pages: pl.DataFrame, failed: int,
                          max_loss_share=ctx.guard_max_loss_share)
     if reason:
         keeps = f"build {current_id} stays current" if current_id else "nothing was published"
+        counts = {"sources": len(listed), "failed_sources": len(listed - set(new.pages)),
+                  "sections": new.sections, "entities": new.entities}
         raise GuardError(f"{ctx.pack}: publish refused: {reason}; {keeps} "
-                         "(fix the cause, or rebuild with --force to publish anyway)")
+                         "(fix the cause, or rebuild with --force to publish anyway)", counts)
 
 
 def diff_tables_first(tables: dict[str, pl.DataFrame]) -> dict:
@@ -293,7 +295,9 @@ def _summary(manifest: Manifest, pack_root: Path, build_dir: Path, build_id: str
     return {
         "pack": str(pack_root), "build_dir": str(build_dir), "build_id": build_id,
         "counts": manifest.counts.model_dump(), "partial": manifest.partial,
+        "partial_reasons": list(manifest.partial_reasons),
         "failed_sources": failed[:MAX_LISTED], "failed_sources_total": len(failed),
+        "sources_total": len(manifest.sources),
         "extractor": manifest.extractor.model_dump(),
         "embedding_model": manifest.embedding.model,
     }

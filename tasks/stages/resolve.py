@@ -31,9 +31,12 @@ TABLES = (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS, fmt.FACTS)
 
 class Resolve(Stage):
     NAME = "resolve"
-    # v2: names rendered (no link syntax), offline examples' names out; v3: the offline
-    # entity model judges the resolved entities (its weights file is part of the version)
-    VERSION = f"resolve-v4+{MODEL_DIGEST}"  # v4: packs under 20 pages not judged
+    # v2: names rendered (no link syntax), offline examples' names out; v3 (issue 48b): the
+    # offline entity model judges the resolved entities (its weights file is part of the
+    # version); v4: packs under 20 pages not judged; v3 (issue 51): names rendered by
+    # packs.markdown.inline_text, as the splitter renders headings (code spans' backticks
+    # dropped, escapes resolved, code kept as written); v5: all of these
+    VERSION = f"resolve-v5+{MODEL_DIGEST}"
     SCOPE = PACK
     INPUTS = ("extract", "split")
     OUTPUTS = {t: t for t in TABLES}
