@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError
 
 from packs.format import FORMAT_VERSION, MANIFEST_FILE, PackFormatError, check_format
 
@@ -197,19 +197,11 @@ class Manifest(BaseModel):
     # manifest (packs.integrity); empty in packs written before checksums existed.
     checksums: dict[str, dict[str, object]] = Field(default_factory=dict)
     extra: dict[str, object] = Field(default_factory=dict)
-    # Written at build time from the calibration of the pack's model; a manifest from before
-    # format 3, or whose parameters were fitted to another gate version's signals, gets the
-    # current calibration of its model when read (weights only mean something for the
-    # signals they were fitted on).
+    # Written at build time from the calibration of the pack's model (data only: the query
+    # side reads it through packs.retrieval.gate.params_of, which gives a manifest from
+    # before format 3, or one fitted to another gate version's signals, the current
+    # calibration of its model).
     gate: GateInfo | None = None
-
-    @model_validator(mode="after")
-    def _gate_of_the_model(self) -> Manifest:
-        from packs.retrieval.gate import GATE_VERSION, params_for
-
-        if self.gate is None or self.gate.version != GATE_VERSION:
-            self.gate = GateInfo(**params_for(self.embedding.model))
-        return self
 
     def write(self, build_dir: Path) -> Path:
         path = build_dir / MANIFEST_FILE

@@ -4,7 +4,7 @@
         result = packs.search("how do I drain a node?")          # SearchResult, labelled
         answer = packs.ask("how do I drain a node?")             # the same dict as ask()
 
-How a search runs:
+How a search runs (FAN_OUT: the stages below, then the TAIL every search ends with):
 1. Each pack runs its own full pipeline (packs.pipeline.search) in a thread of its own,
    with its own embedding model: packs built with different models are each searched with
    theirs. The gate is switched off inside the per-pack searches; it applies to the set.
@@ -21,17 +21,17 @@ How a search runs:
 4. Caps: `pack_mode="general"`: one ranking, `max_results` sections in total (default 10);
    `pack_mode="per_pack"`: each pack keeps its top `per_pack_results` (default 3), all of
    them in fused order. `max_articles` applies per pack.
-5. Related sections and graph facts of every contributing pack are merged, then the
-   context is assembled under one token budget. Every section carries `pack` (its label:
-   the manifest name, made unique with "#2", "#3"); context headings and `ask()` sources
-   name it, so synthesis cites pack and page.
+5. Related sections and graph facts of every contributing pack are merged; the TAIL
+   (packs/retrieval/finish.py) keeps each section once, gives it a readable score against
+   its own pack's gate confidence, and assembles the context under one token budget.
+   Every section carries `pack` (its label: the manifest name, made unique with "#2",
+   "#3"); context headings and `ask()` sources name it, so synthesis cites pack and page.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -40,9 +40,8 @@ from packs.llm.usage import add_query_usage, zero_query_usage
 from packs.options import SearchOptions
 from packs.pack import KnowledgePack
 from packs.result import Facts, RankedSection, SearchResult
-from packs.retrieval import context as context_stage
-from packs.retrieval import gate, hybrid
-from packs.retrieval import scores as shown_scores
+from packs.retrieval import finish, gate, hybrid
+from packs.retrieval.state import QueryState
 
 # Gate threshold passed to the per-pack searches so that none of them gates itself.
 _NO_GATE = -1.0  # the lowest cosine similarity: every pack passes
@@ -101,71 +100,35 @@ class PackSet:
     # --- queries --------------------------------------------------------------------------
     def search(self, question: str, options: SearchOptions | None = None,
                **overrides: object) -> SearchResult:
-        """Search every pack in parallel and fuse (see the module docstring).
+        """Search every pack in parallel and fuse (see the module docstring): the stages
+        of FAN_OUT, ending with the TAIL every search ends with.
 
         Same options as KnowledgePack.search, plus `pack_mode` and `per_pack_results`.
         Raises QuestionError / OptionsError like it; a pack whose search fails raises.
         """
         opts = SearchOptions.build(options, **overrides)
-        question = pipeline.clean_question(question)
-        t0 = time.perf_counter()
-        cap = opts.per_pack_results if opts.pack_mode == "per_pack" else opts.max_results
-        inner = dataclasses.replace(opts, gate_threshold=_NO_GATE, max_results=cap)
-        with ThreadPoolExecutor(max_workers=len(self.packs)) as pool:
-            results = list(pool.map(lambda p: p.search(question, inner), self.packs))
-        t_packs = (time.perf_counter() - t0) * 1000
-
-        t1 = time.perf_counter()
-        per_pack, passing = [], []
-        for label, pack, res in zip(self.labels, self.packs, results):
-            limit = gate.threshold(opts.gate_threshold, pack.manifest.embedding.gate_threshold)
-            # Each pack's own calibrated verdict, unless a similarity threshold is given.
-            ok = (gate.passes(res.best_similarity, limit) if opts.gate_threshold is not None
-                  else bool(res.gate.get("calibrated_passed")))
-            per_pack.append({"pack": label, "path": str(pack.path), "name": pack.manifest.name,
-                             "model": pack.manifest.embedding.model,
-                             "best_similarity": res.best_similarity, "gate_threshold": limit,
-                             "passed": ok, "sections": len(res.sections) if ok else 0})
-            if ok:
-                passing.append((label, limit, res))
-        best_entry = max(per_pack, key=lambda e: _margin(e["best_similarity"],
-                                                         e["gate_threshold"]))
-        primary = _fuse(passing, opts, cap * len(passing) if opts.pack_mode == "per_pack"
-                        else opts.max_results)
-        related = [_labelled(s, label) for label, _, res in passing for s in res.related]
-        facts = _merge_facts([res.facts for _, _, res in passing], opts.max_facts)
-        t_fuse = (time.perf_counter() - t1) * 1000
-
-        t2 = time.perf_counter()
-        gated = not passing
-        if gated:
-            primary, related, facts = [], [], Facts()
-            ctx = context_stage.Context(text="", tokens=0, truncated=False)
-        else:
-            primary, related = shown_scores.dedupe(primary, related)
-            confidence = {label: res.gate.get("confidence") for label, _, res in passing}
-            shown_scores.readable(primary, related, lambda s: confidence.get(s.pack))
-            ctx = context_stage.assemble(primary, related, facts, opts.token_budget,
-                                         opts.answer_reserve)
-        first = results[0]
+        st = SetState(pipeline.clean_question(question), opts, usage=zero_query_usage())
+        pipeline.run(st, self, FAN_OUT)
+        ctx = st.context if st.context is not None else finish.empty_context()
+        results, best = st.results, st.best_entry
         usage = zero_query_usage()
         for res in results:
             add_query_usage(usage, res.token_usage)
         return SearchResult(
-            question=question, sections=primary, related=related, facts=facts,
-            context=ctx.text, context_tokens=ctx.tokens, truncated=ctx.truncated, gated=gated,
-            best_similarity=best_entry["best_similarity"],
-            gate_threshold=best_entry["gate_threshold"], analysis=first.analysis,
+            question=st.question, sections=st.primary, related=st.related, facts=st.facts,
+            context=ctx.text, context_tokens=ctx.tokens, truncated=ctx.truncated,
+            gated=st.gated, best_similarity=best["best_similarity"],
+            gate_threshold=best["gate_threshold"], analysis=results[0].analysis,
             cypher_query=";\n".join(f"-- pack {label}\n{res.cypher_query}"
                                     for label, res in zip(self.labels, results)),
-            fallback_full_articles=any(r.fallback_full_articles for _, _, r in passing),
-            fewshot=[] if gated else next((r.fewshot for _, _, r in passing if r.fewshot), []),
-            timings_ms={"packs": t_packs, "fusion": t_fuse,
-                        "context": (time.perf_counter() - t2) * 1000},
+            fallback_full_articles=any(r.fallback_full_articles for _, _, r in st.passing),
+            fewshot=[] if st.gated else next((r.fewshot for _, _, r in st.passing
+                                              if r.fewshot), []),
+            timings_ms=dict(st.timer.ms),
             warnings=[f"{label}: {w}" for label, res in zip(self.labels, results)
                       for w in res.warnings],
             build_id="+".join(p.manifest.build_id for p in self.packs),
-            token_usage=usage, filters=first.filters, packs=per_pack,
+            token_usage=usage, filters=results[0].filters, packs=st.per_pack,
             # each pack's own encoder's vector of the question (the offline answer reads
             # the cited pages and embeds its best passages with each pack's model)
             question_vector={label: res.question_vector
@@ -183,6 +146,68 @@ class PackSet:
             return pipeline.ask_stream(self, result, opts)
         answer, _ = pipeline.ask(self, result, opts)
         return answer
+
+
+@dataclasses.dataclass
+class SetState(QueryState):
+    """A search of several packs: each pack's result, their gate verdicts, the fused
+    sections (QueryState's primary, related and facts, which the TAIL finishes)."""
+
+    results: list[SearchResult] = dataclasses.field(default_factory=list)
+    per_pack: list[dict[str, object]] = dataclasses.field(default_factory=list)
+    passing: list[tuple[str, float, SearchResult]] = dataclasses.field(default_factory=list)
+    best_entry: dict[str, object] = dataclasses.field(default_factory=dict)
+
+
+def _fan_out(st: SetState, packs: PackSet) -> None:
+    """Every pack's own search, in parallel, none gating itself."""
+    opts = st.opts
+    cap = opts.per_pack_results if opts.pack_mode == "per_pack" else opts.max_results
+    inner = dataclasses.replace(opts, gate_threshold=_NO_GATE, max_results=cap)
+    with ThreadPoolExecutor(max_workers=len(packs.packs)) as pool:
+        st.results = list(pool.map(lambda p: p.search(st.question, inner), packs.packs))
+
+
+def _gates(st: SetState, packs: PackSet) -> None:
+    """Each pack's own calibrated verdict (or the similarity threshold, when one is
+    given): the packs that contribute; none gates the whole search."""
+    opts = st.opts
+    for label, pack, res in zip(packs.labels, packs.packs, st.results):
+        limit = gate.threshold(opts.gate_threshold, pack.manifest.embedding.gate_threshold)
+        ok = (gate.passes(res.best_similarity, limit) if opts.gate_threshold is not None
+              else bool(res.gate.get("calibrated_passed")))
+        st.per_pack.append({"pack": label, "path": str(pack.path), "name": pack.manifest.name,
+                            "model": pack.manifest.embedding.model,
+                            "best_similarity": res.best_similarity, "gate_threshold": limit,
+                            "passed": ok, "sections": len(res.sections) if ok else 0})
+        if ok:
+            st.passing.append((label, limit, res))
+    st.best_entry = max(st.per_pack, key=lambda e: _margin(e["best_similarity"],
+                                                           e["gate_threshold"]))
+    st.gated = not st.passing
+    confidence = {label: res.gate.get("confidence") for label, _, res in st.passing}
+    st.confidence = lambda s: confidence.get(s.pack)
+
+
+def _fusion(st: SetState, packs: PackSet) -> None:
+    """The contributing packs' sections fused into one ranking; their related sections
+    and graph facts merged."""
+    opts = st.opts
+    cap = opts.per_pack_results if opts.pack_mode == "per_pack" else opts.max_results
+    st.primary = _fuse(st.passing, opts, cap * len(st.passing) if opts.pack_mode == "per_pack"
+                       else opts.max_results)
+    st.related = [_labelled(s, label) for label, _, res in st.passing for s in res.related]
+    st.facts = _merge_facts([res.facts for _, _, res in st.passing], opts.max_facts)
+
+
+# A search of several packs: the fan-out, the packs' gates and the fusion, then the tail
+# every search ends with (each section once, readable scores, the context).
+FAN_OUT: tuple[pipeline.Stage, ...] = (
+    pipeline.Stage("packs", _fan_out),
+    pipeline.Stage("gate", _gates),
+    pipeline.Stage("fusion", _fusion),
+    *pipeline.TAIL,
+)
 
 
 def _labels(names: list[str]) -> list[str]:

@@ -3,14 +3,16 @@
     analysis (+ filters) → BM25 started → embed → vector (+ keyword vectors) → multi-query
     → BM25 + fusion → title match → gate → pool → cross-encoder → diversification
     → graph rerank → the chosen sections → multi-document expansion → quality filter
-    → graph facts → few-shot → context
+    → graph facts → few-shot → dedupe → scores → context
 
 Each stage is a function of (state, pack) in packs/retrieval/candidates.py or
 selection.py, over one `QueryState` (packs/retrieval/state.py) and the pack as a
 `PackReader`; `SEARCH` lists them with the condition each runs under, so a stage is
 switched off by its option and a new one is one function and one entry. Each stage that
 runs is timed into `SearchResult.timings_ms`; each that found or moved a section is listed
-in that section's `stages`. The gate ends the search when the pack cannot answer.
+in that section's `stages`. When the gate finds that the pack cannot answer, only the
+`TAIL` still runs (packs/retrieval/finish.py: dedupe, readable scores, context), the same
+tail a PackSet's fan-out ends with (packs/packset.py).
 
 ask: search → packs/answer.py (Claude synthesis with verified citations, or the extractive
 and gated answers).
@@ -25,13 +27,12 @@ from packs import answer
 from packs.llm.usage import zero_query_usage
 from packs.options import MAX_QUESTION_CHARS, MAX_QUESTION_INPUT_CHARS, SearchOptions
 from packs.result import SearchResult
-from packs.retrieval import candidates, context, gate, graph, selection
-from packs.retrieval import scores as shown_scores
+from packs.retrieval import candidates, finish, gate, graph, selection
 from packs.retrieval.candidates import BM25_CANDIDATES, CANDIDATES
 from packs.retrieval.state import PackReader, QueryState
 
-__all__ = ["ASK_FIELDS", "BM25_CANDIDATES", "CANDIDATES", "SEARCH", "QuestionError", "Stage",
-           "ask", "ask_stream", "clean_question", "search"]
+__all__ = ["ASK_FIELDS", "BM25_CANDIDATES", "CANDIDATES", "SEARCH", "TAIL", "QuestionError",
+           "Stage", "ask", "ask_stream", "clean_question", "run", "search"]
 
 # ask() lives in packs/answer.py; these names stay importable from here.
 ASK_FIELDS, ask, ask_stream = answer.ASK_FIELDS, answer.ask, answer.ask_stream
@@ -44,6 +45,7 @@ class Stage:
     name: str  # its key in timings_ms
     run: Callable[[QueryState, PackReader], None]
     when: Runs = lambda st, pack: True  # noqa: E731 - most stages always run
+    finishes: bool = False  # runs on a gated search too (the TAIL)
 
 
 def _on(option: str) -> Runs:
@@ -53,6 +55,13 @@ def _on(option: str) -> Runs:
 def _linked(st: QueryState, pack: PackReader) -> bool:
     return graph.enabled(pack.manifest.avg_links_per_article)
 
+
+# The last stages of every search, one pack's or several packs' (packs/packset.py).
+TAIL: tuple[Stage, ...] = (
+    Stage("dedupe", finish.dedupe, finishes=True),
+    Stage("scores", finish.scores, finishes=True),
+    Stage("context", finish.context, finishes=True),
+)
 
 SEARCH: tuple[Stage, ...] = (
     Stage("analysis", candidates.analyse),
@@ -81,6 +90,7 @@ SEARCH: tuple[Stage, ...] = (
         and bool(pack.manifest.counts.entities))),
     Stage("fewshot", selection.fewshot, lambda st, pack: (
         st.opts.enabled("fewshot") and bool(st.opts.fewshot_k))),
+    *TAIL,
 )
 
 
@@ -108,32 +118,28 @@ def clean_question(question: str) -> str:
     return " ".join(question.split())[:MAX_QUESTION_CHARS]
 
 
-def search(pack: PackReader, question: str, opts: SearchOptions,
-           stages: tuple[Stage, ...] = SEARCH) -> SearchResult:
-    """Run `stages` in order on one question, each when its condition holds, stopping
-    after the gate when the pack cannot answer; the result, with its context assembled."""
-    st = QueryState(clean_question(question), opts, usage=zero_query_usage())
+def run(st: QueryState, reader, stages: tuple[Stage, ...]) -> QueryState:
+    """Run `stages` in order on `st`, each when its condition holds; once a stage has
+    gated the search, only the stages that finish it (`finishes`) still run."""
     for stage in stages:
-        if not stage.when(st, pack):
+        if (st.gated and not stage.finishes) or not stage.when(st, reader):
             continue
         with st.timer(stage.name):
-            stage.run(st, pack)
-        if st.gated:
-            break
+            stage.run(st, reader)
+    return st
+
+
+def search(pack: PackReader, question: str, opts: SearchOptions,
+           stages: tuple[Stage, ...] = SEARCH) -> SearchResult:
+    """Run `stages` on one question (see `run`); the result, with its context assembled
+    by the TAIL (none for a gated search)."""
+    st = run(QueryState(clean_question(question), opts, usage=zero_query_usage()), pack, stages)
     return _result(st, pack)
 
 
 def _result(st: QueryState, pack: PackReader) -> SearchResult:
-    """The SearchResult of a finished search: its sections, facts and the context assembled
-    under the token budget (none for a gated search)."""
-    with st.timer("context"):
-        # Each section once, and scores a person can read (packs/retrieval/scores.py).
-        st.primary, st.related = shown_scores.dedupe(st.primary, st.related)
-        confidence = st.verdict.get("confidence")
-        shown_scores.readable(st.primary, st.related, lambda _: confidence)
-        ctx = (context.Context(text="", tokens=0, truncated=False) if st.gated else
-               context.assemble(st.primary, st.related, st.facts, st.opts.token_budget,
-                                st.opts.answer_reserve))
+    """The SearchResult of a finished search."""
+    ctx = finish.empty_context() if st.context is None else st.context
     return SearchResult(
         question=st.question, sections=st.primary, related=st.related, facts=st.facts,
         context=ctx.text, context_tokens=ctx.tokens, truncated=ctx.truncated, gated=st.gated,

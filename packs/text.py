@@ -19,6 +19,9 @@ names the `TEXT_RULES_VERSION` it was tuned on, so a change here says what to re
 - `identifiers(text)`: code spans and identifier-like words as written: `--flags`,
   snake_case, camelCase / CamelCase with an inner capital, dotted names, paths, ALL_CAPS
   names with an underscore or digit. `has_number(text)`: a digit outside a list marker.
+- Named patterns other modules match with (NUMBER, CAPITALISED, EMPHASIS, BOLD,
+  QUESTION_IDENTIFIER, PATH, QUOTED, SNAKE_CASE, TYPE_PATH, ACRONYM, SHORT_CODE_SPAN, ...):
+  each rule written once, here, so a text rule changes in one module.
 - `tokens(text)`: the plain tokens, lower-cased runs of letters, digits and underscores
   ("kube-proxy" is "kube", "proxy"), for counting and hashing: the confidence gate's
   vocabulary and word pairs (`gate_terms`), the quality filter's keywords, query analysis
@@ -41,8 +44,9 @@ Rules that stay elsewhere, on purpose:
   them re-embeds every pack's keyword vectors.
 - `tasks/extract/entities.py` singularises entity names for their merge key ("Pods" and
   "Pod" are one entity): a readable singular, not a stem, and part of every entity id.
-- `tasks/sections.py` counts words as whitespace runs and splits an over-long section at
-  sentence ends for its size limit (SPLITTER_VERSION): a change there re-splits every pack.
+- `tasks/sections.py` counts words as whitespace runs for its size limit (it cuts an
+  over-long line with this module's `sentence_spans`): a change to either re-splits every
+  pack (SPLITTER_VERSION).
 """
 
 from __future__ import annotations
@@ -290,7 +294,8 @@ def sentences(text: str) -> list[str]:
 
 # --- identifiers and numbers -------------------------------------------------------------------
 
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+# A Markdown code span on one line (group 1: its contents).
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _IDENTIFIER = re.compile(
     r"(?<![\w-])(?:--?[a-z][\w-]*(?:=[^\s;,)]+)?"  # --flag, -o, --flag=value
     r"|[A-Za-z_]\w*(?:::\w+)+(?:\(\))?"  # Rust and C++ paths: Vec::new()
@@ -300,18 +305,17 @@ _IDENTIFIER = re.compile(
     r"|[A-Za-z_][\w-]*(?:[./][A-Za-z_][\w-]*)+(?:\(\))?"  # dotted names, paths
     r"|[A-Z][A-Z0-9]*\d[A-Z0-9]*"  # ALL CAPS with a digit
     r"|\w+\(\))")  # call()
-_DIGIT = re.compile(r"(?<![\w.])\d")
 
 
 def code_spans(text: str) -> list[str]:
     """The contents of the `code spans` of `text`, in order."""
-    return [m.group(1).strip() for m in _CODE_SPAN.finditer(text) if m.group(1).strip()]
+    return [m.group(1).strip() for m in CODE_SPAN.finditer(text) if m.group(1).strip()]
 
 
 def identifiers(text: str) -> list[str]:
     """Code spans and identifier-like words of `text` as written, in order, no repeats."""
     found = code_spans(text)
-    plain = _CODE_SPAN.sub(" ", text)
+    plain = CODE_SPAN.sub(" ", text)
     found.extend(w for w in (m.group(0).rstrip(".") for m in _IDENTIFIER.finditer(plain))
                  if w.lower() not in ABBREVIATIONS)
     return list(dict.fromkeys(f for f in found if f))
@@ -319,4 +323,49 @@ def identifiers(text: str) -> list[str]:
 
 def has_number(text: str) -> bool:
     """Whether `text` writes a number (a digit that does not continue a word)."""
-    return _DIGIT.search(text) is not None
+    return NUMBER.search(text) is not None
+
+
+# --- patterns other modules match with ---------------------------------------------------------
+# Each kept as the module that reads it wrote it (issue 46 moved them here, so that a text
+# rule changes, and is versioned, in one module); where two readers want other edges, the
+# names say which is which. tests/test_house.py checks that no module outside this one
+# compiles a pattern that finds identifiers in running text.
+
+# A number as written: a digit that does not continue a word, then digits and separators
+# ("1.25", "10%", "3:00", "2026-01-01"). `has_number` is whether a text has one.
+NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/%-]*")
+# A number written as a word ("every two minutes", "twice"); "one" is too often a pronoun.
+NUMBER_WORD = re.compile(
+    r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
+    r"thirty|forty|fifty|sixty|hundred|thousand|million|billion|once|twice|dozen|half)\b",
+    re.I)
+# A capitalised word after a space, bracket or quote ("Rust", "O'Brien", "U.S."): a name.
+CAPITALISED = re.compile(r"(?<=[\s(\"'“‘])[A-Z][\w'’.-]*[A-Za-z0-9]")
+# A term introduced in italics or bold ("are called _consuming adapters_"; group 1).
+EMPHASIS = re.compile(r"(?<![\w*_])[_*]{1,2}([^_*\s][^_*]{0,60}?)[_*]{1,2}(?![\w*_])")
+# A bold phrase, **x** or __x__ (group 1 or 2).
+BOLD = re.compile(r"\*\*([^*\n]{2,60})\*\*|(?<!\w)__([^_\n]{2,60})__(?!\w)")
+# The * and _ marks of emphasis, to remove them from rendered text.
+EMPHASIS_MARK = re.compile(r"(?<![\w*])\*{1,2}(?=\S)|(?<=\S)\*{1,2}(?![\w*])|"
+                           r"(?<![\w_])_{1,2}(?=[^\s_])|(?<=[^\s_])_{1,2}(?![\w_])")
+# A code span of at most 80 characters (group 1): longer ones are examples, not names.
+SHORT_CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
+# A term in quotes or backticks, up to 80 characters (one of groups 1-3).
+QUOTED = re.compile(r"\"([^\"]{1,80})\"|'([^']{1,80})'|`([^`]{1,80})`")
+
+# The names a question writes (query analysis): snake_case, dotted.name, call().
+QUESTION_IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"  # snake_case
+                                 r"|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b"  # dotted.name
+                                 r"|\b[A-Za-z_]\w*\(\)")  # call()
+# A file path with at least one slash, after a space or at the start (group 1).
+PATH = re.compile(r"(?:^|\s)((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)+/?)")
+# Names in prose (the offline extractor), not part of a longer dotted or slashed word:
+# snake_case, and Rust paths (`Type::path`, `Vec::new()`, `vec::vec!`).
+SNAKE_CASE = re.compile(r"(?<![\w./-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w/-])")
+TYPE_PATH = re.compile(r"(?<![\w./-])[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\(\)|!)?")
+# An acronym ("TLS", "CRDs"), and one defined by its long form ("Role Based Access Control
+# (RBAC)": groups 1 and 2).
+ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,5}s?\b")
+ACRONYM_DEFINED = re.compile(
+    r"\b([A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,5})\s+\(([A-Z][A-Z0-9]{1,5}s?)\)")

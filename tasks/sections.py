@@ -35,22 +35,24 @@ from dataclasses import dataclass
 import polars as pl
 
 from packs import format as fmt
+from packs import text as text_rules
 from packs.markdown import heading, inline_text, iter_lines_with_fences, reference_labels
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 
-SPLITTER_VERSION = "split-v8"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v9"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
 # v7: a lead-in ("... such as:") opens the chunk of what it introduces, never ends one
 # v8: headings and titles as a reader sees them (links, emphasis, entities rendered)
+# v9 (issue 46): a long line is cut at packs/text.py's sentence ends (never after e.g.,
+# i.e., an initial or inside a code span; after a closing quote)
 HEADING_SEP = " > "
 
-# The splitter's own size rules, not packs/text.py's: words are whitespace runs and an
-# over-long line is cut at any ". X"; changing them re-splits every pack (SPLITTER_VERSION).
+# The splitter's size rules: words are whitespace runs, and an over-long line is cut at
+# packs/text.py's sentence ends; changing either re-splits every pack (SPLITTER_VERSION).
 _WORD = re.compile(r"\S+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 # A line that starts a block of its own inside a paragraph: a list item, table row, quote.
 _ITEM_LINE = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|\||>)")
 # The end of a line that ends its sentence: . ! ? or :, then closing quotes or marks.
@@ -148,8 +150,9 @@ def _word_count(text: str) -> int:
 
 
 def _sentences(line: str) -> list[str]:
-    """A line of prose cut after ., ! or ? followed by a capital, digit or bracket."""
-    return [s for s in _SENTENCE_END.split(line.strip()) if s]
+    """A line of prose cut at its sentence ends (packs/text.py's `sentence_spans`)."""
+    line = line.strip()
+    return [line[a:b] for a, b in text_rules.sentence_spans(line)]
 
 
 def _split_big_block(text: str, max_words: int, is_code: bool) -> list[tuple[str, str]]:

@@ -229,6 +229,11 @@ def test_embeddings_are_normalised_with_the_manifest_dim(built) -> None:
     matrix = np.stack(_tables(build_dir)[fmt.SECTIONS]["embedding"].to_numpy())
     assert matrix.shape[1] == manifest["embedding"]["dim"] == 384
     assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-4)
+    # the build writes the gate's calibration of its model (retrieval's, not the format's)
+    from packs.retrieval.gate import GATE_VERSION, gate_info
+
+    assert manifest["gate"]["version"] == GATE_VERSION
+    assert manifest["gate"] == gate_info(manifest["embedding"]["model"]).model_dump()
 
 
 @pytest.mark.parametrize(("question", "page"), list(QUESTIONS.items()))

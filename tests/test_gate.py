@@ -242,21 +242,26 @@ def _manifest(model: str, **extra) -> Manifest:
 
 
 def test_the_manifest_carries_its_models_gate(tmp_path):
-    m = _manifest(gate.MINILM)
+    """The manifest holds the gate's parameters as data; retrieval (gate.params_of) decides
+    whether they still fit this gate, else uses the current calibration of the model."""
+    m = _manifest(gate.MINILM, gate=gate.gate_info(gate.MINILM))  # as the build writes it
     assert m.gate.weights == gate.CALIBRATED[gate.MINILM]["weights"]
-    other = _manifest("BAAI/bge-base-en-v1.5")
-    assert other.gate.weights == m.gate.weights and "not calibrated" in other.gate.calibration
+    assert gate.params_of(m) == m.gate
+    other = gate.gate_info("BAAI/bge-base-en-v1.5")
+    assert other.weights == m.gate.weights and "not calibrated" in other.calibration
     m.write(tmp_path)
     from packs.manifest import read_manifest
 
     assert read_manifest(tmp_path).gate == m.gate
     custom = _manifest(gate.MINILM, gate=PARAMS)  # a manifest's own values win
-    assert custom.gate == PARAMS
-    # ... unless they were fitted to another gate version's signals: the model's current
-    # calibration replaces them
+    assert gate.params_of(custom) == PARAMS
+    # ... unless they were fitted to another gate version's signals, or there are none (a
+    # pack from before format 3): the model's current calibration replaces them
     older = _manifest(gate.MINILM, gate=PARAMS.model_copy(update={"version": "gate-v2"}))
-    assert older.gate.version == gate.GATE_VERSION
-    assert older.gate.weights == gate.CALIBRATED[gate.MINILM]["weights"]
+    assert older.gate.version == "gate-v2"  # reading keeps the data as written
+    assert gate.params_of(older) == gate.gate_info(gate.MINILM)
+    assert _manifest(gate.MINILM).gate is None
+    assert gate.params_of(_manifest(gate.MINILM)).version == gate.GATE_VERSION
 
 
 def test_a_tiny_technical_pack_gets_a_bounded_lift(tmp_path):

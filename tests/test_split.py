@@ -106,6 +106,20 @@ def test_long_paragraph_is_cut_at_sentence_ends_with_sentence_overlap() -> None:
         assert nxt[0] == prev[-1]
     assert set(" ".join(chunks).split()) == set(" ".join(sentences).split())
 
+def test_a_long_line_is_cut_at_packs_text_sentence_ends() -> None:
+    # split-v8: the build cuts where packs/text.py ends a sentence: never after "e.g." or
+    # "i.e.", nor inside a code span; a closing quote stays with its sentence.
+    filler = " ".join(f"w{j}" for j in range(20))
+    sentences = [f"Tools exist, e.g. Helm and Kustomize, for {filler}.",
+                 f"Set it in `pod.spec. Containers` as {filler}.",
+                 f'The docs say "use probes." Then {filler}.',
+                 f"Nodes report i.e. Ready or NotReady {filler}."] * 2
+    chunks = chunk_text(" ".join(sentences), max_words=40, overlap_words=0)
+    joined = " ".join(chunks)
+    assert all(s in joined for s in sentences[:4])  # no sentence is cut inside
+    assert all(c.startswith(("Tools", "Set", "The", "Nodes")) for c in chunks), chunks
+
+
 def test_a_hard_wrapped_paragraph_is_cut_between_sentences_not_at_a_wrap() -> None:
     # A Markdown paragraph wrapped at ~70 characters, longer than the window: before, its
     # chunks ended at a line break ("Listing 19-13 behaves in the same").

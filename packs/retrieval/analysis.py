@@ -13,6 +13,9 @@ import re
 from dataclasses import dataclass, field
 
 from packs.text import CAMEL_CASE as _CAMEL
+from packs.text import PATH as _PATH
+from packs.text import QUESTION_IDENTIFIER as _CODE_IDENT
+from packs.text import QUOTED as _QUOTED
 from packs.text import STOP_WORDS
 from packs.text import tokens as tokenize
 
@@ -43,12 +46,6 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "list": ("show",), "show": ("list", "display"), "log": ("logs", "logging"),
     "crash": ("failure", "restart"), "slow": ("performance", "latency"),
 }
-
-_CODE_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"  # snake_case
-                         r"|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b"  # dotted.name
-                         r"|\b[A-Za-z_]\w*\(\)")  # call()
-_PATH = re.compile(r"(?:^|\s)((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)+/?)")
-_QUOTED = re.compile(r"\"([^\"]{1,80})\"|'([^']{1,80})'|`([^`]{1,80})`")
 
 
 @dataclass(frozen=True)

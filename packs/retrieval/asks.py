@@ -46,15 +46,6 @@ _TYPES: dict[str, re.Pattern[str]] = {
 _DEFAULT = re.compile(r"\bdefault", re.I)
 _REASON = re.compile(r"\b(because|so that|since|in order to|to avoid|to prevent|otherwise|"
                      r"this means|that way|the reason|due to|so it|so the)\b", re.I)
-_CAPITAL = re.compile(r"(?<=[\s(\"'“‘])[A-Z][\w'’.-]*[A-Za-z0-9]")
-# A term the page introduces in italics or bold ("are called _consuming adapters_").
-_EMPHASIS = re.compile(r"(?<![\w*_])[_*]{1,2}([^_*\s][^_*]{0,60}?)[_*]{1,2}(?![\w*_])")
-_NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/%-]*")
-# A number written as a word ("every two minutes", "twice"); "one" is too often a pronoun.
-_NUMBER_WORD = re.compile(
-    r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
-    r"thirty|forty|fifty|sixty|hundred|thousand|million|billion|once|twice|dozen|half)\b",
-    re.I)
 
 
 # "Which effects can a taint have?": several things of one kind, asked by a plural noun.
@@ -83,13 +74,14 @@ def has(kind: str, u: Unit, raw: str, asked: set[str], term_bonus: bool = True) 
     `asked`: the question's words as written, lower-cased; `term_bonus`: whether a term
     the unit introduces in italics or bold answers "what is X called"."""
     if kind == "number":
-        return _novel(_NUMBER.findall(u.display) + _NUMBER_WORD.findall(u.display), asked)
+        return _novel(text_rules.NUMBER.findall(u.display)
+                      + text_rules.NUMBER_WORD.findall(u.display), asked)
     if kind == "name":
         return u.kind == "code" or _novel(text_rules.identifiers(raw), asked)
     if kind in ("person", "place"):
-        return _novel(_CAPITAL.findall(" " + u.display), asked)
+        return _novel(text_rules.CAPITALISED.findall(" " + u.display), asked)
     if kind == "term":
-        return term_bonus and _novel(_EMPHASIS.findall(raw), asked)
+        return term_bonus and _novel(text_rules.EMPHASIS.findall(raw), asked)
     if kind == "why":
         return _REASON.search(u.display) is not None
     if kind == "default":

@@ -7,9 +7,10 @@ packs/text.py; this module turns them into a verdict: a logistic model,
 p = sigmoid(bias + Σ weight · signal), passes when p >= cut. The weights (but `small`'s),
 bias and cut are calibrated per embedding model on dev questions by
 benchmarks/gate_calibration.py and written into each manifest at build time
-(manifest.gate, see `params_for`, which also names the TEXT_RULES_VERSION they were fitted
+(manifest.gate, see `gate_info`, which also names the TEXT_RULES_VERSION they were fitted
 on); a model never calibrated gets the MiniLM weights, which only see similarity through
-its offset from the model's own base threshold.
+its offset from the model's own base threshold. The manifest only holds that data: a
+search reads it through `params_of`, which decides whether it still fits this gate.
 
 An explicit `gate_threshold` option replaces all this by the plain rule "best similarity
 >= threshold" (tests and benchmarks switch the gate off with -1).
@@ -21,6 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from packs import text as text_rules
+from packs.manifest import GateInfo, Manifest
 from packs.retrieval.gate_signals import (
     FITTED_SIGNALS,
     MAX_NAMES,
@@ -53,10 +55,10 @@ from packs.retrieval.gate_signals import (
 __all__ = ["CALIBRATED", "DEFAULT_THRESHOLD", "FITTED_SIGNALS", "GATE_VERSION", "MAX_NAMES",
            "MAX_SPECIFIC", "MINILM", "RARE_SECTIONS", "SIGNALS", "SMALLEST_MEASURED",
            "SMALL_PACK", "TECHNICAL_SHARE", "TOP_SECTIONS", "Vocabulary", "count_vocabulary",
-           "decide", "decode_pairs", "encode_pairs", "has_code", "name_runs", "pair_hash",
-           "params_for", "passes", "probability", "question_terms", "rare_names", "reason",
-           "signals", "smallness", "specific_words", "terms", "text_pairs", "threshold",
-           "words_in_order"]
+           "decide", "decode_pairs", "encode_pairs", "gate_info", "has_code", "name_runs",
+           "pair_hash", "params_for", "params_of", "passes", "probability", "question_terms",
+           "rare_names", "reason", "signals", "smallness", "specific_words", "terms",
+           "text_pairs", "threshold", "words_in_order"]
 
 DEFAULT_THRESHOLD = 0.5
 # gate-v8: the words of packs/text.py (Porter stems instead of a plural fold), refitted.
@@ -109,6 +111,21 @@ def params_for(model: str) -> dict[str, object]:
         return dict(CALIBRATED[model])
     return {**CALIBRATED[MINILM],
             "calibration": f"{model} not calibrated: the weights of {MINILM}"}
+
+
+def gate_info(model: str) -> GateInfo:
+    """What the build writes into manifest.gate for a pack embedded with `model`."""
+    return GateInfo(**params_for(model))
+
+
+def params_of(manifest: Manifest) -> GateInfo:
+    """The gate parameters a search of this pack uses: the manifest's own, unless it has
+    none (a pack from before format 3) or they were fitted to another gate version's
+    signals (weights only mean something for the signals they were fitted on); then the
+    current calibration of the pack's model."""
+    if manifest.gate is None or manifest.gate.version != GATE_VERSION:
+        return gate_info(manifest.embedding.model)
+    return manifest.gate
 
 
 def decide(question: str, similarities: Sequence[float], top_texts: Sequence[str],

@@ -20,8 +20,9 @@ def confidence_gate(st: QueryState, pack: PackReader) -> None:
     it cannot, the search ends here with no sections."""
     top = [f"{st.rows[i].heading_path}\n{st.rows[i].content}"
            for i in st.order[:gate.TOP_SECTIONS]]
-    st.verdict = gate.decide(st.question, st.sims, top, pack.vocabulary, pack.manifest.gate,
-                             st.opts.gate_threshold, pack.manifest.embedding.gate_threshold)
+    st.verdict = gate.decide(st.question, st.sims, top, pack.vocabulary,
+                             gate.params_of(pack.manifest), st.opts.gate_threshold,
+                             pack.manifest.embedding.gate_threshold)
     st.gated = not st.verdict["passed"]
 
 

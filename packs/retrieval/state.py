@@ -15,18 +15,17 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from packs import filters as filters_mod
 from packs.db import PackDB, QueryLog, Row
+from packs.manifest import Manifest
 from packs.options import SearchOptions
 from packs.result import Facts, RankedSection
 from packs.retrieval import fewshot, gate, titles
-
-if TYPE_CHECKING:  # the manifest reads the gate's parameters: no import at run time
-    from packs.manifest import Manifest
+from packs.retrieval.context import Context
 
 
 class PackReader(Protocol):
@@ -105,6 +104,10 @@ class QueryState:
     fallback: bool = False  # every section was filtered: whole pages instead
     facts: Facts = field(default_factory=Facts)
     examples: list[fewshot.Example] = field(default_factory=list)
+    # the result (packs/retrieval/finish.py): the gate confidence a section's score is
+    # read against (None: this search's verdict; a PackSet's is per pack), the context
+    confidence: Callable[[RankedSection], float | None] | None = None
+    context: Context | None = None
 
     @property
     def best(self) -> float | None:

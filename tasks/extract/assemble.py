@@ -9,10 +9,9 @@ rejects, with the facts and relationships that name them.
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
+from packs import text as text_rules
 from packs.format import ENTITIES, FACTS, MENTIONS, RELATIONSHIPS, TABLE_COLUMNS, fact_id
 from tasks.extract.entities import RawEntity, resolve_entities
 from tasks.extract.judge import PackText, entity_scores, load_model
@@ -100,7 +99,7 @@ def assemble(extractions: list[tuple[str, Extraction]],
     }
 
 
-_SPAN = re.compile(r"`([^`\n]+)`")
+_SPAN = text_rules.CODE_SPAN
 # The entity model reads how many pages name a thing. It was fitted on packs of tens to
 # hundreds of pages (Kubernetes, the Rust book, the Cargo book); in a pack of a few pages
 # every name is on one page, and it rejected them all (a 3-page pack came out with no

@@ -28,6 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packs import text as text_rules
 from packs.markdown import fence_spans
 
 MODEL_FILE = Path(__file__).with_name("graph_model.json")
@@ -37,7 +38,7 @@ TYPES = ("code", "concept", "term", "command", "flag", "function", "setting", "f
          "version", "environment_variable")
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 _ALPHA = re.compile(r"[A-Za-z]+")
-_SPAN = re.compile(r"`([^`\n]{1,80})`")
+_SPAN = text_rules.SHORT_CODE_SPAN
 _PROSE_WORD = re.compile(r"(?<![\w`.$/-])[a-z]{2,}(?![\w`/-])")
 _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # Words beside a name that say what it is: an example's own value, or a thing of the domain.

@@ -61,23 +61,23 @@ MAX_FACTS = 3
 _HEADING_SPLIT = re.compile(r"\s+[>›»]\s+")
 _NUMBERING = re.compile(r"^\s*(?:#+\s*)?(?:\d+(?:\.\d+)*\.?|[IVX]+\.)?\s+")
 _TITLE_SUFFIX = re.compile(r"\s+[|–—-]\s+[^|–—-]+$")
-_BACKTICK = re.compile(r"`([^`\n]{1,80})`")
-_BOLD = re.compile(r"\*\*([^*\n]{2,60})\*\*|(?<!\w)__([^_\n]{2,60})__(?!\w)")
+# The identifier, acronym and emphasis rules are packs/text.py's (one home per text rule).
+_BACKTICK = text_rules.SHORT_CODE_SPAN
+_BOLD = text_rules.BOLD
 _CAMEL = text_rules.CAMEL_CASE
-_SNAKE = re.compile(r"(?<![\w./-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w/-])")
-_PATHLIKE = re.compile(r"(?<![\w./-])[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\(\)|!)?")
-_ACRONYM_DEF = re.compile(r"\b([A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,5})\s+\(([A-Z][A-Z0-9]{1,5}s?)\)")
+_SNAKE = text_rules.SNAKE_CASE
+_PATHLIKE = text_rules.TYPE_PATH
+_ACRONYM_DEF = text_rules.ACRONYM_DEFINED
 _DEFINITION = re.compile(
     r"^(?:An?\s+|The\s+)?(`[^`]{1,60}`|[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,3})\s+(?:is|are)\s+"
     r"(?:an?|the|one)\s"
 )
-_BARE_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,5}s?\b")
+_BARE_ACRONYM = text_rules.ACRONYM
 _LEADING_STOP = re.compile(r"^(?:The|A|An|This|These|That|Those|In|On|For|To|If|When|Use|With)\s+")
 _LINKS = re.compile(r"!?\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)|<https?://[^>]*>")
 _HTML = re.compile(r"</?(?:a|abbr|b|br|code|del|em|i|img|ins|kbd|mark|p|s|samp|small|span|"
                    r"strong|sub|sup|tt|u|var|div|sup)(?:\s[^<>]*)?/?>", re.I)
-_EMPHASIS_MARK = re.compile(r"(?<![\w*])\*{1,2}(?=\S)|(?<=\S)\*{1,2}(?![\w*])|"
-                            r"(?<![\w_])_{1,2}(?=[^\s_])|(?<=[^\s_])_{1,2}(?![\w_])")
+_EMPHASIS_MARK = text_rules.EMPHASIS_MARK
 # A bold label that names a step, a task or a part of the document, not a thing.
 _LABEL = re.compile(r"^(?:chapter|section|step|part|appendix|listing|figure|table)\s+\w+$|"
                     r"^(?:using|use|debug|debugging|create|creating|run|running|install|"

@@ -21,6 +21,7 @@ from packs import format as fmt
 from packs import layout
 from packs.diff import diff_builds, diff_tables, summary_line
 from packs.manifest import ExtractorInfo, Freshness, Manifest, SourceRecord, read_manifest
+from packs.retrieval.gate import gate_info
 from tasks.encoder_export import write_encoder
 from tasks.extract.core import extractor_info
 from tasks.publish import atomic as publish_core
@@ -188,6 +189,7 @@ def _manifest(ctx: BuildContext, inputs: dict, pages: pl.DataFrame,
                                    if k in ExtractorInfo.model_fields}),
         kuzu_version=kuzu.__version__,
         query_module_version=fmt.QUERY_MODULE_VERSION,
+        gate=gate_info(ctx.embedding.model),
         durations=inputs.get("durations") or {},
         avg_links_per_article=(
             tables[fmt.LINKS].height / tables[fmt.ARTICLES].height
