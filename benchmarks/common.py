@@ -85,6 +85,14 @@ def print_report(text: str, path: Path | None, title: str, script: str,
     results_md.write_json(path)  # the summary the book reads (benchmarks/book.py)
 
 
+def append_run(path: Path, command: str, text: str, note: str = "") -> None:
+    """Append one run to the results log `path` (made if missing): a `## <machine line>`
+    heading, the command in backticks followed by `note`, then `text` as printed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n## {machine_line()}\n\n`{command}`{note}\n\n{text}")
+
+
 def machine_line() -> str:
     """Host, cores, accelerator, Python and date: printed first by every benchmark."""
     try:
