@@ -21,7 +21,7 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -91,6 +91,18 @@ def append_run(path: Path, command: str, text: str, note: str = "") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:
         fh.write(f"\n## {machine_line()}\n\n`{command}`{note}\n\n{text}")
+
+
+def printing_log() -> tuple[Callable[[str], None], list[str]]:
+    """A `log(line)` that prints each line at once (flushed) and keeps it, and the list it
+    keeps them in (a results file's "Output, as printed")."""
+    printed: list[str] = []
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+        printed.append(line)
+
+    return log, printed
 
 
 def machine_line() -> str:
