@@ -273,10 +273,8 @@ def main(argv: list[str] | None = None) -> int:
                 stop_all(env)
     text = "\n".join(texts)
     if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        with RESULTS.open("a", encoding="utf-8") as fh:
-            fh.write(f"\n## {common.machine_line()}\n\n`python benchmarks/cli_latency.py "
-                     f"{' '.join(argv if argv is not None else sys.argv[1:])}`\n\n{text}")
+        args_text = " ".join(argv if argv is not None else sys.argv[1:])
+        common.append_run(RESULTS, f"python benchmarks/cli_latency.py {args_text}", text)
     return 0
 
 

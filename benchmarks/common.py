@@ -19,17 +19,17 @@ import platform
 import random
 import statistics
 import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from flows.settings import configure_prefect_env
+from tests.loopback_site import serve_handler
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
@@ -85,6 +85,26 @@ def print_report(text: str, path: Path | None, title: str, script: str,
     results_md.write_json(path)  # the summary the book reads (benchmarks/book.py)
 
 
+def append_run(path: Path, command: str, text: str, note: str = "") -> None:
+    """Append one run to the results log `path` (made if missing): a `## <machine line>`
+    heading, the command in backticks followed by `note`, then `text` as printed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n## {machine_line()}\n\n`{command}`{note}\n\n{text}")
+
+
+def printing_log() -> tuple[Callable[[str], None], list[str]]:
+    """A `log(line)` that prints each line at once (flushed) and keeps it, and the list it
+    keeps them in (a results file's "Output, as printed")."""
+    printed: list[str] = []
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+        printed.append(line)
+
+    return log, printed
+
+
 def machine_line() -> str:
     """Host, cores, accelerator, Python and date: printed first by every benchmark."""
     try:
@@ -121,26 +141,6 @@ def serve_pages(pages: Sequence[Page], port: int = 0) -> Iterator[str]:
 
     with serve_handler(Handler, port) as base:
         yield base
-
-
-@contextmanager
-def serve_handler(handler, port: int = 0) -> Iterator[str]:
-    """Serve requests with `handler` (a BaseHTTPRequestHandler factory) on 127.0.0.1 (on
-    `port` when it is free, else a free one) from a daemon thread; yields the base URL,
-    shuts the server down after."""
-    try:
-        server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    except OSError:  # taken: any free port (the pack's URLs then change)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 # --- building (cached) ---------------------------------------------------------------------

@@ -141,11 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="an answer set to use instead of the corpus's (with one --corpus)")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
     args = ap.parse_args(argv)
-    printed: list[str] = []
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-        printed.append(line)
+    log, printed = common.printing_log()
 
     # The Cargo book comes from the Rust toolchain, not from --data: only when asked for.
     default = [n for n in FILES if n not in corpora.HTML_DOCS]

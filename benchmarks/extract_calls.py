@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.k8s_build import _Quiet, prose_paths  # noqa: E402
+from benchmarks.k8s_build import _Quiet, build_arguments, prose_paths  # noqa: E402
 
 MODEL = "claude-haiku-4-5"
 CACHE_MIN_TOKENS = 4096  # Claude Haiku 4.5 (packs.llm.costs.MIN_CACHEABLE_TOKENS)
@@ -194,14 +194,7 @@ def measure(args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from flows.settings import configure_prefect_env
-
-    configure_prefect_env()  # the entry point's settings, before Prefect is imported
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/kubernetes-docs")
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--limit", type=int, default=None)
-    ap.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
+    ap = build_arguments(__doc__)
     ap.add_argument("--results", type=Path, default=None,
                     help="also write the table to this markdown file")
     args = ap.parse_args(argv)

@@ -351,10 +351,8 @@ def main(argv: list[str] | None = None) -> None:
     print(text)
     text += summary(rows, args.change)
     print(text.split("\n\n", 1)[-1])
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    with args.results.open("a", encoding="utf-8") as fh:
-        fh.write(f"\n## {common.machine_line()}\n\n`python benchmarks/freshness.py --pages "
-                 f"{' '.join(map(str, args.pages))} --change {args.change}`\n\n{text}")
+    common.append_run(args.results, f"python benchmarks/freshness.py --pages "
+                      f"{' '.join(map(str, args.pages))} --change {args.change}", text)
 
 
 def _with_prefect_server(work):

@@ -97,15 +97,23 @@ def score_questions(pack_dir: Path) -> None:
     print(common.table(rows, ("ndcg@10", "recall@10", "mrr", "ms/q")))
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_arguments(doc: str) -> argparse.ArgumentParser:
+    """The parser of a benchmark that builds the Kubernetes docs (described by the first
+    paragraph of `doc`), after applying the entry point's Prefect settings: --data (the
+    corpus), --out (the work folder), --limit (pages), --model (the embedding model)."""
     from flows.settings import configure_prefect_env
 
     configure_prefect_env()  # the entry point's settings, before Prefect is imported
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/kubernetes-docs")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_arguments(__doc__)
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--baseline", action="store_true")
     ap.add_argument("--score", type=Path, default=None, metavar="PACK_DIR",

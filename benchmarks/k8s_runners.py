@@ -154,12 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             "per build (stage seconds overlap: extract and embed run side by side):\n\n"
             + "\n".join(details) + "\n")
     print(text)
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    with args.results.open("a", encoding="utf-8") as fh:
-        fh.write(f"\n## {common.machine_line()}\n\n`python benchmarks/k8s_runners.py "
-                 f"--rounds {args.rounds} --data {args.data}"
-                 + (f" --shard-pages {args.shard_pages}" if args.shard_pages else "")
-                 + f"` ({len(paths)} pages)\n\n{text}")
+    common.append_run(args.results, f"python benchmarks/k8s_runners.py --rounds {args.rounds} "
+                      f"--data {args.data}"
+                      + (f" --shard-pages {args.shard_pages}" if args.shard_pages else ""),
+                      text, note=f" ({len(paths)} pages)")
     return 0
 
 

@@ -116,10 +116,8 @@ def main(argv: list[str] | None = None) -> int:
               f"to the {floor:.0f} ms open ({100 * warm / floor:.1f}%), the first open of a "
               f"new build {cold:.0f} ms ({100 * cold / floor:.0f}%)\n")
     print(text)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a", encoding="utf-8") as fh:
-        fh.write(f"\n## {common.machine_line()}\n\n`python benchmarks/open_cost.py --pack "
-                 f"{args.pack} --rounds {args.rounds}`\n\n{text}")
+    common.append_run(RESULTS, f"python benchmarks/open_cost.py --pack {args.pack} "
+                               f"--rounds {args.rounds}", text)
     return 0
 
 

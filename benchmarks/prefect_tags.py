@@ -63,10 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     text = (f"flow of {args.tasks} trivial tasks, wall seconds:\n\n| run | s |\n|---|---:|\n"
             + "".join(f"| {label} | {s:.2f} |\n" for label, s in rows))
     print(text)
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    with args.results.open("a", encoding="utf-8") as fh:
-        fh.write(f"\n## {common.machine_line()}\n\n`python benchmarks/prefect_tags.py "
-                 f"--tasks {args.tasks} --rounds {args.rounds}`\n\n{text}")
+    common.append_run(args.results, f"python benchmarks/prefect_tags.py --tasks {args.tasks} "
+                      f"--rounds {args.rounds}", text)
     return 0
 
 

@@ -146,11 +146,8 @@ def main(argv: list[str] | None = None) -> int:
                       "", common.table(rows, cols), "", "per-stage p50 (ms):", "",
                       common.table(stage_rows, stage_cols), ""]
     text = "\n".join(lines)
-    print(text)
-    if args.out:
-        command = "python benchmarks/query_latency.py " + " ".join(argv or sys.argv[1:])
-        args.out.write_text(f"# Query latency against the index floor\n\n- Command: "
-                            f"`{command.strip()}`\n\n```\n{text}\n```\n", encoding="utf-8")
+    common.print_report(text, args.out, "Query latency against the index floor",
+                        "query_latency.py", argv)
     return 0 if ok else 1
 
 

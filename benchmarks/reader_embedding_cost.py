@@ -109,11 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     if not corpora.available(args.data, args.corpus):
         print(f"skipped: no {args.corpus} corpus under {args.data}")
         return 0
-    printed: list[str] = []
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-        printed.append(line)
+    log, printed = common.printing_log()
 
     log(common.machine_line())
     from packs import KnowledgePack

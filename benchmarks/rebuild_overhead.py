@@ -90,10 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         + f"\nfirst build of the example pack: {first:.1f} s. No-change rebuild / trivial flow "
           f"= {ratio:.2f} (goal <= 2.0)\n")
     print(text)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a", encoding="utf-8") as fh:
-        fh.write(f"\n## {common.machine_line()}\n\n`python benchmarks/rebuild_overhead.py "
-                 f"--rounds {args.rounds}`\n\n{text}")
+    common.append_run(RESULTS, f"python benchmarks/rebuild_overhead.py --rounds {args.rounds}",
+                      text)
     return 0
 
 

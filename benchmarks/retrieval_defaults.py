@@ -225,11 +225,8 @@ def main(argv: list[str] | None = None) -> int:
               f"\n(never loses: default >= best - {TOLERANCE}; cells are means with 95% "
               "bootstrap intervals over the questions)"]
     text = "\n".join(lines)
-    print(text)
-    if args.out:
-        command = "python benchmarks/retrieval_defaults.py " + " ".join(argv or sys.argv[1:])
-        args.out.write_text(f"# Default pipeline against single retrievers\n\n- Command: "
-                            f"`{command.strip()}`\n\n```\n{text}\n```\n", encoding="utf-8")
+    common.print_report(text, args.out, "Default pipeline against single retrievers",
+                        "retrieval_defaults.py", argv)
     return 0 if all(v[-1] for v in verdicts) else 1
 
 

@@ -190,10 +190,8 @@ def main(argv: list[str] | None = None) -> None:
         text += (f"\ndriver peak RSS at {rows[-1]['pages']:,} pages = {ratio:.2f}x its peak at "
                  f"{rows[0]['pages']:,} (goal <= 1.3x)\n")
         print(text.splitlines()[-1])
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a", encoding="utf-8") as fh:
-        fh.write(f"\n## {common.machine_line()}\n\n`python benchmarks/scale_build.py "
-                 f"--pages {' '.join(map(str, args.pages))} --runner {args.runner}`\n\n{text}")
+    common.append_run(RESULTS, f"python benchmarks/scale_build.py --pages "
+                      f"{' '.join(map(str, args.pages))} --runner {args.runner}", text)
 
 
 if __name__ == "__main__":

@@ -45,24 +45,27 @@ def _files(target_id: str, *older: str) -> tuple[str, ...]:
     return (f"{target_id}.md", *older)
 
 
+def _retrieval(kind: str, title: str, older: str, corpora: tuple[str, ...],
+               flags: str = "") -> Target:
+    """The retrieval target of one kind of pack: the default search against the best single
+    retriever on `corpora`, measured by retrieval_defaults.py (plus `flags`)."""
+    return Target(
+        f"retrieval-{kind}", f"Retrieval, {title}",
+        "the default search never loses more than 0.005 to the best single retriever",
+        (Figure(_files(f"retrieval-{kind}", older), caption="default against the best",
+                rows="|".join(corpora)),),
+        "python benchmarks/retrieval_defaults.py "
+        + "".join(f"--corpus {c} " for c in corpora) + "--split dev" + flags)
+
+
 PACKS = "out/bench/{0}/out/{0}"  # where benchmarks/common.build_cached keeps a corpus's pack
 K8S, RUST = PACKS.format("kubernetes"), PACKS.format("rust-book")
 
 TARGETS: tuple[Target, ...] = (
-    Target(
-        "retrieval-docs", "Retrieval, documentation packs (nDCG@10, page level)",
-        "the default search never loses more than 0.005 to the best single retriever",
-        (Figure(_files("retrieval-docs", "issue34e_ranking_after_docs.md"),
-                caption="default against the best", rows="kubernetes|rust-book"),),
-        "python benchmarks/retrieval_defaults.py --corpus kubernetes --corpus rust-book "
-        "--split dev"),
-    Target(
-        "retrieval-prose", "Retrieval, prose packs (SciFact, XQuAD)",
-        "the default search never loses more than 0.005 to the best single retriever",
-        (Figure(_files("retrieval-prose", "issue34_ranking_after_prose.md"),
-                caption="default against the best", rows="scifact|xquad"),),
-        "python benchmarks/retrieval_defaults.py --corpus scifact --corpus xquad --split dev "
-        "--dev-limit 300 --no-titles"),
+    _retrieval("docs", "documentation packs (nDCG@10, page level)",
+               "issue34e_ranking_after_docs.md", ("kubernetes", "rust-book")),
+    _retrieval("prose", "prose packs (SciFact, XQuAD)", "issue34_ranking_after_prose.md",
+               ("scifact", "xquad"), " --dev-limit 300 --no-titles"),
     Target(
         "gate", "Confidence gate (share of questions refused)",
         "at most 4 % of in-domain dev questions gated (mean over the corpora), "

@@ -122,11 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--no-write", action="store_true", help="report only: write no weights")
     args = ap.parse_args(argv)
-    printed: list[str] = []
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-        printed.append(line)
+    log, printed = common.printing_log()
 
     log(common.machine_line())
     t0 = time.perf_counter()

@@ -147,11 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--record is for a frozen test split")
     if args.misses and args.split == "test":
         ap.error("--misses is for dev: a test split is looked at once, as a figure")
-    printed: list[str] = []
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-        printed.append(line)
+    log, printed = common.printing_log()
 
     names = [n for n in args.corpus or ("kubernetes", "rust-book")
              if corpora.available(args.data, n)]

@@ -116,11 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (data / "xquad.en.json").is_file():
         print(f"skipped: no XQuAD at {data} (pass --data DIR holding qa/xquad/)")
         return 0
-    printed: list[str] = []
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-        printed.append(line)
+    log, printed = common.printing_log()
 
     log(common.machine_line())
     articles = xquad.load(data)

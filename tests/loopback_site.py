@@ -15,7 +15,8 @@ from __future__ import annotations
 import socket
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -26,6 +27,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextmanager
+def serve_handler(handler, port: int = 0) -> Iterator[str]:
+    """Serve requests with `handler` (a BaseHTTPRequestHandler factory) on 127.0.0.1 (on
+    `port` when it is free, else a free one) from a daemon thread; yields the base URL,
+    shuts the server down after."""
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError:  # taken: any free port (the pack's URLs then change)
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
 
 
 class Request:

@@ -225,3 +225,15 @@ def embedder() -> Embedder:
 def pack_dir(tmp_path_factory, embedder) -> Path:
     """The Kestrel pack, built once per test module that imports this fixture."""
     return build_pack(tmp_path_factory.mktemp("packs"), embedder)
+
+
+@pytest.fixture()
+def pack(pack_dir, monkeypatch):
+    """The Kestrel pack opened as an app without Claude would open it (no API key, no model
+    override), closed after the test."""
+    from packs import KnowledgePack
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("KPACK_EMBEDDING_MODEL", raising=False)
+    with KnowledgePack.open(pack_dir) as p:
+        yield p

@@ -6,14 +6,14 @@ runs (Dask, a real Prefect server, a schedule), not what it extracts.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 from tests.conftest import OFFLINE_MODEL
+from tests.loopback_site import serve_handler
 
 PAGES = {
     "kettles.md": """# Kettles
@@ -53,16 +53,8 @@ def serve_site(root: Path) -> Iterator[str]:
     root.mkdir(parents=True, exist_ok=True)
     for name, text in PAGES.items():
         (root / name).write_text(text, encoding="utf-8")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve_handler(partial(_Quiet, directory=str(root))) as base:
+        yield base
 
 
 def write_source(folder: Path, base: str, *, schedule: str | None = None) -> Path:

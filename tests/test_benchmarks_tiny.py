@@ -459,6 +459,14 @@ def _write_k8s(root):
     return data
 
 
+def _answer_benchmark(main, root, questions, report, capsys) -> str:
+    """Run a question-set benchmark's `main` on the tiny Kubernetes corpus under `root`
+    (written by _write_k8s) with the `questions` file, writing `report`; what it printed."""
+    assert main(["--data", str(root), "--work", str(root / "work"), "--corpus", "kubernetes",
+                 "--questions", str(questions), "--out", str(report)]) == 0
+    return capsys.readouterr().out
+
+
 def test_tiny_kubernetes_build_benchmark(tmp_path, prefect_harness, capsys):
     data = _write_k8s(tmp_path)
     assert k8s_build.main(["--data", str(data), "--out", str(tmp_path / "out"),
@@ -484,10 +492,7 @@ def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
         "id": f"q{i}", "question": q, "kind": k, "gold": [g], "answers": a, "split": sp,
         "class": "identifier"}) + "\n" for i, (q, k, g, a, sp) in enumerate(rows)))
     report = tmp_path / "doc_answers.md"
-    assert doc_answers.main(["--data", str(tmp_path), "--work", str(tmp_path / "work"),
-                             "--corpus", "kubernetes", "--questions", str(questions),
-                             "--out", str(report)]) == 0
-    out = capsys.readouterr().out
+    out = _answer_benchmark(doc_answers.main, tmp_path, questions, report, capsys)
     assert "gold strings missing from their gold pages in the pack: none" in out
     assert "kubernetes dev (1 questions)" in out and "kubernetes test (1 questions)" in out
     # Every answer line is its section's text (issue 51): counted per split.
@@ -517,10 +522,7 @@ def test_tiny_whole_pack_benchmark(tmp_path, prefect_harness, capsys):
                    "pages": ["tutorials/hello-minikube.md"]}],
         "split": "dev"}) + "\n")
     report = tmp_path / "whole.md"
-    assert whole_pack.main(["--data", str(tmp_path), "--work", str(tmp_path / "work"),
-                            "--corpus", "kubernetes", "--questions", str(questions),
-                            "--out", str(report)]) == 0
-    out = capsys.readouterr().out
+    out = _answer_benchmark(whole_pack.main, tmp_path, questions, report, capsys)
     assert "kubernetes dev: 1 questions" in out
     for label in ("| product |", "| extractive |", "| top-k |", "| top-k, same words |"):
         assert label in out, label

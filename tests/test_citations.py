@@ -7,10 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import polars as pl
-import pytest
-from query_fixtures import embedder, pack_dir, url_of  # noqa: F401 (fixtures)
+from query_fixtures import embedder, pack, pack_dir, url_of  # noqa: F401 (fixtures)
 
-from packs import KnowledgePack
 from packs import format as fmt
 from packs.citations import (
     CITATION_FIELDS,
@@ -146,13 +144,6 @@ def test_page_brackets_do_not_become_markers():
     assert markers(answer) == [1]
     (c,) = cite(answer, {1: sec}, quotes)
     assert c["verified"] and c["quote"] == sec.content
-
-
-@pytest.fixture()
-def pack(pack_dir, monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    with KnowledgePack.open(pack_dir) as p:
-        yield p
 
 
 def test_offline_answer_cites_spans_of_the_sections_table(pack):

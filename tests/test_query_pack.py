@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from query_fixtures import ARTICLES, build_pack, embedder, pack_dir, url_of  # noqa: F401
+from query_fixtures import ARTICLES, build_pack, embedder, pack, pack_dir, url_of  # noqa: F401
 
 from packs import EmbeddingModelError, KnowledgePack, PackFormatError, QuestionError, __version__
 from packs.cypher import ARTICLE_SECTIONS
@@ -21,14 +21,6 @@ from packs.pipeline import ASK_FIELDS
 from packs.retrieval import gate
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-@pytest.fixture()
-def pack(pack_dir, monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("KPACK_EMBEDDING_MODEL", raising=False)
-    with KnowledgePack.open(pack_dir) as p:
-        yield p
 
 
 def test_version():

@@ -7,9 +7,8 @@ import logging
 import os
 
 import pytest
-from query_fixtures import embedder, pack_dir  # noqa: F401 (fixtures)
+from query_fixtures import embedder, pack, pack_dir  # noqa: F401 (fixtures)
 
-from packs import KnowledgePack
 from packs.retrieval import rerank
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -30,14 +29,6 @@ def tiny_cross_encoder(tmp_path_factory) -> str:
     BertForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)
-
-
-@pytest.fixture()
-def pack(pack_dir, monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("KPACK_EMBEDDING_MODEL", raising=False)
-    with KnowledgePack.open(pack_dir) as p:
-        yield p
 
 
 def test_loads_once_and_scores_pairs(tiny_cross_encoder):

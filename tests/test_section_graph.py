@@ -7,10 +7,8 @@ import json
 import os
 
 import polars as pl
-import pytest
-from query_fixtures import FACTS, build_pack, embedder, pack_dir  # noqa: F401 (fixtures)
+from query_fixtures import FACTS, build_pack, embedder, pack, pack_dir  # noqa: F401 (fixtures)
 
-from packs import KnowledgePack
 from packs import format as fmt
 from tasks.publish.tables import section_graphs, write_tables
 
@@ -72,13 +70,6 @@ def test_write_tables_fills_graph_and_url_titles(tmp_path, embedder):
     with_graph = sections.filter(pl.col("graph") != "")
     facts = {f for g in with_graph["graph"] for f in json.loads(g)["facts"]}
     assert facts == {text for text, _, _ in FACTS}
-
-
-@pytest.fixture()
-def pack(pack_dir, monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    with KnowledgePack.open(pack_dir) as p:
-        yield p
 
 
 def test_graph_facts_are_one_lookup_of_the_chosen_sections(pack):

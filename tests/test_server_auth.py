@@ -19,7 +19,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import pytest
 
 from flows import server, server_auth
 from tests.loopback_site import free_port
+from tests.prefect_procs import until
 from tests.small_site import serve_site, write_source
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,18 +121,6 @@ def _kpack(args: list[str], env: dict[str, str], timeout: float = 600
            ) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "packs.cli", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
-
-
-def _wait_for(what: str, check, timeout_s: float, poll_s: float = 1.0):
-    """Poll `check` (a server working in other processes) until it gives a truthy value."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(poll_s)
 
 
 @pytest.fixture(scope="module")
@@ -339,7 +327,7 @@ def test_kpack_serve_runs_a_schedule_on_the_homes_server(kept, built) -> None:
                 except ObjectNotFound:
                     return None
 
-            dep = _wait_for("serve to register build-pack/tea", deployment, 120)
+            dep = until("serve to register build-pack/tea", deployment, 120, poll_s=1.0)
 
             def completed():
                 assert proc.poll() is None, log.read_text()[-3000:]
@@ -350,7 +338,7 @@ def test_kpack_serve_runs_a_schedule_on_the_homes_server(kept, built) -> None:
                 assert not failed, (failed[0].state, log.read_text()[-3000:])
                 return [r for r in runs if r.state and r.state.is_completed()]
 
-            runs = _wait_for("a scheduled run to complete", completed, 240)
+            runs = until("a scheduled run to complete", completed, 240, poll_s=1.0)
         assert runs[0].auto_scheduled
         # ... on the home's server: serve started no server process of its own (Prefect's
         # ephemeral one, a child listening on a port, answers anyone with no secret; the

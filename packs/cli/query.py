@@ -78,35 +78,49 @@ PACKS_HELP = "A pack folder to search; repeat for several packs (results fused b
 PER_PACK_HELP = "With several packs: keep the top N of each pack (pack_mode=per_pack) instead of one total cap."
 MODEL_HELP = "Local copy of the pack's model; with --pack, MODEL_ID=FOLDER (repeatable)."
 
+# The flags `query` and `search` share, declared once.
+QuestionArgs = Annotated[list[str], typer.Argument(metavar="[PACK] QUESTION", help=ARGS_HELP)]
+PackList = Annotated[list[Path] | None, typer.Option("--pack", "-p", help=PACKS_HELP)]
+MaxResults = Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")]
+PerPack = Annotated[int | None, typer.Option("--per-pack", help=PER_PACK_HELP)]
+NoEnhancements = Annotated[bool, typer.Option("--no-enhancements", help="Plain vector search (the gate and quality filter stay on).")]
+EmbeddingModels = Annotated[list[str] | None, typer.Option(help=MODEL_HELP)]
 
-def _multi_options(opts: dict[str, object], per_pack: int | None) -> dict[str, object]:
-    if per_pack is not None:
-        opts.update(pack_mode="per_pack", per_pack_results=per_pack)
-    return opts
+
+def _run(method: str, args: list[str], packs: list[Path] | None, models: list[str] | None,
+         allow_unverified: bool, trust: list[Path] | None, *, max_results: int,
+         no_enhancements: bool, option: list[str] | None, per_pack: int | None):
+    """Open the pack(s) that `args` / `packs` name (see _target) and call their `method`
+    ("ask" or "search") on the question with the options the flags give. Any error, a bad
+    flag included, ends the command with its exit code (the CLI edge)."""
+    try:
+        opts = _search_options(max_results, no_enhancements, option)
+        if per_pack is not None:
+            opts.update(pack_mode="per_pack", per_pack_results=per_pack)
+        target, question = _target(args, packs, models, open_checks(allow_unverified, trust))
+        with target as kp:
+            return getattr(kp, method)(question, **opts)
+    except Exception as exc:  # the CLI edge
+        _fail(exc)
 
 
 def query(
-    args: Annotated[list[str], typer.Argument(metavar="[PACK] QUESTION", help=ARGS_HELP)],
-    pack: Annotated[list[Path] | None, typer.Option("--pack", "-p", help=PACKS_HELP)] = None,
-    max_results: Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")] = 10,
-    per_pack: Annotated[int | None, typer.Option("--per-pack", help=PER_PACK_HELP)] = None,
-    no_enhancements: Annotated[bool, typer.Option("--no-enhancements", help="Plain vector search (the gate and quality filter stay on).")] = False,
+    args: QuestionArgs,
+    pack: PackList = None,
+    max_results: MaxResults = 10,
+    per_pack: PerPack = None,
+    no_enhancements: NoEnhancements = False,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o hybrid=false -o url_prefix=/docs/tasks/.")] = None,
-    embedding_model: Annotated[list[str] | None, typer.Option(help=MODEL_HELP)] = None,
+    embedding_model: EmbeddingModels = None,
     allow_unverified: Annotated[bool, typer.Option("--allow-unverified", help=UNVERIFIED_HELP)] = False,
     trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help=TRUST_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer dict as JSON.")] = False,
 ) -> None:
     """Answer QUESTION from PACK, or from every --pack (Claude when ANTHROPIC_API_KEY is set,
     else extractive)."""
-    try:
-        opts = _multi_options(_search_options(max_results, no_enhancements, option), per_pack)
-        target, question = _target(args, pack, embedding_model,
-                                   open_checks(allow_unverified, trust))
-        with target as kp:
-            result = kp.ask(question, **opts)
-    except Exception as exc:  # the CLI edge
-        _fail(exc)
+    result = _run("ask", args, pack, embedding_model, allow_unverified, trust,
+                  max_results=max_results, no_enhancements=no_enhancements, option=option,
+                  per_pack=per_pack)
     if as_json:
         print_json(result)
         return
@@ -124,28 +138,23 @@ def query(
 
 
 def search(
-    args: Annotated[list[str], typer.Argument(metavar="[PACK] QUESTION", help=ARGS_HELP)],
-    pack: Annotated[list[Path] | None, typer.Option("--pack", "-p", help=PACKS_HELP)] = None,
-    max_results: Annotated[int, typer.Option("--max-results", "-k", help="Sections to retrieve (1..1000).")] = 10,
-    per_pack: Annotated[int | None, typer.Option("--per-pack", help=PER_PACK_HELP)] = None,
-    no_enhancements: Annotated[bool, typer.Option("--no-enhancements", help="Plain vector search (the gate and quality filter stay on).")] = False,
+    args: QuestionArgs,
+    pack: PackList = None,
+    max_results: MaxResults = 10,
+    per_pack: PerPack = None,
+    no_enhancements: NoEnhancements = False,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE", help="Any SearchOptions field, value as JSON, e.g. -o expansion_mode=bfs -o content_kind=code.")] = None,
     context: Annotated[bool, typer.Option("--context", help="Also print the assembled context (what an agent gets).")] = False,
-    embedding_model: Annotated[list[str] | None, typer.Option(help=MODEL_HELP)] = None,
+    embedding_model: EmbeddingModels = None,
     allow_unverified: Annotated[bool, typer.Option("--allow-unverified", help=UNVERIFIED_HELP)] = False,
     trust: Annotated[list[Path] | None, typer.Option("--trust", metavar="PUBKEY", help=TRUST_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the search result as JSON.")] = False,
 ) -> None:
     """Rank the sections of PACK (or of every --pack) for QUESTION and print them (no answer
     synthesis)."""
-    try:
-        opts = _multi_options(_search_options(max_results, no_enhancements, option), per_pack)
-        target, question = _target(args, pack, embedding_model,
-                                   open_checks(allow_unverified, trust))
-        with target as kp:
-            result = kp.search(question, **opts)
-    except Exception as exc:  # the CLI edge
-        _fail(exc)
+    result = _run("search", args, pack, embedding_model, allow_unverified, trust,
+                  max_results=max_results, no_enhancements=no_enhancements, option=option,
+                  per_pack=per_pack)
     data = result.to_dict()
     if as_json:
         print_json(data)
