@@ -145,3 +145,13 @@ def test_only_the_answers_own_escape_of_a_bracket_is_taken_off():
 
 def test_the_page_view_leaves_out_only_what_a_reader_never_sees():
     assert page_view("> a <span>b</span>\n> `<br>` c <img src=x>") == "a b `<br>` c"
+
+
+def test_a_whole_pack_items_label_may_hold_an_asterisk():
+    # "**hugepages-***: ..." is the label of the item hugepages-* before its quote
+    quote = "You cannot overcommit `hugepages-*` resources."
+    citation = [{"verified": True, "quote": quote, "heading_path": "Resources > Huge pages"}]
+    assert unverified_lines(f"- **hugepages-***: {quote} [1]", citation) == []
+    assert unverified_lines(f"- **memory**: {quote} [1]", citation) == []
+    assert unverified_lines("- **hugepages-***: You can overcommit it. [1]", citation) == [
+        "You can overcommit it."]

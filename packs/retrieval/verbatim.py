@@ -37,7 +37,7 @@ from packs.retrieval.units import untagged
 
 _MARKER = re.compile(r"\s*\[\d+(?:,[^\]\n]*)?\]\s*$")
 _HEADING = re.compile(r"^\*(.+?)\*: ")
-_LABEL = re.compile(r"^\*\*[^*\n]+\*\*(?: \(covers: [^\n]*?\))?: ")
+_LABEL = re.compile(r"^\*\*[^\n]+?\*\*(?: \(covers: [^\n]*?\))?: ")  # a name may hold "*"
 _QUOTE_MARK = re.compile(r"^[ \t]*>[ \t]?", re.M)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _CUT = " …"
