@@ -121,7 +121,7 @@ def blind_lines(name: str, entries: list[dict]) -> tuple[list[str], str]:
     frozen = [e for e in entries if e["event"] == "freeze" and e["target"] == name]
     pending = [e for e in frozen if not any(r["split"] == e["split"] for r in runs)]
     out = []
-    pooled = _pooled(runs)
+    pooled = ledger.pooled_runs(runs)
     if pooled is None:
         cell = "no blind run yet"
         out.append(f"- `{name}`: no blind run yet.")
@@ -130,10 +130,7 @@ def blind_lines(name: str, entries: list[dict]) -> tuple[list[str], str]:
         lo, hi = wilson(figure, n)
         cell = (f"{figure:.3f} [{lo:.3f}, {hi:.3f}], {splits} split{'s' * (splits > 1)}, "
                 f"{n} q")
-        firsts = {}
-        for r in runs:
-            if r.get("blind", True):
-                firsts.setdefault(r["split"], r)
+        firsts = ledger.first_blind_runs(runs)
         each = "; ".join(f"{r['split']} {r['figure']:.3f} ({r['questions']} q, {r['date'][:10]})"
                          for r in firsts.values())
         later = len(runs) - len(firsts)
@@ -144,22 +141,9 @@ def blind_lines(name: str, entries: list[dict]) -> tuple[list[str], str]:
     for e in pending:
         out.append(f"  Frozen, not run yet: `{e['split']}` ({e['questions']} q, frozen "
                    f"{e['date'][:10]}).")
-        cell += " (+1 frozen, unrun)" if len(pending) == 1 else ""
-    if len(pending) > 1:
+    if pending:
         cell += f" (+{len(pending)} frozen, unrun)"
     return out, cell
-
-
-def _pooled(runs: list[dict]) -> tuple[float, int, int] | None:
-    # ledger.pooled, on entries already read (the book may read another ledger file).
-    seen: dict[str, dict] = {}
-    for r in runs:
-        if r.get("blind", True):
-            seen.setdefault(r["split"], r)
-    if not seen:
-        return None
-    n = sum(r["questions"] for r in seen.values())
-    return sum(r["figure"] * r["questions"] for r in seen.values()) / n, n, len(seen)
 
 
 def render(results: dict[str, Result], entries: list[dict],

@@ -131,18 +131,31 @@ def record_run(split: str, target: str, figure: float, questions: int, *,
     return run
 
 
+def first_blind_runs(runs: list[dict]) -> dict[str, dict]:
+    """The first blind run of each split among `runs` (ledger run entries), by split, in
+    ledger order; later looks at a split already reported are not blind and are left out."""
+    seen: dict[str, dict] = {}
+    for e in runs:
+        if e.get("blind", True):
+            seen.setdefault(e["split"], e)
+    return seen
+
+
+def pooled_runs(runs: list[dict]) -> tuple[float, int, int] | None:
+    """(figure, questions, splits) pooled over `first_blind_runs(runs)`, misses included:
+    the question-weighted mean. None when there is no blind run."""
+    firsts = first_blind_runs(runs)
+    if not firsts:
+        return None
+    n = sum(e["questions"] for e in firsts.values())
+    return sum(e["figure"] * e["questions"] for e in firsts.values()) / n, n, len(firsts)
+
+
 def pooled(target: str, ledger: Path = LEDGER) -> tuple[float, int, int] | None:
     """(figure, questions, splits) of `target` pooled over the first (blind) run of every
-    split ever run for it, misses included: the question-weighted mean. None before any run.
-    Later looks at a split already reported are not blind and are left out."""
-    seen: dict[str, dict] = {}
-    for e in entries(ledger):
-        if e["event"] == "run" and e["target"] == target and e.get("blind", True):
-            seen.setdefault(e["split"], e)
-    if not seen:
-        return None
-    n = sum(e["questions"] for e in seen.values())
-    return sum(e["figure"] * e["questions"] for e in seen.values()) / n, n, len(seen)
+    split ever run for it (`pooled_runs`). None before any run."""
+    return pooled_runs([e for e in entries(ledger)
+                        if e["event"] == "run" and e["target"] == target])
 
 
 def verify(ledger: Path = LEDGER, only: str | None = None) -> list[str]:
