@@ -11,6 +11,7 @@ walks `PIPELINE` and reads what each stage declares.
     INPUTS               the stages whose records it reads (READS_ALL: every stage
                          before it, publish); flows/scheduler.py wires them
     OUTPUTS              its Parquet files: the Record's path name → the file's prefix
+    TABLES               its Parquet files that hold pack tables, each named as its table
     RETRIES, RETRY_DELAY_S, TERMINAL_ERRORS
                          how often and how soon the flow retries a failed run, and the
                          exceptions never worth a retry

@@ -44,6 +44,8 @@ class Stage:
     READS_ALL: ClassVar[bool] = False
     # its Parquet outputs: the Record's path name → the file's prefix in its folder
     OUTPUTS: ClassVar[Mapping[str, str]] = {}
+    # Parquet outputs that hold pack tables, each file named as its table (a reduce step's)
+    TABLES: ClassVar[tuple[str, ...]] = ()
     RETRIES: ClassVar[int] = 1
     RETRY_DELAY_S: ClassVar[float] = 1
     TERMINAL_ERRORS: ClassVar[tuple[type[BaseException], ...]] = ()  # never retried
@@ -131,8 +133,9 @@ class Stage:
     def paths(self, ctx: BuildContext, content_key: str) -> dict[str, str]:
         """Its output files for a content key, by the Record's path name."""
         folder = ctx.work.stage(self.NAME)
+        named = {**self.OUTPUTS, **{table: table for table in self.TABLES}}
         return {name: str(folder / f"{prefix}-{content_key}.parquet")
-                for name, prefix in self.OUTPUTS.items()}
+                for name, prefix in named.items()}
 
     def complete(self, ctx: BuildContext, content_key: str) -> bool:
         """Whether the output for that key is on disk, finished, and needs no more work."""

@@ -26,8 +26,6 @@ from tasks.extract.offline_names import bound_names
 from tasks.stages.base import PACK, Stage
 from tasks.stages.common import write_parquet
 
-TABLES = (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS, fmt.FACTS)
-
 
 class Resolve(Stage):
     NAME = "resolve"
@@ -39,7 +37,7 @@ class Resolve(Stage):
     VERSION = f"resolve-v5+{MODEL_DIGEST}"
     SCOPE = PACK
     INPUTS = ("extract", "split")
-    OUTPUTS = {t: t for t in TABLES}
+    TABLES = (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS, fmt.FACTS)
     ISOLATE = True
 
     def compute(self, ctx, shard, inputs, files, progress) -> dict:

@@ -27,15 +27,13 @@ from tasks.llm import store as llm_store
 from tasks.stages.base import PACK, Stage
 from tasks.stages.common import BuildContext, write_parquet
 
-TABLES = (fmt.TOPICS, fmt.TOPIC_ENTITIES, fmt.TOPIC_SECTIONS)
-
 
 class Topics(Stage):
     NAME = "topics"
     VERSION = f"topics-stage-v1+{topics_core.TOPICS_VERSION}"
+    TABLES = (fmt.TOPICS, fmt.TOPIC_ENTITIES, fmt.TOPIC_SECTIONS)
     SCOPE = PACK
     INPUTS = ("resolve", "split")
-    OUTPUTS = {t: t for t in TABLES}
 
     def settings(self, ctx: BuildContext) -> tuple:
         if ctx.extract_kind == "claude":
