@@ -4,6 +4,8 @@ anthropic SDK against the loopback Messages API (tests/anthropic_fake.py)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from answer_fake import excerpts, text_reply
 from anthropic_fake import FakeAnthropic
@@ -33,11 +35,19 @@ def test_offline_list_answer_cites_every_item(monkeypatch, pack):
     assert text.startswith("Retrieval-only answer") and "The items the pack names" in text
     items = text[text.index("The items the pack names"):].splitlines()[2:]
     assert "**Worker**" in text and len(items) >= 2  # an entity the region's sections mention
-    assert all(line.startswith("- **") and line.endswith("]") for line in items)
+    # An item is a bullet quoting its passage, or (its passage quoted above) a name with
+    # its [n] on the closing line; every one cites its section.
+    named = [line for line in items if line.startswith("Also named in the passages above: ")]
+    assert all(line.startswith("- **") and line.endswith("]") for line in items
+               if line not in named)
+    assert len(named) <= 1 and all(re.fullmatch(
+        r"Also named in the passages above: \*\*[^*]+\*\* \[\d+\]"
+        r"(?:, \*\*[^*]+\*\* \[\d+\])*", line) for line in named)
     assert all(c["verified"] for c in answer["citations"]) and not answer["unsupported"]
     assert_citations_match_the_pack(answer, pack)
     # Every line, the single answer's and the items', is its section's text (issue 51).
-    assert len(bullets(text)) == len(answer["citations"])
+    names = sum(line.count("**") // 2 for line in named)
+    assert len(bullets(text)) + names == len(answer["citations"])
     assert unverified_lines(text, answer["citations"]) == []
 
 

@@ -30,11 +30,12 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from packs import text as text_rules
-from packs.citations import locate
+from packs.citations import locate, normalise
 from packs.markdown import fence_spans
 from packs.retrieval.segment import one_line, segment
 from packs.retrieval.units import untagged
@@ -294,20 +295,24 @@ def overview_items(pack: Any, result: Any) -> list[Item]:
     return items
 
 
-def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = None
+def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = None,
+           quoted: Collection[str] = ()
            ) -> tuple[str, list[tuple[int, str]], list[tuple[int, Sec]]]:
     """(answer text, quotes as (n, quote), the sections it adds with their [n]) of a
     whole-pack question; `numbers`: the [n] of sections already cited (others are numbered
-    after them). ("", [], []) when the pack gives no item."""
+    after them); `quoted`: what the answer already quotes above the list (the passages).
+    Items that quote the same passage share one bullet ("**A**, **B**: ..."); an item whose
+    passage is quoted above is named on one closing line with its [n], its passage not
+    shown twice. ("", [], []) when the pack gives no item."""
     items = overview_items(pack, result) if kind == "overview" else list_items(pack, result, kind)
     if not items:
         return "", [], []
     numbers = dict(numbers or {})
     added: list[tuple[int, Sec]] = []
-    lead = {"overview": "What the pack covers on this, page by page",
-            "across": "Across the pack's pages", "list": "The items the pack names"}[kind]
-    lines = [f"{lead}, each quoting the section it comes from:", ""]
-    quotes = []
+    above = {normalise(q) for q in quoted}
+    bullets: dict[tuple[str, int, int], list[Item]] = {}
+    named: list[str] = []
+    named_quotes = []
     for item in items:
         sec = item.section
         quote = sec.content[item.start:item.end]
@@ -316,16 +321,34 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         if sec.id not in numbers:
             numbers[sec.id] = max(numbers.values(), default=0) + 1
             added.append((numbers[sec.id], sec))
+        if any(normalise(quote) in q for q in above):
+            named.append(f"**{item.name}** [{numbers[sec.id]}]")
+            named_quotes.append((numbers[sec.id], quote))
+        else:
+            bullets.setdefault((sec.id, item.start, item.end), []).append(item)
+    if not bullets and not named:
+        return "", [], []
+    lead = {"overview": "What the pack covers on this, page by page",
+            "across": "Across the pack's pages", "list": "The items the pack names"}[kind]
+    lines = [f"{lead}, each quoting the section it comes from:", ""]
+    quotes = []
+    for group in bullets.values():
+        sec, first = group[0].section, group[0]
+        quote = sec.content[first.start:first.end]
         # The quote as a reader sees it (one line, no blockquote markers, no tags outside
         # code: as an answer unit shows it), without its list marker ("**Pods** are ...").
         shown = re.sub(r"^(?:[-*+]|\d{1,9}[.)])\s+", "", untagged(one_line(quote)))
-        if any(a <= item.start and item.end <= b for a, b in fence_spans(sec.content)):
+        if any(a <= first.start and first.end <= b for a, b in fence_spans(sec.content)):
             shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
         shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)
-        extra = f" (covers: {'; '.join(item.extra)})" if item.extra else ""
-        lines.append(f"- **{item.name}**{extra}: {shown} [{numbers[sec.id]}]")
+        extras = [e for item in group for e in item.extra]
+        extra = f" (covers: {'; '.join(extras)})" if extras else ""
+        label = ", ".join(f"**{item.name}**" for item in group)
+        lines.append(f"- {label}{extra}: {shown} [{numbers[sec.id]}]")
         quotes.append((numbers[sec.id], quote))
-    return "\n".join(lines), quotes, added
+    if named:
+        lines.append(f"Also named in the passages above: {', '.join(named)}")
+    return "\n".join(lines), [*quotes, *named_quotes], added
 
 
 def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = None
@@ -344,7 +367,8 @@ def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = Non
     if kind is None or result.gated or getattr(pack, "db", None) is None:
         return None
     numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
-    text, quotes, added = answer(pack, result, kind, numbers)
+    text, quotes, added = answer(pack, result, kind, numbers,
+                                 [q for _, q in single[1]] if single is not None else ())
     if not text:
         return None
     listed = [RankedSection(id=s.id, article_id=s.article_id, url=s.url, title=s.title,
