@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from benchmarks import reader_fit
-from packs.retrieval import extractive, reader
+from packs.retrieval import code_units, extractive, reader
 from packs.retrieval import reader_features as rf
 from packs.retrieval.units import Unit
 from packs.text import stem, terms
@@ -144,10 +144,35 @@ def test_program_output_and_urls_are_told_apart_from_commands():
     assert output["deployment.apps/nginx rolled back"] is True
     assert output["kubectl rollout undo deployment/nginx"] is False
     assert output["Roll back to the previous revision with:"] is False
+    # A how-to question: the command is marked as one, not the output it prints.
+    command = {u.display.split("\n")[0]: bool(v)
+               for (_, u), v in zip(units, x[:, rf.FEATURES.index("howto_command")])}
+    assert command["kubectl rollout undo deployment/nginx"] is True
+    assert command["deployment.apps/nginx rolled back"] is False
+    what = rf.features(rf.analyse("What does a rollback print?"), passages, units)
+    assert not what[:, rf.FEATURES.index("howto_command")].any()
     # Words of a URL are no words of the passage.
     cmd = Unit(0, 1, "code", "kubectl apply -f https://k8s.io/examples/memory-limit.yaml")
     assert rf.unit_terms_of(cmd) == terms("kubectl apply -f")
     assert "limit" in terms(cmd.display) and "limit" not in rf.unit_terms_of(cmd)
+
+
+@pytest.mark.parametrize("code, want", [
+    ("kubectl rollout undo deployment/x --to-revision=2", True),
+    ("# on a control plane node\n$ kubectl drain <node> --ignore-daemonsets", True),
+    ("cargo build --release", True),
+    ("let x = 5;", False),
+    ("fn main() {\n    println!(\"hi\");\n}", False),
+    ("mod front_of_house {", False),
+    ("effect: NoExecute", False),
+    ("node/ip-10-0-0-1 cordoned", False),
+    ("NAME    READY   STATUS", False),
+])
+def test_a_command_line_is_told_from_code_yaml_and_output(code, want):
+    assert code_units.is_command(Unit(0, 1, "code", code)) is want
+    lead = Unit(0, 1, "leadin", "Run:\n" + code, inner="code")
+    assert code_units.is_command(lead) is want
+    assert code_units.is_command(Unit(0, 1, "sentence", code)) is False
 
 
 def test_the_same_command_on_several_pages_is_quoted_once():

@@ -46,9 +46,13 @@ to do something. A unit's features:
                        holds (a listing the page included from a file)
     output             code that a program printed ("The output is similar to this:"
                        before it), not a command or a configuration
+                       (packs/retrieval/code_units.py)
     elsewhere          for one part of a question about several things (asks.py `parts`):
                        the share of the other parts' own terms the unit has (it answers
                        one of them, not this one)
+    howto_command      a how-to question and code that is a command line (code_units.py:
+                       "kubectl rollout undo ...", not the output it prints, which echoes
+                       the question's words)
 and, for the units embedded with the pack's encoder (SIM_FEATURES): their cosine
 similarity to the question, that less the best unit's, and whether it is the best.
 """
@@ -64,10 +68,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from packs import text as text_rules
-from packs.retrieval import asks
+from packs.retrieval import asks, code_units
 from packs.retrieval.units import LONG_WORDS, Unit
 
-READER_FEATURES_VERSION = "reader-features-v1"
+READER_FEATURES_VERSION = "reader-features-v2"
 K1, B = 1.2, 0.75
 SHORT_WORDS = 4
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
@@ -78,7 +82,7 @@ FEATURES = (
     "position", "first", *(f"kind_{k}" for k in KINDS), "log_words", "short", "long",
     *(f"type_{t}" for t in TYPES), "howto_code", "defines", "defines_asked", "meta",
     "links", "novelty", "number", "code", "bigrams", "rare_first", "fragment", "caption",
-    "dangling", "output", "elsewhere")
+    "dangling", "output", "elsewhere", "howto_command")
 SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
 SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
@@ -103,8 +107,6 @@ _WHAT_IS = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b|\bwhat does .+ (mea
 _CAPTION = re.compile(r"^\W*(listing|figure|table|example)\s+[\d-]+[a-z]?\b", re.I)
 _CLOSED = re.compile(r"[.!?:;)\]\"'”’*_`]\s*$")
 _URL = re.compile(r"\]\([^)\s]*\)|\bhttps?://\S+")
-_OUTPUT = re.compile(r"\boutput\b[^.\n]{0,40}(:|similar|looks like|shows)|\bshould (see|print)|"
-                     r"\bprints?:|\byou (should )?see\b", re.I)
 _DANGLING = re.compile(r":[*_`\"')\]]*$")
 RARE_WORDS = 5  # the first words of a unit that say what it is about
 # A name written with its value ("GODEBUG=http2client=0", "FOO_BAR=x=1"): the page may
@@ -319,7 +321,8 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
                               and _CLOSED.search(u.display) is None),
             "caption": float(_CAPTION.search(u.display) is not None),
             "dangling": float(u.kind != "leadin" and _DANGLING.search(u.display) is not None),
-            "output": float(_is_output(passages[i].content, u)),
+            "output": float(code_units.is_output(passages[i].content, u)),
+            "howto_command": float(q.howto and code_units.is_command(u)),
             "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
         }
         rows.append([row[f] for f in FEATURES])
@@ -351,19 +354,6 @@ def _section_features(q: Question, passages: Sequence[Passage], weights: dict[st
             "extra": float(p.rank is None), "prior": prior})
     return out
 
-
-def _is_output(content: str, u: Unit) -> bool:
-    """Whether unit u is a program's output: code (or a lead-in with code) that the text
-    just before it, or its lead-in, says is output."""
-    if u.kind == "leadin" and u.inner == "code":
-        return _OUTPUT.search(u.display.split("\n", 1)[0]) is not None
-    if u.kind != "code":
-        return False
-    before = content[max(0, u.start - 200):u.start].rstrip()
-    head, _, fence = before.rpartition("\n")
-    if fence.lstrip().startswith(("```", "~~~")):
-        before = head.rstrip()  # less the block's opening fence
-    return _OUTPUT.search(before.rsplit("\n\n", 1)[-1]) is not None  # the paragraph before
 
 
 def _composite(units: Sequence[tuple[int, Unit]], matched: list[float], k: int
