@@ -1,7 +1,8 @@
 """The reader's training data: the dev questions of each corpus, searched once on its
 benchmark pack, read as the product reads them (benchmarks/train_reader.py fits on them).
 
-Dev rows only (the blind test splits are never read here):
+Dev rows only (the blind test splits are never read here), and with `--with-spent` the
+spent rows (retired test splits; see `dev_rows`):
     kubernetes  benchmarks/data/k8s_answers.jsonl, split dev (with the round-5 rows retired
                 into dev and the 45 dev questions with a class written for issue 47)
     rust-book   rust_answers.jsonl, split dev (its round-5 rows are spent)
@@ -69,14 +70,17 @@ class Item:
                 for g in range(len(self.golds))]
 
 
-def dev_rows(name: str) -> list[dict]:
-    """The dev rows of a documentation corpus (split "dev": never a test or spent row), as
-    {"id", "question", "golds", "group", "kind"}; `kind` is the row's class (identifier,
-    paraphrase, two-page) when it has one."""
+def dev_rows(name: str, spent: bool = False) -> list[dict]:
+    """The dev rows of a documentation corpus (split "dev": never a test row), as
+    {"id", "question", "golds", "group", "kind", "split"}; `kind` is the row's class
+    (identifier, paraphrase, two-page) when it has one. With `spent`, the spent rows too:
+    retired test splits, reported once, kept out of dev only because they share pages
+    with the test split after them (round 6, itself reported and spent in the ledger)."""
     rows = corpora.load_rows(corpora.DATA_DIR / FILES[name])
+    keep = ("dev", "spent") if spent else ("dev",)
     return [{"id": r["id"], "question": r["question"], "golds": r["answers"],
-             "group": r["gold"][0], "kind": r.get("class") or r["kind"]}
-            for r in rows if r["split"] == "dev"]
+             "group": r["gold"][0], "kind": r.get("class") or r["kind"], "split": r["split"]}
+            for r in rows if r["split"] in keep]
 
 
 def xquad_rows(data: Path) -> list[dict]:
@@ -142,9 +146,10 @@ def read_question(pack, row: dict, corpus: str, vectors: dict) -> Item:
                 {"first sentence": first, "turn-3 product": turn3}, parts)
 
 
-def load(name: str, data: Path, work: Path, log=print, rows: list[dict] | None = None
-         ) -> list[Item]:
-    """The Items of corpus `name` (built or cached packs under `work`; cached Items)."""
+def load(name: str, data: Path, work: Path, log=print, rows: list[dict] | None = None,
+         spent: bool = False) -> list[Item]:
+    """The Items of corpus `name` (built or cached packs under `work`; cached Items); with
+    `spent`, its spent rows too (`dev_rows`)."""
     from packs import KnowledgePack
 
     if name == "xquad":
@@ -154,7 +159,7 @@ def load(name: str, data: Path, work: Path, log=print, rows: list[dict] | None =
         rows = rows if rows is not None else xquad_rows(data)
     else:
         built = corpora.load(data, name, work).built
-        rows = rows if rows is not None else dev_rows(name)
+        rows = rows if rows is not None else dev_rows(name, spent)
     key = hashlib.sha256(repr((str(built.pack_dir), (built.pack_dir / "current").read_text(),
                                [(r["id"], r["question"], r["golds"]) for r in rows],
                                _source_hash())).encode()).hexdigest()[:16]

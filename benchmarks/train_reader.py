@@ -121,14 +121,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weights", type=Path, default=reader.WEIGHTS_FILE)
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--no-write", action="store_true", help="report only: write no weights")
+    ap.add_argument("--with-spent", action="store_true",
+                    help="fit on the spent rows too (retired test splits: reader_data.dev_rows)"
+                         " and report them apart, beside the reader shipped before")
     args = ap.parse_args(argv)
     log, printed = common.printing_log()
 
     log(common.machine_line())
     t0 = time.perf_counter()
     items = []
+    spent_ids: set[str] = set()
     for name in args.corpus or reader_data.CORPORA:
-        items += reader_data.load(name, args.data, args.work, log)
+        items += reader_data.load(name, args.data, args.work, log, spent=args.with_spent)
+        if args.with_spent and name in reader_data.FILES:
+            spent_ids |= {r["id"] for r in reader_data.dev_rows(name, spent=True)
+                          if r["split"] == "spent"}
+    shipped = reader.load(args.weights)  # the reader before this fit, for --with-spent
     log(f"{len(items)} dev questions, {sum(len(it.units) for it in items)} units; "
         f"{sum(it.labels.sum() == 0 for it in items)} with no unit that holds a gold group")
     folds = reader_fit.folds_by_page(items, args.folds)
@@ -160,6 +168,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     log("\nshare of dev questions whose answer contains every gold group (95% bootstrap "
         "interval), same searches:" + table(items, columns))
+    if spent_ids:
+        before = [reader_fit.answer_of(shipped, it) for it in items]
+        for label, keep in (("spent rows (held out from the reader shipped before)", True),
+                            ("dev rows", False)):
+            idx = [k for k, it in enumerate(items) if (it.id in spent_ids) == keep]
+            log(f"\n{label}:" + table([items[k] for k in idx], {
+                f"reader shipped before ({shipped.version})": [before[k] for k in idx],
+                **{name: [answers[k] for k in idx] for name, answers in columns.items()}}))
     by_class = {label: columns[label] for label in ("baseline: turn-3 product",
                                                     f"reader, {args.folds}-fold CV by page")}
     for label, answers in by_class.items():
