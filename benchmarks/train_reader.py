@@ -4,10 +4,12 @@ questions it was not fitted on.
     python benchmarks/train_reader.py [--data ../shared/data] [--work out/bench]
         [--corpus kubernetes --corpus rust-book --corpus cargo-book --corpus xquad]
         [--folds 5] [--weights packs/retrieval/reader_weights.json]
-        [--out benchmarks/results/issue47_train_reader.md] [--no-write]
+        [--out benchmarks/results/issue47_train_reader.md] [--no-write] [--with-spent]
 
 Reads the dev questions of each corpus on its benchmark pack (benchmarks/reader_data.py:
-dev rows only, never a test split), then:
+dev rows only, never a test split; with --with-spent also the spent rows, retired test
+splits, which are then reported apart beside the reader shipped before, for which they are
+held out; the shipped weights are fitted so), then:
 1. picks the penalty and the selection limits (margin, cover, lead_depth, the budget of a
    question about several things) by k-fold cross-validation by page (the pages of each
    corpus dealt to --folds folds: no page has questions on both sides), on the mean
