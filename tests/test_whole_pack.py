@@ -4,6 +4,7 @@ anthropic SDK against the loopback Messages API (tests/anthropic_fake.py)."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -123,6 +124,24 @@ def test_the_first_pages_family_stays_when_its_page_names_the_question():
     question = "Which DNS policies can a Pod use?"
     assert (whole_pack_region.best_family(firsts, PATHS, question)
             == "/concepts/services-networking/")
+
+
+def test_families_that_tie_give_the_same_region_in_every_process():
+    # Two guide folders match the question equally and neither holds a first page: the
+    # first by name wins, whatever order the process's string hashing gives a set (a
+    # whole-pack answer once changed from one run to the next on the same pack).
+    import subprocess
+    import sys
+
+    code = ("from packs.retrieval.whole_pack_region import best_family\n"
+            "paths = ['/docs/guide-b/p1.md', '/docs/guide-b/p2.md', '/docs/guide-a/p1.md',"
+            " '/docs/guide-a/p2.md', '/docs/guide-c/p1.md', '/docs/guide-c/p2.md',"
+            " '/other/page.md']\n"
+            "print(best_family(['/other/page.md'], paths, 'What does the guide cover?'))")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}
+                           ).stdout.strip() for seed in range(6)}
+    assert seen == {"/docs/guide-a/"}
 
 
 def test_an_item_is_the_subject_only_when_the_question_names_it_in_a_row():

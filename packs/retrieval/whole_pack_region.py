@@ -98,7 +98,7 @@ def best_family(firsts: list[str], paths: list[str], question: str,
         return sum(asked.get(t, 0.0) for t in words)
 
     best, best_key = default, (0.0, 0)
-    for fam in {family(p, paths) for p in paths} - {""}:
+    for fam in sorted({family(p, paths) for p in paths} - {""}):  # ties: the first by name
         key = (weight(fam), -min((rank.get(p, 99) for p in paths if p.startswith(fam)),
                                  default=99))
         if key[0] > 0 and key > best_key:
