@@ -14,6 +14,7 @@ from query_fixtures import build_pack, embedder, pack_dir  # noqa: F401 (fixture
 from test_query_claude import assert_citations_match_the_pack
 
 from packs import KnowledgePack
+from packs.explore.render import answer_html
 from packs.retrieval import whole_pack, whole_pack_claude, whole_pack_region
 from packs.retrieval.verbatim import bullets, unverified_lines
 from packs.text import terms
@@ -34,7 +35,8 @@ def test_offline_list_answer_cites_every_item(monkeypatch, pack):
     text = answer["answer"]
     # The single-passage answer's passages first, then the items gathered through the graph.
     assert text.startswith("Retrieval-only answer") and "The items the pack names" in text
-    items = text[text.index("The items the pack names"):].splitlines()[2:]
+    items = [line for line in text[text.index("The items the pack names"):].splitlines()[2:]
+             if line.strip()]
     assert "**Worker**" in text and len(items) >= 2  # an entity the region's sections mention
     # An item is a bullet quoting its passage, or (its passage quoted above) a name with
     # its [n] on the closing line; every one cites its section.
@@ -49,6 +51,11 @@ def test_offline_list_answer_cites_every_item(monkeypatch, pack):
     # Every line, the single answer's and the items', is its section's text (issue 51).
     names = sum(line.count("**") // 2 for line in named)
     assert len(bullets(text)) + names == len(answer["citations"])
+    # The fixture's list names an item the passages above already quote; the explorer shows
+    # that closing line after the list, not inside its last item.
+    assert named
+    html = str(answer_html(text, {}))
+    assert re.search(r"</ul>\s*<p>Also named in the passages above: ", html), html
     assert unverified_lines(text, answer["citations"]) == []
 
 

@@ -346,8 +346,8 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         label = ", ".join(f"**{item.name}**" for item in group)
         lines.append(f"- {label}{extra}: {shown} [{numbers[sec.id]}]")
         quotes.append((numbers[sec.id], quote))
-    if named:
-        lines.append(f"Also named in the passages above: {', '.join(named)}")
+    if named:  # a paragraph of its own, not a continuation of the last bullet
+        lines += ["", f"Also named in the passages above: {', '.join(named)}"]
     return "\n".join(lines), [*quotes, *named_quotes], added
 
 
