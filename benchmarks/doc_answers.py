@@ -15,9 +15,11 @@ counts, every group must be there), split dev / test by page. Each reported test
 was retired afterwards (`retired_test`: into dev, or `spent` where a fresh split shares its
 pages) and a fresh one written from the pages alone by someone who never ran the product
 on them: ids 201+ (round 2), 301+ (round 3), 401+ (round 4), 451+ (`test_round` 5), then
-601+ (`test_round` 6, frozen in benchmarks/ledger.jsonl before issue 47's work), the current
-test split; 701+ are dev questions added for issue 47, each with a `class` (identifier,
-paraphrase, two-page). The
+601+ (`test_round` 6, frozen in benchmarks/ledger.jsonl before issue 47's work and run once:
+spent in the ledger, though its rows still say "test"); 701+ are dev questions added for issue
+47, each with a `class` (identifier, paraphrase, two-page). The shipped reader is fitted on the
+dev and the spent rows (benchmarks/train_reader.py --with-spent), so a fresh test split must
+be written on pages none of those rows use. The
 packs are the ones benchmarks/corpora.py builds (reused when cached). Each question is
 searched once with the default pipeline and the gate off; the gate's calibrated verdict, computed on the same
 search, decides the `gate on` column. Answers compared and scoring: benchmarks/answer_eval.py.
