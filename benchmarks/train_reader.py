@@ -138,11 +138,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.with_spent and name in reader_data.FILES:
             spent_ids |= {r["id"] for r in reader_data.dev_rows(name, spent=True)
                           if r["split"] == "spent"}
-    try:  # the reader before this fit, for --with-spent (None: other features)
-        shipped = reader.load(args.weights)
-    except reader.ReaderWeightsError as exc:
-        shipped = None
-        log(f"the reader shipped before is not compared: {exc}")
     log(f"{len(items)} dev questions, {sum(len(it.units) for it in items)} units; "
         f"{sum(it.labels.sum() == 0 for it in items)} with no unit that holds a gold group")
     folds = reader_fit.folds_by_page(items, args.folds)
@@ -175,6 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     log("\nshare of dev questions whose answer contains every gold group (95% bootstrap "
         "interval), same searches:" + table(items, columns))
     if spent_ids:
+        try:  # the reader before this fit (its weights are written below, after the report)
+            shipped = reader.load(args.weights)
+        except reader.ReaderWeightsError as exc:  # fitted on other features
+            shipped = None
+            log(f"\nthe reader shipped before is not compared: {exc}")
         before = [reader_fit.answer_of(shipped, it) for it in items] if shipped else []
         for label, keep in (("spent rows (held out from the reader shipped before)", True),
                             ("dev rows", False)):

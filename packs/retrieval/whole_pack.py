@@ -321,7 +321,8 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         if sec.id not in numbers:
             numbers[sec.id] = max(numbers.values(), default=0) + 1
             added.append((numbers[sec.id], sec))
-        if any(normalise(quote) in q for q in above):
+        folded = normalise(quote)
+        if any(folded in q for q in above):
             named.append(f"**{item.name}** [{numbers[sec.id]}]")
             named_quotes.append((numbers[sec.id], quote))
         else:
