@@ -42,7 +42,7 @@ MAX_REASON_CHARS = 400
 log = logging.getLogger("kpack.alerts")
 
 
-def one_line(text: object, limit: int = MAX_REASON_CHARS) -> str:
+def first_line(text: object, limit: int = MAX_REASON_CHARS) -> str:
     """`text`'s first line, cut to `limit` characters (messages carry one line)."""
     line = str(text or "").strip().split("\n", 1)[0].strip()
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -102,7 +102,7 @@ def watched_event(pack: str, max_age_s: float, schedule: str) -> tuple[str, dict
 
 
 def _payload(pack: str, build_id: str, status: str, reason: str, counts: dict) -> dict:
-    return {"pack": pack, "build_id": build_id, "status": status, "reason": one_line(reason),
+    return {"pack": pack, "build_id": build_id, "status": status, "reason": first_line(reason),
             "counts": counts, "flow_run_id": _flow_run_id()}
 
 

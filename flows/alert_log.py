@@ -71,7 +71,7 @@ def _details(trigger, kind: str, max_age_s: float | None) -> dict:
                 "reason": payload.get("reason") or None}
     pack_build = trigger.resource.name or ""
     return {"build_id": pack_build.split("-", 1)[1] if "-" in pack_build else None,
-            "reason": ev.one_line(trigger.resource.get("prefect.state-message"))}
+            "reason": ev.first_line(trigger.resource.get("prefect.state-message"))}
 
 
 def read_event(client, event_id: UUID):
@@ -139,7 +139,7 @@ class Recorder:
         shown = {t.get("block"): t.get("shown") for t in watch.get("targets", [])}
         line = {"at": event.occurred.astimezone(UTC).isoformat(timespec="seconds"),
                 "kind": kind, "status": "sent" if event.event == ACTION_EVENTS[0] else
-                f"failed: {ev.one_line((event.payload or {}).get('reason'), 200)}",
+                f"failed: {ev.first_line((event.payload or {}).get('reason'), 200)}",
                 "target": shown.get(block.name if block else None)
                 or (block.name if block else None),
                 "build_id": None, "reason": None,

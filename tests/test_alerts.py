@@ -106,7 +106,7 @@ def test_a_builds_outcome_is_one_event() -> None:
     name, payload = ev.refused_event("tea", "b4", GuardError("tea: publish refused", counts))
     assert name == ev.REFUSED and payload["counts"] == counts
     assert payload["reason"] == "tea: publish refused"
-    assert len(ev.one_line("x" * 1000)) == ev.MAX_REASON_CHARS
+    assert len(ev.first_line("x" * 1000)) == ev.MAX_REASON_CHARS
 
 
 def _source(name: str, **config) -> SourceConfig:
