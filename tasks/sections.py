@@ -23,8 +23,8 @@ Rules (the pure core, `split_markdown`):
   paragraph longer than that at sentence ends, never at a hard line wrap inside a sentence
   (a code block: at line ends); each chunk starts with the last blocks (or sentences) of
   the previous one, up to `overlap_words` words. A lead-in (a short paragraph ending in
-  ":" before a list, table or code block) never ends a chunk: it opens the next one, with
-  what it introduces.
+  ":", or in "," as "In particular," does, before a list, table or code block) never ends a
+  chunk: it opens the next one, with what it introduces.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from packs.markdown import heading, inline_text, iter_lines_with_fences, referen
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 
-SPLITTER_VERSION = "split-v9"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v10"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
@@ -48,6 +48,7 @@ SPLITTER_VERSION = "split-v9"  # v2: long lines cut at sentence ends; v3: leadin
 # v8: headings and titles as a reader sees them (links, emphasis, entities rendered)
 # v9 (issue 46): a long line is cut at packs/text.py's sentence ends (never after e.g.,
 # i.e., an initial or inside a code span; after a closing quote)
+# v10 (issue 47): a short paragraph ending in "," ("In particular,") leads its list as ":" does
 HEADING_SEP = " > "
 
 # The splitter's size rules: words are whitespace runs, and an over-long line is cut at
@@ -58,7 +59,10 @@ _ITEM_LINE = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|\||>)")
 # The end of a line that ends its sentence: . ! ? or :, then closing quotes or marks.
 _CLOSED = re.compile(r"[.!?:][\"'”’)\]*_`]*$")
 # The end of a lead-in: prose that introduces the list, table or code block after it.
+# A lead-in ends in ":" ("such as:"), or in "," when it is the paragraph's end and a list,
+# table or code block follows ("In particular,": the sentence goes on in the list).
 _LEADIN = re.compile(r":[\"'”’)\]*_`]*\s*$")
+_COMMA_LEADIN = re.compile(r",[\"'”’)\]*_`]*\s*$")  # prose only: a list's items end so
 
 
 @dataclass(frozen=True)
@@ -222,7 +226,7 @@ def _line_runs(text: str, max_words: int) -> list[tuple[str, str]]:
 def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     """Pack blocks (and the pieces of over-long blocks) into chunks of ≤ max_words, each
     starting with the previous chunk's trailing units up to overlap_words words. A lead-in
-    (prose of at most max_words // 3 words ending with ":" before a list, table or code
+    (prose of at most max_words // 3 words ending with ":" or "," before a list, table or code
     block) never ends a chunk: it opens the next one, with what it introduces (cut so that
     its first piece fits beside the lead-in). One before a paragraph introduced what the
     page lacks (a listing a template directive included) and stays where it is."""
@@ -243,7 +247,9 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
         last = pieces[-1][0]  # only a block's end introduces the next block
         introduces = k + 1 < len(blocks) and (blocks[k + 1][1]
                                               or _ITEM_LINE.match(blocks[k + 1][0]) is not None)
-        leads = (introduces and not is_code and _LEADIN.search(last) is not None
+        ends = bool(_LEADIN.search(last) or (_COMMA_LEADIN.search(last)
+                                             and not _ITEM_LINE.match(last)))
+        leads = (introduces and not is_code and ends
                  and _word_count(last) <= max_words // 3)
         units += [(text, sep, False) for text, sep in pieces[:-1]]
         units.append((last, pieces[-1][1], leads))

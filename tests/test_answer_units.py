@@ -522,3 +522,21 @@ def test_a_lead_in_inside_a_blockquote_is_quoted_with_its_quoted_code():
 def test_when_asks_for_a_time_only_at_the_start():
     assert "number" in extractive.question_types("When was the scheduler added?")
     assert extractive.question_types("Why must tests not share state when they run?") == {"why"}
+
+
+def test_a_sentence_ending_in_a_comma_leads_the_list_it_goes_on_in():
+    # Kubernetes' taints page: "... the indicated effects on the pod. In particular," and
+    # then the list of what each effect does; the list is what answers.
+    text = ("The remaining taints have the indicated effects on the pod. In particular,\n\n"
+            "- with effect `NoSchedule` Kubernetes will not schedule the pod onto the node\n"
+            "- with effect `NoExecute` the pod is evicted from the node\n\n"
+            "Items that end in commas are no lead-ins:\n\n"
+            "- apples,\n- pears,\n\n```\nfruit = 1\n```")
+    units = candidates(text)
+    leadins = [u for u in units if u.kind == "leadin"]
+    assert leadins[0].display.startswith(
+        "The remaining taints have the indicated effects on the pod. In particular,\n"
+        "- with effect `NoSchedule`")
+    assert "evicted" in leadins[0].display
+    assert not any(u.display.endswith(",") for u in units if u.kind == "sentence")
+    assert [u.inner for u in leadins] == ["item", "item"]  # "pears," introduces no code

@@ -308,3 +308,22 @@ def test_heading_paths_and_titles_are_the_text_a_reader_sees():
     assert tls.startswith("The [`Config.MinVersion`](/pkg/crypto/tls/#Config) field")
     last = rows.filter(pl.col("title") == "Unreleased")["content"][0]
     assert "A # heading inside the page: text stays text" in last
+
+
+def test_a_paragraph_ending_in_a_comma_leads_its_list_into_the_next_chunk() -> None:
+    # Kubernetes' taints page: "... have the indicated effects on the pod. In particular,"
+    # ended one chunk and the list of what NoSchedule and NoExecute do began the next.
+    intro = " ".join(f"a{j}" for j in range(40)) + "."
+    lead = "The remaining taints have the indicated effects on the pod. In particular,"
+    items = "\n".join(f"- effect {i} " + " ".join(f"e{i}w{j}" for j in range(12))
+                      for i in range(3))
+    body = "\n\n".join([intro, lead, items])
+    chunks = chunk_text(body, max_words=64, overlap_words=0)
+    assert chunks[-1].startswith(lead + "\n\n- effect 0")
+    assert not any(c.rstrip().endswith(",") for c in chunks)
+    # A list whose last item ends in a comma is no lead-in of what follows it.
+    listed = "\n".join(f"- item {i} l{i}w0 l{i}w1," for i in range(3))
+    code = "```\n" + "\n".join(f"c{i} = {i}" for i in range(20)) + "\n```"
+    short = " ".join(f"s{j}" for j in range(20)) + "."
+    chunks = chunk_text("\n\n".join([short, listed, code]), max_words=64, overlap_words=0)
+    assert chunks[0] == "\n\n".join([short, listed])

@@ -8,7 +8,8 @@ citation quote.
 - a list item of at most ITEM_WORDS words is one unit, whole (`item`);
 - a paragraph of 2-4 sentences and at most PARAGRAPH_WORDS words is a unit too
   (`paragraph`: a definition and the sentence that completes it), beside its sentences;
-- a sentence or item that ends with ":" is a lead-in: it is only ever quoted together with
+- a sentence or item that ends with ":" (a sentence also with "," as "In particular,"
+  does) and ends its paragraph is a lead-in: it is only ever quoted together with
   the list, table or code block it introduces, an item the items nested under it
   (`leadin`: the lead-in, with the rest of its paragraph when that is short, and what
   follows, cut after the item, row or line that reaches LEADIN_WORDS words; its `brief` is
@@ -41,7 +42,10 @@ MAX_CODE_LINES = 5  # longer code blocks are never chosen whole (only after a le
 LONG_WORDS = 60  # a longer lead-in is read as its brief; a longer unit crowds out others
 
 _INTRODUCED = ("item", "row", "code")  # what a lead-in is quoted with
+# A lead-in ends in ":", or a sentence in "," ("In particular,", going on in the list);
+# either only when it ends its paragraph and a list, table or code block follows.
 _LEADIN_END = re.compile(r":[*_`\"')\]]*$")
+_COMMA_END = re.compile(r",[*_`\"')\]]*$")
 
 
 # --- candidates --------------------------------------------------------------------------------
@@ -52,7 +56,8 @@ def _words(u: Unit) -> int:
 
 
 def _is_leadin(u: Unit) -> bool:
-    return u.kind in ("sentence", "item") and _LEADIN_END.search(u.display) is not None
+    return ((u.kind in ("sentence", "item") and _LEADIN_END.search(u.display) is not None)
+            or (u.kind == "sentence" and _COMMA_END.search(u.display) is not None))
 
 
 def _merged(text: str, parts: list[Unit], kind: str) -> Unit:
