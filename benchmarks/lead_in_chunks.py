@@ -4,11 +4,12 @@
 
 Splits every page of the documentation corpora as the build does (template directives
 removed, sections at headings, chunks of `--words` words, all-MiniLM-L6-v2's window, with
-the default 15% overlap) and counts the chunks that end with ":" while their section goes
-on in the next chunk. Before split-v7 a lead-in ("... to express strategies such as:")
+the default 15% overlap) and counts the chunks that end with ":" (or "," as "In
+particular," does) while their section goes on in the next chunk. Before split-v7 a lead-in ("... to express strategies such as:")
 ended one chunk and the list it introduced opened the next, so that no chunk held both.
 Those left are lead-ins before a paragraph (what they introduced is not in the source: a
-listing a template directive included) or longer than a third of a chunk. It reads the
+listing a template directive included) or longer than a third of a chunk (since split-v10
+only when their last sentence is: a long paragraph leaves that sentence to the list). It reads the
 splitter on the import path: run it from an older checkout to count that one's.
 """
 
@@ -24,11 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import common, corpora  # noqa: E402
 
-_ENDS_LEAD_IN = re.compile(r":[\"'”’)\]*_`]*\s*$")
+_ENDS_LEAD_IN = re.compile(r"[:,][\"'”’)\]*_`]*\s*$")
 
 
 def count(pages: list[common.Page], words: int) -> tuple[int, int]:
-    """(chunks, chunks that end with ":" while their section goes on)."""
+    """(chunks, chunks that end with ":" or "," while their section goes on)."""
     from tasks import sections
     from tasks.clean import clean_markdown
 
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(common.machine_line())
     print(f"splitter {SPLITTER_VERSION}, chunks of {args.words} words\n")
-    print("| corpus | pages | chunks | end with \":\" while the section goes on |")
+    print("| corpus | pages | chunks | end with \":\" or \",\" while the section goes on |")
     print("|---|---|---|---|")
     for name in names:
         pages = corpora.doc_pages(args.data, name)

@@ -40,7 +40,7 @@ from packs.markdown import heading, inline_text, iter_lines_with_fences, referen
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 
-SPLITTER_VERSION = "split-v10"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v11"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
@@ -49,6 +49,8 @@ SPLITTER_VERSION = "split-v10"  # v2: long lines cut at sentence ends; v3: leadi
 # v9 (issue 46): a long line is cut at packs/text.py's sentence ends (never after e.g.,
 # i.e., an initial or inside a code span; after a closing quote)
 # v10 (issue 47): a short paragraph ending in "," ("In particular,") leads its list as ":" does
+# v11: a paragraph too long to carry whole leaves its last sentence, when that is the lead-in,
+# to the list it introduces
 HEADING_SEP = " > "
 
 # The splitter's size rules: words are whitespace runs, and an over-long line is cut at
@@ -249,6 +251,17 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
                                               or _ITEM_LINE.match(blocks[k + 1][0]) is not None)
         ends = bool(_LEADIN.search(last) or (_COMMA_LEADIN.search(last)
                                              and not _ITEM_LINE.match(last)))
+        if introduces and not is_code and ends and _word_count(last) > max_words // 3:
+            # A long paragraph whose last sentence is the lead-in ("... the indicated
+            # effects on the pod. In particular,"): that sentence alone goes with the list.
+            said = _wrapped_sentences(last)
+            if (len(said) > 1 and last.endswith(said[-1][0])
+                    and _word_count(said[-1][0]) <= max_words // 3):
+                cut = len(last) - len(said[-1][0])
+                head = last[:cut].rstrip()
+                pieces = [*pieces[:-1], (head, pieces[-1][1]),
+                          (said[-1][0], last[len(head):cut] or " ")]
+                last = said[-1][0]
         leads = (introduces and not is_code and ends
                  and _word_count(last) <= max_words // 3)
         units += [(text, sep, False) for text, sep in pieces[:-1]]

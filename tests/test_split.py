@@ -327,3 +327,17 @@ def test_a_paragraph_ending_in_a_comma_leads_its_list_into_the_next_chunk() -> N
     short = " ".join(f"s{j}" for j in range(20)) + "."
     chunks = chunk_text("\n\n".join([short, listed, code]), max_words=64, overlap_words=0)
     assert chunks[0] == "\n\n".join([short, listed])
+
+
+def test_a_long_paragraph_leaves_its_last_sentence_to_the_list_it_introduces() -> None:
+    # The taints page's paragraph runs to 55 words and ends "... on the pod. In particular,":
+    # too long to carry whole, its last sentence still opens the list's chunk.
+    intro = " ".join(f"a{j}" for j in range(20)) + "."
+    para = " ".join(f"p{j}" for j in range(30)) + ". In particular,"
+    items = "\n".join(f"- effect {i} " + " ".join(f"e{i}w{j}" for j in range(12))
+                      for i in range(3))
+    body = "\n\n".join([intro, para, items])
+    chunks = chunk_text(body, max_words=64, overlap_words=0)
+    assert chunks[0].endswith("p29.")
+    assert chunks[1].startswith("In particular,\n\n- effect 0")
+    assert set(" ".join(chunks).split()) == set(body.split())
