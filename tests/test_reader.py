@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from benchmarks import reader_fit
-from packs.retrieval import code_units, extractive, reader
+from packs.retrieval import asks, code_units, extractive, reader
 from packs.retrieval import reader_features as rf
 from packs.retrieval.units import Unit
 from packs.text import stem, terms
@@ -182,3 +182,32 @@ def test_the_same_command_on_several_pages_is_quoted_once():
     units = [(0, one), (1, two), (2, other)]
     ranked = [reader.Scored(0, 3.0), reader.Scored(1, 2.9), reader.Scored(2, 2.8)]
     assert [s.index for s in reader.pick(ranked, units, {}, reader.Limits())] == [0, 2]
+
+
+def test_a_what_happens_question_reads_the_conditions_of_units():
+    text = ("A container may use memory up to its limit. If the container tries to allocate "
+            "more memory than its limit, the kernel stops one of its processes. Limits "
+            "are set per container.")
+    passages = [rf.Passage(text, heading="Memory", title="Resources", similarity=0.6, rank=0)]
+    q = "What happens when a pod goes over its memory limit?"
+    units = extractive.units_of(q, passages)
+    x = rf.features(rf.analyse(q), passages, units)
+    col = {f: rf.FEATURES.index(f) for f in ("condition", "condition_asked")}
+    by_text = {u.display: x[k] for k, (_, u) in enumerate(units)}
+    conditional = next(v for d, v in by_text.items() if d.startswith("If the container"))
+    plain = by_text["Limits are set per container."]
+    assert conditional[col["condition"]] > 0.0 and plain[col["condition"]] == 0.0
+    assert conditional[col["condition_asked"]] == conditional[col["condition"]]
+    # Another kind of question has the condition but does not ask for a consequence.
+    other = rf.features(rf.analyse("How much memory can a container use?"), passages, units)
+    assert not other[:, col["condition_asked"]].any()
+
+
+def test_the_parts_of_a_difference_question_ask_what_each_thing_is():
+    q = "What is the difference between a liveness and a readiness probe?"
+    parts = asks.parts(q)
+    assert len(parts) == 2
+    assert all(rf.analyse(p, q).what_is for p in parts)
+    assert not rf.analyse(parts[0]).what_is  # read alone, "a liveness probe" asks nothing
+    assert rf.analyse("What happens if I drop the receiver?").happens
+    assert not rf.analyse("How do I drop the receiver?").happens

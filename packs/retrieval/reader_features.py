@@ -30,8 +30,12 @@ to do something. A unit's features:
     type_*             the question asks for a number, name, person, place, reason, list,
                        default or term, and the unit has one the question does not write
     howto_code         a how-to question and a unit with code or a command
-    defines, defines_asked   the unit opens by saying what a term of the question is (and
-                       the question asks what something is or means)
+    defines, defines_asked   the unit opens by saying what a term of the question is or
+                       does ("Liveness probes determine when to restart a container"; and
+                       the question asks what something is or means, or how two differ)
+    condition, condition_asked   the weight share of the question's terms in the unit's
+                       condition ("If a container allocates more memory than its limit,
+                       ..."; and the question asks what happens when or if)
     meta               the unit talks about the page ("This page shows", "See ...")
     links              the share of the unit that is link syntax
     novelty            the share of the unit's terms the question does not have
@@ -71,7 +75,7 @@ from packs import text as text_rules
 from packs.retrieval import asks, code_units
 from packs.retrieval.units import LONG_WORDS, Unit
 
-READER_FEATURES_VERSION = "reader-features-v2"
+READER_FEATURES_VERSION = "reader-features-v3"
 K1, B = 1.2, 0.75
 SHORT_WORDS = 4
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
@@ -82,7 +86,7 @@ FEATURES = (
     "position", "first", *(f"kind_{k}" for k in KINDS), "log_words", "short", "long",
     *(f"type_{t}" for t in TYPES), "howto_code", "defines", "defines_asked", "meta",
     "links", "novelty", "number", "code", "bigrams", "rare_first", "fragment", "caption",
-    "dangling", "output", "elsewhere", "howto_command")
+    "dangling", "output", "elsewhere", "howto_command", "condition", "condition_asked")
 SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
 SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
@@ -100,10 +104,19 @@ _META = re.compile(
     r"you need to have|read (about|more)|refer to|the following (sections?|pages?)|"
     r"next,|now that)", re.I)
 _LINK = re.compile(r"\[[^\]]*\]\([^)]*\)")
-_DEFINES = re.compile(r"\b(is|are|means|refers to|describes|represents|lets you|allows)\b")
+_DEFINES = re.compile(r"\b(is|are|means|refers to|describes|represents|lets you|allows|"
+                      r"determines?|indicates?|decides?|controls?)\b")
 _NUMBER = re.compile(r"(?<![\w.])\d")
 _WHAT_IS = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b|\bwhat does .+ (mean|stand for|do)\b|"
-                      r"\bwhat do(es)? (we|you) mean\b|\bdefine\b|\bmeaning of\b", re.I)
+                      r"\bwhat do(es)? (we|you) mean\b|\bdefine\b|\bmeaning of\b|"
+                      r"\bdifferen(ce|t)\b|\bdiffers?\b|\bcompared? (to|with)\b|\bvs\.?\s|"
+                      r"\bversus\b", re.I)
+# What happens when or if: the answer is a consequence ("..., the container is killed").
+_HAPPENS = re.compile(r"\bwhat (happens|will happen|would happen|occurs)\b|\bwhat if\b|"
+                      r"\bhappens? (when|if|after|once)\b|\bwhat does .+ do (when|if)\b", re.I)
+# A unit's condition: from "if", "when" ... to the comma or "then" that ends it.
+_CONDITION = re.compile(r"\b(if|when|whenever|once|unless|after)\b([^,;:.]*?)(,|\bthen\b|$)",
+                        re.I)
 _CAPTION = re.compile(r"^\W*(listing|figure|table|example)\s+[\d-]+[a-z]?\b", re.I)
 _CLOSED = re.compile(r"[.!?:;)\]\"'”’*_`]\s*$")
 _URL = re.compile(r"\]\([^)\s]*\)|\bhttps?://\S+")
@@ -124,8 +137,9 @@ class Question:
     terms: frozenset[str]  # its content stems
     idents: tuple[tuple[str, tuple[str, ...]], ...]  # (identifier, its split forms)
     howto: bool
-    what_is: bool  # asks what something is or means
+    what_is: bool  # asks what something is or means, or how two things differ
     pairs: frozenset[tuple[str, str]]  # its successive content stems
+    happens: bool = False  # asks what happens when or if
     elsewhere: frozenset[str] = frozenset()  # a part's: the terms only the other parts have
 
 
@@ -149,7 +163,8 @@ def forms(identifier: str) -> tuple[str, ...]:
 
 def analyse(question: str, whole: str | None = None) -> Question:
     """The reader's reading of `question` (no I/O); `whole`: the question it is a part of
-    (packs/retrieval/asks.py `parts`)."""
+    (packs/retrieval/asks.py `parts`), whose asking what things are, how they differ or
+    what happens the part shares."""
     idents = [m.group(0).lower() for m in _ASSIGNMENT.finditer(question)]
     idents += [x.lower() for x in text_rules.identifiers(question)
                if not any(a.startswith(x.lower() + "=") for a in idents)]
@@ -160,8 +175,9 @@ def analyse(question: str, whole: str | None = None) -> Question:
         terms=frozenset(text_rules.terms(question)),
         idents=tuple((x, forms(x)) for x in dict.fromkeys(idents)),
         howto=_HOWTO.search(question) is not None,
-        what_is=_WHAT_IS.search(question) is not None,
+        what_is=_WHAT_IS.search(whole or question) is not None,
         pairs=frozenset(_pairs(text_rules.terms(question))),
+        happens=_HAPPENS.search(whole or question) is not None,
         elsewhere=frozenset(set(text_rules.terms(whole)) - set(text_rules.terms(question))
                             if whole else ()))
 
@@ -268,6 +284,15 @@ def _defines(q: Question, display: str) -> bool:
             and _DEFINES.search(" ".join(head).lower()) is not None)
 
 
+def _condition(display: str, weights: dict[str, float], total: float) -> float:
+    """The weight share of the question's terms in the conditions of a unit's first
+    sentence or line ("If the container tries to allocate more memory than this limit,
+    ...")."""
+    first = re.split(r"(?<=[.!?])\s|\n", display, maxsplit=1)[0]
+    terms = {t for m in _CONDITION.finditer(first) for t in text_rules.terms(m.group(2))}
+    return sum(w for t, w in weights.items() if t in terms) / total
+
+
 def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int, Unit]],
              pack_idf: Callable[[str], float] | None = None) -> np.ndarray:
     """One row of FEATURES per unit of `units` ((passage index, unit), in passage order)."""
@@ -324,6 +349,8 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
             "output": float(code_units.is_output(passages[i].content, u)),
             "howto_command": float(q.howto and code_units.is_command(u)),
             "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
+            "condition": (condition := _condition(u.display, weights, total)),
+            "condition_asked": condition if q.happens else 0.0,
         }
         rows.append([row[f] for f in FEATURES])
     return np.asarray(rows, dtype=np.float32)
