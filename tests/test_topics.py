@@ -69,8 +69,20 @@ def test_whole_pack_questions_are_recognised():
     assert question_kind("Which kubectl subcommands do the debugging pages use?") == "list"
     assert question_kind("What kinds of containers can run inside a Pod?") == "list"
     for single in ("How do I drain a node?", "Which flag sets the grace period?",
-                   "What happens when a probe fails?", "What is a Pod?"):
+                   "What happens when a probe fails?", "What is a Pod?",
+                   # a singular head noun: the "plural" after it is a verb
+                   "Which Cargo command checks that code compiles without building it?",
+                   "Which priority level handles requests from the system:masters group?",
+                   "Which method on a JoinHandle waits for its thread to finish?",
+                   # "what" asks about something else; "range of", "kind of" ask for one
+                   "What does Kubernetes use Lease objects for?",
+                   "What happens to spawned threads when the main thread finishes?",
+                   "What range of numbers can a u8 hold?",
+                   "Through what kind of references does Rc<T> share data?"):
         assert question_kind(single) is None, single
+    # A singular noun that modifies the plural one, before an auxiliary: still a list.
+    assert question_kind("Which network policy providers have their own install pages?") == "list"
+    assert question_kind("Which kubelet settings control container log rotation?") == "list"
 
 
 def _topic_tables(tables: dict) -> dict:

@@ -4,7 +4,9 @@
 `question_kind` reads the question: "overview" (what does X cover, the main topics of X,
 what is this pack about), "across" (in each / across / in which situations / from release
 to release / compare), "list" (which/what + a plural noun and a verb, list all/every, what
-kinds of); None for a question about one thing, which keeps the single-passage answer.
+kinds of; not "which Cargo command checks that ...", whose head noun is singular, nor "what
+does X use Y for" or "what kind of"); None for a question about one thing, which keeps the
+single-passage answer.
 `wanted_types` maps the kind of item asked for to entity types (subcommands: command;
 flags: flag; ...), `head_stem` gives the stem of the plural noun asked for.
 """
@@ -27,12 +29,29 @@ _ACROSS = re.compile(
     r"\bwhere (?:does|do) the (?:book|docs|documentation) use\b", re.I)
 _LIST = re.compile(
     r"^\s*(?:list|name)\b|\b(?:list|name) (?:all|every|the)\b|\bwhat are all\b|"
-    r"^\s*(?:which|what) (?:[\w.:<>-]+ ){0,5}?(?!(?:does|happens|goes|means|has|is|was|this|"
+    r"\bwhat kinds of\b|\bwhich kinds of\b", re.I)
+# "Which/what" + a plural noun and a verb: "Which kubelet settings control ...". The words
+# before the plural are its modifiers; but after a singular head noun ("Which Cargo
+# command checks that ...", "Which priority level handles requests from ...") the "plural"
+# is a verb, unless an auxiliary follows it ("Which network policy providers have ..."),
+# and "range of numbers" asks for one range. "What" asking about something else ("What
+# does Kubernetes use Lease objects for?", "What happens to spawned threads") is no list.
+_PLURAL = re.compile(
+    r"^\s*(?:which|what) ((?:[\w.:<>-]+ ){0,5}?)(?!(?:does|happens|goes|means|has|is|was|this|"
     r"its|sets|uses|gets|runs|makes|takes|needs|looks|works)\b)"
     r"(?:[a-z]+[^s\W]s|[a-z]+ies|data|criteria) (?:do|does|did|can|could|are|were|exist|"
     r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
-    r"in|of|for|that|which|does|make|let)\b|"
-    r"\bwhat kinds? of\b|\bwhich kinds? of\b", re.I)
+    r"in|of|for|that|which|does|make|let)\b", re.I)
+_AUXILIARY = re.compile(r"(?:do|does|did|can|could|are|were|should|must|may|will|have|has)$",
+                        re.I)
+_NOT_ASKED = re.compile(r"^(?:does|do|did|can|could|should|would|will|is|was|happens|"
+                        r"happened)\b", re.I)
+_SINGULAR_HEAD = re.compile(
+    r"\b(?:command|subcommand|method|function|macro|file|trait|field|key|setting|flag|option|"
+    r"level|controller|predicate|plugin|policy|value|variable|range|kind|sort|struct|enum|"
+    r"keyword|annotation|port|crate|package|module|tool|component|feature|mode|strategy|"
+    r"phase|condition|class|endpoint|object|resource|type|attribute|parameter|argument)\b"
+    r"(\s+of\b)?", re.I)
 # The kind of item a question asks for → entity types that are such items.
 _WANTED = (
     (re.compile(r"\bsub-?commands?|commands?\b", re.I), {"command", "tool"}),
@@ -55,7 +74,13 @@ def question_kind(question: str) -> str | None:
         return "across"
     if _LIST.search(question):
         return "list"
-    return None
+    m = _PLURAL.search(question)
+    if m is None or _NOT_ASKED.match(m.group(1)):
+        return None
+    head = _SINGULAR_HEAD.search(m.group(1))
+    if head and (head.group(1) or not _AUXILIARY.search(m.group(0))):
+        return None
+    return "list"
 
 
 _HEAD = re.compile(r"\b(?:which|what|kinds? of|types? of|list(?: all)?(?: the)?)\s+"
