@@ -80,6 +80,14 @@ def test_whole_pack_questions_are_recognised():
                    "What range of numbers can a u8 hold?",
                    "Through what kind of references does Rc<T> share data?"):
         assert question_kind(single) is None, single
+    assert question_kind("What other kinds of resources can a container request?") == "list"
+    assert question_kind("What happens to dependents under each propagation policy?") == "across"
+    assert question_kind("Where in the book is the Drop trait implemented?") == "across"
+    assert question_kind("How do Deployments, DaemonSets, StatefulSets and CronJobs keep a "
+                         "history?") == "across"
+    # Three things named in a row in a question about one fact: no list.
+    assert question_kind("In what year was the book by Gamma, Helm, Johnson and Vlissides "
+                         "published?") is None
     # A singular noun that modifies the plural one, before an auxiliary: still a list.
     assert question_kind("Which network policy providers have their own install pages?") == "list"
     assert question_kind("Which kubelet settings control container log rotation?") == "list"

@@ -23,13 +23,19 @@ _OVERVIEW = re.compile(
     r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b",
     re.I)
 _ACROSS = re.compile(
-    r"\bacross\b|\bin each\b|\bfor each\b|\bin which (?:situations|places|pages|chapters|"
+    r"\bacross\b|\b(?:in|for|under|by) each\b|"
+    r"\bin which (?:situations|places|pages|chapters|"
     r"cases|sections|contexts)\b|\bfrom (?:release|version) to (?:release|version)\b|"
     r"\bwhat changed\b|\bcompare\b|\bevery (?:supported|page|chapter|release|version)\b|"
-    r"\bwhere (?:does|do) the (?:book|docs|documentation) use\b", re.I)
+    r"\bwhere (?:does|do) the (?:book|docs|documentation) (?:use|say|talk|mention|show|discuss)\b|"
+    r"\bwhere in the (?:book|docs|documentation)\b|"
+    # how three or more things named in a row do it: "How do Deployments, DaemonSets,
+    # StatefulSets and CronJobs keep a history ...?"
+    r"^\s*how\b.*\b[\w'-]+(?:, [\w'-]+(?: [\w'-]+){0,2}){2,},? (?:and|or) [\w'-]", re.I)
 _LIST = re.compile(
     r"^\s*(?:list|name)\b|\b(?:list|name) (?:all|every|the)\b|\bwhat are all\b|"
-    r"\bwhat kinds of\b|\bwhich kinds of\b", re.I)
+    r"\b(?:what|which) kinds of\b|"
+    r"(?:^|,\s*)(?:what|which) (?:other |different |main )?(?:kinds|types|sorts) of\b", re.I)
 # "Which/what" + a plural noun and a verb: "Which kubelet settings control ...". The words
 # before the plural are its modifiers; but after a singular head noun ("Which Cargo
 # command checks that ...", "Which priority level handles requests from ...") the "plural"
