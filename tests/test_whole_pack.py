@@ -157,3 +157,18 @@ def test_an_item_is_the_subject_only_when_the_question_names_it_in_a_row():
     assert whole_pack.names_subject(terms("cargo commands"), asked)
     assert not whole_pack.names_subject(terms("cargo run"), asked)  # an item, not the subject
     assert not whole_pack.names_subject(terms("cargo build"), asked)
+
+
+def test_a_table_whose_first_header_names_what_is_asked_lists_items():
+    # Kubernetes' ResourceQuota page: "| Resource Name | Description |" rows name
+    # `services.nodeports`, which the graph holds no entity for.
+    table = ("Quotas cap these.\n\n| Resource Name | Description |\n| --- | --- |\n"
+             "| `services.nodeports` | Total number of NodePort services. |\n"
+             "| `requests.storage` | Sum of storage requests. |\n\n"
+             "| Field | Meaning |\n| --- | --- |\n| `hard` | The limits. |\n")
+    sec = whole_pack.Sec("a", "s1", "http://x/quota", "Quotas", "Quotas", table, 0, 0.5)
+    heads = whole_pack.table_heads({"s1": sec}, "Which resources can a ResourceQuota cap?",
+                                   "resourc")
+    assert [name for _, name, _ in heads] == ["services.nodeports", "requests.storage"]
+    assert all(w == 0.5 for w, _, _ in heads)  # the section's weight; "hard": no such header
+    assert whole_pack.table_heads({"s1": sec}, "Which pods can run here?", "pod") == []

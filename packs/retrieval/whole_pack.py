@@ -18,8 +18,9 @@ Candidates come through the graph, not only the search's top sections:
   the rank of the sections that mention it, its rarity in the pack (an entity every page
   names is no item; one the question names in a row is its subject, no item), whether
   its type is the kind asked for (subcommands: command; flags: flag; ...) and whether it
-  appears in a list of a first section; each item is quoted by the sentence (or list
-  item, table row) of its best section that names it;
+  appears in a list of a first section; for a list question also the first cells of
+  table rows under a first header that names what is asked (`table_heads`); each item is
+  quoted by the sentence (or list item, table row) of its best section that names it;
 - **overview**: the region's pages, each item the page's title with its lead sentence and
   the headings of its sections; for the pack itself ("what is this pack about"), its
   topic map (packs/topics.py).
@@ -46,6 +47,7 @@ QUERY_TYPE = "whole_pack_retrieval_only"
 MAX_ITEMS = 20
 FLOOR = 0.12  # an item scoring under this share of the best is left out
 OUTSIDE_WEIGHT = 0.3  # a section outside the region that names a question identifier
+TABLE_WEIGHT = 3.0  # a table row's first cell under a header naming what is asked
 
 SECTION_MENTIONS = ("MATCH (s:Section)-[:MENTIONS]->(e:Entity) WHERE s.id IN $ids "
                     "RETURN s.id, e.id, e.name, e.type")
@@ -175,6 +177,26 @@ def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
     return out
 
 
+def table_heads(by_id: dict[str, Sec], question: str, head: str | None
+                ) -> list[tuple[float, str, Sec]]:
+    """(weight, name, section) of the first cells of table rows whose first column's
+    header names what the question asks for ("Resource Name" for "which resources can a
+    ResourceQuota cap"): a table of the region lists its items, though the graph may hold
+    no entity for a cell (`services.nodeports`)."""
+    asked = set(text_rules.terms(question)) | ({head} if head else set())
+    out = []
+    for sec in by_id.values():
+        for u in segment(sec.content):
+            if u.kind != "row" or ": " not in u.display:
+                continue
+            header, _, rest = u.display.partition(": ")
+            cell = rest.split("; ")[0].strip().strip("`*_ ")
+            if (cell and len(cell) <= 60 and asked & set(text_rules.terms(header))
+                    and cell.lower() in sec.content[u.start:u.end].lower()):
+                out.append((sec.weight, cell, sec))
+    return out
+
+
 def names_subject(name: list[str], asked: list[str]) -> bool:
     """Whether a name (its terms) is the question's own subject (its terms `asked`): the
     name's terms in a row in the question ("kubectl", "DNS policy" for "which DNS policies
@@ -226,9 +248,13 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
             score *= 1 + 0.5 * (len(pages) - 1)
         best = max(sids, key=lambda s: (by_id[s].weight, s in cited))
         scored.append((score, name, by_id[best], etype))
+    if kind == "list":  # a table's rows name items the graph may lack
+        rare = math.log(1 + total / 2)
+        for weight, name, sec in table_heads(by_id, result.question, head):
+            scored.append((weight * rare * TABLE_WEIGHT, name, sec, "row"))
     scored.sort(key=lambda x: (-x[0], x[1].lower()))
     if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
-        scored.sort(key=lambda x: x[3] not in wanted)
+        scored.sort(key=lambda x: x[3] not in wanted and x[3] != "row")
     items: list[Item] = list(per_page)
     seen: set[str] = set()
     for score, name, sec, _ in scored:
