@@ -172,3 +172,18 @@ def test_a_table_whose_first_header_names_what_is_asked_lists_items():
     assert [name for _, name, _ in heads] == ["services.nodeports", "requests.storage"]
     assert all(w == 0.5 for w, _, _ in heads)  # the section's weight; "hard": no such header
     assert whole_pack.table_heads({"s1": sec}, "Which pods can run here?", "pod") == []
+
+
+def test_what_a_list_question_sets_aside():
+    def aside(q):
+        from packs.retrieval.whole_pack_questions import head_stem
+        return whole_pack.set_aside(q, head_stem(q))
+
+    assert aside("Which tools besides plain kubectl commands help debug nodes?") == {
+        "kubectl", "command"}
+    assert aside("Besides CPU and memory, what other kinds of resources can a Pod request?") == {
+        "cpu", "memori"}
+    # What it asks for elsewhere is not set aside.
+    assert aside("Which kinds of dependencies can a Cargo.toml declare besides normal "
+                 "dependencies?") == set()
+    assert aside("Which kubectl commands debug a node?") == set()

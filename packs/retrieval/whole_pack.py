@@ -19,7 +19,9 @@ Candidates come through the graph, not only the search's top sections:
   names is no item; one the question names in a row is its subject, no item), whether
   its type is the kind asked for (subcommands: command; flags: flag; ...) and whether it
   appears in a list of a first section; for a list question also the first cells of
-  table rows under a first header that names what is asked (`table_heads`); each item is
+  table rows under a first header that names what is asked (`table_heads`); what the
+  question sets aside ("besides plain kubectl commands", `set_aside`) is no name to search
+  and its items weigh ASIDE_WEIGHT; each item is
   quoted by the sentence (or list item, table row) of its best section that names it;
 - **overview**: the region's pages, each item the page's title with its lead sentence and
   the headings of its sections; for the pack itself ("what is this pack about"), its
@@ -48,6 +50,7 @@ MAX_ITEMS = 20
 FLOOR = 0.12  # an item scoring under this share of the best is left out
 OUTSIDE_WEIGHT = 0.3  # a section outside the region that names a question identifier
 TABLE_WEIGHT = 3.0  # a table row's first cell under a header naming what is asked
+ASIDE_WEIGHT = 0.25  # an item named after what the question sets aside ("besides kubectl")
 
 SECTION_MENTIONS = ("MATCH (s:Section)-[:MENTIONS]->(e:Entity) WHERE s.id IN $ids "
                     "RETURN s.id, e.id, e.name, e.type")
@@ -197,6 +200,26 @@ def table_heads(by_id: dict[str, Sec], question: str, head: str | None
     return out
 
 
+# "Which tools besides plain kubectl commands ...": what the question sets aside.
+_EXCEPT = re.compile(r"\b(?:besides|other than|apart from|aside from|except(?: for)?|beyond)"
+                     r"\s+((?:[\w.`'-]+\s*){1,5}?)(?=[,?]|\s+(?:do|does|did|can|could|what|which|"
+                     r"to|in|on|for)\b|$)", re.I)
+_PLAIN = frozenset(text_rules.terms("plain simple simply ordinary normal just usual"))
+
+
+def set_aside(question: str, head: str | None) -> set[str]:
+    """The terms of what a list question sets aside ("besides plain kubectl commands":
+    kubectl, command), less those it asks with elsewhere ("Which kinds of dependencies ...
+    besides normal dependencies" still asks for dependencies)."""
+    out: set[str] = set()
+    rest = question
+    for m in _EXCEPT.finditer(question):
+        out |= set(text_rules.terms(m.group(1))) - _PLAIN
+        rest = rest.replace(m.group(0), " ")
+    # A term the question also asks with elsewhere is what it asks for.
+    return out - set(text_rules.terms(rest)) - ({head} if head else set())
+
+
 def names_subject(name: list[str], asked: list[str]) -> bool:
     """Whether a name (its terms) is the question's own subject (its terms `asked`): the
     name's terms in a row in the question ("kubectl", "DNS policy" for "which DNS policies
@@ -216,7 +239,10 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
     for sid, eid, name, etype in pack.db.read(SECTION_MENTIONS, {"ids": list(by_id)}):
         mentions[eid].append((sid, name, etype))
     words = [w for w in text_rules.words(result.question) if w not in text_rules.STOP_WORDS]
+    aside = set_aside(result.question, head_stem(result.question))
     for ident in list(dict.fromkeys([*text_rules.identifiers(result.question), *words]))[:8]:
+        if set(text_rules.terms(ident)) & aside:
+            continue  # not the commands of what the question sets aside
         for sid, eid, name, etype in pack.db.read(NAMED_LIKE, {"p": ident.lower() + " "}):
             if sid not in by_id:
                 rows = pack.db.read(SECTIONS_BY_ID, {"ids": [sid]})
@@ -246,6 +272,8 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
             score *= 3.0  # "init containers" for "what kinds of containers"
         if kind == "across":
             score *= 1 + 0.5 * (len(pages) - 1)
+        if aside and text_rules.terms(name)[:1] and text_rules.terms(name)[0] in aside:
+            score *= ASIDE_WEIGHT
         best = max(sids, key=lambda s: (by_id[s].weight, s in cited))
         scored.append((score, name, by_id[best], etype))
     if kind == "list":  # a table's rows name items the graph may lack
