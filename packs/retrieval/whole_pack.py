@@ -202,8 +202,9 @@ def table_heads(by_id: dict[str, Sec], question: str, head: str | None
 
 # "Which tools besides plain kubectl commands ...": what the question sets aside.
 _EXCEPT = re.compile(r"\b(?:besides|other than|apart from|aside from|except(?: for)?|beyond)"
-                     r"\s+((?:[\w.`'-]+\s*){1,5}?)(?=[,?]|\s+(?:do|does|did|can|could|what|which|"
-                     r"to|in|on|for)\b|$)", re.I)
+                     r"\s+(?:((?:[\w.`'-]+\s*){1,5}?)(?=[,?]|\s+(?:do|does|did|can|could|what|"
+                     r"which|to|in|on|for|are|is|that|you|we)\b|$)|((?:[\w.`'-]+\s*){1,3}))",
+                     re.I)
 _PLAIN = frozenset(text_rules.terms("plain simple simply ordinary normal just usual"))
 
 
@@ -214,7 +215,7 @@ def set_aside(question: str, head: str | None) -> set[str]:
     out: set[str] = set()
     rest = question
     for m in _EXCEPT.finditer(question):
-        out |= set(text_rules.terms(m.group(1))) - _PLAIN
+        out |= set(text_rules.terms(m.group(1) or m.group(2))) - _PLAIN
         rest = rest.replace(m.group(0), " ")
     # A term the question also asks with elsewhere is what it asks for.
     return out - set(text_rules.terms(rest)) - ({head} if head else set())
