@@ -183,3 +183,15 @@ def test_claude_digests_cite_verified_spans_and_are_cached(tmp_path, monkeypatch
             assert quote and "[1]" in row["digest"]
         again = claude_digests(tables, sections, client(fake, journal))[fmt.TOPICS]
         assert again.equals(out) and fake.stats.requests == 2  # answered from the journal
+
+
+def test_the_noun_a_list_question_asks_for():
+    from packs.retrieval.whole_pack_questions import head_stem
+
+    assert head_stem("What kinds of containers can run inside a Pod?") == "contain"
+    assert head_stem("Which Kubernetes workload resources create and manage Pods?") == "resourc"
+    assert head_stem("Which kinds of memory-safety and concurrency bugs does the book warn "
+                     "about?") == "bug"
+    assert head_stem("Which types of Service can you create?") == "servic"
+    assert head_stem("Which tools besides plain kubectl commands help?") == "tool"
+    assert head_stem("How do I drain a node?") is None

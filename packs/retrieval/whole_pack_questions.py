@@ -89,14 +89,33 @@ def question_kind(question: str) -> str | None:
     return "list"
 
 
-_HEAD = re.compile(r"\b(?:which|what|kinds? of|types? of|list(?: all)?(?: the)?)\s+"
-                   r"(?:[\w-]+\s+){0,3}?([a-z][\w-]*?(?:s|es))\b", re.I)
+_HEAD = re.compile(r"\b(?:which|what|list(?: all)?(?: the)?)\s+(?:other |different |main )?"
+                   r"((?:kinds|types|sorts|forms) of\s+)?((?:[\w.-]+\s+){0,4}[\w.-]+)", re.I)
+# Where the noun phrase asked about ends: an auxiliary, a preposition, a relative word.
+_PHRASE_END = re.compile(r"^(?:do|does|did|can|could|are|is|were|was|should|must|may|will|"
+                         r"have|has|in|on|of|for|from|to|with|that|which|who|by|at|besides|"
+                         r"except|beyond|apart|aside|other|than)$", re.I)
 
 
 def head_stem(question: str) -> str | None:
-    """The stem of the plural noun a list question asks for ("containers" → "contain")."""
+    """The stem of the plural noun a list question asks for: the last plural word of the
+    noun phrase after which/what ("Which Kubernetes workload resources create ..." →
+    "resourc"; "What kinds of containers ..." → "contain"; "Which types of Service" →
+    "servic")."""
     m = _HEAD.search(question)
-    return text_rules.stem(m.group(1).lower()) if m else None
+    if not m:
+        return None
+    phrase = []
+    for word in m.group(2).split():
+        if _PHRASE_END.match(word):
+            break
+        phrase.append(word)
+    plural = [w for w in phrase if re.fullmatch(r"[a-z][\w-]*?(?:s|es)", w, re.I)
+              and not w.lower().endswith("ss")]
+    if plural:
+        return text_rules.stem(plural[-1].lower())
+    # "Which types of Service ...": the kind of thing, written in the singular.
+    return text_rules.stem(phrase[-1].lower()) if m.group(1) and phrase else None
 
 
 def wanted_types(question: str) -> set[str]:
