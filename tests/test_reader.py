@@ -211,3 +211,17 @@ def test_the_parts_of_a_difference_question_ask_what_each_thing_is():
     assert not rf.analyse(parts[0]).what_is  # read alone, "a liveness probe" asks nothing
     assert rf.analyse("What happens if I drop the receiver?").happens
     assert not rf.analyse("How do I drop the receiver?").happens
+
+
+def test_program_output_is_marked_for_a_how_to_question():
+    text = ("Roll back with this command:\n\n```shell\nkubectl rollout undo deployment/nginx\n```"
+            "\n\nThe output is similar to this:\n\n```\ndeployment.apps/nginx rolled back\n```\n")
+    passages = [rf.Passage(text, heading="Rolling back", title="Deployments", rank=0)]
+    col = rf.FEATURES.index("howto_output")
+    for q, want in (("How do I roll back a Deployment?", 1.0),
+                    ("What does a rollback print?", 0.0)):
+        units = extractive.units_of(q, passages)
+        x = rf.features(rf.analyse(q), passages, units)
+        got = {u.display: x[k][col] for k, (_, u) in enumerate(units) if u.kind == "code"}
+        assert got == {"kubectl rollout undo deployment/nginx": 0.0,
+                       "deployment.apps/nginx rolled back": want}, q

@@ -57,6 +57,8 @@ to do something. A unit's features:
     howto_command      a how-to question and code that is a command line (code_units.py:
                        "kubectl rollout undo ...", not the output it prints, which echoes
                        the question's words)
+    howto_output       a how-to question and program output ("deployment.apps/nginx-
+                       deployment rolled back" echoes "roll back a Deployment")
 and, for the units embedded with the pack's encoder (SIM_FEATURES): their cosine
 similarity to the question, that less the best unit's, and whether it is the best.
 """
@@ -75,7 +77,7 @@ from packs import text as text_rules
 from packs.retrieval import asks, code_units
 from packs.retrieval.units import LONG_WORDS, Unit
 
-READER_FEATURES_VERSION = "reader-features-v3"
+READER_FEATURES_VERSION = "reader-features-v4"
 K1, B = 1.2, 0.75
 SHORT_WORDS = 4
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
@@ -86,7 +88,8 @@ FEATURES = (
     "position", "first", *(f"kind_{k}" for k in KINDS), "log_words", "short", "long",
     *(f"type_{t}" for t in TYPES), "howto_code", "defines", "defines_asked", "meta",
     "links", "novelty", "number", "code", "bigrams", "rare_first", "fragment", "caption",
-    "dangling", "output", "elsewhere", "howto_command", "condition", "condition_asked")
+    "dangling", "output", "elsewhere", "howto_command", "condition", "condition_asked",
+    "howto_output")
 SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
 SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
@@ -346,7 +349,8 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
                               and _CLOSED.search(u.display) is None),
             "caption": float(_CAPTION.search(u.display) is not None),
             "dangling": float(u.kind != "leadin" and _DANGLING.search(u.display) is not None),
-            "output": float(code_units.is_output(passages[i].content, u)),
+            "output": float(output := code_units.is_output(passages[i].content, u)),
+            "howto_output": float(q.howto and output),
             "howto_command": float(q.howto and code_units.is_command(u)),
             "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
             "condition": (condition := _condition(u.display, weights, total)),
