@@ -187,3 +187,9 @@ def test_what_a_list_question_sets_aside():
     assert aside("Which kinds of dependencies can a Cargo.toml declare besides normal "
                  "dependencies?") == set()
     assert aside("Which kubectl commands debug a node?") == set()
+
+
+def test_an_item_named_with_the_asked_word_is_recognised():
+    assert whole_pack._prefixed("kubeadm certs renew", ["kubeadm "])
+    assert not whole_pack._prefixed("kubeadmin tool", ["kubeadm "])  # a word, not a prefix
+    assert not whole_pack._prefixed("kubectl drain", ["kubeadm ", "subcommands "])

@@ -221,6 +221,13 @@ def set_aside(question: str, head: str | None) -> set[str]:
     return out - set(text_rules.terms(rest)) - ({head} if head else set())
 
 
+def _prefixed(name: str, prefixes: list[str]) -> bool:
+    """Whether `name` starts with one of the words the question's items are searched by
+    ("kubeadm certs renew" for "Which kubeadm subcommands ...")."""
+    low = name.lower()
+    return any(low.startswith(p) for p in prefixes)
+
+
 def names_subject(name: list[str], asked: list[str]) -> bool:
     """Whether a name (its terms) is the question's own subject (its terms `asked`): the
     name's terms in a row in the question ("kubectl", "DNS policy" for "which DNS policies
@@ -241,7 +248,8 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
         mentions[eid].append((sid, name, etype))
     words = [w for w in text_rules.words(result.question) if w not in text_rules.STOP_WORDS]
     aside = set_aside(result.question, head_stem(result.question))
-    for ident in list(dict.fromkeys([*text_rules.identifiers(result.question), *words]))[:8]:
+    seeds = list(dict.fromkeys([*text_rules.identifiers(result.question), *words]))[:8]
+    for ident in seeds:
         if set(text_rules.terms(ident)) & aside:
             continue  # not the commands of what the question sets aside
         for sid, eid, name, etype in pack.db.read(NAMED_LIKE, {"p": ident.lower() + " "}):
@@ -286,11 +294,12 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
         scored.sort(key=lambda x: x[3] not in wanted and x[3] != "row")
     items: list[Item] = list(per_page)
     seen: set[str] = set()
-    for score, name, sec, _ in scored:
+    prefixes = [x.lower() + " " for x in seeds if not set(text_rules.terms(x)) & aside]
+    for score, name, sec, etype in scored:
         if len(items) >= MAX_ITEMS:
             break
-        if score < FLOOR * scored[0][0]:
-            continue
+        if score < FLOOR * scored[0][0] and not (etype in wanted and _prefixed(name, prefixes)):
+            continue  # a weak item, unless it is of the kind asked and named as asked
         if name.lower() in seen:
             continue
         span = _quote(sec, name)
