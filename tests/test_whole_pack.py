@@ -15,7 +15,7 @@ from test_query_claude import assert_citations_match_the_pack
 
 from packs import KnowledgePack
 from packs.explore.render import answer_html
-from packs.retrieval import whole_pack, whole_pack_claude, whole_pack_region
+from packs.retrieval import whole_pack_claude, whole_pack_items, whole_pack_region
 from packs.retrieval.verbatim import bullets, unverified_lines
 from packs.text import terms
 
@@ -153,10 +153,10 @@ def test_families_that_tie_give_the_same_region_in_every_process():
 
 def test_an_item_is_the_subject_only_when_the_question_names_it_in_a_row():
     asked = terms("Which cargo commands does the book use to create, build and run a project?")
-    assert whole_pack.names_subject(terms("cargo"), asked)
-    assert whole_pack.names_subject(terms("cargo commands"), asked)
-    assert not whole_pack.names_subject(terms("cargo run"), asked)  # an item, not the subject
-    assert not whole_pack.names_subject(terms("cargo build"), asked)
+    assert whole_pack_items.names_subject(terms("cargo"), asked)
+    assert whole_pack_items.names_subject(terms("cargo commands"), asked)
+    assert not whole_pack_items.names_subject(terms("cargo run"), asked)  # an item, not the subject
+    assert not whole_pack_items.names_subject(terms("cargo build"), asked)
 
 
 def test_a_table_whose_first_header_names_what_is_asked_lists_items():
@@ -166,18 +166,18 @@ def test_a_table_whose_first_header_names_what_is_asked_lists_items():
              "| `services.nodeports` | Total number of NodePort services. |\n"
              "| `requests.storage` | Sum of storage requests. |\n\n"
              "| Field | Meaning |\n| --- | --- |\n| `hard` | The limits. |\n")
-    sec = whole_pack.Sec("a", "s1", "http://x/quota", "Quotas", "Quotas", table, 0, 0.5)
-    heads = whole_pack.table_heads({"s1": sec}, "Which resources can a ResourceQuota cap?",
+    sec = whole_pack_items.Sec("a", "s1", "http://x/quota", "Quotas", "Quotas", table, 0, 0.5)
+    heads = whole_pack_items.table_heads({"s1": sec}, "Which resources can a ResourceQuota cap?",
                                    "resourc")
     assert [name for _, name, _ in heads] == ["services.nodeports", "requests.storage"]
     assert all(w == 0.5 for w, _, _ in heads)  # the section's weight; "hard": no such header
-    assert whole_pack.table_heads({"s1": sec}, "Which pods can run here?", "pod") == []
+    assert whole_pack_items.table_heads({"s1": sec}, "Which pods can run here?", "pod") == []
 
 
 def test_what_a_list_question_sets_aside():
     def aside(q):
         from packs.retrieval.whole_pack_questions import head_stem
-        return whole_pack.set_aside(q, head_stem(q))
+        return whole_pack_items.set_aside(q, head_stem(q))
 
     assert aside("Which tools besides plain kubectl commands help debug nodes?") == {
         "kubectl", "command"}
@@ -190,6 +190,6 @@ def test_what_a_list_question_sets_aside():
 
 
 def test_an_item_named_with_the_asked_word_is_recognised():
-    assert whole_pack._prefixed("kubeadm certs renew", ["kubeadm "])
-    assert not whole_pack._prefixed("kubeadmin tool", ["kubeadm "])  # a word, not a prefix
-    assert not whole_pack._prefixed("kubectl drain", ["kubeadm ", "subcommands "])
+    assert whole_pack_items.prefixed("kubeadm certs renew", ["kubeadm "])
+    assert not whole_pack_items.prefixed("kubeadmin tool", ["kubeadm "])  # a word, not a prefix
+    assert not whole_pack_items.prefixed("kubectl drain", ["kubeadm ", "subcommands "])

@@ -3,7 +3,8 @@
 `question_types(question)` reads the question's types from its wording ("how many" → a
 number, "which flag" → a name, "why" → a reason, "what are the rules" → a list ...);
 `has(kind, unit, ...)` says whether a unit holds a thing of that type that the question does
-not write itself. packs/retrieval/extractive.py gives a unit TYPE_BONUS for each.
+not write itself. packs/retrieval/extractive.py gives a unit TYPE_BONUS for each. `how_to`,
+`what_is` and `what_happens` read how it asks (the reader's features use them).
 """
 
 from __future__ import annotations
@@ -13,7 +14,32 @@ import re
 from packs import text as text_rules
 from packs.retrieval.segment import Unit
 
-__all__ = ["has", "parts", "question_types"]
+__all__ = ["has", "how_to", "parts", "question_types", "what_happens", "what_is"]
+
+_HOWTO = re.compile(r"^\s*how (do|can|should|would) (i|you|we)\b|\bhow to\b|\bwhat command\b|"
+                    r"\bwhich command\b", re.I)
+_WHAT_IS = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b|\bwhat does .+ (mean|stand for|do)\b|"
+                      r"\bwhat do(es)? (we|you) mean\b|\bdefine\b|\bmeaning of\b|"
+                      r"\bdifferen(ce|t)\b|\bdiffers?\b|\bcompared? (to|with)\b|\bvs\.?\s|"
+                      r"\bversus\b", re.I)
+# What happens when or if: the answer is a consequence ("..., the container is killed").
+_HAPPENS = re.compile(r"\bwhat (happens|will happen|would happen|occurs)\b|\bwhat if\b|"
+                      r"\bhappens? (when|if|after|once)\b|\bwhat does .+ do (when|if)\b", re.I)
+
+
+def how_to(question: str) -> bool:
+    """Whether the question asks how to do something ("How do I drain a node?")."""
+    return _HOWTO.search(question) is not None
+
+
+def what_is(question: str) -> bool:
+    """Whether it asks what something is or means, or how two things differ."""
+    return _WHAT_IS.search(question) is not None
+
+
+def what_happens(question: str) -> bool:
+    """Whether it asks what happens when or if something does."""
+    return _HAPPENS.search(question) is not None
 
 _TYPES: dict[str, re.Pattern[str]] = {
     "person": re.compile(r"\b(who|whom|whose)\b", re.I),

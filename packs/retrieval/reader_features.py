@@ -77,7 +77,7 @@ from packs import text as text_rules
 from packs.retrieval import asks, code_units
 from packs.retrieval.units import LONG_WORDS, Unit
 
-READER_FEATURES_VERSION = "reader-features-v4"
+READER_FEATURES_VERSION = "reader-features-v5"
 K1, B = 1.2, 0.75
 SHORT_WORDS = 4
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
@@ -98,8 +98,6 @@ _SYMBOL = re.compile(r"(?<!\S)[^\w\s]{1,3}(?!\S)")
 _PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "'"})
 _FILE_EXTENSIONS = frozenset("md toml yaml yml json rs go py txt html js ts lock cfg ini "
                              "conf sh".split())
-_HOWTO = re.compile(r"^\s*how (do|can|should|would) (i|you|we)\b|\bhow to\b|\bwhat command\b|"
-                    r"\bwhich command\b", re.I)
 _META = re.compile(
     r"^\W*(this (page|task|document|tutorial|guide|section|chapter|example)|in this "
     r"(page|task|document|tutorial|guide|section|chapter)|see\b|for (more|further) "
@@ -110,13 +108,6 @@ _LINK = re.compile(r"\[[^\]]*\]\([^)]*\)")
 _DEFINES = re.compile(r"\b(is|are|means|refers to|describes|represents|lets you|allows|"
                       r"determines?|indicates?|decides?|controls?)\b")
 _NUMBER = re.compile(r"(?<![\w.])\d")
-_WHAT_IS = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b|\bwhat does .+ (mean|stand for|do)\b|"
-                      r"\bwhat do(es)? (we|you) mean\b|\bdefine\b|\bmeaning of\b|"
-                      r"\bdifferen(ce|t)\b|\bdiffers?\b|\bcompared? (to|with)\b|\bvs\.?\s|"
-                      r"\bversus\b", re.I)
-# What happens when or if: the answer is a consequence ("..., the container is killed").
-_HAPPENS = re.compile(r"\bwhat (happens|will happen|would happen|occurs)\b|\bwhat if\b|"
-                      r"\bhappens? (when|if|after|once)\b|\bwhat does .+ do (when|if)\b", re.I)
 # A unit's condition: from "if", "when" ... to the comma or "then" that ends it.
 _CONDITION = re.compile(r"\b(if|when|whenever|once|unless|after)\b([^,;:.]*?)(,|\bthen\b|$)",
                         re.I)
@@ -177,10 +168,10 @@ def analyse(question: str, whole: str | None = None) -> Question:
         asked=frozenset(w.strip(".,;:?!\"'()").lower() for w in question.split()),
         terms=frozenset(text_rules.terms(question)),
         idents=tuple((x, forms(x)) for x in dict.fromkeys(idents)),
-        howto=_HOWTO.search(question) is not None,
-        what_is=_WHAT_IS.search(whole or question) is not None,
+        howto=asks.how_to(question),
+        what_is=asks.what_is(whole or question),
         pairs=frozenset(_pairs(text_rules.terms(question))),
-        happens=_HAPPENS.search(whole or question) is not None,
+        happens=asks.what_happens(whole or question),
         elsewhere=frozenset(set(text_rules.terms(whole)) - set(text_rules.terms(question))
                             if whole else ()))
 
@@ -291,7 +282,7 @@ def _condition(display: str, weights: dict[str, float], total: float) -> float:
     """The weight share of the question's terms in the conditions of a unit's first
     sentence or line ("If the container tries to allocate more memory than this limit,
     ...")."""
-    first = re.split(r"(?<=[.!?])\s|\n", display, maxsplit=1)[0]
+    first = (text_rules.sentences(display.split("\n", 1)[0]) or [""])[0]
     terms = {t for m in _CONDITION.finditer(first) for t in text_rules.terms(m.group(2))}
     return sum(w for t, w in weights.items() if t in terms) / total
 

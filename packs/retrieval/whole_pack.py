@@ -26,6 +26,9 @@ Candidates come through the graph, not only the search's top sections:
 - **overview**: the region's pages, each item the page's title with its lead sentence and
   the headings of its sections; for the pack itself ("what is this pack about"), its
   topic map (packs/topics.py).
+
+The pieces that need no database (sections and items, their quotes, `page_items`,
+`table_heads`, `set_aside`) are packs/retrieval/whole_pack_items.py.
 """
 
 from __future__ import annotations
@@ -34,14 +37,25 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Collection
-from dataclasses import dataclass, field
 from typing import Any
 
 from packs import text as text_rules
 from packs.citations import locate, normalise
 from packs.markdown import fence_spans
-from packs.retrieval.segment import one_line, segment
+from packs.retrieval.segment import one_line
 from packs.retrieval.units import untagged
+from packs.retrieval.whole_pack_items import (
+    Item,
+    Sec,
+    names_subject,
+    page_items,
+    prefixed,
+    quote_span,
+    sec_of,
+    set_aside,
+    spans,
+    table_heads,
+)
 from packs.retrieval.whole_pack_questions import head_stem, question_kind, wanted_types
 from packs.retrieval.whole_pack_region import region
 
@@ -66,74 +80,11 @@ SECTIONS_BY_ID = ("MATCH (s:Section) WHERE s.id IN $ids RETURN s.article_id, s.i
 COUNT_SECTIONS = "MATCH (s:Section) RETURN count(*)"
 
 
-@dataclass
-class Sec:
-    article_id: str
-    id: str
-    url: str
-    title: str
-    heading_path: str
-    content: str
-    position: int
-    weight: float = 0.0
-
-
-@dataclass
-class Item:
-    name: str
-    section: Sec
-    start: int
-    end: int
-    score: float
-    extra: list[str] = field(default_factory=list)
-
-
-def _sec(row: list) -> Sec:
-    art, sid, url, title, heading, content, pos = row
-    return Sec(art or "", sid, url or "", title or "", heading or "", content or "",
-               int(pos or 0))
-
-
-def _spans(content: str) -> list[tuple[int, int]]:
-    """Quotable spans of a section: the offline answer's units (packs/retrieval/units.py:
-    sentences of whole paragraphs, list items, table rows, one-line code), not lead-ins,
-    and the lines of its code blocks (`source <(kubectl completion bash)`)."""
-    out = [(u.start, u.end) for u in segment(content)
-           if u.kind in ("sentence", "item", "row", "paragraph")
-           or (u.kind == "code" and "\n" not in u.display.strip())]
-    for start, end in _code_lines(content):
-        out.append((start, end))
-    return out
-
-
-def _code_lines(content: str) -> list[tuple[int, int]]:
-    """(start, end) of each non-blank line, 2 to 120 characters, inside a code block."""
-    out = []
-    for a, b in fence_spans(content):
-        for m in re.finditer(r"[^\n]+", content[a:b]):
-            line = m.group(0).strip()
-            if 2 <= len(line) <= 120 and not line.startswith(("```", "~~~")):
-                at = a + m.start() + m.group(0).find(line)
-                out.append((at, at + len(line)))
-    return out
-
-
-def _quote(sec: Sec, name: str) -> tuple[int, int] | None:
-    low = name.lower()
-    best = None
-    for start, end in _spans(sec.content):
-        text = sec.content[start:end]
-        if low in text.lower() and 3 <= len(text.split()) <= 80:
-            if best is None or (end - start) < (best[1] - best[0]):
-                best = (start, end)
-    return best
-
-
 def _region_sections(pack: Any, result: Any, kind: str) -> dict[str, Sec]:
     """The region's sections by id, each weighted: the search's rank for its sections,
     else its page's place in the region."""
     arts, weights = region(pack, result, family_only=kind == "overview")
-    secs = [_sec(r) for r in pack.db.read(SECTIONS_OF, {"ids": arts})] if arts else []
+    secs = [sec_of(r) for r in pack.db.read(SECTIONS_OF, {"ids": arts})] if arts else []
     by_id = {s.id: s for s in secs}
     for s in result.cited():
         if s.id not in by_id:
@@ -150,91 +101,6 @@ def map_sections(pack: Any, result: Any, limit: int) -> list[Sec]:
     kind = question_kind(result.question) or "list"
     by_id = _region_sections(pack, result, kind)
     return sorted(by_id.values(), key=lambda s: (-s.weight, s.article_id, s.position))[:limit]
-
-
-def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
-               per_page: int = 3) -> list[Item]:
-    """For an across question: the region's sections whose best passage (sentence, list
-    item, table row, code line) holds at least two of the question's terms, each an item
-    named by its heading with that passage, best first, at most `per_page` of a page."""
-    asked = set(text_rules.terms(question))
-    best: list[tuple[float, Sec, tuple[int, int]]] = []
-    for sec in by_id.values():
-        top = None
-        for start, end in _spans(sec.content):
-            hits = len(asked & set(text_rules.terms(sec.content[start:end])))
-            heading = len(asked & set(text_rules.terms(sec.heading_path.split(" > ")[-1])))
-            score = hits + 0.5 * heading + sec.weight
-            if hits >= 2 and (top is None or score > top[0]):
-                top = (score, sec, (start, end))
-        if top:
-            best.append(top)
-    best.sort(key=lambda b: (-b[0], b[1].url, b[1].position))
-    out: list[Item] = []
-    pages: dict[str, int] = defaultdict(int)
-    for score, sec, (a, b) in best:
-        if len(out) >= limit or pages[sec.article_id] >= per_page:
-            continue
-        pages[sec.article_id] += 1
-        out.append(Item(sec.heading_path.split(" > ")[-1] or sec.title, sec, a, b, score))
-    return out
-
-
-def table_heads(by_id: dict[str, Sec], question: str, head: str | None
-                ) -> list[tuple[float, str, Sec]]:
-    """(weight, name, section) of the first cells of table rows whose first column's
-    header names what the question asks for ("Resource Name" for "which resources can a
-    ResourceQuota cap"): a table of the region lists its items, though the graph may hold
-    no entity for a cell (`services.nodeports`)."""
-    asked = set(text_rules.terms(question)) | ({head} if head else set())
-    out = []
-    for sec in by_id.values():
-        for u in segment(sec.content):
-            if u.kind != "row" or ": " not in u.display:
-                continue
-            header, _, rest = u.display.partition(": ")
-            cell = rest.split("; ")[0].strip().strip("`*_ ")
-            if (cell and len(cell) <= 60 and asked & set(text_rules.terms(header))
-                    and cell.lower() in sec.content[u.start:u.end].lower()):
-                out.append((sec.weight, cell, sec))
-    return out
-
-
-# "Which tools besides plain kubectl commands ...": what the question sets aside.
-_EXCEPT = re.compile(r"\b(?:besides|other than|apart from|aside from|except(?: for)?|beyond)"
-                     r"\s+(?:((?:[\w.`'-]+\s*){1,5}?)(?=[,?]|\s+(?:do|does|did|can|could|what|"
-                     r"which|to|in|on|for|are|is|that|you|we)\b|$)|((?:[\w.`'-]+\s*){1,3}))",
-                     re.I)
-_PLAIN = frozenset(text_rules.terms("plain simple simply ordinary normal just usual"))
-
-
-def set_aside(question: str, head: str | None) -> set[str]:
-    """The terms of what a list question sets aside ("besides plain kubectl commands":
-    kubectl, command), less those it asks with elsewhere ("Which kinds of dependencies ...
-    besides normal dependencies" still asks for dependencies)."""
-    out: set[str] = set()
-    rest = question
-    for m in _EXCEPT.finditer(question):
-        out |= set(text_rules.terms(m.group(1) or m.group(2))) - _PLAIN
-        rest = rest.replace(m.group(0), " ")
-    # A term the question also asks with elsewhere is what it asks for.
-    return out - set(text_rules.terms(rest)) - ({head} if head else set())
-
-
-def _prefixed(name: str, prefixes: list[str]) -> bool:
-    """Whether `name` starts with one of the words the question's items are searched by
-    ("kubeadm certs renew" for "Which kubeadm subcommands ...")."""
-    low = name.lower()
-    return any(low.startswith(p) for p in prefixes)
-
-
-def names_subject(name: list[str], asked: list[str]) -> bool:
-    """Whether a name (its terms) is the question's own subject (its terms `asked`): the
-    name's terms in a row in the question ("kubectl", "DNS policy" for "which DNS policies
-    ..."), not words the question has apart ("cargo run" for "which cargo commands ...
-    build, check and run a project")."""
-    n = len(name)
-    return not n or any(asked[i:i + n] == name for i in range(len(asked) - n + 1))
 
 
 def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
@@ -257,7 +123,7 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
                 rows = pack.db.read(SECTIONS_BY_ID, {"ids": [sid]})
                 if not rows:
                     continue
-                by_id[sid] = _sec(rows[0])
+                by_id[sid] = sec_of(rows[0])
                 by_id[sid].weight = OUTSIDE_WEIGHT
             mentions[eid].append((sid, name, etype))
     if not mentions:
@@ -298,11 +164,11 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
     for score, name, sec, etype in scored:
         if len(items) >= MAX_ITEMS:
             break
-        if score < FLOOR * scored[0][0] and not (etype in wanted and _prefixed(name, prefixes)):
+        if score < FLOOR * scored[0][0] and not (etype in wanted and prefixed(name, prefixes)):
             continue  # a weak item, unless it is of the kind asked and named as asked
         if name.lower() in seen:
             continue
-        span = _quote(sec, name)
+        span = quote_span(sec, name)
         if span is None:
             continue
         seen.add(name.lower())
@@ -328,7 +194,7 @@ def topic_items(pack: Any) -> list[Item]:
         rows = pack.db.read(SECTIONS_BY_ID, {"ids": [c["section_id"]]}) if c else []
         if rows:
             extra = [e.name for e in t.entities[:6]]
-            items.append(Item(t.title, _sec(rows[0]), c["start"], c["end"], 1.0, extra))
+            items.append(Item(t.title, sec_of(rows[0]), c["start"], c["end"], 1.0, extra))
     return items
 
 
@@ -343,11 +209,11 @@ def overview_items(pack: Any, result: Any) -> list[Item]:
     arts, _ = region(pack, result, family_only=True)
     pages: dict[str, list[Sec]] = defaultdict(list)
     for row in pack.db.read(SECTIONS_OF, {"ids": arts}) if arts else []:
-        pages[row[0]].append(_sec(row))
+        pages[row[0]].append(sec_of(row))
     items = []
     for k, art in enumerate(arts):
         secs = pages.get(art) or []
-        lead = next(((s, sp) for s in secs for sp in _spans(s.content)
+        lead = next(((s, sp) for s in secs for sp in spans(s.content)
                      if len(s.content[sp[0]:sp[1]].split()) >= 6), None)
         if lead is None:
             continue

@@ -1,0 +1,173 @@
+"""The items of a whole-pack answer and where they come from, without the database
+(packs/retrieval/whole_pack.py queries the graph and puts them together):
+
+- `Sec` (a section of the question's region, weighted) and `Item` (a name with the span of
+  its section that quotes it);
+- `spans`: the quotable spans of a section (the offline answer's units and the lines of
+  its code blocks), `quote_span`: the shortest that names an item;
+- `page_items`: for an across question, each region section's best passage holding two or
+  more of the question's terms;
+- `table_heads`: the first cells of table rows under a first header that names what the
+  question asks for;
+- `set_aside`: what a list question sets aside ("besides plain kubectl commands");
+  `prefixed`: whether a name starts with a word the items are searched by;
+  `names_subject`: whether a name is the question's own subject, no item of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from packs import text as text_rules
+from packs.markdown import fence_spans
+from packs.retrieval.segment import segment
+
+
+@dataclass
+class Sec:
+    article_id: str
+    id: str
+    url: str
+    title: str
+    heading_path: str
+    content: str
+    position: int
+    weight: float = 0.0
+
+
+@dataclass
+class Item:
+    name: str
+    section: Sec
+    start: int
+    end: int
+    score: float
+    extra: list[str] = field(default_factory=list)
+
+
+def sec_of(row: list) -> Sec:
+    art, sid, url, title, heading, content, pos = row
+    return Sec(art or "", sid, url or "", title or "", heading or "", content or "",
+               int(pos or 0))
+
+
+def spans(content: str) -> list[tuple[int, int]]:
+    """Quotable spans of a section: the offline answer's units (packs/retrieval/units.py:
+    sentences of whole paragraphs, list items, table rows, one-line code), not lead-ins,
+    and the lines of its code blocks (`source <(kubectl completion bash)`)."""
+    out = [(u.start, u.end) for u in segment(content)
+           if u.kind in ("sentence", "item", "row", "paragraph")
+           or (u.kind == "code" and "\n" not in u.display.strip())]
+    for start, end in _code_lines(content):
+        out.append((start, end))
+    return out
+
+
+def _code_lines(content: str) -> list[tuple[int, int]]:
+    """(start, end) of each non-blank line, 2 to 120 characters, inside a code block."""
+    out = []
+    for a, b in fence_spans(content):
+        for m in re.finditer(r"[^\n]+", content[a:b]):
+            line = m.group(0).strip()
+            if 2 <= len(line) <= 120 and not line.startswith(("```", "~~~")):
+                at = a + m.start() + m.group(0).find(line)
+                out.append((at, at + len(line)))
+    return out
+
+
+def quote_span(sec: Sec, name: str) -> tuple[int, int] | None:
+    low = name.lower()
+    best = None
+    for start, end in spans(sec.content):
+        text = sec.content[start:end]
+        if low in text.lower() and 3 <= len(text.split()) <= 80:
+            if best is None or (end - start) < (best[1] - best[0]):
+                best = (start, end)
+    return best
+
+
+def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
+               per_page: int = 3) -> list[Item]:
+    """For an across question: the region's sections whose best passage (sentence, list
+    item, table row, code line) holds at least two of the question's terms, each an item
+    named by its heading with that passage, best first, at most `per_page` of a page."""
+    asked = set(text_rules.terms(question))
+    best: list[tuple[float, Sec, tuple[int, int]]] = []
+    for sec in by_id.values():
+        top = None
+        for start, end in spans(sec.content):
+            hits = len(asked & set(text_rules.terms(sec.content[start:end])))
+            heading = len(asked & set(text_rules.terms(sec.heading_path.split(" > ")[-1])))
+            score = hits + 0.5 * heading + sec.weight
+            if hits >= 2 and (top is None or score > top[0]):
+                top = (score, sec, (start, end))
+        if top:
+            best.append(top)
+    best.sort(key=lambda b: (-b[0], b[1].url, b[1].position))
+    out: list[Item] = []
+    pages: dict[str, int] = defaultdict(int)
+    for score, sec, (a, b) in best:
+        if len(out) >= limit or pages[sec.article_id] >= per_page:
+            continue
+        pages[sec.article_id] += 1
+        out.append(Item(sec.heading_path.split(" > ")[-1] or sec.title, sec, a, b, score))
+    return out
+
+
+def table_heads(by_id: dict[str, Sec], question: str, head: str | None
+                ) -> list[tuple[float, str, Sec]]:
+    """(weight, name, section) of the first cells of table rows whose first column's
+    header names what the question asks for ("Resource Name" for "which resources can a
+    ResourceQuota cap"): a table of the region lists its items, though the graph may hold
+    no entity for a cell (`services.nodeports`)."""
+    asked = set(text_rules.terms(question)) | ({head} if head else set())
+    out = []
+    for sec in by_id.values():
+        for u in segment(sec.content):
+            if u.kind != "row" or ": " not in u.display:
+                continue
+            header, _, rest = u.display.partition(": ")
+            cell = rest.split("; ")[0].strip().strip("`*_ ")
+            if (cell and len(cell) <= 60 and asked & set(text_rules.terms(header))
+                    and cell.lower() in sec.content[u.start:u.end].lower()):
+                out.append((sec.weight, cell, sec))
+    return out
+
+
+# "Which tools besides plain kubectl commands ...": what the question sets aside.
+_EXCEPT = re.compile(r"\b(?:besides|other than|apart from|aside from|except(?: for)?|beyond)"
+                     r"\s+(?:((?:[\w.`'-]+\s*){1,5}?)(?=[,?]|\s+(?:do|does|did|can|could|what|"
+                     r"which|to|in|on|for|are|is|that|you|we)\b|$)|((?:[\w.`'-]+\s*){1,3}))",
+                     re.I)
+_PLAIN = frozenset(text_rules.terms("plain simple simply ordinary normal just usual"))
+
+
+def set_aside(question: str, head: str | None) -> set[str]:
+    """The terms of what a list question sets aside ("besides plain kubectl commands":
+    kubectl, command), less those it asks with elsewhere ("Which kinds of dependencies ...
+    besides normal dependencies" still asks for dependencies)."""
+    out: set[str] = set()
+    rest = question
+    for m in _EXCEPT.finditer(question):
+        out |= set(text_rules.terms(m.group(1) or m.group(2))) - _PLAIN
+        rest = rest.replace(m.group(0), " ")
+    # A term the question also asks with elsewhere is what it asks for.
+    return out - set(text_rules.terms(rest)) - ({head} if head else set())
+
+
+def prefixed(name: str, prefixes: list[str]) -> bool:
+    """Whether `name` starts with one of the words the question's items are searched by
+    ("kubeadm certs renew" for "Which kubeadm subcommands ...")."""
+    low = name.lower()
+    return any(low.startswith(p) for p in prefixes)
+
+
+def names_subject(name: list[str], asked: list[str]) -> bool:
+    """Whether a name (its terms) is the question's own subject (its terms `asked`): the
+    name's terms in a row in the question ("kubectl", "DNS policy" for "which DNS policies
+    ..."), not words the question has apart ("cargo run" for "which cargo commands ...
+    build, check and run a project")."""
+    n = len(name)
+    return not n or any(asked[i:i + n] == name for i in range(len(asked) - n + 1))
