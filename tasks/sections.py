@@ -249,9 +249,10 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
         last = pieces[-1][0]  # only a block's end introduces the next block
         introduces = k + 1 < len(blocks) and (blocks[k + 1][1]
                                               or _ITEM_LINE.match(blocks[k + 1][0]) is not None)
-        ends = bool(_LEADIN.search(last) or (_COMMA_LEADIN.search(last)
-                                             and not _ITEM_LINE.match(last)))
-        if introduces and not is_code and ends and _word_count(last) > max_words // 3:
+        # prose that ends as a lead-in does, before what it would introduce
+        leading = introduces and not is_code and bool(
+            _LEADIN.search(last) or (_COMMA_LEADIN.search(last) and not _ITEM_LINE.match(last)))
+        if leading and _word_count(last) > max_words // 3:
             # A long paragraph whose last sentence is the lead-in ("... the indicated
             # effects on the pod. In particular,"): that sentence alone goes with the list.
             said = _wrapped_sentences(last)
@@ -262,8 +263,7 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
                 pieces = [*pieces[:-1], (head, pieces[-1][1]),
                           (said[-1][0], last[len(head):cut] or " ")]
                 last = said[-1][0]
-        leads = (introduces and not is_code and ends
-                 and _word_count(last) <= max_words // 3)
+        leads = leading and _word_count(last) <= max_words // 3
         units += [(text, sep, False) for text, sep in pieces[:-1]]
         units.append((last, pieces[-1][1], leads))
     chunks: list[list[tuple[str, str, bool]]] = []

@@ -279,10 +279,10 @@ def _defines(q: Question, display: str) -> bool:
 
 
 def _condition(display: str, weights: dict[str, float], total: float) -> float:
-    """The weight share of the question's terms in the conditions of a unit's first
-    sentence or line ("If the container tries to allocate more memory than this limit,
-    ...")."""
-    first = (text_rules.sentences(display.split("\n", 1)[0]) or [""])[0]
+    """The weight share of the question's terms in the conditions ("If the container tries
+    to allocate more memory than this limit, ...") of a unit's first sentence or line."""
+    first = ((text_rules.sentences(display.split("\n", 1)[0]) or [""])[0]
+             if _CONDITION.search(display) else "")  # no condition anywhere: none to split
     terms = {t for m in _CONDITION.finditer(first) for t in text_rules.terms(m.group(2))}
     return sum(w for t, w in weights.items() if t in terms) / total
 

@@ -113,11 +113,13 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
     for sid, eid, name, etype in pack.db.read(SECTION_MENTIONS, {"ids": list(by_id)}):
         mentions[eid].append((sid, name, etype))
     words = [w for w in text_rules.words(result.question) if w not in text_rules.STOP_WORDS]
-    aside = set_aside(result.question, head_stem(result.question))
-    seeds = list(dict.fromkeys([*text_rules.identifiers(result.question), *words]))[:8]
+    head = head_stem(result.question)
+    aside = set_aside(result.question, head)
+    # The words items are searched by, less what the question sets aside ("besides kubectl").
+    seeds = [x for x in list(dict.fromkeys([*text_rules.identifiers(result.question),
+                                            *words]))[:8]
+             if not set(text_rules.terms(x)) & aside]
     for ident in seeds:
-        if set(text_rules.terms(ident)) & aside:
-            continue  # not the commands of what the question sets aside
         for sid, eid, name, etype in pack.db.read(NAMED_LIKE, {"p": ident.lower() + " "}):
             if sid not in by_id:
                 rows = pack.db.read(SECTIONS_BY_ID, {"ids": [sid]})
@@ -131,11 +133,11 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
     total = pack.db.read(COUNT_SECTIONS, {})[0][0] or 1
     df = dict(pack.db.read(ENTITY_DF, {"ids": list(mentions)}))
     wanted, asked = wanted_types(result.question), text_rules.terms(result.question)
-    head = head_stem(result.question)
     scored = []
     for eid, places in mentions.items():
         name, etype = places[0][1], places[0][2]
-        if names_subject(text_rules.terms(name), asked) or len(name) > 60:
+        named = text_rules.terms(name)
+        if names_subject(named, asked) or len(name) > 60:
             continue  # the question's own subject is no item of it
         sids = list(dict.fromkeys(p[0] for p in places))
         pages = {by_id[s].article_id for s in sids}
@@ -143,11 +145,11 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
         score *= math.log(1 + total / (1 + df.get(eid, 1)))
         if wanted and etype in wanted:
             score *= 2.0
-        if head and head in text_rules.terms(name):
+        if head and head in named:
             score *= 3.0  # "init containers" for "what kinds of containers"
         if kind == "across":
             score *= 1 + 0.5 * (len(pages) - 1)
-        if aside and text_rules.terms(name)[:1] and text_rules.terms(name)[0] in aside:
+        if named and named[0] in aside:
             score *= ASIDE_WEIGHT
         best = max(sids, key=lambda s: (by_id[s].weight, s in cited))
         scored.append((score, name, by_id[best], etype))
@@ -160,7 +162,7 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
         scored.sort(key=lambda x: x[3] not in wanted and x[3] != "row")
     items: list[Item] = list(per_page)
     seen: set[str] = set()
-    prefixes = [x.lower() + " " for x in seeds if not set(text_rules.terms(x)) & aside]
+    prefixes = [x.lower() + " " for x in seeds]
     for score, name, sec, etype in scored:
         if len(items) >= MAX_ITEMS:
             break

@@ -125,6 +125,8 @@ def table_heads(by_id: dict[str, Sec], question: str, head: str | None
     asked = set(text_rules.terms(question)) | ({head} if head else set())
     out = []
     for sec in by_id.values():
+        if "|" not in sec.content:
+            continue  # no table (segment's rows are pipe-table lines)
         for u in segment(sec.content):
             if u.kind != "row" or ": " not in u.display:
                 continue
