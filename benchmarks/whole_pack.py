@@ -9,7 +9,10 @@ Questions: benchmarks/data/k8s_whole_pack.jsonl and rust_whole_pack.jsonl (list,
 and overview questions; gold = the set of items, each with alternatives; test split frozen
 in benchmarks/ledger.jsonl: run it once), and with `--corpus cargo-book`
 cargo_whole_pack.jsonl (8 dev questions written for issue 48 from the Cargo book's pages, a
-third site so the rules are not fitted to two; no test split). An item counts when one of its alternatives
+third site so the rules are not fitted to two; no test split). Round 2 of the Kubernetes test
+split, k8s_whole_pack_r2.jsonl (20 questions on pages no earlier whole-pack row uses, frozen
+2026-11-29), runs with `--corpus kubernetes --split test --questions
+benchmarks/data/k8s_whole_pack_r2.jsonl`. An item counts when one of its alternatives
 occurs in the answer text, case- and whitespace-folded. Per question: item recall; per run
 the mean with a 95% bootstrap interval, for
 
@@ -117,13 +120,15 @@ def extractive_answer(pack, result, answer_mod) -> str:
     return text
 
 
-def _record(name: str, per: dict[str, list[float]], argv: list[str] | None) -> None:
-    """Append this test run to the ledger (benchmarks/ledger.py), baselines beside it."""
+def _record(name: str, file: Path, per: dict[str, list[float]], argv: list[str] | None
+            ) -> None:
+    """Append this test run of `file`'s test split to the ledger (benchmarks/ledger.py),
+    baselines beside it."""
     from benchmarks import ledger
 
     command = " ".join(["python benchmarks/whole_pack.py", *(argv or sys.argv[1:])])
     entry = ledger.record_run(
-        f"{FILES[name]}:split=test", f"whole-pack-{name}", statistics.fmean(per["product"]),
+        f"{file.name}:split=test", f"whole-pack-{name}", statistics.fmean(per["product"]),
         len(per["product"]), interval=common.bootstrap(per["product"]),
         baseline={k: round(statistics.fmean(v), 4) for k, v in per.items() if k != "product"},
         command=command, note="issue 48: item recall of the offline answer")
@@ -159,19 +164,20 @@ def main(argv: list[str] | None = None) -> int:
 
     for name in names:
         corpus = corpora.load(args.data, name, args.work)
-        rows = corpora.load_rows(args.questions or corpora.DATA_DIR / FILES[name])
+        file = args.questions or corpora.DATA_DIR / FILES[name]
+        rows = corpora.load_rows(file)
         rows = [r for r in rows if r["split"] == args.split]
         log(f"\n{name} {args.split}: {len(rows)} questions, pack {corpus.built.pack_dir}")
         if args.record:  # refuse before running when the split changed after its freeze
             from benchmarks import ledger
 
-            problems = ledger.verify(only=f"{FILES[name]}:split=test")
+            problems = ledger.verify(only=f"{file.name}:split=test")
             if problems:
                 raise SystemExit("; ".join(problems))
         with KnowledgePack.open(corpus.built.pack_dir) as pack:
             per = run_split(pack, rows, log, args.misses)
         if args.record:
-            _record(name, per, argv)
+            _record(name, file, per, argv)
     if args.out:
         command = " ".join(["python benchmarks/whole_pack.py", *(argv or sys.argv[1:])])
         args.out.write_text("# Whole-pack questions: item recall\n\n"
