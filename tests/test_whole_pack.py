@@ -193,3 +193,21 @@ def test_an_item_named_with_the_asked_word_is_recognised():
     assert whole_pack_items.prefixed("kubeadm certs renew", ["kubeadm "])
     assert not whole_pack_items.prefixed("kubeadmin tool", ["kubeadm "])  # a word, not a prefix
     assert not whole_pack_items.prefixed("kubectl drain", ["kubeadm ", "subcommands "])
+
+
+def test_an_item_is_quoted_by_a_sentence_that_does_not_end_by_introducing_a_listing():
+    # The Rust book's Markdown includes its listings from files: "... won't compile:" is
+    # then followed by nothing in the pack, and quoted alone it introduces nothing.
+    sec_a = whole_pack_items.Sec("a", "s1", "http://x/a", "A", "A",
+                                 "For example, this code that uses `Option<i8>` won't compile:", 0, 1.0)
+    sec_b = whole_pack_items.Sec("b", "s2", "http://x/b", "B", "B",
+                                 "Here is a short one with `Option<i8>`:\n\n"
+                                 "The `Option<i8>` type holds an `i8` or nothing at all.", 0, 0.5)
+    span = whole_pack_items.quote_span(sec_b, "Option<i8>")
+    assert sec_b.content[span[0]:span[1]].startswith("The `Option<i8>` type holds")
+    sec, span = whole_pack_items.quote_of([sec_a, sec_b], "Option<i8>")
+    assert sec is sec_b and sec.content[span[0]:span[1]].endswith("nothing at all.")
+    # With no other quote, the one ending in ":" still names the item; none: no quote.
+    sec, span = whole_pack_items.quote_of([sec_a], "Option<i8>")
+    assert sec is sec_a and span is not None
+    assert whole_pack_items.quote_of([sec_a, sec_b], "Vec<T>") == (sec_a, None)

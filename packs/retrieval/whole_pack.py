@@ -50,7 +50,7 @@ from packs.retrieval.whole_pack_items import (
     names_subject,
     page_items,
     prefixed,
-    quote_span,
+    quote_of,
     sec_of,
     set_aside,
     spans,
@@ -151,26 +151,26 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
             score *= 1 + 0.5 * (len(pages) - 1)
         if named and named[0] in aside:
             score *= ASIDE_WEIGHT
-        best = max(sids, key=lambda s: (by_id[s].weight, s in cited))
-        scored.append((score, name, by_id[best], etype))
+        order = sorted(sids, key=lambda s: (-by_id[s].weight, s not in cited))
+        scored.append((score, name, [by_id[s] for s in order], etype))
     if kind == "list":  # a table's rows name items the graph may lack
         rare = math.log(1 + total / 2)
         for weight, name, sec in table_heads(by_id, result.question, head):
-            scored.append((weight * rare * TABLE_WEIGHT, name, sec, "row"))
+            scored.append((weight * rare * TABLE_WEIGHT, name, [sec], "row"))
     scored.sort(key=lambda x: (-x[0], x[1].lower()))
     if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
         scored.sort(key=lambda x: x[3] not in wanted and x[3] != "row")
     items: list[Item] = list(per_page)
     seen: set[str] = set()
     prefixes = [x.lower() + " " for x in seeds]
-    for score, name, sec, etype in scored:
+    for score, name, secs, etype in scored:
         if len(items) >= MAX_ITEMS:
             break
         if score < FLOOR * scored[0][0] and not (etype in wanted and prefixed(name, prefixes)):
             continue  # a weak item, unless it is of the kind asked and named as asked
         if name.lower() in seen:
             continue
-        span = quote_span(sec, name)
+        sec, span = quote_of(secs, name)
         if span is None:
             continue
         seen.add(name.lower())

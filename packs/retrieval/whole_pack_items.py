@@ -4,7 +4,8 @@
 - `Sec` (a section of the question's region, weighted) and `Item` (a name with the span of
   its section that quotes it);
 - `spans`: the quotable spans of a section (the offline answer's units and the lines of
-  its code blocks), `quote_span`: the shortest that names an item;
+  its code blocks), `quote_span`: the shortest that names an item (one that does not end
+  with ":" first), `quote_of`: the first of an item's sections whose quote does not;
 - `page_items`: for an across question, each region section's best passage holding two or
   more of the question's terms;
 - `table_heads`: the first cells of table rows under a first header that names what the
@@ -77,15 +78,39 @@ def _code_lines(content: str) -> list[tuple[int, int]]:
     return out
 
 
+# A span that ends by introducing something ("... will fail:"): quoted alone, it shows a
+# lead-in without the code or list it introduces.
+_INTRODUCES = re.compile(r":[*_`\"')\]]*\s*$")
+
+
 def quote_span(sec: Sec, name: str) -> tuple[int, int] | None:
+    """The span of `sec` an item named `name` is quoted by: the shortest of 3 to 80 words
+    that names it, one that does not end with ":" before one that does."""
     low = name.lower()
-    best = None
+    best, key = None, None
     for start, end in spans(sec.content):
         text = sec.content[start:end]
         if low in text.lower() and 3 <= len(text.split()) <= 80:
-            if best is None or (end - start) < (best[1] - best[0]):
-                best = (start, end)
+            k = (_INTRODUCES.search(text) is not None, end - start)
+            if key is None or k < key:
+                best, key = (start, end), k
     return best
+
+
+def quote_of(secs: list[Sec], name: str) -> tuple[Sec, tuple[int, int] | None]:
+    """The first of `secs` (best first) whose quote of `name` (`quote_span`) does not end
+    with ":", else the first that quotes it at all, with that quote; (secs[0], None) when
+    none names it."""
+    found: tuple[Sec, tuple[int, int] | None] = (secs[0], None)
+    for sec in secs:
+        span = quote_span(sec, name)
+        if span is None:
+            continue
+        if _INTRODUCES.search(sec.content[span[0]:span[1]]) is None:
+            return sec, span
+        if found[1] is None:
+            found = (sec, span)
+    return found
 
 
 def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
