@@ -78,7 +78,10 @@ def test_whole_pack_questions_are_recognised():
                    "What does Kubernetes use Lease objects for?",
                    "What happens to spawned threads when the main thread finishes?",
                    "What range of numbers can a u8 hold?",
-                   "Through what kind of references does Rc<T> share data?"):
+                   "Through what kind of references does Rc<T> share data?",
+                   # it counts what it asks for: one set, named together
+                   "What two kinds of label selector does the API support?",
+                   "What are the three stable API kinds of the Gateway API?"):
         assert question_kind(single) is None, single
     assert question_kind("What other kinds of resources can a container request?") == "list"
     assert question_kind("What happens to dependents under each propagation policy?") == "across"

@@ -5,8 +5,10 @@
 what is this pack about), "across" (in each / across / in which situations / from release
 to release / compare), "list" (which/what + a plural noun and a verb, list all/every, what
 kinds of; not "which Cargo command checks that ...", whose head noun is singular, nor "what
-does X use Y for" or "what kind of"); None for a question about one thing, which keeps the
-single-passage answer.
+does X use Y for" or "what kind of", nor a question that counts what it asks for: "What two
+kinds of label selector ...", "What are the three stable API kinds ..." ask for one set the
+docs name together); None for a question about one thing, which keeps the single-passage
+answer.
 `wanted_types` maps the kind of item asked for to entity types (subcommands: command;
 flags: flag; ...), `head_stem` gives the stem of the plural noun asked for.
 """
@@ -72,12 +74,19 @@ _WANTED = (
                 r"conditions?|keywords?\b", re.I), {"code", "api"}),
 )
 
+# A list question that says how many it asks for: one set, named together.
+_COUNTED = re.compile(r"\b(?:which|what)(?: are)?(?: the)? "
+                      r"(?:two|three|four|five|six|seven|eight|nine|ten)\b", re.I)
+
+
 def question_kind(question: str) -> str | None:
     """"overview", "across", "list" or None (see the module docstring)."""
     if _OVERVIEW.search(question):
         return "overview"
     if _ACROSS.search(question):
         return "across"
+    if _COUNTED.search(question):
+        return None
     if _LIST.search(question):
         return "list"
     m = _PLURAL.search(question)
