@@ -81,7 +81,11 @@ def test_whole_pack_questions_are_recognised():
                    "Through what kind of references does Rc<T> share data?",
                    # it counts what it asks for: one set, named together
                    "What two kinds of label selector does the API support?",
-                   "What are the three stable API kinds of the Gateway API?"):
+                   "What are the three stable API kinds of the Gateway API?",
+                   # a number across things; a plural inside a clause of a singular head
+                   "Across how many failure zones should you replicate the control plane?",
+                   "Which PodDisruptionBudget field decides when unhealthy pods may be "
+                   "evicted?"):
         assert question_kind(single) is None, single
     assert question_kind("What other kinds of resources can a container request?") == "list"
     assert question_kind("What happens to dependents under each propagation policy?") == "across"

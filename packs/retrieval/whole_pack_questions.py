@@ -2,13 +2,13 @@
 (packs/retrieval/whole_pack.py answers them).
 
 `question_kind` reads the question: "overview" (what does X cover, the main topics of X,
-what is this pack about), "across" (in each / across / in which situations / from release
-to release / compare), "list" (which/what + a plural noun and a verb, list all/every, what
-kinds of; not "which Cargo command checks that ...", whose head noun is singular, nor "what
-does X use Y for" or "what kind of", nor a question that counts what it asks for: "What two
-kinds of label selector ...", "What are the three stable API kinds ..." ask for one set the
-docs name together); None for a question about one thing, which keeps the single-passage
-answer.
+what is this pack about), "across" (in each / across, not "across how many" / in which
+situations / from release to release / compare), "list" (which/what + a plural noun and a
+verb, list all/every, what kinds of; not "which Cargo command checks that ...", whose head
+noun is singular, nor "what does X use Y for" or "what kind of", nor a question that counts
+what it asks for: "What two kinds of label selector ...", "What are the three stable API
+kinds ..." ask for one set the docs name together); None for a question about one thing,
+which keeps the single-passage answer.
 `wanted_types` maps the kind of item asked for to entity types (subcommands: command;
 flags: flag; ...), `head_stem` gives the stem of the plural noun asked for.
 """
@@ -25,7 +25,7 @@ _OVERVIEW = re.compile(
     r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b",
     re.I)
 _ACROSS = re.compile(
-    r"\bacross\b|\b(?:in|for|under|by) each\b|"
+    r"\bacross\b(?!\s+how\s+(?:many|much)\b)|\b(?:in|for|under|by) each\b|"
     r"\bin which (?:situations|places|pages|chapters|"
     r"cases|sections|contexts)\b|\bfrom (?:release|version) to (?:release|version)\b|"
     r"\bwhat changed\b|\bcompare\b|\bevery (?:supported|page|chapter|release|version)\b|"
@@ -41,7 +41,8 @@ _LIST = re.compile(
 # "Which/what" + a plural noun and a verb: "Which kubelet settings control ...". The words
 # before the plural are its modifiers; but after a singular head noun ("Which Cargo
 # command checks that ...", "Which priority level handles requests from ...") the "plural"
-# is a verb, unless an auxiliary follows it ("Which network policy providers have ..."),
+# is a verb, unless an auxiliary follows it ("Which network policy providers have ...") and
+# no clause opens between them ("Which field decides when unhealthy pods may ..."),
 # and "range of numbers" asks for one range. "What" asking about something else ("What
 # does Kubernetes use Lease objects for?", "What happens to spawned threads") is no list.
 _PLURAL = re.compile(
@@ -50,6 +51,9 @@ _PLURAL = re.compile(
     r"(?:[a-z]+[^s\W]s|[a-z]+ies|data|criteria) (?:do|does|did|can|could|are|were|exist|"
     r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
     r"in|of|for|that|which|does|make|let)\b", re.I)
+# A word that opens a clause between a singular head noun and the plural: the plural is
+# the clause's ("Which PodDisruptionBudget field decides when unhealthy pods may ...").
+_CLAUSE = re.compile(r"\b(?:when|where|that|which|who|whose|if|how|while)\b", re.I)
 _AUXILIARY = re.compile(r"(?:do|does|did|can|could|are|were|should|must|may|will|have|has)$",
                         re.I)
 _NOT_ASKED = re.compile(r"^(?:does|do|did|can|could|should|would|will|is|was|happens|"
@@ -93,7 +97,8 @@ def question_kind(question: str) -> str | None:
     if m is None or _NOT_ASKED.match(m.group(1)):
         return None
     head = _SINGULAR_HEAD.search(m.group(1))
-    if head and (head.group(1) or not _AUXILIARY.search(m.group(0))):
+    if head and (head.group(1) or not _AUXILIARY.search(m.group(0))
+                 or _CLAUSE.search(m.group(1)[head.end():])):
         return None
     return "list"
 
