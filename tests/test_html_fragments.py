@@ -72,3 +72,71 @@ def test_front_matter_that_is_not_json_gives_no_title() -> None:
     assert "<title>" not in doc and "<main><h2>A</h2>" in doc
     doc = as_document('<!--{"Title": "A <b> & c"}--><p>x</p>')
     assert "<title>A &lt;b&gt; &amp; c</title>" in doc
+
+
+# An Internet-Draft as the IETF's tools render it: one preformatted document whose
+# headings are <span class="h2"> lines with a self-link on their number.
+DRAFT = """<html><head><title>draft-example-widgets-01</title></head><body>
+<pre>
+Network Working Group                                          A. Writer
+Internet-Draft                                             Example Corp.
+
+<span class="h1">The Widget Protocol</span>
+
+Abstract
+
+   This document describes a protocol by which a client stores widgets on a
+   server, and how the server answers each kind of request it is sent.
+
+<span class="h2"><a class="selflink" name="section-1" href="#section-1">1</a>.  Introduction</span>
+
+   Widgets are small documents that a client keeps on a server it does not
+   run itself. The protocol lets the client read and write them over HTTP.
+
+<span class="h2"><a class="selflink" name="section-2" href="#section-2">2</a>.  Requests</span>
+
+   A client sends GET to read a widget and PUT to store a new version of it.
+   The server answers 404 when the widget does not exist at that path.
+
+<span class="h3"><a class="selflink" name="section-2.1" href="#section-2.1">2.1</a>.  Conditional requests</span>
+
+   A PUT with an If-Match header stores the widget only when its current
+   version is the one the client names; otherwise the server answers 412.
+</pre>
+</body></html>"""
+
+
+def test_a_preformatted_internet_draft_keeps_its_section_headings() -> None:
+    _, markdown, _ = html_to_markdown(DRAFT, "http://127.0.0.1/id/draft-example-widgets-01.html")
+    heads = [line.strip() for line in markdown.splitlines() if line.lstrip().startswith("#")]
+    assert "## 1.  Introduction" in heads and "## 2.  Requests" in heads
+    assert "### 2.1.  Conditional requests" in heads
+    paths = [c.heading_path for c in split_markdown(markdown, "The Widget Protocol")]
+    assert paths[-1] == "The Widget Protocol > 2. Requests > 2.1. Conditional requests"
+    assert "answers 412" in markdown
+
+
+# A MediaWiki page (Wikipedia, ArchWiki): each heading carries its "[edit]" link.
+WIKI = """<html><head><title>Widget - ExampleWiki</title></head><body>
+<div id="content"><h1 id="firstHeading">Widget</h1>
+<div id="mw-content-text">
+<p>A widget is a small part a screen is built from. This article says where widgets came
+from and how the people who draw screens use them today in every kind of program.</p>
+<h2><span class="mw-headline" id="History">History</span><span class="mw-editsection">
+<span class="mw-editsection-bracket">[</span><a href="/w/index.php?title=Widget&amp;action=edit&amp;section=1"
+title="Edit section: History">edit</a><span class="mw-editsection-bracket">]</span></span></h2>
+<p>The first widgets were drawn by hand on the screens of early workstations, long before
+any toolkit named them, and each program kept its own set of them.</p>
+<h3><span class="mw-headline" id="Toolkits">Toolkits</span><span class="mw-editsection">
+<span class="mw-editsection-bracket">[</span><a href="/w/index.php?title=Widget&amp;action=edit&amp;section=2"
+title="Edit section: Toolkits">edit</a><span class="mw-editsection-bracket">]</span></span></h3>
+<p>Toolkits later collected the widgets into libraries, so that programs could share one
+look and users could learn it once for all of them.</p>
+</div></div></body></html>"""
+
+
+def test_a_wiki_heading_loses_its_edit_link() -> None:
+    _, markdown, _ = html_to_markdown(WIKI, "http://127.0.0.1/wiki/Widget")
+    heads = [line for line in markdown.splitlines() if line.startswith("#")]
+    assert heads == ["# Widget", "## History", "### Toolkits"], heads
+    assert "[edit]" not in markdown and "action=edit" not in markdown

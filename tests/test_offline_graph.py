@@ -115,3 +115,16 @@ def test_a_small_pack_keeps_the_rules_entities_unjudged():
     plain = assemble(extractions, set())
     assert "ConfigMap" in set(plain["entities"]["name"])
     assert rejected == [] and tables["entities"].equals(plain["entities"])
+
+
+def test_a_number_in_bold_is_no_term():
+    # A reference list writes a journal's volume in bold ("**95** (15): 9047-52."); it had
+    # come out as the term "95". A version stays a version.
+    refs = ("References on the history of the project follow.\n\n"
+            "- Smith, J. \"Browsers\". *Research Policy*. **95** (15): 9047-52.\n"
+            "- Jones, K. \"Mail\". *Science*. **33** (4): 617-630.\n\n"
+            "**Gecko** is the layout engine the browser uses.\n\n"
+            "Kubernetes v1.29 adds sidecar containers.")
+    names = {e["name"] for e in extract_offline("Mozilla", "Mozilla > History", refs)["entities"]}
+    assert not names & {"95", "33"}, names
+    assert "Gecko" in names

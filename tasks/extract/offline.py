@@ -44,8 +44,10 @@ from tasks.extract.offline_text import find_word, is_fact, stated_relations
 # under a domain are code, facts with pointers or an example's one-letter names out, commands
 # run in shell blocks, attributes and TOML table headers (the entity model that judges what
 # these rules propose runs in the resolve stage); v9 (issue 51): names rendered by
-# packs.markdown.inline_text, the splitter's rendering of headings; v10: both
-OFFLINE_VERSION = f"offline-v10+{text_rules.TEXT_RULES_VERSION}"
+# packs.markdown.inline_text, the splitter's rendering of headings; v10: both; v11: a name of
+# digits and punctuation alone is no entity (a journal volume in bold in a reference list,
+# "**95** (15): 9047-52.", had been a term), unless it is a version
+OFFLINE_VERSION = f"offline-v11+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
     "terms and headings that name a thing, found by pattern and typed by their form; "
@@ -73,6 +75,7 @@ _DEFINITION = re.compile(
     r"(?:an?|the|one)\s"
 )
 _BARE_ACRONYM = text_rules.ACRONYM
+_NO_NAME = re.compile(r"[\d\W_]+")  # digits and punctuation: a number, a date, a marker
 _LEADING_STOP = re.compile(r"^(?:The|A|An|This|These|That|Those|In|On|For|To|If|When|Use|With)\s+")
 _LINKS = re.compile(r"!?\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)|<https?://[^>]*>")
 _HTML = re.compile(r"</?(?:a|abbr|b|br|code|del|em|i|img|ins|kbd|mark|p|s|samp|small|span|"
@@ -160,7 +163,8 @@ class _Entities:
     def add(self, name: str, etype: str, description: str = "",
             alias: str | None = None) -> str | None:
         name = rendered(name).strip().strip("`").strip()
-        if len(name) < 2 or len(name) > 80 or name.lower() in GENERIC_WORDS:
+        if len(name) < 2 or len(name) > 80 or name.lower() in GENERIC_WORDS or (
+                etype != "version" and _NO_NAME.fullmatch(name)):
             return None
         key = name.lower()
         ent = self.by_key.get(key)

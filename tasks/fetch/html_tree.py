@@ -109,6 +109,26 @@ def wrap_bare_pre(tree: lxml.html.HtmlElement) -> None:
                 code.append(child)  # moves the child (and its tail) into <code>
 
 
+def preformatted_headings(tree: lxml.html.HtmlElement) -> None:
+    # An RFC or Internet-Draft as the IETF's tools render it is one <pre> document whose
+    # headings are <span class="h2">...</span> lines: as <h2> they split the page into its
+    # sections ("## 4. Requests") instead of leaving it one section of 40 chunks.
+    for pre in tree.iter("pre"):
+        for span in list(pre.iter("span")):
+            cls = (span.get("class") or "").strip()
+            if len(cls) == 2 and cls[0] == "h" and cls[1] in "123456":
+                del span.attrib["class"]
+                span.tag = cls  # the class is the heading's level
+
+
+def drop_edit_links(tree: lxml.html.HtmlElement) -> None:
+    # A MediaWiki heading (Wikipedia, ArchWiki, a project wiki) carries its "[edit]" link
+    # inside the heading: "History[edit]" would be the section's heading.
+    for span in list(tree.iter("span")):
+        if "mw-editsection" in (span.get("class") or "").split():
+            span.drop_tree()  # its tail stays
+
+
 def drop_empty_anchors(tree: lxml.html.HtmlElement) -> None:
     # An anchor with neither text nor href (an index-term or jump target: <a id="x"></a>)
     # makes trafilatura bracket the rest of its paragraph: "[The four golden signals ...]".

@@ -23,8 +23,10 @@ from tasks.fetch.html_tree import (
     PERMALINK_TEXT,
     as_document,
     base_href,
+    drop_edit_links,
     drop_empty_anchors,
     join_definitions,
+    preformatted_headings,
     title,
     unwrap_numbered_code,
     wrap_bare_pre,
@@ -216,9 +218,11 @@ def _html_to_markdown(html: str, url: str) -> tuple[str | None, str, list[str]]:
 
     base = base_href(tree, url)
     unwrap_numbered_code(tree)
+    preformatted_headings(tree)
     wrap_bare_pre(tree)
     join_definitions(tree)
     drop_empty_anchors(tree)
+    drop_edit_links(tree)
     meta = trafilatura.extract_metadata(copy.deepcopy(tree), default_url=url)
     extracted = trafilatura.extract(
         tree,

@@ -39,8 +39,9 @@ NAME = "fetch"
 # 47): a page served as an HTML fragment is read as a document's main content (keeps its
 # headings); v4 (issue 51): an HTML heading's link to another page counts among the page's
 # links (LINKS_TO), and every line of a block of Markdown link reference definitions does;
-# v5: both (each branch had called its own change v4)
-VERSION = "fetch-v5"
+# v5: both (each branch had called its own change v4); v6: an RFC or Internet-Draft rendered
+# as one <pre> keeps its <span class="h2"> headings, and a MediaWiki heading loses its "[edit]"
+VERSION = "fetch-v6"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
