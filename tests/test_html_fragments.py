@@ -75,7 +75,7 @@ def test_front_matter_that_is_not_json_gives_no_title() -> None:
 
 
 # An Internet-Draft as the IETF's tools render it: one preformatted document whose
-# headings are <span class="h2"> lines with a self-link on their number.
+# headings are <span class="h2"> lines with a self-link on their number, laid out in pages.
 DRAFT = """<html><head><title>draft-example-widgets-01</title></head><body>
 <pre>
 Network Working Group                                          A. Writer
@@ -96,6 +96,11 @@ Abstract
 <span class="h2"><a class="selflink" name="section-2" href="#section-2">2</a>.  Requests</span>
 
    A client sends GET to read a widget and PUT to store a new version of it.
+
+Writer                                                          [Page 2]
+
+Internet-Draft             The Widget Protocol                  May 2015
+
    The server answers 404 when the widget does not exist at that path.
 
 <span class="h3"><a class="selflink" name="section-2.1" href="#section-2.1">2.1</a>.  Conditional requests</span>
@@ -114,6 +119,8 @@ def test_a_preformatted_internet_draft_keeps_its_section_headings() -> None:
     paths = [c.heading_path for c in split_markdown(markdown, "The Widget Protocol")]
     assert paths[-1] == "The Widget Protocol > 2. Requests > 2.1. Conditional requests"
     assert "answers 412" in markdown
+    # the page's footer and the next page's running header are no text of the section
+    assert "[Page 2]" not in markdown and "May 2015" not in markdown
 
 
 # A MediaWiki page (Wikipedia, ArchWiki): each heading carries its "[edit]" link.

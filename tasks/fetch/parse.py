@@ -260,6 +260,8 @@ def tidy_markdown(markdown: str, base: str, *, page_url: str) -> tuple[str, list
             out.append(line)
             continue
         line = line.rstrip()
+        if _RFC_PAGE_LINE.match(line):
+            continue  # an RFC's page footer or running header, between two lines of text
         if after_fence:
             # trafilatura can indent the paragraph after a fence, making it a code block.
             line = line.lstrip()
@@ -276,6 +278,11 @@ def tidy_markdown(markdown: str, base: str, *, page_url: str) -> tuple[str, list
     return text, links
 
 
+# An RFC or Internet-Draft laid out in pages: "de Jong    [Page 7]" ends a page and
+# "Internet-Draft    remoteStorage    December 2014" (or "RFC 7230 ... June 2014") heads the
+# next, in the middle of a paragraph.
+_RFC_PAGE_LINE = re.compile(r"^\S.*\s{3,}\\?\[Page \d+\\?\]$|"
+                            r"^(?:Internet[- ]Draft|RFC \d+)\s{3,}\S.*\s{3,}\S.*\b\d{4}$")
 _SELF_LINK = re.compile(r"^\[(.+)\]\(\s*#[^()\s]*\s*\)$")
 
 

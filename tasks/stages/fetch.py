@@ -40,7 +40,8 @@ NAME = "fetch"
 # headings); v4 (issue 51): an HTML heading's link to another page counts among the page's
 # links (LINKS_TO), and every line of a block of Markdown link reference definitions does;
 # v5: both (each branch had called its own change v4); v6: an RFC or Internet-Draft rendered
-# as one <pre> keeps its <span class="h2"> headings, and a MediaWiki heading loses its "[edit]"
+# as one <pre> keeps its <span class="h2"> headings and loses its page footers and running
+# headers, and a MediaWiki heading loses its "[edit]"
 VERSION = "fetch-v6"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
