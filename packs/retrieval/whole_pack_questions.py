@@ -7,8 +7,9 @@ situations / from release to release / compare), "list" (which/what + a plural n
 verb, list all/every, what kinds of; not "which Cargo command checks that ...", whose head
 noun is singular, nor "what does X use Y for" or "what kind of", nor a question that counts
 what it asks for: "What two kinds of label selector ...", "What are the three stable API
-kinds ..." ask for one set the docs name together); None for a question about one thing,
-which keeps the single-passage answer.
+kinds ..." ask for one set the docs name together, nor "what are X used for?", where "what"
+is the object of the closing preposition); None for a question about one thing, which keeps
+the single-passage answer.
 `wanted_types` maps the kind of item asked for to entity types (subcommands: command;
 flags: flag; ...), `head_stem` gives the stem of the plural noun asked for.
 """
@@ -83,13 +84,19 @@ _COUNTED = re.compile(r"\b(?:which|what)(?: are)?(?: the)? "
                       r"(?:two|three|four|five|six|seven|eight|nine|ten)\b", re.I)
 
 
+# "What are X ... used for?", "What are errors ... a sign of?": "what" is the object of the
+# preposition that ends the question, and the plural its subject, no item asked for.
+_OBJECT_ASKED = re.compile(r"^\s*what (?:is|are|were|was)\b.*\b(?:of|for|with|to|from|about|"
+                           r"on|in|by|at|into)\s*\?\s*$", re.I)
+
+
 def question_kind(question: str) -> str | None:
     """"overview", "across", "list" or None (see the module docstring)."""
     if _OVERVIEW.search(question):
         return "overview"
     if _ACROSS.search(question):
         return "across"
-    if _COUNTED.search(question):
+    if _COUNTED.search(question) or _OBJECT_ASKED.search(question):
         return None
     if _LIST.search(question):
         return "list"
