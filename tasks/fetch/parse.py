@@ -1,9 +1,11 @@
 """Pure content handling for the fetch stage: typing a body, choosing its charset, and
-turning HTML, Markdown or plain text into (title, markdown, links). No network, no disk.
+turning HTML, Markdown, reStructuredText or plain text into (title, markdown, links). No
+network, no disk.
 
 HTML goes through trafilatura (main content only, as Markdown) and is then tidied so that
 headings are ATX headings without permalink clutter, code blocks are ``` fences set off by
-blank lines, and links are absolute. Markdown goes through `tasks.fetch.markdown_source`.
+blank lines, and links are absolute. Markdown goes through `tasks.fetch.markdown_source`,
+reStructuredText (.rst, text/x-rst) through `tasks.fetch.rst_source` first.
 """
 
 from __future__ import annotations
@@ -38,13 +40,16 @@ from tasks.fetch.markdown_source import (
     markdown_document,
     resolve_link,
 )
+from tasks.fetch.rst_source import rst_document
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown"})
 GENERIC_TYPES = frozenset({"", "text/plain", "application/octet-stream", "binary/octet-stream"})
 MARKDOWN_EXTS = (".md", ".markdown")
 HTML_EXTS = (".html", ".htm", ".xhtml")
-TEXT_EXTS = (".txt", ".text", ".rst")
+TEXT_EXTS = (".txt", ".text")
+RST_EXTS = (".rst", ".rest")
+RST_TYPES = frozenset({"text/x-rst", "text/prs.fallenstein.rst"})
 
 # Leading bytes of common binary formats (a PNG named .html must not reach the parser).
 MAGIC = (
@@ -100,7 +105,7 @@ def sniff_binary(body: bytes) -> str | None:
 
 
 def classify(content_type: str | None, path: str, body: bytes) -> tuple[str, str | None]:
-    """Decide how to read a body: ("html" | "markdown" | "text", None) or
+    """Decide how to read a body: ("html" | "markdown" | "rst" | "text", None) or
     ("unsupported", reason). `path` is the URL path or file name (for its extension)."""
     mtype = media_type(content_type)
     lower = path.lower()
@@ -114,9 +119,13 @@ def classify(content_type: str | None, path: str, body: bytes) -> tuple[str, str
         return "html", None
     if mtype in MARKDOWN_TYPES:
         return "markdown", None
+    if mtype in RST_TYPES:
+        return "rst", None
     if mtype in GENERIC_TYPES:
         if lower.endswith(MARKDOWN_EXTS):
             return "markdown", None
+        if lower.endswith(RST_EXTS):  # GitHub's raw host serves .rst as text/plain
+            return "rst", None
         if mtype == "text/plain":
             return "text", None
         if lower.endswith(HTML_EXTS) or _looks_like_html(body):
@@ -124,7 +133,7 @@ def classify(content_type: str | None, path: str, body: bytes) -> tuple[str, str
         if lower.endswith(TEXT_EXTS):
             return "text", None
         return "unsupported", f"unknown content type for {path or 'this file'}"
-    return "text", None  # another text/* type (text/x-rst, text/csv...): read as plain text
+    return "text", None  # another text/* type (text/csv...): read as plain text
 
 
 def is_text_type(mtype: str) -> bool:
@@ -343,6 +352,8 @@ def parse_document(body: bytes, content_type: str | None, url: str, path: str) -
         title, text, links = html_to_markdown(decode(body, content_type, html=True), url)
     elif kind == "markdown":
         title, text, links = markdown_document(decode(body, content_type, html=False), url)
+    elif kind == "rst":
+        title, text, links = rst_document(decode(body, content_type, html=False), url)
     else:
         title, text, links = None, decode(body, content_type, html=False).strip(), []
     if not text.strip():
@@ -351,4 +362,5 @@ def parse_document(body: bytes, content_type: str | None, url: str, path: str) -
 
 
 def _type_for(kind: str) -> str:
-    return {"html": "text/html", "markdown": "text/markdown", "text": "text/plain"}.get(kind, "")
+    return {"html": "text/html", "markdown": "text/markdown", "rst": "text/x-rst",
+            "text": "text/plain"}.get(kind, "")
