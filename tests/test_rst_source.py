@@ -75,6 +75,8 @@ def test_sections_code_and_inline_markup_come_through():
     assert "\nA quoted block, which is no code." in markdown
     for gone in ("toctree", ":maxdepth:", ":linenos:", "hidden-target", "A comment", "====="):
         assert gone not in markdown, gone
+    # a link whose text wraps onto the next line is still one link
+    assert "See [the toolkit](https://example.org/toolkit) and Installing first." in markdown
     assert links == ["https://example.org/toolkit"]
     paths = [c.heading_path for c in split_markdown(markdown, title)]
     assert "Widget Handbook > Configuration > Options" in paths
@@ -102,6 +104,12 @@ def test_the_fields_that_open_a_page_give_its_title():
     assert ":category:" not in markdown and markdown.startswith("Some values are optional.")
     assert "\n## Values\n" in markdown  # a section of the titled page
     assert "* `max_widgets` - The most widgets a screen holds.\nZero means no limit." in markdown
+
+
+def test_a_title_that_opens_with_a_role_is_a_title_not_a_field():
+    page = ":mod:`email` Package Architecture\n=================================\n\nText.\n"
+    title, markdown, _ = rst_document(page, "https://example.org/email/architecture.rst")
+    assert title == "`email` Package Architecture"
 
 
 def test_odd_rst_never_raises():

@@ -1,11 +1,12 @@
 """Pure content handling for the fetch stage: typing a body, choosing its charset, and
-turning HTML, Markdown, reStructuredText or plain text into (title, markdown, links). No
-network, no disk.
+turning HTML, Markdown, reStructuredText, AsciiDoc or plain text into (title, markdown,
+links). No network, no disk.
 
 HTML goes through trafilatura (main content only, as Markdown) and is then tidied so that
 headings are ATX headings without permalink clutter, code blocks are ``` fences set off by
 blank lines, and links are absolute. Markdown goes through `tasks.fetch.markdown_source`,
-reStructuredText (.rst, text/x-rst) through `tasks.fetch.rst_source` first.
+reStructuredText (.rst, text/x-rst) through `tasks.fetch.rst_source` first, AsciiDoc (.adoc)
+through `tasks.fetch.asciidoc_source`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import lxml.html
 from lxml import etree
 
 from packs.markdown import Fence, line_kinds
+from tasks.fetch.asciidoc_source import asciidoc_document
 from tasks.fetch.html_tree import (
     PERMALINK_TEXT,
     as_document,
@@ -50,6 +52,8 @@ HTML_EXTS = (".html", ".htm", ".xhtml")
 TEXT_EXTS = (".txt", ".text")
 RST_EXTS = (".rst", ".rest")
 RST_TYPES = frozenset({"text/x-rst", "text/prs.fallenstein.rst"})
+ASCIIDOC_EXTS = (".adoc", ".asciidoc", ".asc")
+ASCIIDOC_TYPES = frozenset({"text/asciidoc", "text/x-asciidoc"})
 
 # Leading bytes of common binary formats (a PNG named .html must not reach the parser).
 MAGIC = (
@@ -105,7 +109,7 @@ def sniff_binary(body: bytes) -> str | None:
 
 
 def classify(content_type: str | None, path: str, body: bytes) -> tuple[str, str | None]:
-    """Decide how to read a body: ("html" | "markdown" | "rst" | "text", None) or
+    """Decide how to read a body: ("html" | "markdown" | "rst" | "asciidoc" | "text", None) or
     ("unsupported", reason). `path` is the URL path or file name (for its extension)."""
     mtype = media_type(content_type)
     lower = path.lower()
@@ -121,11 +125,15 @@ def classify(content_type: str | None, path: str, body: bytes) -> tuple[str, str
         return "markdown", None
     if mtype in RST_TYPES:
         return "rst", None
+    if mtype in ASCIIDOC_TYPES:
+        return "asciidoc", None
     if mtype in GENERIC_TYPES:
         if lower.endswith(MARKDOWN_EXTS):
             return "markdown", None
         if lower.endswith(RST_EXTS):  # GitHub's raw host serves .rst as text/plain
             return "rst", None
+        if lower.endswith(ASCIIDOC_EXTS):
+            return "asciidoc", None
         if mtype == "text/plain":
             return "text", None
         if lower.endswith(HTML_EXTS) or _looks_like_html(body):
@@ -354,6 +362,8 @@ def parse_document(body: bytes, content_type: str | None, url: str, path: str) -
         title, text, links = markdown_document(decode(body, content_type, html=False), url)
     elif kind == "rst":
         title, text, links = rst_document(decode(body, content_type, html=False), url)
+    elif kind == "asciidoc":
+        title, text, links = asciidoc_document(decode(body, content_type, html=False), url)
     else:
         title, text, links = None, decode(body, content_type, html=False).strip(), []
     if not text.strip():
@@ -363,4 +373,4 @@ def parse_document(body: bytes, content_type: str | None, url: str, path: str) -
 
 def _type_for(kind: str) -> str:
     return {"html": "text/html", "markdown": "text/markdown", "rst": "text/x-rst",
-            "text": "text/plain"}.get(kind, "")
+            "asciidoc": "text/asciidoc", "text": "text/plain"}.get(kind, "")

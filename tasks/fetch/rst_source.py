@@ -29,7 +29,8 @@ import re
 
 from tasks.fetch.markdown_source import markdown_document
 
-_FIELD = re.compile(r"^:([\w -]+):\s*(.*)$")  # ":title: AWS CLI S3 Configuration"
+# ":title: AWS CLI S3 Configuration"; not a role (":mod:`email` Package Architecture")
+_FIELD = re.compile(r"^:([\w -]+):(?:\s+(.*))?$")
 _ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}\s*$")  # a line of one punctuation character
 _DIRECTIVE = re.compile(r"^\.\.\s+([\w:-]+)::\s*(.*)$")
 _CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "highlight-block"})
@@ -63,13 +64,21 @@ def rst_to_markdown(text: str) -> str:
     styles: list[tuple[str, bool]] = []
     i = 0
     while i < len(lines) and (m := _FIELD.match(lines[i])):  # the page's fields (docinfo)
-        if m.group(1).lower() == "title" and m.group(2).strip():
+        if m.group(1).lower() == "title" and (m.group(2) or "").strip():
             out += ["---", f"title: {json.dumps(m.group(2).strip())}", "---", ""]
         i += 1
+    para: list[str] = []  # the lines of the open paragraph: inline markup may span them
+
+    def flush() -> None:
+        if para:
+            out.extend(_inline("\n".join(para)).split("\n"))
+            para.clear()
+
     while i < len(lines):
         line = lines[i]
         title = _title_at(lines, i)
         if title is not None:
+            flush()
             text_line, style, used = title
             if style not in styles:
                 styles.append(style)
@@ -79,21 +88,29 @@ def rst_to_markdown(text: str) -> str:
             continue
         m = _DIRECTIVE.match(line.strip()) if not line.startswith((" ", "\t")) else None
         if m or line.strip() == "..":
+            flush()
             i = _directive(lines, i, m, out)
             continue
         if line.lstrip().startswith(".. "):  # a comment, a link target, a substitution
+            flush()
             i = _skip_block(lines, i + 1, _indent(line))
             continue
         stripped = line.strip()
         if stripped.endswith("::") and not stripped.startswith(".."):
             lead = stripped[:-2].rstrip()
             if lead:
-                out.append(_inline(lead + (":" if not stripped.endswith(" ::") else "")))
+                para.append(lead + (":" if not stripped.endswith(" ::") else ""))
+            flush()
             body, i = _indented_block(lines, i + 1, _indent(line))
             out += _fence(body, "")
             continue
-        out.append(_inline(stripped) if stripped else "")
+        if stripped:
+            para.append(stripped)
+        else:
+            flush()
+            out.append("")
         i += 1
+    flush()
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n"
 
 

@@ -41,8 +41,8 @@ NAME = "fetch"
 # links (LINKS_TO), and every line of a block of Markdown link reference definitions does;
 # v5: both (each branch had called its own change v4); v6: an RFC or Internet-Draft rendered
 # as one <pre> keeps its <span class="h2"> headings and loses its page footers and running
-# headers, a MediaWiki heading loses its "[edit]", and a reStructuredText page (.rst) is read
-# for its sections and code blocks (it was plain text)
+# headers, a MediaWiki heading loses its "[edit]", and a reStructuredText page (.rst; it was
+# plain text) or an AsciiDoc page (.adoc; refused as a local file) is read for its sections
 VERSION = "fetch-v6"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
