@@ -15,6 +15,7 @@ import codecs
 import copy
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import charset_normalizer
@@ -54,6 +55,26 @@ RST_EXTS = (".rst", ".rest")
 RST_TYPES = frozenset({"text/x-rst", "text/prs.fallenstein.rst"})
 ASCIIDOC_EXTS = (".adoc", ".asciidoc", ".asc")
 ASCIIDOC_TYPES = frozenset({"text/asciidoc", "text/x-asciidoc"})
+
+
+@dataclass(frozen=True)
+class Markup:
+    """A text format read as Markdown: its media types, its file extensions (a page served
+    as text/plain or with no type, as GitHub's raw host and local files are, is typed by
+    them), the type a page so typed is said to be, and its reader (text, url) → (title,
+    markdown, links)."""
+
+    types: frozenset[str]
+    exts: tuple[str, ...]
+    mtype: str
+    read: Callable[[str, str], tuple[str | None, str, list[str]]]
+
+
+MARKUPS = {
+    "markdown": Markup(MARKDOWN_TYPES, MARKDOWN_EXTS, "text/markdown", markdown_document),
+    "rst": Markup(RST_TYPES, RST_EXTS, "text/x-rst", rst_document),
+    "asciidoc": Markup(ASCIIDOC_TYPES, ASCIIDOC_EXTS, "text/asciidoc", asciidoc_document),
+}
 
 # Leading bytes of common binary formats (a PNG named .html must not reach the parser).
 MAGIC = (
@@ -109,7 +130,7 @@ def sniff_binary(body: bytes) -> str | None:
 
 
 def classify(content_type: str | None, path: str, body: bytes) -> tuple[str, str | None]:
-    """Decide how to read a body: ("html" | "markdown" | "rst" | "asciidoc" | "text", None) or
+    """Decide how to read a body: ("html", a kind of MARKUPS or "text", None) or
     ("unsupported", reason). `path` is the URL path or file name (for its extension)."""
     mtype = media_type(content_type)
     lower = path.lower()
@@ -121,19 +142,13 @@ def classify(content_type: str | None, path: str, body: bytes) -> tuple[str, str
         return "unsupported", f"binary content ({binary}){served}"
     if mtype in HTML_TYPES:
         return "html", None
-    if mtype in MARKDOWN_TYPES:
-        return "markdown", None
-    if mtype in RST_TYPES:
-        return "rst", None
-    if mtype in ASCIIDOC_TYPES:
-        return "asciidoc", None
+    for kind, markup in MARKUPS.items():
+        if mtype in markup.types:
+            return kind, None
     if mtype in GENERIC_TYPES:
-        if lower.endswith(MARKDOWN_EXTS):
-            return "markdown", None
-        if lower.endswith(RST_EXTS):  # GitHub's raw host serves .rst as text/plain
-            return "rst", None
-        if lower.endswith(ASCIIDOC_EXTS):
-            return "asciidoc", None
+        for kind, markup in MARKUPS.items():  # GitHub's raw host serves .rst as text/plain
+            if lower.endswith(markup.exts):
+                return kind, None
         if mtype == "text/plain":
             return "text", None
         if lower.endswith(HTML_EXTS) or _looks_like_html(body):
@@ -358,12 +373,8 @@ def parse_document(body: bytes, content_type: str | None, url: str, path: str) -
         return Parsed("unsupported", mtype or None, error=reason)
     if kind == "html":
         title, text, links = html_to_markdown(decode(body, content_type, html=True), url)
-    elif kind == "markdown":
-        title, text, links = markdown_document(decode(body, content_type, html=False), url)
-    elif kind == "rst":
-        title, text, links = rst_document(decode(body, content_type, html=False), url)
-    elif kind == "asciidoc":
-        title, text, links = asciidoc_document(decode(body, content_type, html=False), url)
+    elif kind in MARKUPS:
+        title, text, links = MARKUPS[kind].read(decode(body, content_type, html=False), url)
     else:
         title, text, links = None, decode(body, content_type, html=False).strip(), []
     if not text.strip():
@@ -372,5 +383,6 @@ def parse_document(body: bytes, content_type: str | None, url: str, path: str) -
 
 
 def _type_for(kind: str) -> str:
-    return {"html": "text/html", "markdown": "text/markdown", "rst": "text/x-rst",
-            "asciidoc": "text/asciidoc", "text": "text/plain"}.get(kind, "")
+    if kind in MARKUPS:
+        return MARKUPS[kind].mtype
+    return {"html": "text/html", "text": "text/plain"}.get(kind, "")
