@@ -213,6 +213,18 @@ def test_the_parts_of_a_difference_question_ask_what_each_thing_is():
     assert not rf.analyse("How do I drop the receiver?").happens
 
 
+def test_a_part_is_ranked_on_what_it_asks_not_on_the_scene_set_before_it():
+    q = ("Direct calls to the kubelet API and to etcd skip admission control. Which TCP port "
+         "does the kubelet API listen on, and which etcd flags restrict its clients?")
+    assert asks.parts(q) == ["Which TCP port does the kubelet API listen on",
+                             "which etcd flags restrict its clients?"]
+    # An imperative that names two things asks for each.
+    q = ("How can a Windows Pod use the host network? Name the kubelet feature gate that "
+         "allows it, and the minimum containerd version for HostProcess containers.")
+    assert asks.parts(q)[1] == "the minimum containerd version for HostProcess containers."
+    assert asks.parts("Name the Service types, and describe each.") == []
+
+
 def test_program_output_is_marked_for_a_how_to_question():
     text = ("Roll back with this command:\n\n```shell\nkubectl rollout undo deployment/nginx\n```"
             "\n\nThe output is similar to this:\n\n```\ndeployment.apps/nginx rolled back\n```\n")

@@ -87,9 +87,14 @@ def test_whole_pack_questions_are_recognised():
                    "Which PodDisruptionBudget field decides when unhealthy pods may be "
                    "evicted?",
                    # "what" is the object of the closing preposition
-                   "What are associated functions that don't take self usually used for?"):
+                   "What are associated functions that don't take self usually used for?",
+                   # "name the" one thing, then another
+                   "Name the kubelet feature gate that allows it, and the minimum containerd "
+                   "version needed."):
         assert question_kind(single) is None, single
     assert question_kind("What other kinds of resources can a container request?") == "list"
+    assert question_kind("Name the flags that control eviction.") == "list"
+    assert question_kind("List the subcommands of cargo.") == "list"
     assert question_kind("What happens to dependents under each propagation policy?") == "across"
     assert question_kind("Where in the book is the Drop trait implemented?") == "across"
     assert question_kind("How do Deployments, DaemonSets, StatefulSets and CronJobs keep a "

@@ -120,10 +120,24 @@ _SECOND = re.compile(
     r"(?:,\s*and|;|,\s*but|\band)\s+(?=(?:what|which|how|why|where|when|who|whose|whom|"
     r"does|do|did|is|are|was|were|can|could|should|will|would|must|may|in which|"
     r"on which|at what|for which|to which)\b)", re.I)
+# An imperative sentence that asks for two things: "Name the feature gate that ..., and the
+# lowest containerd version ..." (the second thing after ", and the").
+_IMPERATIVE = re.compile(r"^(?:name|list|give|tell me|state|say)\b", re.I)
+_AND_THE = re.compile(r",\s*and\s+(?=the\b)", re.I)
 # "the difference between A and B", "A vs B", "compare A and/with B".
 _PAIR = re.compile(r"\b(?:difference|differences) between (.+?) and (.+?)\s*[?.!]*$|"
                    r"^(?:.*?\b)?(?:compare|comparing) (.+?) (?:and|with|to) (.+?)\s*[?.!]*$|"
                    r"^(.+?)\s+(?:vs\.?|versus)\s+(.+?)\s*[?.!]*$", re.I)
+
+
+def _asking(part: str) -> str:
+    """A question's first part without the statements that set the scene before it ("I
+    set X on a Service. Which flag ..." → "Which flag ..."): the part is ranked on what it
+    asks (the whole question keeps the scene)."""
+    said = text_rules.sentences(part)
+    while len(said) > 1 and said[0].endswith("."):
+        said = said[1:]
+    return " ".join(said)
 
 
 def parts(question: str) -> list[str]:
@@ -140,9 +154,14 @@ def parts(question: str) -> list[str]:
             a = f"{a} {head}"  # "a liveness [probe] and a readiness probe"
         found = [a, b]
     else:
-        cuts = [0, *(m.start() for m in _SECOND.finditer(question)), len(question)]
-        found = [question[i:j].strip(" ,;") for i, j in zip(cuts, cuts[1:])]
-        found = [_SECOND.sub("", f, count=1).strip() if k else f for k, f in enumerate(found)]
+        seps = [(m.start(), m.end()) for m in _SECOND.finditer(question)]
+        for a, b in text_rules.sentence_spans(question):
+            if _IMPERATIVE.match(question[a:b]):
+                seps += [(a + m.start(), a + m.end()) for m in _AND_THE.finditer(question[a:b])]
+        ends = [0, *(j for _, j in sorted(seps))]
+        starts = [i for i, _ in sorted(seps)] + [len(question)]
+        found = [question[i:j].strip(" ,;") for i, j in zip(ends, starts)]
+        found[0] = _asking(found[0])
     least = 1 if m else 2
     found = [f for f in found if len(set(text_rules.terms(f))) >= least]
     return found if len(found) >= 2 else []

@@ -36,9 +36,15 @@ _ACROSS = re.compile(
     # StatefulSets and CronJobs keep a history ...?"
     r"^\s*how\b.*\b[\w'-]+(?:, [\w'-]+(?: [\w'-]+){0,2}){2,},? (?:and|or) [\w'-]", re.I)
 _LIST = re.compile(
-    r"^\s*(?:list|name)\b|\b(?:list|name) (?:all|every|the)\b|\bwhat are all\b|"
+    r"^\s*(?:list|name)\b(?! the\b)|\b(?:list|name) (?:all|every)\b|\bwhat are all\b|"
     r"\b(?:what|which) kinds of\b|"
     r"(?:^|,\s*)(?:what|which) (?:other |different |main )?(?:kinds|types|sorts) of\b", re.I)
+# "List/name the X ...": a list when X, the noun phrase before a clause or preposition, is
+# plural ("Name the flags that ..."), not when it is one thing ("Name the feature gate that
+# allows it, and the ...").
+_NAME_THE = re.compile(r"\b(?:list|name) the ((?:[\w.:/-]+ ){0,5}?[\w.:/-]+)"
+                       r"(?= (?:that|which|who|whose|to|for|of|in|on|from|with|by|you|i|"
+                       r"we)\b|\s*(?:[,.;?!]|$))", re.I)
 # "Which/what" + a plural noun and a verb: "Which kubelet settings control ...". The words
 # before the plural are its modifiers; but after a singular head noun ("Which Cargo
 # command checks that ...", "Which priority level handles requests from ...") the "plural"
@@ -100,6 +106,9 @@ def question_kind(question: str) -> str | None:
         return None
     if _LIST.search(question):
         return "list"
+    named = _NAME_THE.search(question)
+    if named and _plural(named.group(1).split()[-1]):
+        return "list"
     m = _PLURAL.search(question)
     if m is None or _NOT_ASKED.match(m.group(1)):
         return None
@@ -108,6 +117,11 @@ def question_kind(question: str) -> str | None:
                  or _CLAUSE.search(m.group(1)[head.end():])):
         return None
     return "list"
+
+
+def _plural(word: str) -> bool:
+    return re.fullmatch(r"[a-z][\w-]*?(?:s|es)", word, re.I) is not None and not (
+        word.lower().endswith("ss"))
 
 
 _HEAD = re.compile(r"\b(?:which|what|list(?: all)?(?: the)?)\s+(?:other |different |main )?"
@@ -131,8 +145,7 @@ def head_stem(question: str) -> str | None:
         if _PHRASE_END.match(word):
             break
         phrase.append(word)
-    plural = [w for w in phrase if re.fullmatch(r"[a-z][\w-]*?(?:s|es)", w, re.I)
-              and not w.lower().endswith("ss")]
+    plural = [w for w in phrase if _plural(w)]
     if plural:
         return text_rules.stem(plural[-1].lower())
     # "Which types of Service ...": the kind of thing, written in the singular.
