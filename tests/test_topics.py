@@ -88,12 +88,25 @@ def test_whole_pack_questions_are_recognised():
                    "evicted?",
                    # "what" is the object of the closing preposition
                    "What are associated functions that don't take self usually used for?",
+                   # one answer however plural the question: why, how many, a singular head
+                   # before an auxiliary, "status" is no plural
+                   "Why does the kubelet manage the hosts file for each container?",
+                   "How many handlers can a container specify for each lifecycle event?",
+                   "What delivery guarantee do container lifecycle hooks have?",
+                   "What exit status does cargo return when it fails to complete?",
+                   "After switching to KMS v2, what prefix shows that a Secret was written?",
                    # "name the" one thing, then another
                    "Name the kubelet feature gate that allows it, and the minimum containerd "
                    "version needed."):
         assert question_kind(single) is None, single
     assert question_kind("What other kinds of resources can a container request?") == "list"
     assert question_kind("Name the flags that control eviction.") == "list"
+    assert question_kind("Besides writing manifests by hand, which tools do the docs mention "
+                         "for packaging them?") == "list"
+    assert question_kind("Which DNS servers and DNS add-ons does the documentation cover?") \
+        == "list"
+    assert question_kind("What does the task section on extending Kubernetes walk you "
+                         "through?") == "overview"
     assert question_kind("List the subcommands of cargo.") == "list"
     assert question_kind("What happens to dependents under each propagation policy?") == "across"
     assert question_kind("Where in the book is the Drop trait implemented?") == "across"

@@ -8,8 +8,9 @@ verb, list all/every, what kinds of; not "which Cargo command checks that ...", 
 noun is singular, nor "what does X use Y for" or "what kind of", nor a question that counts
 what it asks for: "What two kinds of label selector ...", "What are the three stable API
 kinds ..." ask for one set the docs name together, nor "what are X used for?", where "what"
-is the object of the closing preposition); None for a question about one thing, which keeps
-the single-passage answer.
+is the object of the closing preposition, nor "what X do Y have?", whose head X comes before
+the auxiliary; after an opening phrase, ", which tools do ..."); None for a question about
+one thing (and for every "why" and "how many"), which keeps the single-passage answer.
 `wanted_types` maps the kind of item asked for to entity types (subcommands: command;
 flags: flag; ...), `head_stem` gives the stem of the plural noun asked for.
 """
@@ -23,6 +24,7 @@ from packs import text as text_rules
 _OVERVIEW = re.compile(
     r"\bmain topics\b|\bwhat (?:topics )?does (?:the |this )?.{0,80}\bcover\b|"
     r"\bwhat (?:is|are) (?:this|the) (?:pack|documentation|docs|book|site|corpus)\b.{0,20}about|"
+    r"\bwhat does (?:the |this )?.{0,80}\bwalk (?:you|me|us|readers) through\b|"
     r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b",
     re.I)
 _ACROSS = re.compile(
@@ -53,11 +55,17 @@ _NAME_THE = re.compile(r"\b(?:list|name) the ((?:[\w.:/-]+ ){0,5}?[\w.:/-]+)"
 # and "range of numbers" asks for one range. "What" asking about something else ("What
 # does Kubernetes use Lease objects for?", "What happens to spawned threads") is no list.
 _PLURAL = re.compile(
-    r"^\s*(?:which|what) ((?:[\w.:<>-]+ ){0,5}?)(?!(?:does|happens|goes|means|has|is|was|this|"
-    r"its|sets|uses|gets|runs|makes|takes|needs|looks|works)\b)"
-    r"(?:[a-z]+[^s\W]s|[a-z]+ies|data|criteria) (?:do|does|did|can|could|are|were|exist|"
+    r"^\s*(?:which|what) ((?:[\w.:<>-]+ ){0,5}?)(?!(?:does|happens|goes|means|has|is|"
+    r"was|this|its|sets|uses|gets|runs|makes|takes|needs|looks|works)\b)"
+    r"(?:[a-z][\w-]*[^su\W]s|[a-z]+ies|data|criteria) (?:do|does|did|can|could|are|were|exist|"
     r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
     r"in|of|for|that|which|does|make|let)\b", re.I)
+# The same after an opening phrase ("Besides writing manifests by hand, which tools do the
+# docs mention ..."), where an auxiliary must follow the plural: after a comma "what prefix
+# shows that ..." is as likely a verb.
+_PLURAL_LATER = re.compile(r",\s*(?:which|what) (?:[\w.:<>-]+ ){0,2}?(?:[a-z][\w-]*[^su\W]s|"
+                           r"[a-z]+ies) (?:do|does|did|can|could|are|were|should|must|may|"
+                           r"will)\b", re.I)
 # A word that opens a clause between a singular head noun and the plural: the plural is
 # the clause's ("Which PodDisruptionBudget field decides when unhealthy pods may ...").
 _CLAUSE = re.compile(r"\b(?:when|where|that|which|who|whose|if|how|while)\b", re.I)
@@ -90,6 +98,10 @@ _COUNTED = re.compile(r"\b(?:which|what)(?: are)?(?: the)? "
                       r"(?:two|three|four|five|six|seven|eight|nine|ten)\b", re.I)
 
 
+# Why something is so, or how many there are: one answer, whatever the plural or "each" in
+# the question ("Why does the kubelet manage the hosts file for each container?").
+_ONE_ANSWER = re.compile(r"^\s*(?:why|how (?:many|much))\b", re.I)
+
 # "What are X ... used for?", "What are errors ... a sign of?": "what" is the object of the
 # preposition that ends the question, and the plural its subject, no item asked for.
 _OBJECT_ASKED = re.compile(r"^\s*what (?:is|are|were|was)\b.*\b(?:of|for|with|to|from|about|"
@@ -98,6 +110,8 @@ _OBJECT_ASKED = re.compile(r"^\s*what (?:is|are|were|was)\b.*\b(?:of|for|with|to
 
 def question_kind(question: str) -> str | None:
     """"overview", "across", "list" or None (see the module docstring)."""
+    if _ONE_ANSWER.search(question):
+        return None
     if _OVERVIEW.search(question):
         return "overview"
     if _ACROSS.search(question):
@@ -110,8 +124,12 @@ def question_kind(question: str) -> str | None:
     if named and _plural(named.group(1).split()[-1]):
         return "list"
     m = _PLURAL.search(question)
+    if m is None and _PLURAL_LATER.search(question):
+        return "list"
     if m is None or _NOT_ASKED.match(m.group(1)):
         return None
+    if any(_AUXILIARY.fullmatch(w) for w in m.group(1).split()[1:]):
+        return None  # "What delivery guarantee do container hooks have?": one guarantee
     head = _SINGULAR_HEAD.search(m.group(1))
     if head and (head.group(1) or not _AUXILIARY.search(m.group(0))
                  or _CLAUSE.search(m.group(1)[head.end():])):
