@@ -95,6 +95,11 @@ def test_whole_pack_questions_are_recognised():
                    "What delivery guarantee do container lifecycle hooks have?",
                    "What exit status does cargo return when it fails to complete?",
                    "After switching to KMS v2, what prefix shows that a Secret was written?",
+                   # the scene set before the question does not make it a list
+                   "I cap object counts in each team namespace. Which quota scope matches "
+                   "only Pods with a priority class?",
+                   "I enabled API Priority and Fairness. Name the two flags whose values are "
+                   "added together.",
                    # "name the" one thing, then another
                    "Name the kubelet feature gate that allows it, and the minimum containerd "
                    "version needed."):

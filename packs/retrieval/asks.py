@@ -14,7 +14,7 @@ import re
 from packs import text as text_rules
 from packs.retrieval.segment import Unit
 
-__all__ = ["has", "how_to", "parts", "question_types", "what_happens", "what_is"]
+__all__ = ["asking", "has", "how_to", "parts", "question_types", "what_happens", "what_is"]
 
 _HOWTO = re.compile(r"^\s*how (do|can|should|would) (i|you|we)\b|\bhow to\b|\bwhat command\b|"
                     r"\bwhich command\b", re.I)
@@ -130,10 +130,10 @@ _PAIR = re.compile(r"\b(?:difference|differences) between (.+?) and (.+?)\s*[?.!
                    r"^(.+?)\s+(?:vs\.?|versus)\s+(.+?)\s*[?.!]*$", re.I)
 
 
-def _asking(part: str) -> str:
-    """A question's first part without the statements that set the scene before it ("I
-    set X on a Service. Which flag ..." → "Which flag ..."): the part is ranked on what it
-    asks (the whole question keeps the scene)."""
+def asking(part: str) -> str:
+    """A question (or its first part) without the statements that set the scene before it
+    ("I set X on a Service. Which flag ..." → "Which flag ..."): what it asks, read alone
+    for its kind and its parts (the whole question keeps the scene for the search)."""
     said = text_rules.sentences(part)
     while len(said) > 1 and said[0].endswith("."):
         said = said[1:]
@@ -161,7 +161,7 @@ def parts(question: str) -> list[str]:
         ends = [0, *(j for _, j in sorted(seps))]
         starts = [i for i, _ in sorted(seps)] + [len(question)]
         found = [question[i:j].strip(" ,;") for i, j in zip(ends, starts)]
-        found[0] = _asking(found[0])
+        found[0] = asking(found[0])
     least = 1 if m else 2
     found = [f for f in found if len(set(text_rules.terms(f))) >= least]
     return found if len(found) >= 2 else []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from packs import text as text_rules
+from packs.retrieval.asks import asking
 
 _OVERVIEW = re.compile(
     r"\bmain topics\b|\bwhat (?:topics )?does (?:the |this )?.{0,80}\bcover\b|"
@@ -94,7 +95,7 @@ _WANTED = (
 )
 
 # A list question that says how many it asks for: one set, named together.
-_COUNTED = re.compile(r"\b(?:which|what)(?: are)?(?: the)? "
+_COUNTED = re.compile(r"\b(?:(?:which|what)(?: are)?(?: the)?|(?:name|list) the) "
                       r"(?:two|three|four|five|six|seven|eight|nine|ten)\b", re.I)
 
 
@@ -109,7 +110,10 @@ _OBJECT_ASKED = re.compile(r"^\s*what (?:is|are|were|was)\b.*\b(?:of|for|with|to
 
 
 def question_kind(question: str) -> str | None:
-    """"overview", "across", "list" or None (see the module docstring)."""
+    """"overview", "across", "list" or None (see the module docstring), read on what the
+    question asks, not on the scene it sets first ("I cap object counts in each team
+    namespace. Which quota ...?" asks about one thing)."""
+    question = asking(question)
     if _ONE_ANSWER.search(question):
         return None
     if _OVERVIEW.search(question):
