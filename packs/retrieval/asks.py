@@ -47,7 +47,10 @@ _TYPES: dict[str, re.Pattern[str]] = {
     "number": re.compile(
         r"^\s*when\b|\b(how (many|much|long|old|often|far|large|big|fast|soon|frequently)|"
         r"what (year|date|time|percentage|percent|number|port|version|release|size|age|amount)|"
-        r"which (year|date|port|version|release)|since when|at what)\b", re.I),
+        r"which (year|date|port|version|release)|since when|at what)\b|"
+        # "Which TCP port", "what average CPU utilization", "what minimum Rust version"
+        r"\b(which|what)( [\w-]+){1,2} (ports?|percentage|percent|utilization|ratio|timeout|"
+        r"interval|duration|period|size|count|amount|number|year|date|version|release)\b", re.I),
     "name": re.compile(
         r"\b(which|what|name of)\b[\w\s-]{0,30}?\b(settings?|flags?|options?|fields?|"
         r"commands?|parameters?|arguments?|annotations?|labels?|keys?|variables?|"
