@@ -211,3 +211,13 @@ def test_an_item_is_quoted_by_a_sentence_that_does_not_end_by_introducing_a_list
     sec, span = whole_pack_items.quote_of([sec_a], "Option<i8>")
     assert sec is sec_a and span is not None
     assert whole_pack_items.quote_of([sec_a, sec_b], "Vec<T>") == (sec_a, None)
+
+
+def test_code_spans_the_graph_lacks_are_items_of_a_list_question():
+    sec = whole_pack_items.Sec("a", "s1", "u", "Tests", "Tests > Attributes",
+              "Mark a test with `#[should_panic]` or skip it with `#[ignore]`; run "
+              "`cargo test`.", 0, weight=1.0)
+    found = whole_pack_items.code_span_items({"s1": sec}, {"cargo test"}, ["attribut"], "attribut",
+                            lambda w: 2.0)
+    assert sorted(name for _, name, _ in found) == ["#[ignore]", "#[should_panic]"]
+    assert all(secs == [sec] for _, _, secs in found)

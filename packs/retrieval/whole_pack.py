@@ -19,8 +19,9 @@ Candidates come through the graph, not only the search's top sections:
   names is no item; one the question names in a row is its subject, no item), whether
   its type is the kind asked for (subcommands: command; flags: flag; ...) and whether it
   appears in a list of a first section; for a list question also the first cells of
-  table rows under a first header that names what is asked (`table_heads`); what the
-  question sets aside ("besides plain kubectl commands", `set_aside`) is no name to search
+  table rows under a first header that names what is asked (`table_heads`) and the code
+  spans of the region that no entity names (`code_span_items`); what the question sets
+  aside ("besides plain kubectl commands", `set_aside`) is no name to search
   and its items weigh ASIDE_WEIGHT; each item is
   quoted by the sentence (or list item, table row) of its best section that names it;
 - **overview**: the region's pages, each item the page's title with its lead sentence and
@@ -42,11 +43,13 @@ from typing import Any
 from packs import text as text_rules
 from packs.citations import locate, normalise
 from packs.markdown import fence_spans
+from packs.retrieval import extractive
 from packs.retrieval.segment import one_line
 from packs.retrieval.units import untagged
 from packs.retrieval.whole_pack_items import (
     Item,
     Sec,
+    code_span_items,
     names_subject,
     page_items,
     prefixed,
@@ -153,7 +156,13 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
             score *= ASIDE_WEIGHT
         order = sorted(sids, key=lambda s: (-by_id[s].weight, s not in cited))
         scored.append((score, name, [by_id[s] for s in order], etype))
-    if kind == "list":  # a table's rows name items the graph may lack
+    if kind == "list":  # code spans and a table's rows name items the graph may lack
+        vocabulary = getattr(pack, "vocabulary", None)
+        if callable(vocabulary):
+            known = {x[1].lower() for x in scored}
+            for score, name, secs in code_span_items(by_id, known, asked, head,
+                                                     extractive.idf_of(vocabulary())):
+                scored.append((score, name, secs, "code"))
         rare = math.log(1 + total / 2)
         for weight, name, sec in table_heads(by_id, result.question, head):
             scored.append((weight * rare * TABLE_WEIGHT, name, [sec], "row"))

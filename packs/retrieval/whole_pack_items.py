@@ -9,7 +9,7 @@
 - `page_items`: for an across question, each region section's best passage holding two or
   more of the question's terms;
 - `table_heads`: the first cells of table rows under a first header that names what the
-  question asks for;
+  question asks for; `code_span_items`: the code spans of the region no entity names;
 - `set_aside`: what a list question sets aside ("besides plain kubectl commands");
   `prefixed`: whether a name starts with a word the items are searched by;
   `names_subject`: whether a name is the question's own subject, no item of it.
@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from packs import text as text_rules
 from packs.markdown import fence_spans
 from packs.retrieval.segment import segment
+
+MAX_SPAN = 40  # characters of a code span read as an item's name
 
 
 @dataclass
@@ -160,6 +163,31 @@ def table_heads(by_id: dict[str, Sec], question: str, head: str | None
             if (cell and len(cell) <= 60 and asked & set(text_rules.terms(header))
                     and cell.lower() in sec.content[u.start:u.end].lower()):
                 out.append((sec.weight, cell, sec))
+    return out
+
+
+def code_span_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
+                    head: str | None, idf: Callable[[str], float]
+                    ) -> list[tuple[float, str, list[Sec]]]:
+    """(score, name, its sections best first) of the `code spans` of the region's sections
+    that no item of the graph names (`known`, lower-cased): the offline graph holds no
+    entity for many a `#[should_panic]` or `Sub`. A span scores as an entity does: the
+    weights of its sections times its rarity (the IDF of its rarest word), thrice when it
+    names what is asked (`head`); the question's own subject is no item."""
+    at: dict[str, list[Sec]] = defaultdict(list)
+    for sec in by_id.values():
+        for span in dict.fromkeys(text_rules.code_spans(sec.content)):
+            if 2 <= len(span) <= MAX_SPAN and span.lower() not in known:
+                at[span].append(sec)
+    out = []
+    for span, secs in at.items():
+        named = text_rules.terms(span)
+        if not named or names_subject(named, asked):
+            continue
+        score = sum(s.weight for s in secs) * max(idf(w) for w in named)
+        if head and head in named:
+            score *= 3.0
+        out.append((score, span, sorted(secs, key=lambda s: -s.weight)))
     return out
 
 
