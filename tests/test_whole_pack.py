@@ -15,7 +15,12 @@ from test_query_claude import assert_citations_match_the_pack
 
 from packs import KnowledgePack
 from packs.explore.render import answer_html
-from packs.retrieval import whole_pack_claude, whole_pack_items, whole_pack_region
+from packs.retrieval import (
+    whole_pack_claude,
+    whole_pack_items,
+    whole_pack_questions,
+    whole_pack_region,
+)
 from packs.retrieval.verbatim import bullets, unverified_lines
 from packs.text import terms
 
@@ -221,3 +226,19 @@ def test_code_spans_the_graph_lacks_are_items_of_a_list_question():
                             lambda w: 2.0)
     assert sorted(name for _, name, _ in found) == ["#[ignore]", "#[should_panic]"]
     assert all(secs == [sec] for _, _, secs in found)
+
+
+def test_an_across_question_is_itemised_by_its_subject_not_by_how_it_asks():
+    q = "What changed in the tern command from release to release?"
+    intro = whole_pack_items.Sec("r19", "s1", "u1", "Tern 1.19", "Tern 1.19 > Introduction",
+                                 "The latest Tern release, version 1.19, changed little.", 0,
+                                 weight=1.0)
+    tools = whole_pack_items.Sec("r20", "s2", "u2", "Tern 1.20", "Tern 1.20 > Tern command",
+                                 "The `tern build` command no longer accepts the `-i` flag.",
+                                 0, weight=0.5)
+    by_id = {"s1": intro, "s2": tools}
+    scaffold = whole_pack_questions.across_terms(q)
+    assert scaffold == set(terms("changed release"))
+    found = whole_pack_items.page_items(by_id, q, scaffold=scaffold)
+    assert [i.section.id for i in found] == ["s2"]
+    assert {i.section.id for i in whole_pack_items.page_items(by_id, q)} == {"s1", "s2"}

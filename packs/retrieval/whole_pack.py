@@ -59,7 +59,12 @@ from packs.retrieval.whole_pack_items import (
     spans,
     table_heads,
 )
-from packs.retrieval.whole_pack_questions import head_stem, question_kind, wanted_types
+from packs.retrieval.whole_pack_questions import (
+    across_terms,
+    head_stem,
+    question_kind,
+    wanted_types,
+)
 from packs.retrieval.whole_pack_region import region
 
 QUERY_TYPE = "whole_pack_retrieval_only"
@@ -111,7 +116,8 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
     question each page's best passage first (`page_items`), then the graph's items."""
     by_id = _region_sections(pack, result, kind)
     cited = {s.id for s in result.cited()}
-    per_page = page_items(by_id, result.question) if kind == "across" else []
+    per_page = (page_items(by_id, result.question, scaffold=across_terms(result.question))
+                if kind == "across" else [])
     mentions: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for sid, eid, name, etype in pack.db.read(SECTION_MENTIONS, {"ids": list(by_id)}):
         mentions[eid].append((sid, name, etype))

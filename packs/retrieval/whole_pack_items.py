@@ -117,11 +117,13 @@ def quote_of(secs: list[Sec], name: str) -> tuple[Sec, tuple[int, int] | None]:
 
 
 def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
-               per_page: int = 3) -> list[Item]:
+               per_page: int = 3, scaffold: set[str] = frozenset()) -> list[Item]:
     """For an across question: the region's sections whose best passage (sentence, list
-    item, table row, code line) holds at least two of the question's terms, each an item
-    named by its heading with that passage, best first, at most `per_page` of a page."""
-    asked = set(text_rules.terms(question))
+    item, table row, code line) holds at least two of the question's terms, less the
+    `scaffold` (the words that make it an across question: "what changed ... from release
+    to release" asks about its subject, not about releases), each an item named by its
+    heading with that passage, best first, at most `per_page` of a page."""
+    asked = set(text_rules.terms(question)) - scaffold
     best: list[tuple[float, Sec, tuple[int, int]]] = []
     for sec in by_id.values():
         top = None

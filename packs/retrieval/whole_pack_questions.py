@@ -174,6 +174,12 @@ def head_stem(question: str) -> str | None:
     return text_rules.stem(phrase[-1].lower()) if m.group(1) and phrase else None
 
 
+def across_terms(question: str) -> set[str]:
+    """The terms of the words that make a question an across question ("from release to
+    release", "what changed", "in each", "across"): how it asks, not what about."""
+    return {t for m in _ACROSS.finditer(asking(question)) for t in text_rules.terms(m.group(0))}
+
+
 def wanted_types(question: str) -> set[str]:
     for pattern, types in _WANTED:
         if pattern.search(question):
