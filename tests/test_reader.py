@@ -114,6 +114,16 @@ def test_a_value_in_the_heading_is_shown_with_the_quote():
     assert not extractive.bullet(question, unit, said.content, said).startswith("*")
     assert extractive.heading_value("Why did it become stable?", unit, said.content,
                                     passage) is None
+    # A heading in title case names no person or place: "where ..." shows none of it.
+    titled = rf.Passage("Rust puts the keyword after the expression.",
+                        heading="Futures and the Async Syntax > Our First Async Program")
+    unit = extractive.units_of("Where does Rust put the await keyword?", [titled])[0][1]
+    assert extractive.heading_value("Where does Rust put the await keyword?", unit,
+                                    titled.content, titled) is None
+    plain = rf.Passage("The team moved there in 1921.", heading="Later years in Paris")
+    unit = extractive.units_of("Where did the team move?", [plain])[0][1]
+    assert extractive.heading_value("Where did the team move?", unit, plain.content,
+                                    plain) == "Later years in Paris"
 
 
 def test_a_list_question_gets_the_list_in_place_of_one_of_its_items():

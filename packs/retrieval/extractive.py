@@ -178,12 +178,23 @@ def heading_value(question: str, unit: Unit, raw: str, passage: rf.Passage) -> s
         return None
     asked = {w.strip(".,;:?!\"'()").lower() for w in question.split()}
     head = Unit(0, len(where), "sentence", where)
+    if _title_case(where):  # every word capitalised: no name stands out as a person's or place's
+        kinds = [k for k in kinds if k not in ("person", "place")]
     for k in kinds:
         if k == "number" and _novel_version(where, asked) and not _novel_version(raw, asked):
             return where
         if asks.has(k, head, where, asked) and not asks.has(k, unit, raw, asked):
             return where
     return None
+
+
+def _title_case(heading: str) -> bool:
+    """Whether a heading path capitalises most of its words that are not stop words, the
+    first of each heading aside ("Futures and the Async Syntax > Our First Async Program";
+    not "Later years in Paris")."""
+    words = [w for part in heading.split(">") for w in part.split()[1:]
+             if w[:1].isalpha() and w.lower() not in text_rules.STOP_WORDS]
+    return len(words) >= 2 and sum(w[0].isupper() for w in words) >= 0.6 * len(words)
 
 
 def _novel_version(text: str, asked: set[str]) -> bool:
