@@ -113,6 +113,12 @@ def test_whole_pack_questions_are_recognised():
     assert question_kind("What does the task section on extending Kubernetes walk you "
                          "through?") == "overview"
     assert question_kind("List the subcommands of cargo.") == "list"
+    for asked in ("Give me all the feature gates the docs mention.",
+                  "Show me every environment variable Cargo reads.",
+                  "Enumerate the Service types.",
+                  "Can you list the kubectl commands used for debugging?"):
+        assert question_kind(asked) == "list", asked
+    assert question_kind("Tell me every place the book uses the Drop trait.") == "across"
     assert question_kind("What happens to dependents under each propagation policy?") == "across"
     assert question_kind("Where in the book is the Drop trait implemented?") == "across"
     assert question_kind("How do Deployments, DaemonSets, StatefulSets and CronJobs keep a "

@@ -32,7 +32,8 @@ _ACROSS = re.compile(
     r"\bacross\b(?!\s+how\s+(?:many|much)\b)|\b(?:in|for|under|by) each\b|"
     r"\bin which (?:situations|places|pages|chapters|"
     r"cases|sections|contexts)\b|\bfrom (?:release|version) to (?:release|version)\b|"
-    r"\bwhat changed\b|\bcompare\b|\bevery (?:supported|page|chapter|release|version)\b|"
+    r"\bwhat changed\b|\bcompare\b|\bevery (?:supported|page|chapter|release|version|place)\b|"
+    r"\beverywhere\b|"
     r"\bwhere (?:does|do) the (?:book|docs|documentation) (?:use|say|talk|mention|show|discuss)\b|"
     r"\bwhere in the (?:book|docs|documentation)\b|"
     # how three or more things named in a row do it: "How do Deployments, DaemonSets,
@@ -40,6 +41,7 @@ _ACROSS = re.compile(
     r"^\s*how\b.*\b[\w'-]+(?:, [\w'-]+(?: [\w'-]+){0,2}){2,},? (?:and|or) [\w'-]", re.I)
 _LIST = re.compile(
     r"^\s*(?:list|name)\b(?! the\b)|\b(?:list|name) (?:all|every)\b|\bwhat are all\b|"
+    r"\b(?:give|show|tell) me (?:all|every)\b|\benumerate\b|\b(?:can|could) you (?:list|name)\b|"
     r"\b(?:what|which) kinds of\b|"
     r"(?:^|,\s*)(?:what|which) (?:other |different |main )?(?:kinds|types|sorts) of\b", re.I)
 # "List/name the X ...": a list when X, the noun phrase before a clause or preposition, is
