@@ -100,6 +100,8 @@ def test_whole_pack_questions_are_recognised():
                    "only Pods with a priority class?",
                    "I enabled API Priority and Fairness. Name the two flags whose values are "
                    "added together.",
+                   # how to do it: one way, even to list all of something
+                   "How do I list all pods in a namespace?",
                    # "name the" one thing, then another
                    "Name the kubelet feature gate that allows it, and the minimum containerd "
                    "version needed."):

@@ -105,6 +105,9 @@ _COUNTED = re.compile(r"\b(?:(?:which|what)(?: are)?(?: the)?|(?:name|list) the)
 # the question ("Why does the kubelet manage the hosts file for each container?").
 _ONE_ANSWER = re.compile(r"^\s*(?:why|how (?:many|much))\b", re.I)
 
+# How to do something: one way, even when it is to list all of something.
+_HOW_DO = re.compile(r"^\s*how (?:do|can|should|would) (?:i|you|we)\b|\bhow to\b", re.I)
+
 # "What are X ... used for?", "What are errors ... a sign of?": "what" is the object of the
 # preposition that ends the question, and the plural its subject, no item asked for.
 _OBJECT_ASKED = re.compile(r"^\s*what (?:is|are|were|was)\b.*\b(?:of|for|with|to|from|about|"
@@ -123,6 +126,8 @@ def question_kind(question: str) -> str | None:
     if _ACROSS.search(question):
         return "across"
     if _COUNTED.search(question) or _OBJECT_ASKED.search(question):
+        return None
+    if _HOW_DO.search(question):  # "How do I list all pods?" asks for a command, not a list
         return None
     if _LIST.search(question):
         return "list"
