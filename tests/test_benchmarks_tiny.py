@@ -154,10 +154,13 @@ def test_the_answer_sets_are_well_formed():
         # (at most 85%: issue 47 retired the fifth Kubernetes split into dev and added 45
         # dev questions per corpus to train the reader on; test keeps 50 at least)
         assert 0.4 <= dev / (dev + test) <= 0.85 and test >= 50, name
-        # Classes (issue 47): the questions that carry one are identifier, paraphrase or
-        # two-page, and a two-page question has two gold pages.
+        # Classes (issue 47): the questions that carry one are identifier, paraphrase,
+        # two-page or two-part (two things asked, one gold page), and a two-page question
+        # has two gold pages.
         for r in qs:
-            assert r.get("class") in (None, "identifier", "paraphrase", "two-page"), r["id"]
+            assert r.get("class") in (None, "identifier", "paraphrase", "two-page",
+                                      "two-part"), r["id"]
+            assert (r.get("class") == "two-part") <= (len(r["gold"]) == 1), r["id"]
             assert (r.get("class") == "two-page") <= (len(r["gold"]) == 2), r["id"]
         # A retired test question is never test again.
         assert not any(r.get("retired_test") and r["split"] == "test" for r in qs), name
