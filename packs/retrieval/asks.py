@@ -147,7 +147,8 @@ def parts(question: str) -> list[str]:
     """The things a question asks about when it asks about two or more, each as a question
     of its own ("Which field removes a finished Job, and which field says how many failed
     Jobs to keep?" → its two halves; "What is the difference between a liveness and a
-    readiness probe?" → "a liveness probe", "a readiness probe"); [] for a question about
+    readiness probe?" → "What is a liveness probe?", "What is a readiness probe?": the
+    units that define each answer it); [] for a question about
     one thing. A part needs two words of its own that are not stop words (one, of a pair)."""
     m = _PAIR.search(question)
     if m:
@@ -155,7 +156,7 @@ def parts(question: str) -> list[str]:
         head = b.split()[-1] if b.split() else ""
         if len(a.split()) < len(b.split()) and head and head.lower() not in a.lower():
             a = f"{a} {head}"  # "a liveness [probe] and a readiness probe"
-        found = [a, b]
+        found = [f"What is {a}?", f"What is {b}?"]  # each thing defined on its own
     else:
         seps = [(m.start(), m.end()) for m in _SECOND.finditer(question)]
         for a, b in text_rules.sentence_spans(question):
