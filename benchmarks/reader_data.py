@@ -91,8 +91,9 @@ def ran_rounds(file: str) -> set[int]:
     """The `test_round`s of `file` that benchmarks/ledger.jsonl records a blind run of."""
     from benchmarks import ledger
 
-    names = {e["split"] for e in ledger.entries() if e["event"] == "run"}
-    return {e["where"]["test_round"] for e in ledger.entries()
+    entries = ledger.entries()
+    names = {e["split"] for e in entries if e["event"] == "run"}
+    return {e["where"]["test_round"] for e in entries
             if e["event"] == "freeze" and e["split"] in names
             and e["split"].startswith(file + ":") and "test_round" in e["where"]}
 

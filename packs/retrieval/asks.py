@@ -16,8 +16,8 @@ from packs.retrieval.segment import Unit
 
 __all__ = ["asking", "has", "how_to", "parts", "question_types", "what_happens", "what_is"]
 
-_HOWTO = re.compile(r"^\s*how (do|can|should|would) (i|you|we)\b|\bhow to\b|\bwhat command\b|"
-                    r"\bwhich command\b", re.I)
+_HOW_DO = re.compile(r"^\s*how (do|can|should|would) (i|you|we)\b|\bhow to\b", re.I)
+_COMMAND = re.compile(r"\bwhat command\b|\bwhich command\b", re.I)
 _WHAT_IS = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b|\bwhat does .+ (mean|stand for|do)\b|"
                       r"\bwhat do(es)? (we|you) mean\b|\bdefine\b|\bmeaning of\b|"
                       r"\bdifferen(ce|t)\b|\bdiffers?\b|\bcompared? (to|with)\b|\bvs\.?\s|"
@@ -27,9 +27,11 @@ _HAPPENS = re.compile(r"\bwhat (happens|will happen|would happen|occurs)\b|\bwha
                       r"\bhappens? (when|if|after|once)\b|\bwhat does .+ do (when|if)\b", re.I)
 
 
-def how_to(question: str) -> bool:
-    """Whether the question asks how to do something ("How do I drain a node?")."""
-    return _HOWTO.search(question) is not None
+def how_to(question: str, commands: bool = True) -> bool:
+    """Whether the question asks how to do something ("How do I drain a node?"), or with
+    `commands` also for the command that does it ("Which command drains a node?")."""
+    return (_HOW_DO.search(question) is not None
+            or (commands and _COMMAND.search(question) is not None))
 
 
 def what_is(question: str) -> bool:

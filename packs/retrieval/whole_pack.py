@@ -47,6 +47,7 @@ from packs.retrieval import extractive
 from packs.retrieval.segment import one_line
 from packs.retrieval.units import untagged
 from packs.retrieval.whole_pack_items import (
+    HEAD_WEIGHT,
     Item,
     Sec,
     code_span_items,
@@ -155,7 +156,7 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
         if wanted and etype in wanted:
             score *= 2.0
         if head and head in named:
-            score *= 3.0  # "init containers" for "what kinds of containers"
+            score *= HEAD_WEIGHT  # "init containers" for "what kinds of containers"
         if kind == "across":
             score *= 1 + 0.5 * (len(pages) - 1)
         if named and named[0] in aside:

@@ -27,6 +27,7 @@ from packs.markdown import fence_spans
 from packs.retrieval.segment import segment
 
 MAX_SPAN = 40  # characters of a code span read as an item's name
+HEAD_WEIGHT = 3.0  # an item named with the noun asked for ("init containers" for "containers")
 
 
 @dataclass
@@ -174,8 +175,8 @@ def code_span_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
     """(score, name, its sections best first) of the `code spans` of the region's sections
     that no item of the graph names (`known`, lower-cased): the offline graph holds no
     entity for many a `#[should_panic]` or `Sub`. A span scores as an entity does: the
-    weights of its sections times its rarity (the IDF of its rarest word), thrice when it
-    names what is asked (`head`); the question's own subject is no item."""
+    weights of its sections times its rarity (the IDF of its rarest word), times HEAD_WEIGHT
+    when it names what is asked (`head`); the question's own subject is no item."""
     at: dict[str, list[Sec]] = defaultdict(list)
     for sec in by_id.values():
         for span in dict.fromkeys(text_rules.code_spans(sec.content)):
@@ -188,7 +189,7 @@ def code_span_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
             continue
         score = sum(s.weight for s in secs) * max(idf(w) for w in named)
         if head and head in named:
-            score *= 3.0
+            score *= HEAD_WEIGHT
         out.append((score, span, sorted(secs, key=lambda s: -s.weight)))
     return out
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from packs import text as text_rules
-from packs.retrieval.asks import asking
+from packs.retrieval.asks import asking, how_to
 
 _OVERVIEW = re.compile(
     r"\bmain topics\b|\bwhat (?:topics )?does (?:the |this )?.{0,80}\bcover\b|"
@@ -57,18 +57,18 @@ _NAME_THE = re.compile(r"\b(?:list|name) the ((?:[\w.:/-]+ ){0,5}?[\w.:/-]+)"
 # no clause opens between them ("Which field decides when unhealthy pods may ..."),
 # and "range of numbers" asks for one range. "What" asking about something else ("What
 # does Kubernetes use Lease objects for?", "What happens to spawned threads") is no list.
+_PLURAL_WORD = r"[a-z][\w-]*[^su\W]s|[a-z]+ies"  # "settings", "add-ons", "policies"; not "status"
 _PLURAL = re.compile(
     r"^\s*(?:which|what) ((?:[\w.:<>-]+ ){0,5}?)(?!(?:does|happens|goes|means|has|is|"
     r"was|this|its|sets|uses|gets|runs|makes|takes|needs|looks|works)\b)"
-    r"(?:[a-z][\w-]*[^su\W]s|[a-z]+ies|data|criteria) (?:do|does|did|can|could|are|were|exist|"
+    rf"(?:{_PLURAL_WORD}|data|criteria) (?:do|does|did|can|could|are|were|exist|"
     r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
     r"in|of|for|that|which|does|make|let)\b", re.I)
 # The same after an opening phrase ("Besides writing manifests by hand, which tools do the
 # docs mention ..."), where an auxiliary must follow the plural: after a comma "what prefix
 # shows that ..." is as likely a verb.
-_PLURAL_LATER = re.compile(r",\s*(?:which|what) (?:[\w.:<>-]+ ){0,2}?(?:[a-z][\w-]*[^su\W]s|"
-                           r"[a-z]+ies) (?:do|does|did|can|could|are|were|should|must|may|"
-                           r"will)\b", re.I)
+_PLURAL_LATER = re.compile(rf",\s*(?:which|what) (?:[\w.:<>-]+ ){{0,2}}?(?:{_PLURAL_WORD}) "
+                           r"(?:do|does|did|can|could|are|were|should|must|may|will)\b", re.I)
 # A word that opens a clause between a singular head noun and the plural: the plural is
 # the clause's ("Which PodDisruptionBudget field decides when unhealthy pods may ...").
 _CLAUSE = re.compile(r"\b(?:when|where|that|which|who|whose|if|how|while)\b", re.I)
@@ -105,9 +105,6 @@ _COUNTED = re.compile(r"\b(?:(?:which|what)(?: are)?(?: the)?|(?:name|list) the)
 # the question ("Why does the kubelet manage the hosts file for each container?").
 _ONE_ANSWER = re.compile(r"^\s*(?:why|how (?:many|much))\b", re.I)
 
-# How to do something: one way, even when it is to list all of something.
-_HOW_DO = re.compile(r"^\s*how (?:do|can|should|would) (?:i|you|we)\b|\bhow to\b", re.I)
-
 # "What are X ... used for?", "What are errors ... a sign of?": "what" is the object of the
 # preposition that ends the question, and the plural its subject, no item asked for.
 _OBJECT_ASKED = re.compile(r"^\s*what (?:is|are|were|was)\b.*\b(?:of|for|with|to|from|about|"
@@ -127,7 +124,7 @@ def question_kind(question: str) -> str | None:
         return "across"
     if _COUNTED.search(question) or _OBJECT_ASKED.search(question):
         return None
-    if _HOW_DO.search(question):  # "How do I list all pods?" asks for a command, not a list
+    if how_to(question, commands=False):  # "How do I list all pods?": one way, no list
         return None
     if _LIST.search(question):
         return "list"
