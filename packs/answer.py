@@ -37,6 +37,7 @@ from packs.retrieval import (
     synthesis,
     whole_pack,
     whole_pack_claude,
+    whole_pack_rank,
 )
 
 ASK_FIELDS = ("answer", "sources", "citations", "unsupported", "entities", "facts",
@@ -99,10 +100,16 @@ def _answer_dict(result: SearchResult, answer: str, citations: list[dict], query
         "query_type": query_type,
         "token_usage": usage,
         # The offline answer's learned reader (its weights' version and hash), when it
-        # chose the passages; None when Claude answered or the pack abstained.
-        "reader": (reader.load().version if query_type in ("retrieval_only", whole_pack.QUERY_TYPE)
-                   else None),
+        # chose the passages, and for a list the item model's; None when Claude answered
+        # or the pack abstained.
+        "reader": _reader_version(query_type),
     }
+
+
+def _reader_version(query_type: str) -> str | None:
+    if query_type == whole_pack.QUERY_TYPE:
+        return f"{reader.load().version}; items {whole_pack_rank.load().version}"
+    return reader.load().version if query_type == "retrieval_only" else None
 
 
 def _retrieval_type(result: SearchResult) -> str:
@@ -220,13 +227,7 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
         return (f"The pack has nothing relevant enough to answer this ({gate.reason(result)}),"
                 f" and {why or 'no language model is configured (ANTHROPIC_API_KEY unset)'}.",
                 [], GATED, result)
-    kw = {"note": note} if note else {}
-    answer, quotes, used = extractive.answer(result.question, result.cited(),
-                                             pack_idf=_idf(pack),
-                                             extra=page_sections(pack, result),
-                                             similarity=_similarity(pack, result),
-                                             part_similarity=_part_similarity(pack, result),
-                                             **kw)
+    answer, quotes, used = passages(pack, result, note)
     if used:
         result = dataclasses.replace(result, related=[*result.related, *used])
     # Issue 48: a list, across or overview question also gets a list of cited items
@@ -235,6 +236,18 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
     if listed is not None:
         return listed
     return answer, quotes, "retrieval_only", result
+
+
+def passages(pack: Any, result: SearchResult, note: str | None = None
+             ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
+    """The offline answer's passages (packs/retrieval/extractive.py): (text, quotes, the
+    sections it quotes that the context lacks). A whole-pack answer lists its items after
+    them (benchmarks/train_items.py fits the item model on what they already say)."""
+    kw = {"note": note} if note else {}
+    return extractive.answer(result.question, result.cited(), pack_idf=_idf(pack),
+                             extra=page_sections(pack, result),
+                             similarity=_similarity(pack, result),
+                             part_similarity=_part_similarity(pack, result), **kw)
 
 
 def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, Any],

@@ -23,7 +23,9 @@ Candidates come through the graph, not only the search's top sections:
   spans of the region that no entity names (`code_span_items`); what the question sets
   aside ("besides plain kubectl commands", `set_aside`) is no name to search
   and its items weigh ASIDE_WEIGHT; each item is
-  quoted by the sentence (or list item, table row) of its best section that names it;
+  quoted by the sentence (or list item, table row) of its best section that names it; of
+  these `candidates` (hand order), the learned item model (packs/retrieval/
+  whole_pack_rank.py) picks which the answer lists (`list_items`);
 - **overview**: the region's pages, each item the page's title with its lead sentence and
   the headings of its sections; for the pack itself ("what is this pack about"), its
   topic map (packs/topics.py).
@@ -53,7 +55,6 @@ from packs.retrieval.whole_pack_items import (
     code_span_items,
     names_subject,
     page_items,
-    prefixed,
     quote_of,
     sec_of,
     set_aside,
@@ -66,11 +67,12 @@ from packs.retrieval.whole_pack_questions import (
     question_kind,
     wanted_types,
 )
+from packs.retrieval.whole_pack_rank import CANDIDATES, pick
+from packs.retrieval.whole_pack_rank import load as load_items
 from packs.retrieval.whole_pack_region import region
 
 QUERY_TYPE = "whole_pack_retrieval_only"
-MAX_ITEMS = 20
-FLOOR = 0.12  # an item scoring under this share of the best is left out
+MAX_ITEMS = 20  # overview items (a list question's: whole_pack_rank.Limits)
 OUTSIDE_WEIGHT = 0.3  # a section outside the region that names a question identifier
 TABLE_WEIGHT = 3.0  # a table row's first cell under a header naming what is asked
 ASIDE_WEIGHT = 0.25  # an item named after what the question sets aside ("besides kubectl")
@@ -112,9 +114,11 @@ def map_sections(pack: Any, result: Any, limit: int) -> list[Sec]:
     return sorted(by_id.values(), key=lambda s: (-s.weight, s.article_id, s.position))[:limit]
 
 
-def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
-    """The items of a list or across question (see the module docstring): for an across
-    question each page's best passage first (`page_items`), then the graph's items."""
+def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item]]:
+    """(page items, candidate items) of a list or across question (see the module
+    docstring): for an across question each page's best passage (`page_items`; [] for a
+    list question), and the graph's and region's items in the hand order of their scores,
+    at most whole_pack_rank.CANDIDATES, each with its quote."""
     by_id = _region_sections(pack, result, kind)
     cited = {s.id for s in result.cited()}
     per_page = (page_items(by_id, result.question, scaffold=across_terms(result.question))
@@ -139,7 +143,7 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
                 by_id[sid].weight = OUTSIDE_WEIGHT
             mentions[eid].append((sid, name, etype))
     if not mentions:
-        return per_page
+        return per_page, []
     total = pack.db.read(COUNT_SECTIONS, {})[0][0] or 1
     df = dict(pack.db.read(ENTITY_DF, {"ids": list(mentions)}))
     wanted, asked = wanted_types(result.question), text_rules.terms(result.question)
@@ -162,36 +166,53 @@ def list_items(pack: Any, result: Any, kind: str) -> list[Item]:
         if named and named[0] in aside:
             score *= ASIDE_WEIGHT
         order = sorted(sids, key=lambda s: (-by_id[s].weight, s not in cited))
-        scored.append((score, name, [by_id[s] for s in order], etype))
+        scored.append((score, name, [by_id[s] for s in order], etype, len(pages)))
     if kind == "list":  # code spans and a table's rows name items the graph may lack
         vocabulary = getattr(pack, "vocabulary", None)
         if callable(vocabulary):
             known = {x[1].lower() for x in scored}
             for score, name, secs in code_span_items(by_id, known, asked, head,
                                                      extractive.idf_of(vocabulary())):
-                scored.append((score, name, secs, "code"))
+                scored.append((score, name, secs, "code", len({s.article_id for s in secs})))
         rare = math.log(1 + total / 2)
         for weight, name, sec in table_heads(by_id, result.question, head):
-            scored.append((weight * rare * TABLE_WEIGHT, name, [sec], "row"))
+            scored.append((weight * rare * TABLE_WEIGHT, name, [sec], "row", 1))
     scored.sort(key=lambda x: (-x[0], x[1].lower()))
     if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
         scored.sort(key=lambda x: x[3] not in wanted and x[3] != "row")
-    items: list[Item] = list(per_page)
+    items: list[Item] = []
     seen: set[str] = set()
-    prefixes = [x.lower() + " " for x in seeds]
-    for score, name, secs, etype in scored:
-        if len(items) >= MAX_ITEMS:
+    for score, name, secs, etype, n_pages in scored:
+        if len(items) >= CANDIDATES:
             break
-        if score < FLOOR * scored[0][0] and not (etype in wanted and prefixed(name, prefixes)):
-            continue  # a weak item, unless it is of the kind asked and named as asked
         if name.lower() in seen:
             continue
         sec, span = quote_of(secs, name)
         if span is None:
             continue
         seen.add(name.lower())
-        items.append(Item(name, sec, span[0], span[1], score))
-    return items
+        items.append(Item(name, sec, span[0], span[1], score, etype=etype, pages=n_pages))
+    return per_page, items
+
+
+def list_items(pack: Any, result: Any, kind: str, above: str = "") -> list[Item]:
+    """The items a list or across question's answer lists: its page items, then the
+    candidates the learned item model picks (packs/retrieval/whole_pack_rank.py); `above`:
+    the text of the passages the answer quotes before the list."""
+    per_page, found = candidates(pack, result, kind)
+    if not found:
+        return per_page
+    sims = section_sims(pack, result, found)
+    return [*per_page, *pick(load_items(), found, result.question, kind, above, sims)]
+
+
+def section_sims(pack: Any, result: Any, items: list[Item]) -> dict[str, float]:
+    """Section id → the similarity of the items' sections to the question (the pack's
+    stored vectors: nothing is embedded but the question, when the search did not)."""
+    qvec = (result.question_vector if result.question_vector is not None
+            else pack.embed_query(result.question))
+    return {r.id: float(r.similarity or 0.0) for r in
+            pack.db.sections_by_id(list(dict.fromkeys(i.section.id for i in items)), qvec)}
 
 
 _PACK_ITSELF = re.compile(r"\b(?:this|the) (?:pack|documentation|docs|site|corpus|book)\b"
@@ -252,7 +273,8 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     Items that quote the same passage share one bullet ("**A**, **B**: ..."); an item whose
     passage is quoted above is named on one closing line with its [n], its passage not
     shown twice. ("", [], []) when the pack gives no item."""
-    items = overview_items(pack, result) if kind == "overview" else list_items(pack, result, kind)
+    items = (overview_items(pack, result) if kind == "overview"
+             else list_items(pack, result, kind, "\n".join(quoted)))
     if not items:
         return "", [], []
     numbers = dict(numbers or {})

@@ -11,7 +11,6 @@
 - `table_heads`: the first cells of table rows under a first header that names what the
   question asks for; `code_span_items`: the code spans of the region no entity names;
 - `set_aside`: what a list question sets aside ("besides plain kubectl commands");
-  `prefixed`: whether a name starts with a word the items are searched by;
   `names_subject`: whether a name is the question's own subject, no item of it.
 """
 
@@ -50,6 +49,8 @@ class Item:
     end: int
     score: float
     extra: list[str] = field(default_factory=list)
+    etype: str = ""  # the entity's type, "code" (a code span) or "row" (a table's cell)
+    pages: int = 1  # the pages of the region that name it
 
 
 def sec_of(row: list) -> Sec:
@@ -143,7 +144,8 @@ def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
         if len(out) >= limit or pages[sec.article_id] >= per_page:
             continue
         pages[sec.article_id] += 1
-        out.append(Item(sec.heading_path.split(" > ")[-1] or sec.title, sec, a, b, score))
+        out.append(Item(sec.heading_path.split(" > ")[-1] or sec.title, sec, a, b, score,
+                        etype="page"))
     return out
 
 
@@ -213,13 +215,6 @@ def set_aside(question: str, head: str | None) -> set[str]:
         rest = rest.replace(m.group(0), " ")
     # A term the question also asks with elsewhere is what it asks for.
     return out - set(text_rules.terms(rest)) - ({head} if head else set())
-
-
-def prefixed(name: str, prefixes: list[str]) -> bool:
-    """Whether `name` starts with one of the words the question's items are searched by
-    ("kubeadm certs renew" for "Which kubeadm subcommands ...")."""
-    low = name.lower()
-    return any(low.startswith(p) for p in prefixes)
 
 
 def names_subject(name: list[str], asked: list[str]) -> bool:

@@ -1,0 +1,144 @@
+"""Which of a list question's candidate items a whole-pack answer lists: a small learned
+model, not the hand order.
+
+    chosen = pick(load(), candidates, question, kind, above, sims)
+
+The graph and the region give a list or across question up to CANDIDATES items
+(packs/retrieval/whole_pack.py `candidates`), in the hand order of their scores. Each gets
+the FEATURES below, and a logistic model (fitted on dev questions of three corpora by
+benchmarks/train_items.py; its weights ship beside this module as item_weights.json) gives
+the probability that it names an item of the answer the passages above do not name yet.
+`pick` takes the items best first, at most `Limits.max_items`, while their probability is
+at least `Limits.alpha` times the best's: a question the passages already answer whole
+("Which namespaces does a new cluster start with?") gets few items, not twenty.
+
+Features (the item's quote is the span of its section that names it):
+- `lscore`, `lrank`: its hand score (log of its share of the best) and rank;
+- `asked`, `asked_name`: the question's terms in its quote (less its name), in its name;
+- `head_name`, `head_quote`: the noun asked for ("containers") in its name, in its quote;
+- `wanted`, `code`, `row`: an entity of the type asked for, a code span, a table cell;
+- `lpages`: the region's pages that name it (log);
+- `name_above`, `quote_above`: its name, its quote already in the passages above;
+- `qwords`: its quote's words (log); `across`: an across question;
+- `ssim`: its section's similarity to the question (the pack's stored vectors).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from packs import text as text_rules
+from packs.retrieval.whole_pack_items import Item
+from packs.retrieval.whole_pack_questions import head_stem, wanted_types
+
+WEIGHTS_FILE = Path(__file__).with_name("item_weights.json")
+CANDIDATES = 60  # items the graph and region give the model, in hand order
+FEATURES = ("lscore", "lrank", "asked", "head_name", "head_quote", "wanted", "code", "row",
+            "lpages", "name_above", "quote_above", "qwords", "across", "asked_name", "ssim")
+
+
+class ItemWeightsError(ValueError):
+    """The item model's weights file is missing, unreadable or for other features."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_items: int = 20
+    alpha: float = 0.15  # an item under this share of the best's probability is left out
+
+
+@dataclass(frozen=True)
+class ItemModel:
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    bias: float
+    limits: Limits
+    version: str
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        if not len(x):
+            return np.zeros(0)
+        return 1.0 / (1.0 + np.exp(-(((x - self.mean) / self.scale) @ self.weights + self.bias)))
+
+    def to_json(self, version: str, trained: dict) -> dict:
+        return {"version": version, "features": list(FEATURES),
+                "mean": self.mean.round(6).tolist(), "scale": self.scale.round(6).tolist(),
+                "weights": self.weights.round(6).tolist(), "bias": round(self.bias, 6),
+                "limits": {"max_items": self.limits.max_items, "alpha": self.limits.alpha},
+                "trained": trained}
+
+
+def parse(raw: bytes) -> ItemModel:
+    try:
+        d = json.loads(raw)
+        if d["features"] != list(FEATURES):
+            raise ItemWeightsError(f"item weights are for features {d['features']}, this "
+                                   f"code reads {list(FEATURES)}: refit them with "
+                                   "benchmarks/train_items.py")
+        arrays = [np.asarray(d[k], dtype=np.float64) for k in ("mean", "scale", "weights")]
+        if any(a.shape != (len(FEATURES),) for a in arrays):
+            raise ItemWeightsError("item weights: arrays of another length than the features")
+        sha = hashlib.sha256(raw).hexdigest()[:12]
+        return ItemModel(*arrays, float(d["bias"]), Limits(**d["limits"]),
+                         f"{d['version']}+{sha}")
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, ItemWeightsError):
+            raise
+        raise ItemWeightsError(f"item weights unreadable: {exc}") from exc
+
+
+@functools.cache
+def load(path: Path = WEIGHTS_FILE) -> ItemModel:
+    """The item model of a weights file (the shipped one by default), read once."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ItemWeightsError(f"cannot read the item weights {path}: {exc}") from exc
+    return parse(raw)
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def features(items: Sequence[Item], question: str, kind: str, above: str,
+             sims: dict[str, float]) -> np.ndarray:
+    """One row of FEATURES per item (hand order); `above`: the passages' text above the
+    list; `sims`: section id → its similarity to the question."""
+    asked = set(text_rules.terms(question))
+    head, wanted = head_stem(question), wanted_types(question)
+    shown = _fold(above)
+    top = max((i.score for i in items), default=1.0) or 1.0
+    rows = []
+    for k, it in enumerate(items):
+        quote = it.section.content[it.start:it.end]
+        qt, nt = set(text_rules.terms(quote)), set(text_rules.terms(it.name))
+        rows.append([math.log(max(it.score, 1e-9) / top), math.log(1 + k),
+                     len(asked & (qt - nt)) / max(1, len(asked)),
+                     float(bool(head and head in nt)), float(bool(head and head in qt)),
+                     float(bool(wanted) and it.etype in wanted), float(it.etype == "code"),
+                     float(it.etype == "row"), math.log(max(it.pages, 1)),
+                     float(_fold(it.name) in shown), float(_fold(quote) in shown),
+                     math.log(1 + len(quote.split())), float(kind == "across"),
+                     len(asked & nt) / max(1, len(asked)), sims.get(it.section.id, 0.0)])
+    return np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES))
+
+
+def pick(model: ItemModel, items: Sequence[Item], question: str, kind: str, above: str,
+         sims: dict[str, float]) -> list[Item]:
+    """The items to list, most probable first (see the module docstring)."""
+    p = model.probability(features(items, question, kind, above, sims))
+    if not len(p):
+        return []
+    order = sorted(range(len(items)), key=lambda k: (-p[k], k))
+    floor = model.limits.alpha * p[order[0]]
+    return [items[k] for k in order if p[k] >= floor][:model.limits.max_items]
