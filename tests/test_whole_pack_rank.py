@@ -19,7 +19,7 @@ def _item(name: str, sentence: str, score: float, etype: str = "", sid: str = "s
 
 def test_the_shipped_weights_load_and_name_their_version():
     model = rank.load()
-    assert model.version.startswith("items-") and "+" in model.version
+    assert model.version.startswith("items-") and "/" in model.version
     assert model.weights.shape == (len(rank.FEATURES),)
     assert 0 <= model.limits.alpha < 1 and model.limits.max_items > 0
 

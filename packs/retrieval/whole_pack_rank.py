@@ -89,7 +89,7 @@ def parse(raw: bytes) -> ItemModel:
             raise ItemWeightsError("item weights: arrays of another length than the features")
         sha = hashlib.sha256(raw).hexdigest()[:12]
         return ItemModel(*arrays, float(d["bias"]), Limits(**d["limits"]),
-                         f"{d['version']}+{sha}")
+                         f"{d['version']}/{sha}")
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, ItemWeightsError):
             raise
