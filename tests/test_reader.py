@@ -219,6 +219,17 @@ def test_the_parts_of_a_difference_question_ask_what_each_thing_is():
     assert len(parts) == 2
     assert parts == ["What is a liveness probe?", "What is a readiness probe?"]
     assert all(rf.analyse(p, q).what_is and rf.analyse(p).what_is for p in parts)
+    # "How is A different from B?" and "How does A differ from B?" ask the same; a context
+    # the pair shares ("in Rust") goes with both, and is no head noun of the first.
+    assert asks.parts("How does a ReplicaSet differ from a ReplicationController?") == [
+        "What is a ReplicaSet?", "What is a ReplicationController?"]
+    assert asks.parts("How is an emptyDir volume different from a hostPath volume?") == [
+        "What is an emptyDir volume?", "What is a hostPath volume?"]
+    assert asks.parts("What's the difference between a statement and an expression in "
+                      "Rust?") == ["What is a statement in Rust?", "What is an expression in Rust?"]
+    # A difference with a second question after it is read by its clauses, not as a pair.
+    assert "What is a Deployment" not in " ".join(asks.parts(
+        "How does a DaemonSet differ from a Deployment, and when would I pick each?"))
     assert rf.analyse("What happens if I drop the receiver?").happens
     assert not rf.analyse("How do I drop the receiver?").happens
 

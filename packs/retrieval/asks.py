@@ -129,10 +129,16 @@ _SECOND = re.compile(
 # lowest containerd version ..." (the second thing after ", and the").
 _IMPERATIVE = re.compile(r"^(?:name|list|give|tell me|state|say)\b", re.I)
 _AND_THE = re.compile(r",\s*and\s+(?=the\b)", re.I)
-# "the difference between A and B", "A vs B", "compare A and/with B".
+# "the difference between A and B", "A vs B", "compare A and/with B", "How is A different
+# from B?", "How does A differ from B?".
 _PAIR = re.compile(r"\b(?:difference|differences) between (.+?) and (.+?)\s*[?.!]*$|"
                    r"^(?:.*?\b)?(?:compare|comparing) (.+?) (?:and|with|to) (.+?)\s*[?.!]*$|"
-                   r"^(.+?)\s+(?:vs\.?|versus)\s+(.+?)\s*[?.!]*$", re.I)
+                   r"^(.+?)\s+(?:vs\.?|versus)\s+(.+?)\s*[?.!]*$|"
+                   r"^(?:how|in what ways?)\s+(?:is|are|does|do)\s+(.+?)\s+"
+                   r"(?:different from|differ from)\s+([^,;]+?)\s*[?.!]*$", re.I)
+# Where the second thing's own words end and the context the pair shares begins ("an
+# expression | in Rust", "OnFailure restart policies | for a Pod").
+_CONTEXT = re.compile(r"\s+(?=(?:in|for|of|on|at|inside|within|under)\s)", re.I)
 
 
 def asking(part: str) -> str:
@@ -155,9 +161,12 @@ def parts(question: str) -> list[str]:
     m = _PAIR.search(question)
     if m:
         a, b = [g for g in m.groups() if g is not None][:2]
-        head = b.split()[-1] if b.split() else ""
-        if len(a.split()) < len(b.split()) and head and head.lower() not in a.lower():
+        own = _CONTEXT.split(b, maxsplit=1)
+        head = own[0].split()[-1] if own[0].split() else ""
+        if len(a.split()) < len(own[0].split()) and head and head.lower() not in a.lower():
             a = f"{a} {head}"  # "a liveness [probe] and a readiness probe"
+        if len(own) > 1 and own[1].lower() not in a.lower():
+            a = f"{a} {own[1]}"  # "a statement [in Rust] and an expression in Rust"
         found = [f"What is {a}?", f"What is {b}?"]  # each thing defined on its own
     else:
         seps = [(m.start(), m.end()) for m in _SECOND.finditer(question)]
