@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     report = [
         "# Issue 48: the whole-pack answer's item model (packs/retrieval/whole_pack_rank.py)",
         "",
-        f"{common.machine_line()}, {stamp}. Command: `python benchmarks/train_items.py "
+        f"{common.machine_line()}. Command: `python benchmarks/train_items.py "
         f"{' '.join(argv if argv is not None else sys.argv[1:])}`",
         "",
         f"Dev questions read as list or across questions: {len(rows)}; candidates "

@@ -258,3 +258,15 @@ def test_program_output_is_marked_for_a_how_to_question():
         got = {u.display: x[k][col] for k, (_, u) in enumerate(units) if u.kind == "code"}
         assert got == {"kubectl rollout undo deployment/nginx": 0.0,
                        "deployment.apps/nginx rolled back": want}, q
+
+
+def test_emphasis_marks_no_word_of_a_unit():
+    # "A _PersistentVolume_ (PV) is a piece of storage": the unit defines a PersistentVolume;
+    # its word is not the token "_persistentvolume_". A code span keeps its underscores.
+    assert rf.plain("A _PersistentVolume_ (PV) is a piece of storage") == (
+        "A PersistentVolume (PV) is a piece of storage")
+    assert rf.plain("a *bold* and **strong** word, snake_case kept") == (
+        "a bold and strong word, snake_case kept")
+    assert rf.plain("call `__init__` first") == "call `__init__` first"
+    q = rf.analyse("What is a PersistentVolume?")
+    assert rf._defines(q, rf.plain("A _PersistentVolume_ (PV) is a piece of storage."))

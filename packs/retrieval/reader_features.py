@@ -44,23 +44,20 @@ to do something. A unit's features:
                        in a row
     rare_first         the question's rarest term among the unit's first words (what the
                        unit is about)
-    fragment, caption  no sentence: no closing punctuation (a title-like line), or a
-                       caption ("Listing 8-6: ...", "Figure 2: ...")
+    fragment, caption  no closing punctuation (a title-like line); "Listing 8-6: ..."
     dangling           a sentence that ends with ":" but introduces nothing the section
                        holds (a listing the page included from a file)
     output             code that a program printed ("The output is similar to this:"
-                       before it), not a command or a configuration
-                       (packs/retrieval/code_units.py)
+                       before it), not a command or a configuration (code_units.py)
     elsewhere          for one part of a question about several things (asks.py `parts`):
-                       the share of the other parts' own terms the unit has (it answers
-                       one of them, not this one)
-    howto_command      a how-to question and code that is a command line (code_units.py:
-                       "kubectl rollout undo ...", not the output it prints, which echoes
-                       the question's words)
+                       the share of the other parts' own terms the unit has
+    howto_command      a how-to question and code that is a command line ("kubectl
+                       rollout undo ...", not the output it prints)
     howto_output       a how-to question and program output ("deployment.apps/nginx-
                        deployment rolled back" echoes "roll back a Deployment")
 and, for the units embedded with the pack's encoder (SIM_FEATURES): their cosine
-similarity to the question, that less the best unit's, and whether it is the best.
+similarity to the question, that less the best unit's, and whether it is the best. A unit's
+words are counted without emphasis markers and link targets (`plain`).
 """
 
 from __future__ import annotations
@@ -75,11 +72,10 @@ import numpy as np
 
 from packs import text as text_rules
 from packs.retrieval import asks, code_units
-from packs.retrieval.units import LONG_WORDS, Unit
+from packs.retrieval.units import LONG_WORDS, Unit, unemphasised
 
-READER_FEATURES_VERSION = "reader-features-v5"
-K1, B = 1.2, 0.75
-SHORT_WORDS = 4
+READER_FEATURES_VERSION = "reader-features-v6"
+K1, B, SHORT_WORDS = 1.2, 0.75, 4  # BM25's constants; a unit of 4 words or fewer is short
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
 KINDS = ("sentence", "item", "paragraph", "leadin", "code", "row")
 FEATURES = (
@@ -96,8 +92,8 @@ NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
 
 _SYMBOL = re.compile(r"(?<!\S)[^\w\s]{1,3}(?!\S)")
 _PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "'"})
-_FILE_EXTENSIONS = frozenset("md toml yaml yml json rs go py txt html js ts lock cfg ini "
-                             "conf sh".split())
+_FILE_EXTENSIONS = frozenset("md toml yaml yml json rs go py txt html js ts lock cfg ini conf sh"
+                             .split())
 _META = re.compile(
     r"^\W*(this (page|task|document|tutorial|guide|section|chapter|example)|in this "
     r"(page|task|document|tutorial|guide|section|chapter)|see\b|for (more|further) "
@@ -109,8 +105,7 @@ _DEFINES = re.compile(r"\b(is|are|means|refers to|describes|represents|lets you|
                       r"determines?|indicates?|decides?|controls?)\b")
 _NUMBER = re.compile(r"(?<![\w.])\d")
 # A unit's condition: from "if", "when" ... to the comma or "then" that ends it.
-_CONDITION = re.compile(r"\b(if|when|whenever|once|unless|after)\b([^,;:.]*?)(,|\bthen\b|$)",
-                        re.I)
+_CONDITION = re.compile(r"(?i)\b(if|when|whenever|once|unless|after)\b([^,;:.]*?)(,|\bthen\b|$)")
 _CAPTION = re.compile(r"^\W*(listing|figure|table|example)\s+[\d-]+[a-z]?\b", re.I)
 _CLOSED = re.compile(r"[.!?:;)\]\"'”’*_`]\s*$")
 _URL = re.compile(r"\]\([^)\s]*\)|\bhttps?://\S+")
@@ -194,10 +189,15 @@ class Passage:
 
 
 def unit_terms_of(u: Unit) -> list[str]:
-    """The terms of a unit as the reader counts them: URLs and link targets left out
+    """The terms of a unit as the reader counts them (`plain`)."""
+    return text_rules.terms(plain(u.display))
+
+
+def plain(display: str) -> str:
+    """A unit's text as its words are counted: emphasis markers and link targets out
     (`kubectl apply -f https://k8s.io/.../memory-request-limit.yaml` is no sentence about
-    memory limits)."""
-    return text_rules.terms(_URL.sub(" ", u.display))
+    memory limits; "A _PersistentVolume_ is ..." defines a PersistentVolume)."""
+    return _URL.sub(" ", unemphasised(display))
 
 
 def term_weights(question: str, units: list[list[str]],
@@ -325,7 +325,7 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
                for t in TYPES},
             "howto_code": float(q.howto and (u.kind == "code" or u.inner == "code"
                                              or "`" in raws[k])),
-            "defines": float(defines := _defines(q, u.display)),
+            "defines": float(defines := _defines(q, plain(u.display))),
             "defines_asked": float(defines and q.what_is),
             "meta": float(_META.search(u.display) is not None),
             "links": sum(len(m) for m in _LINK.findall(raws[k])) / max(len(raws[k]), 1),

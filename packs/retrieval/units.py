@@ -191,6 +191,16 @@ _TAG = re.compile(r"</?(a|abbr|b|br|code|dd|del|details|div|dl|dt|em|figcaption|
                   r"th|thead|tr|u|ul)\b(\s[^<>]*)?/?>", re.I)
 
 
+# Markdown emphasis around words ("A _PersistentVolume_ (PV) is ..."): the words it marks,
+# not one token "_persistentvolume_"; a code span (`__init__`) is left as written.
+_EMPHASIS = re.compile(r"(?<![\w`])(_{1,2}|\*{1,2})(?=[^\s_*])([^`\n]+?)(?<=[^\s_*])\1(?![\w`])")
+
+
+def unemphasised(text: str) -> str:
+    """`text` without the Markdown emphasis markers around its words."""
+    return _EMPHASIS.sub(r"\2", text)
+
+
 def untagged(text: str) -> str:
     """`text` without its HTML tags and images, line by line; code spans are code, kept
     as written ("handles `<img src=x>` payloads" keeps its tag)."""
