@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import answer_eval, common, corpora, doc_answers  # noqa: E402
 from packs.retrieval import whole_pack_rank as rank  # noqa: E402
+from packs.retrieval.reader import Model  # noqa: E402
 
 CORPORA = ("kubernetes", "rust-book", "cargo-book")
 WHOLE = {"kubernetes": "k8s_whole_pack.jsonl", "rust-book": "rust_whole_pack.jsonl",
@@ -123,7 +124,9 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = L2, iters: int = 30):
 
 
 def model_of(params, alpha: float) -> rank.ItemModel:
-    return rank.ItemModel(*params, rank.Limits(alpha=alpha), "fit")
+    mean, scale, weights, bias = params
+    return rank.ItemModel(Model(rank.FEATURES, mean, scale, weights), bias,
+                          rank.Limits(alpha=alpha), "fit")
 
 
 def score(row: Row, text: str) -> float:
@@ -251,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         "whole-pack recall).",
         "",
         "Weights (standardised features): " + ", ".join(
-            f"{f} {w:+.2f}" for f, w in zip(rank.FEATURES, params[2])),
+            f"{f} {w:+.2f}" for f, w in zip(rank.FEATURES, params[2], strict=True)),
     ]
     text = "\n".join(report) + "\n"
     print(text)

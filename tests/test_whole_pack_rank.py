@@ -20,7 +20,8 @@ def _item(name: str, sentence: str, score: float, etype: str = "", sid: str = "s
 def test_the_shipped_weights_load_and_name_their_version():
     model = rank.load()
     assert model.version.startswith("items-") and "/" in model.version
-    assert model.weights.shape == (len(rank.FEATURES),)
+    assert model.model.features == rank.FEATURES
+    assert model.model.weights.shape == (len(rank.FEATURES),)
     assert 0 <= model.limits.alpha < 1 and model.limits.max_items > 0
 
 
@@ -68,13 +69,13 @@ def test_pick_orders_by_probability_and_keeps_to_its_limits():
 
 def test_a_strict_alpha_keeps_only_the_items_near_the_best():
     model = rank.load()
-    strict = rank.ItemModel(model.mean, model.scale, model.weights, model.bias,
-                            rank.Limits(max_items=20, alpha=1.0), model.version)
+    strict = rank.ItemModel(model.model, model.bias, rank.Limits(max_items=20, alpha=1.0),
+                            model.version)
     items = [_item("ClusterFirst", "The ClusterFirst DNS policy is the default for a Pod.",
                    5.0, "setting"),
              _item("web", "kubectl apply -f web.yaml", 0.2, "code", "s2")]
     chosen = rank.pick(strict, items, QUESTION, "list", "", {"s1": 0.8, "s2": 0.1})
     assert [i.name for i in chosen] == ["ClusterFirst"]
+    m = strict.model
     assert np.isclose(strict.probability(np.zeros((1, len(rank.FEATURES))))[0],
-                      1 / (1 + np.exp(-(strict.bias - (strict.mean / strict.scale)
-                                                      @ strict.weights))))
+                      1 / (1 + np.exp(-(strict.bias - (m.mean / m.scale) @ m.weights))))

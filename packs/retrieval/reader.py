@@ -32,6 +32,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from packs.retrieval import reader_features as rf
 from packs.retrieval.units import LONG_WORDS, Unit
 
 WEIGHTS_FILE = Path(__file__).with_name("reader_weights.json")
+T = TypeVar("T")
 
 
 class ReaderWeightsError(ValueError):
@@ -127,10 +129,15 @@ def parse(raw: bytes) -> Reader:
 @functools.lru_cache(maxsize=4)
 def load(path: Path = WEIGHTS_FILE) -> Reader:
     """The reader of a weights file (the shipped one by default), read once."""
+    return read_weights(path, parse, ReaderWeightsError)
+
+
+def read_weights(path: Path, parse: Callable[[bytes], T], error: type[Exception]) -> T:
+    """`parse` of a weights file's bytes; `error` saying which file could not be read."""
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        raise ReaderWeightsError(f"cannot read the reader's weights {path}: {exc}") from exc
+        raise error(f"cannot read the weights {path}: {exc}") from exc
     return parse(raw)
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from packs import text as text_rules
+from packs.retrieval.reader import Model, read_weights
 from packs.retrieval.whole_pack_items import Item
 from packs.retrieval.whole_pack_questions import head_stem, wanted_types
 
@@ -57,9 +58,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class ItemModel:
-    mean: np.ndarray
-    scale: np.ndarray
-    weights: np.ndarray
+    model: Model  # a linear score over FEATURES, standardised (packs/retrieval/reader.py)
     bias: float
     limits: Limits
     version: str
@@ -67,12 +66,10 @@ class ItemModel:
     def probability(self, x: np.ndarray) -> np.ndarray:
         if not len(x):
             return np.zeros(0)
-        return 1.0 / (1.0 + np.exp(-(((x - self.mean) / self.scale) @ self.weights + self.bias)))
+        return 1.0 / (1.0 + np.exp(-(self.model.score(x) + self.bias)))
 
     def to_json(self, version: str, trained: dict) -> dict:
-        return {"version": version, "features": list(FEATURES),
-                "mean": self.mean.round(6).tolist(), "scale": self.scale.round(6).tolist(),
-                "weights": self.weights.round(6).tolist(), "bias": round(self.bias, 6),
+        return {"version": version, **self.model.to_json(), "bias": round(self.bias, 6),
                 "limits": {"max_items": self.limits.max_items, "alpha": self.limits.alpha},
                 "trained": trained}
 
@@ -80,30 +77,23 @@ class ItemModel:
 def parse(raw: bytes) -> ItemModel:
     try:
         d = json.loads(raw)
-        if d["features"] != list(FEATURES):
-            raise ItemWeightsError(f"item weights are for features {d['features']}, this "
-                                   f"code reads {list(FEATURES)}: refit them with "
-                                   "benchmarks/train_items.py")
-        arrays = [np.asarray(d[k], dtype=np.float64) for k in ("mean", "scale", "weights")]
-        if any(a.shape != (len(FEATURES),) for a in arrays):
-            raise ItemWeightsError("item weights: arrays of another length than the features")
-        sha = hashlib.sha256(raw).hexdigest()[:12]
-        return ItemModel(*arrays, float(d["bias"]), Limits(**d["limits"]),
-                         f"{d['version']}/{sha}")
+        features = d["features"]
     except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, ItemWeightsError):
-            raise
         raise ItemWeightsError(f"item weights unreadable: {exc}") from exc
+    if features != list(FEATURES):
+        raise ItemWeightsError(f"item weights are for features {features}, this code reads "
+                               f"{list(FEATURES)}: refit them with benchmarks/train_items.py")
+    try:
+        model, bias, limits = Model.from_json(d), float(d["bias"]), Limits(**d["limits"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ItemWeightsError(f"item weights unreadable: {exc}") from exc
+    return ItemModel(model, bias, limits, f"{d['version']}/{hashlib.sha256(raw).hexdigest()[:12]}")
 
 
 @functools.cache
 def load(path: Path = WEIGHTS_FILE) -> ItemModel:
     """The item model of a weights file (the shipped one by default), read once."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise ItemWeightsError(f"cannot read the item weights {path}: {exc}") from exc
-    return parse(raw)
+    return read_weights(path, parse, ItemWeightsError)
 
 
 def _fold(text: str) -> str:
