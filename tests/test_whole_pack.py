@@ -186,6 +186,14 @@ def test_a_table_whose_first_header_names_what_is_asked_lists_items():
     assert [name for _, name, _ in heads] == ["services.nodeports", "requests.storage"]
     assert all(w == 0.5 for w, _, _ in heads)  # the section's weight; "hard": no such header
     assert whole_pack_items.table_heads({"s1": sec}, "Which pods can run here?", "pod") == []
+    # A chunk of a long table without its header row: its rows have no header to read, and
+    # a colon inside a cell ("what the model reads: 140 ...") is none.
+    chunk = whole_pack_items.Sec(
+        "a", "s2", "http://x/c", "C", "C > Settings",
+        "| `chunk_words` | fits the model | words per chunk (up to what the model reads: 140 "
+        "for MiniLM) |\n| `retries` | 1 | tries per page |\n", 0, 0.5)
+    assert whole_pack_items.table_heads({"s2": chunk}, "Which settings does kpack read?",
+                                        "set") == []
 
 
 def test_what_a_list_question_sets_aside():

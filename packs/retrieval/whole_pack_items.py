@@ -27,6 +27,7 @@ from packs.retrieval.segment import segment
 
 MAX_SPAN = 40  # characters of a code span read as an item's name
 HEAD_WEIGHT = 3.0  # an item named with the noun asked for ("init containers" for "containers")
+MAX_HEADER_WORDS = 6  # a table header cell is a label, not a sentence
 
 
 @dataclass
@@ -164,6 +165,8 @@ def table_heads(by_id: dict[str, Sec], question: str, head: str | None
             if u.kind != "row" or ": " not in u.display:
                 continue
             header, _, rest = u.display.partition(": ")
+            if ";" in header or len(header.split()) > MAX_HEADER_WORDS:
+                continue  # no header: a row of a chunk its table's header is not in
             cell = rest.split("; ")[0].strip().strip("`*_ ")
             if (cell and len(cell) <= 60 and asked & set(text_rules.terms(header))
                     and cell.lower() in sec.content[u.start:u.end].lower()):
