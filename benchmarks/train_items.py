@@ -237,10 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     trained = {"date": stamp, "questions": len(rows), "candidates": int(sum(len(r.y) for r in rows)),
                "positives": n_pos, "l2": L2, "folds": args.folds}
     report = [
-        "# Issue 48: the whole-pack answer's item model (packs/retrieval/whole_pack_rank.py)",
-        "",
-        f"{common.machine_line()}. Command: `python benchmarks/train_items.py "
-        f"{' '.join(argv if argv is not None else sys.argv[1:])}`",
+        common.machine_line(),
         "",
         f"Dev questions read as list or across questions: {len(rows)}; candidates "
         f"{trained['candidates']}, of which {n_pos} name a gold item the passages do not.",
@@ -256,15 +253,15 @@ def main(argv: list[str] | None = None) -> int:
         "Weights (standardised features): " + ", ".join(
             f"{f} {w:+.2f}" for f, w in zip(rank.FEATURES, params[2], strict=True)),
     ]
-    text = "\n".join(report) + "\n"
-    print(text)
     if not args.no_write:
         import json
 
         args.weights.write_text(json.dumps(model.to_json(f"items-{stamp}", trained),
                                            indent=1) + "\n")
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+    common.print_report("\n".join(report), None if args.no_write else args.out,
+                        "Issue 48: the whole-pack answer's item model "
+                        "(packs/retrieval/whole_pack_rank.py)", "train_items.py", argv)
     log(f"done in {time.perf_counter() - started:.0f} s: {len(rows)} questions, alpha {alpha}"
         + ("" if args.no_write else f", weights written to {args.weights}"))
     return 0
