@@ -41,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import answer_eval, common, corpora, doc_answers  # noqa: E402
+from benchmarks.answer_eval import fold  # noqa: E402
+from benchmarks.whole_pack import recall  # noqa: E402
 from packs.retrieval import whole_pack_rank as rank  # noqa: E402
 from packs.retrieval.reader import Model  # noqa: E402
 
@@ -66,10 +68,6 @@ class Row:
     y: np.ndarray
 
 
-def _fold(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
 def _item_text(items) -> str:
     return "\n".join(f"{i.name}: {i.section.content[i.start:i.end]}" for i in items)
 
@@ -93,10 +91,10 @@ def collect(pack, rows: list[dict], corpus: str, source: str, log) -> list[Row]:
         sims = whole_pack.section_sims(pack, result, found) if found else {}
         golds = ([g["alternatives"] for g in r["items"]] if source == "whole"
                  else r["answers"])
-        shown = _fold(text)
-        y = [float(any(any(_fold(a) in _fold(f"{i.name} {i.section.content[i.start:i.end]}")
-                           and _fold(a) not in shown for a in alts) for alts in golds))
-             for i in found]
+        shown = fold(text)
+        new = [[fold(a) for a in alts if fold(a) not in shown] for alts in golds]
+        named = [fold(f"{i.name} {i.section.content[i.start:i.end]}") for i in found]
+        y = [float(any(a in n for alts in new for a in alts)) for n in named]
         out.append(Row(r["id"], corpus, source, golds, text, _item_text(per_page), found,
                        rank.features(found, r["question"], kind, above, sims),
                        np.asarray(y)))
@@ -130,9 +128,10 @@ def model_of(params, alpha: float) -> rank.ItemModel:
 
 
 def score(row: Row, text: str) -> float:
+    """Item recall as benchmarks/whole_pack.py scores it, or containment as
+    benchmarks/doc_answers.py does."""
     if row.source == "whole":
-        t = _fold(text)
-        return sum(any(_fold(a) in t for a in alts) for alts in row.golds) / len(row.golds)
+        return recall(text, [{"item": alts[0], "alternatives": alts} for alts in row.golds])[0]
     return float(answer_eval.contains(text, row.golds))
 
 
@@ -147,12 +146,7 @@ def hand(row: Row):
 
 
 def picked(model: rank.ItemModel, row: Row):
-    p = model.probability(row.x)
-    if not len(p):
-        return []
-    order = sorted(range(len(p)), key=lambda k: (-p[k], k))
-    floor = model.limits.alpha * p[order[0]]
-    return [row.items[k] for k in order if p[k] >= floor][:model.limits.max_items]
+    return rank.select(model, row.items, model.probability(row.x))
 
 
 def cross_validate(rows: list[Row], folds: int) -> dict[float, dict[str, tuple]]:

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from packs import text as text_rules
+from packs.citations import normalise
 from packs.retrieval.reader import Model, read_weights
 from packs.retrieval.whole_pack_items import Item
 from packs.retrieval.whole_pack_questions import head_stem, wanted_types
@@ -97,7 +98,7 @@ def load(path: Path = WEIGHTS_FILE) -> ItemModel:
 
 
 def _fold(text: str) -> str:
-    return " ".join(text.casefold().split())
+    return normalise(text.casefold())
 
 
 def features(items: Sequence[Item], question: str, kind: str, above: str,
@@ -126,7 +127,11 @@ def features(items: Sequence[Item], question: str, kind: str, above: str,
 def pick(model: ItemModel, items: Sequence[Item], question: str, kind: str, above: str,
          sims: dict[str, float]) -> list[Item]:
     """The items to list, most probable first (see the module docstring)."""
-    p = model.probability(features(items, question, kind, above, sims))
+    return select(model, items, model.probability(features(items, question, kind, above, sims)))
+
+
+def select(model: ItemModel, items: Sequence[Item], p: np.ndarray) -> list[Item]:
+    """`items` by their probabilities `p`, best first, within the model's limits."""
     if not len(p):
         return []
     order = sorted(range(len(items)), key=lambda k: (-p[k], k))
