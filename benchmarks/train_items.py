@@ -204,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
                     default=ROOT / "benchmarks" / "results" / "issue48_train_items.md")
     ap.add_argument("--no-write", action="store_true", help="report only; keep the weights")
     args = ap.parse_args(argv)
+    if not args.no_write and args.weights.resolve() == args.out.with_suffix(".json").resolve():
+        ap.error(f"--weights {args.weights} is where the results' summary of --out {args.out} "
+                 "goes (the .md's .json): give the weights another name")
     log, _ = common.printing_log()
     started = time.perf_counter()
     from packs import KnowledgePack
