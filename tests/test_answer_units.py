@@ -540,3 +540,20 @@ def test_a_sentence_ending_in_a_comma_leads_the_list_it_goes_on_in():
     assert "evicted" in leadins[0].display
     assert not any(u.display.endswith(",") for u in units if u.kind == "sentence")
     assert [u.inner for u in leadins] == ["item", "item"]  # "pears," introduces no code
+
+
+def test_a_section_that_is_only_its_heading_gives_no_unit():
+    # "## Working with ReplicaSets" followed at once by "### Scaling": the split keeps the
+    # heading as the section's text, and the reader ranked it first for "How does a
+    # ReplicaSet differ from a ReplicationController?".
+    chunks = split_markdown("# ReplicaSet\n\nA ReplicaSet keeps pods running.\n\n"
+                            "## Working with ReplicaSets\n\n### Scaling\n\nSet replicas.\n",
+                            "ReplicaSet")
+    bare = next(c for c in chunks if c.heading_path == "ReplicaSet > Working with ReplicaSets")
+    assert bare.content == "Working with ReplicaSets"
+    passages = [rf.Passage(c.content, c.heading_path, rank=k) for k, c in enumerate(chunks)]
+    texts = [u.display for _, u in extractive.units_of("ReplicaSets", passages)]
+    assert texts == ["A ReplicaSet keeps pods running.", "Set replicas."]
+    # A section whose text says more than its heading keeps its units.
+    kept = [rf.Passage("Scaling", "ReplicaSet > Working with ReplicaSets", rank=0)]
+    assert [u.display for _, u in extractive.units_of("scaling", kept)] == ["Scaling"]

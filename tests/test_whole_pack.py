@@ -227,6 +227,10 @@ def test_an_item_is_quoted_by_a_sentence_that_does_not_end_by_introducing_a_list
     sec, span = whole_pack_items.quote_of([sec_a], "Option<i8>")
     assert sec is sec_a and span is not None
     assert whole_pack_items.quote_of([sec_a, sec_b], "Vec<T>") == (sec_a, None)
+    # A section whose text is only its heading quotes nothing: it says nothing of the item.
+    bare = whole_pack_items.Sec("c", "s3", "http://x/c", "C", "ReplicaSet > Working with "
+                                "ReplicaSets", "Working with ReplicaSets", 0, 1.0)
+    assert whole_pack_items.quote_of([bare], "ReplicaSets") == (bare, None)
 
 
 def test_code_spans_the_graph_lacks_are_items_of_a_list_question():

@@ -33,7 +33,14 @@ from packs import text as text_rules
 from packs.retrieval import asks, reader
 from packs.retrieval import reader_features as rf
 from packs.retrieval.asks import question_types
-from packs.retrieval.units import LONG_WORDS, Unit, candidates, first_sentence, segment
+from packs.retrieval.units import (
+    LONG_WORDS,
+    Unit,
+    candidates,
+    first_sentence,
+    heading_only,
+    segment,
+)
 
 if TYPE_CHECKING:
     from packs.result import RankedSection
@@ -84,7 +91,7 @@ def units_of(question: str, passages: Sequence[rf.Passage]) -> list[tuple[int, U
     listing = "list" in question_types(question)
     asked = set(text_rules.terms(question))
     return [(i, _shortened(u, listing, asked)) for i, p in enumerate(passages)
-            for u in candidates(p.content)]
+            if not heading_only(p.content, p.heading) for u in candidates(p.content)]
 
 
 def part_passages(passages: Sequence[rf.Passage], similarities: Sequence[float | None]

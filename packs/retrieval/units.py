@@ -223,6 +223,15 @@ def _visible(u: Unit) -> Unit | None:
     return dataclasses.replace(u, display=shown + nl + rest)
 
 
+def heading_only(text: str, heading_path: str) -> bool:
+    """Whether a section's text is only its own heading: a heading followed at once by
+    sub-headings keeps its title as its text, so the section can still be found
+    (tasks/sections.py), but it says nothing an answer could quote."""
+    last = heading_path.rsplit(" > ", 1)[-1]
+    return bool(last.strip()) and " ".join(text.split()).casefold() == " ".join(
+        last.split()).casefold()
+
+
 def candidates(text: str, links: bool = False) -> list[Unit]:
     """The units an answer may quote from a section's text (see the module docstring)."""
     units = segment(text, links)

@@ -252,7 +252,7 @@ def overview_items(pack: Any, result: Any) -> list[Item]:
     items = []
     for k, art in enumerate(arts):
         secs = pages.get(art) or []
-        lead = next(((s, sp) for s in secs for sp in spans(s.content)
+        lead = next(((s, sp) for s in secs for sp in spans(s)
                      if len(s.content[sp[0]:sp[1]].split()) >= 6), None)
         if lead is None:
             continue

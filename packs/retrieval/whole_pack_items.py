@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from packs import text as text_rules
 from packs.markdown import fence_spans
 from packs.retrieval.segment import segment
+from packs.retrieval.units import heading_only
 
 MAX_SPAN = 40  # characters of a code span read as an item's name
 HEAD_WEIGHT = 3.0  # an item named with the noun asked for ("init containers" for "containers")
@@ -60,10 +61,14 @@ def sec_of(row: list) -> Sec:
                int(pos or 0))
 
 
-def spans(content: str) -> list[tuple[int, int]]:
+def spans(sec: Sec) -> list[tuple[int, int]]:
     """Quotable spans of a section: the offline answer's units (packs/retrieval/units.py:
     sentences of whole paragraphs, list items, table rows, one-line code), not lead-ins,
-    and the lines of its code blocks (`source <(kubectl completion bash)`)."""
+    and the lines of its code blocks (`source <(kubectl completion bash)`); none when its
+    text is only its heading (`units.heading_only`)."""
+    content = sec.content
+    if heading_only(content, sec.heading_path):
+        return []
     out = [(u.start, u.end) for u in segment(content)
            if u.kind in ("sentence", "item", "row", "paragraph")
            or (u.kind == "code" and "\n" not in u.display.strip())]
@@ -94,7 +99,7 @@ def quote_span(sec: Sec, name: str) -> tuple[int, int] | None:
     that names it, one that does not end with ":" before one that does."""
     low = name.lower()
     best, key = None, None
-    for start, end in spans(sec.content):
+    for start, end in spans(sec):
         text = sec.content[start:end]
         if low in text.lower() and 3 <= len(text.split()) <= 80:
             k = (_INTRODUCES.search(text) is not None, end - start)
@@ -130,7 +135,7 @@ def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
     best: list[tuple[float, Sec, tuple[int, int]]] = []
     for sec in by_id.values():
         top = None
-        for start, end in spans(sec.content):
+        for start, end in spans(sec):
             hits = len(asked & set(text_rules.terms(sec.content[start:end])))
             heading = len(asked & set(text_rules.terms(sec.heading_path.split(" > ")[-1])))
             score = hits + 0.5 * heading + sec.weight
