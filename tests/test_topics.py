@@ -68,6 +68,13 @@ def test_whole_pack_questions_are_recognised():
     assert question_kind("How do you enable autocompletion in each supported shell?") == "across"
     assert question_kind("Which kubectl subcommands do the debugging pages use?") == "list"
     assert question_kind("What kinds of containers can run inside a Pod?") == "list"
+    # several things asked for in a row, or things "on" something
+    for listed in ("Which functions, structs and methods does the project define?",
+                   "Which container lifecycle hooks and hook handler types can you configure?",
+                   "Which marker traits, and which traits the compiler treats specially, "
+                   "does the book discuss?",
+                   "Which methods on Rc<T>, Weak<T> and RefCell<T> does the book call?"):
+        assert question_kind(listed) == "list", listed
     for single in ("How do I drain a node?", "Which flag sets the grace period?",
                    "What happens when a probe fails?", "What is a Pod?",
                    # a singular head noun: the "plural" after it is a verb

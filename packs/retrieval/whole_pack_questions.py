@@ -3,9 +3,10 @@
 
 `question_kind` reads the question: "overview" (what does X cover, the main topics of X,
 what is this pack about), "across" (in each / across, not "across how many" / in which
-situations / from release to release / compare), "list" (which/what + a plural noun and a
-verb, list all/every, what kinds of; not "which Cargo command checks that ...", whose head
-noun is singular, nor "what does X use Y for" or "what kind of", nor a question that counts
+situations / from release to release / compare), "list" (which/what + a plural noun, or
+several in a row ("which functions, structs and methods does ..."), and a verb, list
+all/every, what kinds of; not "which Cargo command checks that ...", whose head noun is
+singular, nor "what does X use Y for" or "what kind of", nor a question that counts
 what it asks for: "What two kinds of label selector ...", "What are the three stable API
 kinds ..." ask for one set the docs name together, nor "what are X used for?", where "what"
 is the object of the closing preposition, nor "what X do Y have?", whose head X comes before
@@ -61,9 +62,14 @@ _PLURAL_WORD = r"[a-z][\w-]*[^su\W]s|[a-z]+ies"  # "settings", "add-ons", "polic
 _PLURAL = re.compile(
     r"^\s*(?:which|what) ((?:[\w.:<>-]+ ){0,5}?)(?!(?:does|happens|goes|means|has|is|"
     r"was|this|its|sets|uses|gets|runs|makes|takes|needs|looks|works)\b)"
-    rf"(?:{_PLURAL_WORD}|data|criteria) (?:do|does|did|can|could|are|were|exist|"
+    rf"(?:{_PLURAL_WORD}|data|criteria)"
+    # more things asked for in a row: "Which functions, structs and methods does ...",
+    # "Which lifecycle hooks and hook handler types can ...", "Which marker traits, and
+    # which traits the compiler treats specially, does ..."
+    r"(?:(?:,? (?:and|or)|,) (?:which |what )?(?:[\w.:<>'-]+ ){0,5}?[\w.:<>'-]+?,?)*?"
+    r" (?:do|does|did|can|could|are|were|exist|"
     r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
-    r"in|of|for|that|which|does|make|let)\b", re.I)
+    r"in|of|for|that|which|does|make|let|on)\b", re.I)
 # The same after an opening phrase ("Besides writing manifests by hand, which tools do the
 # docs mention ..."), where an auxiliary must follow the plural: after a comma "what prefix
 # shows that ..." is as likely a verb.
