@@ -12,7 +12,10 @@ cargo_whole_pack.jsonl (8 dev questions written for issue 48 from the Cargo book
 third site so the rules are not fitted to two; no test split). Round 2 of the Kubernetes test
 split, k8s_whole_pack_r2.jsonl (20 questions on pages no earlier whole-pack row uses, frozen
 2026-11-29), runs with `--corpus kubernetes --split test --questions
-benchmarks/data/k8s_whole_pack_r2.jsonl`. An item counts when one of its alternatives
+benchmarks/data/k8s_whole_pack_r2.jsonl`. A second dev set, k8s_whole_pack_dev2.jsonl (20)
+and rust_whole_pack_dev2.jsonl (30), was written on 2026-11-29 from the docs alone, after
+the item model was fitted and without running the product (its first run measured the
+product fresh); it runs with `--questions` and one `--corpus`. An item counts when one of its alternatives
 occurs in the answer text, case- and whitespace-folded. Per question: item recall; per run
 the mean with a 95% bootstrap interval, for
 
