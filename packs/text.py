@@ -129,6 +129,27 @@ def terms(text: str) -> list[str]:
     return [stem(w) for w in words(text) if w not in STOP_WORDS]
 
 
+_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def name_terms(text: str) -> list[str]:
+    """`terms` of a heading or title, with the other ways a name in it is written: each run
+    of two or three words joined ("Persistent Volumes" also gives the term of
+    "PersistentVolumes") and the parts of a word written in camel case ("PersistentVolume"
+    also gives "persistent", "volume"), so a question that writes the name one way meets
+    a heading that writes it the other."""
+    out = terms(text)
+    for part in text.split(" > "):  # a heading path: no name runs across its headings
+        plain = re.findall(r"[A-Za-z0-9]+", part)
+        for n in (2, 3):
+            out += [stem("".join(plain[i:i + n]).lower()) for i in range(len(plain) - n + 1)]
+    for word in re.findall(r"[A-Za-z0-9]+", text):
+        parts = _CAMEL.findall(word)
+        if len(parts) > 1:
+            out += [stem(x.lower()) for x in parts if x.lower() not in STOP_WORDS]
+    return out
+
+
 # --- the Porter stemmer ------------------------------------------------------------------------
 
 _VOWELS = frozenset("aeiou")

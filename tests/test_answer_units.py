@@ -47,6 +47,26 @@ def test_words_keep_compounds_and_add_their_parts():
     assert text.terms("The ownership rules") == ["ownership", "rule"]
 
 
+def test_a_name_in_a_heading_meets_the_question_however_it_is_written():
+    # The Kubernetes docs title a page "Persistent Volumes" and write "PersistentVolume" in
+    # the text: "What is a PersistentVolume?" met neither the page title nor its heading.
+    asked = set(text.terms("What is a PersistentVolume?"))
+    assert not asked & set(text.terms("Persistent Volumes"))
+    assert asked <= set(text.name_terms("Persistent Volumes > Introduction"))
+    assert set(text.terms("What are persistent volumes?")) <= set(
+        text.name_terms("Change the Reclaim Policy of a PersistentVolume"))
+    passages = [rf.Passage("A PV is a piece of storage.", "Persistent Volumes > Introduction",
+                           "Persistent Volumes", rank=0),
+                rf.Passage("A PV is a piece of storage.", "Storage > Persistent Volumes",
+                           "Storage", rank=1)]
+    units = extractive.units_of("What is a PersistentVolume?", passages)
+    x = rf.features(rf.analyse("What is a PersistentVolume?"), passages, units)
+    assert x[0, rf.FEATURES.index("title")] > 0 and x[1, rf.FEATURES.index("heading")] > 0
+    # No name runs across the headings of a path.
+    assert text.stem("volumesintroduction") not in text.name_terms(
+        "Persistent Volumes > Introduction")
+
+
 def test_identifiers_and_code_spans_as_written():
     found = text.identifiers("Set `maxSurge` or --dry-run=client; edit pack.toml, call "
                              "Vec::new() in apps/v1 with HTTP2, e.g. twice.")

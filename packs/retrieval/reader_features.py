@@ -74,7 +74,7 @@ from packs import text as text_rules
 from packs.retrieval import asks, code_units
 from packs.retrieval.units import LONG_WORDS, Unit, unemphasised
 
-READER_FEATURES_VERSION = "reader-features-v6"
+READER_FEATURES_VERSION = "reader-features-v7"
 K1, B, SHORT_WORDS = 1.2, 0.75, 4  # BM25's constants; a unit of 4 words or fewer is short
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
 KINDS = ("sentence", "item", "paragraph", "leadin", "code", "row")
@@ -367,8 +367,8 @@ def _section_features(q: Question, passages: Sequence[Passage], weights: dict[st
         rel = (NO_SIMILARITY if p.similarity is None or best is None
                else max(p.similarity - best, NO_SIMILARITY))
         out.append({
-            "heading": bm25(Counter(text_rules.terms(heading)), 1, 1.0, weights) / total,
-            "title": bm25(Counter(text_rules.terms(p.title)), 1, 1.0, weights) / total,
+            "heading": bm25(Counter(text_rules.name_terms(heading)), 1, 1.0, weights) / total,
+            "title": bm25(Counter(text_rules.name_terms(p.title)), 1, 1.0, weights) / total,
             "heading_ident": hits / max(len(q.idents), 1),
             "sec_sim": p.similarity if p.similarity is not None else 0.0,
             "sec_sim_rel": rel,
