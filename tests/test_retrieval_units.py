@@ -358,6 +358,17 @@ def test_title_match_keeps_the_title_written_as_it_is():
         assert sorted(index.match("assigned pods to nodes")) == ["concept", "task"]
 
 
+def test_a_title_in_words_is_matched_by_the_name_written_as_one():
+    # The Kubernetes docs title the page "Persistent Volumes"; people ask about "a
+    # PersistentVolume". A longer title or one with a stop word is no name.
+    index = titles.TitleIndex([("pv", "Persistent Volumes"), ("how", "How to"),
+                               ("long", "Configure Liveness Readiness Probes")])
+    assert index.match("What is a PersistentVolume?") == ["pv"]
+    assert index.match("What are persistent volumes?") == ["pv"]
+    assert index.match("What is a ConfigureLivenessReadinessProbes?") == []
+    assert len(index) == 2  # "How to" names nothing
+
+
 def test_title_match_caps_the_pages_and_handles_an_empty_pack():
     many = titles.TitleIndex([("abc", "alpha beta gamma"), ("bcd", "beta gamma delta"),
                               ("cde", "gamma delta epsilon"), ("abcd", "alpha beta gamma delta")])

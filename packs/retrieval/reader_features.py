@@ -18,8 +18,8 @@ to do something. A unit's features:
                        by weight)
     ident, ident_part  share of the question's identifiers the unit writes as asked, or only
                        in a split form; each weighted by its rarity among the candidates
-    heading, title, heading_ident   the same BM25 share for the section's heading path
-                       (less the page title) and for the page title; identifiers there
+    heading, title, heading_ident   the same BM25 share for the section's heading path and
+                       own title (a name in words or as one: `name_terms`); identifiers there
     sec_sim, sec_sim_rel, sec_rank, extra, prior   the section's similarity to the
                        question, less the best section's; 1 / (rank + 1) among the cited
                        sections (0 for another section of a cited page, `extra`); issue

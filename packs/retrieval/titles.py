@@ -16,7 +16,8 @@ Longer titles come first: "Configure Liveness, Readiness and Startup Probes" bef
 that differ in a word's form ("Assign Pods to Nodes" and "Assigning Pods to Nodes" are two
 pages of the Kubernetes docs): of the pages one run of stems names, those whose title the
 question writes word for word are kept when there are any, so "Assign Pods to Nodes" names
-one page, and "How do I assign a pod to a node?" both.
+one page, and "How do I assign a pod to a node?" both. A title of two or three words is
+also matched written as one name: "Persistent Volumes" by "What is a PersistentVolume?".
 """
 
 from __future__ import annotations
@@ -36,11 +37,24 @@ MAX_SHARED = 3
 MAX_MATCHES = 3
 
 
+def _joined(title: str) -> tuple[str, ...] | None:
+    """The terms of a title of two or three content words written as one name
+    ("Persistent Volumes" → the term of "PersistentVolumes"), or None."""
+    words = title.split()
+    if not 2 <= len(words) <= 3 or not all(w.isalpha() for w in words):
+        return None
+    if len(words_in_order(title)) != len(words):  # a stop word: no name ("How to")
+        return None
+    joined = tuple(terms("".join(words)))
+    return joined if len(joined) == 1 and len(joined[0]) >= 8 else None
+
+
 class TitleIndex:
     """The pack's page titles, for `match`. Built from (article id, title) pairs."""
 
     def __init__(self, titles: Iterable[tuple[str, str]]) -> None:
         by_words: dict[tuple[str, ...], list[str]] = {}
+        by_joined: dict[tuple[str, ...], list[str]] = {}
         self._content: dict[tuple[str, ...], int] = {}  # title words → content word count
         self._written: dict[str, str] = {}  # article id → its title's tokens, padded
         for article_id, title in titles:
@@ -51,11 +65,17 @@ class TitleIndex:
             if words and content:
                 by_words.setdefault(words, []).append(article_id)
                 self._content[words] = content
-        self._pages = {w: ids for w, ids in by_words.items() if len(ids) <= MAX_SHARED}
+            joined = _joined(title or "")
+            if joined and joined not in by_words:  # "Persistent Volumes" as "PersistentVolumes"
+                by_joined.setdefault(joined, []).append(article_id)
+                self._content[joined] = 1
+        self._titles = sum(len(ids) <= MAX_SHARED for ids in by_words.values())
+        self._pages = {w: ids for w, ids in [*by_joined.items(), *by_words.items()]
+                       if len(ids) <= MAX_SHARED}
         self._longest = max(map(len, self._pages), default=0)
 
     def __len__(self) -> int:
-        return len(self._pages)
+        return self._titles
 
     def match(self, question: str) -> list[str]:
         """Ids of the pages whose title the question names (see the module docstring),
