@@ -177,7 +177,7 @@ def _pairs(terms: list[str]) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class Passage:
-    """A section as the reader sees it: its text, heading path and page title, its
+    """A section as the reader sees it: its text, heading path and own title, its
     similarity to the question and its place among the cited sections (None: another
     section of a cited page)."""
 
