@@ -73,7 +73,10 @@ def test_whole_pack_questions_are_recognised():
                    "Which container lifecycle hooks and hook handler types can you configure?",
                    "Which marker traits, and which traits the compiler treats specially, "
                    "does the book discuss?",
-                   "Which methods on Rc<T>, Weak<T> and RefCell<T> does the book call?"):
+                   "Which methods on Rc<T>, Weak<T> and RefCell<T> does the book call?",
+                   # a list asked after a first part
+                   "How does the book describe lifetimes, and what related terms does it "
+                   "name?"):
         assert question_kind(listed) == "list", listed
     for single in ("How do I drain a node?", "Which flag sets the grace period?",
                    "What happens when a probe fails?", "What is a Pod?",

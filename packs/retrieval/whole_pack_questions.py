@@ -73,7 +73,8 @@ _PLURAL = re.compile(
 # The same after an opening phrase ("Besides writing manifests by hand, which tools do the
 # docs mention ..."), where an auxiliary must follow the plural: after a comma "what prefix
 # shows that ..." is as likely a verb.
-_PLURAL_LATER = re.compile(rf",\s*(?:which|what) (?:[\w.:<>-]+ ){{0,2}}?(?:{_PLURAL_WORD}) "
+_PLURAL_LATER = re.compile(rf",\s*(?:and\s+)?(?:which|what) (?:[\w.:<>-]+ ){{0,2}}?"
+                           rf"(?:{_PLURAL_WORD}) "
                            r"(?:do|does|did|can|could|are|were|should|must|may|will)\b", re.I)
 # A word that opens a clause between a singular head noun and the plural: the plural is
 # the clause's ("Which PodDisruptionBudget field decides when unhealthy pods may ...").
