@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from benchmarks import common
+from packs import text as text_rules
 
 METHODS = ("baseline: first sentence of the top section",
            "baseline: before issue 34",
@@ -31,8 +32,7 @@ METHODS = ("baseline: first sentence of the top section",
            "product: extractive answer")
 
 
-def fold(text: str) -> str:
-    return " ".join(text.casefold().split())
+fold = text_rules.fold  # case- and whitespace-folded (packs/text.py)
 
 
 def contains(answer: str, groups: Sequence[Sequence[str]]) -> bool:

@@ -44,14 +44,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import common, corpora  # noqa: E402
+from packs import text as text_rules  # noqa: E402
 
 FILES = {"kubernetes": "k8s_whole_pack.jsonl", "rust-book": "rust_whole_pack.jsonl",
          "cargo-book": "cargo_whole_pack.jsonl"}
 TOP_K = 5
 
 
-def fold(text: str) -> str:
-    return " ".join(text.casefold().split())
+fold = text_rules.fold  # case- and whitespace-folded (packs/text.py)
 
 
 def recall(answer: str, items: list[dict]) -> tuple[float, list[str]]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from packs import format as fmt
+from packs import text as text_rules
 from packs.urls import canonical_url
 
 
@@ -143,10 +144,6 @@ def load_questions(path: str | os.PathLike[str]) -> list[Question]:
     return out
 
 
-def _fold(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
 def check_no_leak(build_dir: Path, questions: Iterable[Question]) -> None:
     """Raise EvalLeakError naming the eval questions found in the pack's few-shot pool."""
     pool_file = Path(build_dir) / fmt.FEWSHOT_EXAMPLES
@@ -159,8 +156,8 @@ def check_no_leak(build_dir: Path, questions: Iterable[Question]) -> None:
         except json.JSONDecodeError:
             continue
         if isinstance(raw, dict) and isinstance(raw.get("question"), str):
-            pool.add(_fold(raw["question"]))
-    leaked = [q.id for q in questions if _fold(q.question) in pool]
+            pool.add(text_rules.fold(raw["question"]))
+    leaked = [q.id for q in questions if text_rules.fold(q.question) in pool]
     if leaked:
         raise EvalLeakError(
             f"{len(leaked)} eval question(s) are in {pool_file} (ids {leaked[:10]}): scoring "

@@ -75,6 +75,12 @@ _NAME_WORD = re.compile(r"[A-Z][A-Za-z]+")
 CAMEL_CASE = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+)\b")
 
 
+def fold(text: str) -> str:
+    """`text` case-folded, whitespace runs as one space, ends trimmed: how a gold string, a
+    question or an item's name is compared with an answer's text."""
+    return " ".join(text.casefold().split())
+
+
 def tokens(text: str) -> list[str]:
     """Lower-cased runs of letters, digits and underscores, in order, repeats kept."""
     return _TOKEN.findall(text.lower())

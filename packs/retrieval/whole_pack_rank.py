@@ -36,7 +36,6 @@ from pathlib import Path
 import numpy as np
 
 from packs import text as text_rules
-from packs.citations import normalise
 from packs.retrieval.reader import Model, read_weights
 from packs.retrieval.whole_pack_items import Item
 from packs.retrieval.whole_pack_questions import head_stem, wanted_types
@@ -97,17 +96,14 @@ def load(path: Path = WEIGHTS_FILE) -> ItemModel:
     return read_weights(path, parse, ItemWeightsError)
 
 
-def _fold(text: str) -> str:
-    return normalise(text.casefold())
-
-
 def features(items: Sequence[Item], question: str, kind: str, above: str,
              sims: dict[str, float]) -> np.ndarray:
     """One row of FEATURES per item (hand order); `above`: the passages' text above the
     list; `sims`: section id → its similarity to the question."""
     asked = set(text_rules.terms(question))
     head, wanted = head_stem(question), wanted_types(question)
-    shown = _fold(above)
+    fold = text_rules.fold
+    shown = fold(above)
     top = max((i.score for i in items), default=1.0) or 1.0
     rows = []
     for k, it in enumerate(items):
@@ -118,7 +114,7 @@ def features(items: Sequence[Item], question: str, kind: str, above: str,
                      float(bool(head and head in nt)), float(bool(head and head in qt)),
                      float(bool(wanted) and it.etype in wanted), float(it.etype == "code"),
                      float(it.etype == "row"), math.log(max(it.pages, 1)),
-                     float(_fold(it.name) in shown), float(_fold(quote) in shown),
+                     float(fold(it.name) in shown), float(fold(quote) in shown),
                      math.log(1 + len(quote.split())), float(kind == "across"),
                      len(asked & nt) / max(1, len(asked)), sims.get(it.section.id, 0.0)])
     return np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES))
