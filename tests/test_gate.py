@@ -325,3 +325,22 @@ def _rewrite(build, terms_file, raw: dict) -> None:
     manifest = json.loads(manifest_file.read_text())
     manifest["checksums"] = integrity.checksums(build)
     manifest_file.write_text(json.dumps(manifest))
+
+
+def test_words_that_name_the_corpus_itself_are_no_terms_of_the_question():
+    # "the book", "the docs" and the verb after them are about the pack: the pack's sections
+    # never hold them, and a list question phrased so was refused.
+    keys = ("coverage", "unknown", "pairs")
+    for asked, plain in (
+            ("Which restart policy does the book say a pod uses?",
+             "Which restart policy does a pod use?"),
+            ("According to the docs, which restart policy does a pod use?",
+             "Which restart policy does a pod use?"),
+            ("Which restart policy does the documentation describe for a pod?",
+             "Which restart policy for a pod?")):
+        said = gate.signals(asked, [0.6], TOP, VOCAB, 0.42)
+        bare = gate.signals(plain, [0.6], TOP, VOCAB, 0.42)
+        assert {k: said[k] for k in keys} == {k: bare[k] for k in keys}, asked
+    # Without the corpus named, the same words count.
+    book = gate.signals("Which book covers a pod restart policy?", [0.6], TOP, VOCAB, 0.42)
+    assert book["unknown"] > 0

@@ -240,12 +240,22 @@ class Vocabulary:
 # --- signals -------------------------------------------------------------------
 
 
+# Where a question names the corpus itself ("Which keywords does the book cover for
+# looping?", "according to the docs"): those words are about the pack, not in it.
+_SELF_REFERENCE = re.compile(
+    r"\b(?:according to |in )?(?:the|this) (?:book|docs|documentation|guide|manual)(?:'s)?"
+    r"(?: (?:covers?|mentions?|describes?|discuss(?:es)?|shows?|explains?|introduces?|"
+    r"talks? about|says?)\b)?", re.I)
+
+
 def signals(question: str, similarities: Sequence[float], top_texts: Sequence[str],
             vocab: Vocabulary, base_similarity: float) -> dict[str, float]:
-    """The twelve signals of the module docstring.
+    """The twelve signals of the module docstring, on the question less the words that
+    name the corpus itself (`_SELF_REFERENCE`).
 
     `similarities`: the vector candidates' similarities, best first; `top_texts`: heading
     path + text of the best fused sections (the first TOP_SECTIONS are used)."""
+    question = _SELF_REFERENCE.sub(" ", question)
     words = question_terms(question)
     top = list(top_texts[:TOP_SECTIONS])
     per_section = [set(terms(text)) for text in top]
