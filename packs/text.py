@@ -135,7 +135,9 @@ def terms(text: str) -> list[str]:
     return [stem(w) for w in words(text) if w not in STOP_WORDS]
 
 
-_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+# The humps of a camel-case word ("PersistentVolume" → "Persistent", "Volume"; "HTTPServer"
+# → "HTTP", "Server").
+CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
 def name_terms(text: str) -> list[str]:
@@ -150,7 +152,7 @@ def name_terms(text: str) -> list[str]:
         for n in (2, 3):
             out += [stem("".join(plain[i:i + n]).lower()) for i in range(len(plain) - n + 1)]
     for word in re.findall(r"[A-Za-z0-9]+", text):
-        parts = _CAMEL.findall(word)
+        parts = CAMEL_PART.findall(word)
         if len(parts) > 1:
             out += [stem(x.lower()) for x in parts if x.lower() not in STOP_WORDS]
     return out

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from packs import text as text_rules
 from packs.markdown import outside_code_spans
 from packs.retrieval.segment import Unit, one_line, segment
 
@@ -227,9 +228,8 @@ def heading_only(text: str, heading_path: str) -> bool:
     """Whether a section's text is only its own heading: a heading followed at once by
     sub-headings keeps its title as its text, so the section can still be found
     (tasks/sections.py), but it says nothing an answer could quote."""
-    last = heading_path.rsplit(" > ", 1)[-1]
-    return bool(last.strip()) and " ".join(text.split()).casefold() == " ".join(
-        last.split()).casefold()
+    last = text_rules.fold(heading_path.rsplit(" > ", 1)[-1])
+    return bool(last) and text_rules.fold(text) == last
 
 
 def candidates(text: str, links: bool = False) -> list[Unit]:

@@ -40,7 +40,6 @@ _WORD = re.compile(r"[A-Za-z0-9_]+")
 _ALPHA = re.compile(r"[A-Za-z]+")
 _SPAN = text_rules.SHORT_CODE_SPAN
 _PROSE_WORD = re.compile(r"(?<![\w`.$/-])[a-z]{2,}(?![\w`/-])")
-_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # Words beside a name that say what it is: an example's own value, or a thing of the domain.
 _VAR_CUES = frozenset("""variable variables value values parameter parameters argument
 arguments instance instances replace your placeholder example e.g""".split())
@@ -110,7 +109,7 @@ class PackText:
         part as a plain lower-case word (log pages / log all pages): `home` and `result`
         are words, `unwrap` and `kubelet` are names."""
         parts = [p.lower() for chunk in _ALPHA.findall(name)
-                 for p in _CAMEL_PART.findall(chunk) if len(p) >= 2]
+                 for p in text_rules.CAMEL_PART.findall(chunk) if len(p) >= 2]
         if not parts:
             return 0.0
         scale = math.log1p(self.pages)
