@@ -18,7 +18,8 @@ The model is a logistic regression (numpy, Newton's method, L2 penalty) over sta
 features. The report gives, by --folds cross-validation by question (no question is scored
 by a model fitted on it), per corpus and question source: the recall of gold items (for
 answer rows the containment of every answer string) and the words of the passages plus the
-listed items, for each `alpha` of the selection grid, beside the hand order in the same
+listed items (each quote cut to the clause the answer shows) and the less likely items'
+names (whole_pack_rank's `more`), for each `alpha` of the selection grid, beside the hand order in the same
 run (the old rule: the candidates in score order, none under 0.12 of the best, at most
 20). `alpha` is chosen as the largest whose mean cross-validated whole-pack recall is
 within ALPHA_SLACK of the best; the model fitted on every question ships with it.
@@ -45,6 +46,7 @@ from benchmarks.answer_eval import fold  # noqa: E402
 from benchmarks.whole_pack import recall  # noqa: E402
 from packs.retrieval import whole_pack_rank as rank  # noqa: E402
 from packs.retrieval.reader import Model  # noqa: E402
+from packs.retrieval.whole_pack_items import shown_span  # noqa: E402
 
 CORPORA = ("kubernetes", "rust-book", "cargo-book")
 WHOLE = {"kubernetes": "k8s_whole_pack.jsonl", "rust-book": "rust_whole_pack.jsonl",
@@ -68,8 +70,14 @@ class Row:
     y: np.ndarray
 
 
-def _item_text(items) -> str:
-    return "\n".join(f"{i.name}: {i.section.content[i.start:i.end]}" for i in items)
+def _item_text(items, more=()) -> str:
+    """The listed items as the answer shows them (each quote cut to the clause that names
+    the item: whole_pack_items.clause), then the less likely items' names."""
+    listed = []
+    for i in items:
+        a, b = shown_span([i])
+        listed.append(f"{i.name}: {i.section.content[a:b]}")
+    return "\n".join([*listed, ", ".join(i.name for i in more)])
 
 
 def collect(pack, rows: list[dict], corpus: str, source: str, log) -> list[Row]:
@@ -135,8 +143,8 @@ def score(row: Row, text: str) -> float:
     return float(answer_eval.contains(text, row.golds))
 
 
-def outcome(row: Row, listed) -> tuple[float, int]:
-    text = f"{row.above}\n{row.pages}\n{_item_text(listed)}"
+def outcome(row: Row, listed, more=()) -> tuple[float, int]:
+    text = f"{row.above}\n{row.pages}\n{_item_text(listed, more)}"
     return score(row, text), len(text.split())
 
 
@@ -161,7 +169,7 @@ def cross_validate(rows: list[Row], folds: int) -> dict[float, dict[str, tuple]]
             model = model_of(params, a)
             for r in rows:
                 if fold_of[r.id] == f:
-                    out[a][r.id] = outcome(r, picked(model, r))
+                    out[a][r.id] = outcome(r, *picked(model, r))
     return out
 
 

@@ -155,3 +155,11 @@ def test_a_whole_pack_items_label_may_hold_an_asterisk():
     assert unverified_lines(f"- **memory**: {quote} [1]", citation) == []
     assert unverified_lines("- **hugepages-***: You can overcommit it. [1]", citation) == [
         "You can overcommit it."]
+
+
+def test_a_clause_cut_from_its_sentence_verifies_with_its_marks():
+    quote = "and the `azureDisk` type now goes to the disk.csi.azure.com driver"
+    citation = [{"verified": True, "quote": quote, "heading_path": "Volumes"}]
+    assert unverified_lines(f"- **azureDisk**: … {quote} … [1]", citation) == []
+    assert unverified_lines("- **azureDisk**: … and the `azureDisk` type is gone … [1]",
+                            citation) == ["and the `azureDisk` type is gone"]

@@ -16,9 +16,11 @@ from test_query_claude import assert_citations_match_the_pack
 from packs import KnowledgePack
 from packs.explore.render import answer_html
 from packs.retrieval import (
+    whole_pack,
     whole_pack_claude,
     whole_pack_items,
     whole_pack_questions,
+    whole_pack_rank,
     whole_pack_region,
 )
 from packs.retrieval.verbatim import bullets, unverified_lines
@@ -257,3 +259,65 @@ def test_an_across_question_is_itemised_by_its_subject_not_by_how_it_asks():
     found = whole_pack_items.page_items(by_id, q, scaffold=scaffold)
     assert [i.section.id for i in found] == ["s2"]
     assert {i.section.id for i in whole_pack_items.page_items(by_id, q)} == {"s1", "s2"}
+
+
+def test_a_list_names_the_less_likely_items_after_it_each_cited(monkeypatch, pack):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    shipped = whole_pack_rank.load()
+    one = whole_pack_rank.ItemModel(shipped.model, shipped.bias,
+                                    whole_pack_rank.Limits(max_items=1, alpha=0.0, more=10),
+                                    shipped.version)  # the shipped weights, one item listed
+    result = pack.search(QUESTION, use_cache=False)
+    text, quotes, added = whole_pack.answer(pack, result, "list", model=one)
+    listed = [line for line in text.splitlines() if line.startswith("- **")]
+    less = [line for line in text.splitlines() if line.startswith("Less likely items")]
+    assert len(listed) == 1 and len(less) == 1
+    names = re.findall(r"\*\*([^*]+)\*\* \[(\d+)\]", less[0])
+    assert names and listed[0].split("**")[1] not in {n for n, _ in names}
+    # Each name cites a section whose quote names it; the quotes follow the bullets'.
+    by_n = {n: sec for n, sec in added}
+    for (name, n), (qn, quote) in zip(names, quotes[len(listed):]):
+        assert int(n) == qn and name.lower() in quote.lower()
+        sec = by_n.get(qn) or next(s for s in result.cited() if s.citation == qn)
+        assert quote in sec.content
+
+
+def test_a_listed_item_shows_the_clause_that_names_it():
+    clause = whole_pack_items.clause
+    short = "The `gitRepo` volume type is deprecated."
+    assert clause(short, "gitRepo") == (0, len(short))
+    long = ("In Kubernetes 1.31, all operations for the in-tree driver are redirected, "
+            "and the `azureDisk` type now goes to the disk.csi.azure.com driver, which "
+            "the cluster operator must install before upgrading any of the nodes.")
+    a, b = clause(long, "azureDisk")
+    assert "azureDisk" in long[a:b] and len(long[a:b].split()) <= whole_pack_items.CLAUSE_WORDS
+    # the longest run of whole clauses that names it: cut after a comma, not mid-clause
+    assert long[a:b] == ("all operations for the in-tree driver are redirected, and the "
+                         "`azureDisk` type now goes to the disk.csi.azure.com driver")
+    # No clause to cut: a sentence up to half as long again stays whole, a longer one
+    # shows the words around the name.
+    plain = " ".join(["word"] * 12 + ["FlexVolume"] + ["word"] * 12)
+    assert clause(plain, "FlexVolume") == (0, len(plain))
+    longer = " ".join(["word"] * 30 + ["FlexVolume"] + ["word"] * 30)
+    a, b = clause(longer, "FlexVolume")
+    assert "FlexVolume" in longer[a:b] and len(longer[a:b].split()) == 20
+
+
+def test_a_bullet_shows_a_clause_only_when_it_names_each_of_its_items():
+    content = ("| Name | Meaning |\n|---|---|\n| `Sub` | subtraction, which the `-` operator "
+               "calls on two values of any numeric type that implements the trait, "
+               "as the standard library does for every integer and float type |\n\n"
+               "The `Add` trait, which the `+` operator calls, is in std::ops; so is the "
+               "trait that every numeric type of the standard library implements for the "
+               "product of two values, the `Mul` trait.")
+    sec = whole_pack_items.Sec("a", "s1", "u", "Ops", "Ops", content, 0)
+    row_end = content.index("|\n\n") + 1
+    row = whole_pack_items.Item("Sub", sec, content.index("| `Sub`"), row_end, 1.0)
+    assert whole_pack_items.shown_span([row]) == (row.start, row.end)  # a table row whole
+    start = content.index("The `Add`")
+    add = whole_pack_items.Item("Add", sec, start, len(content), 1.0)
+    mul = whole_pack_items.Item("Mul", sec, start, len(content), 1.0)
+    a, b = whole_pack_items.shown_span([add])
+    assert content[a:b] == "The `Add` trait, which the `+` operator calls, is in std::ops"
+    assert len(content[start:].split()) > whole_pack_items.CLAUSE_WORDS
+    assert whole_pack_items.shown_span([add, mul]) == (start, len(content))

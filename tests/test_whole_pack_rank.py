@@ -58,13 +58,19 @@ def test_pick_orders_by_probability_and_keeps_to_its_limits():
     items = [_item(f"Policy{k}", f"The Policy{k} DNS policy applies to a Pod.", 1.0, sid=f"s{k}")
              for k in range(30)]
     items.append(_item("Said", said, 1.0, sid="said"))
-    chosen = rank.pick(model, items, QUESTION, "list", said, {})
+    chosen, more = rank.pick(model, items, QUESTION, "list", said, {})
     assert 0 < len(chosen) <= model.limits.max_items
     p = model.probability(rank.features(chosen, QUESTION, "list", said, {}))
     assert all(p >= model.limits.alpha * p.max() - 1e-12)
     # What the passages above already quote is no item worth listing ahead of new ones.
     assert chosen[0].name != "Said"
-    assert rank.pick(model, [], QUESTION, "list", "", {}) == []
+    # The next most probable items, none of them listed, come after as the less likely.
+    assert len(more) == min(model.limits.more, len(items) - len(chosen))
+    assert not {i.name for i in more} & {i.name for i in chosen}
+    p_all = dict(zip((i.name for i in items),
+                     model.probability(rank.features(items, QUESTION, "list", said, {}))))
+    assert max(p_all[i.name] for i in more) <= min(p_all[i.name] for i in chosen)
+    assert rank.pick(model, [], QUESTION, "list", "", {}) == ([], [])
 
 
 def test_a_strict_alpha_keeps_only_the_items_near_the_best():
@@ -74,8 +80,9 @@ def test_a_strict_alpha_keeps_only_the_items_near_the_best():
     items = [_item("ClusterFirst", "The ClusterFirst DNS policy is the default for a Pod.",
                    5.0, "setting"),
              _item("web", "kubectl apply -f web.yaml", 0.2, "code", "s2")]
-    chosen = rank.pick(strict, items, QUESTION, "list", "", {"s1": 0.8, "s2": 0.1})
+    chosen, more = rank.pick(strict, items, QUESTION, "list", "", {"s1": 0.8, "s2": 0.1})
     assert [i.name for i in chosen] == ["ClusterFirst"]
+    assert [i.name for i in more] == ["web"]  # named after the list, not left out
     m = strict.model
     assert np.isclose(strict.probability(np.zeros((1, len(rank.FEATURES))))[0],
                       1 / (1 + np.exp(-(strict.bias - (m.mean / m.scale) @ m.weights))))

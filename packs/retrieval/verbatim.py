@@ -8,7 +8,8 @@ for character after whitespace folding, once the answer's own display syntax is 
 (the "- " bullet and its [n], the lines of a fence and their indentation, the "- " of a
 lead-in's items, the backticks around a one-line code block, the "\\" the answer sets
 before a "[" and a digit so it reads as no citation marker (a page's own "\\[" kept), the " …"
-that cuts an item to its head, a heading the bullet opens with, which is checked against
+that cuts an item to its head and the "… " that opens a clause cut from its sentence (a
+whole-pack item's quote), a heading the bullet opens with, which is checked against
 the citation's heading path instead, and the bold label of a whole-pack item, "**name**
 (covers: ...): ", an entity's or page's name that says what the quote after it is about:
 packs/retrieval/whole_pack.py). Then, on both sides, only what a reader never sees is
@@ -41,6 +42,7 @@ _LABEL = re.compile(r"^\*\*[^\n]+?\*\*(?: \(covers: [^\n]*?\))?: ")  # a name ma
 _QUOTE_MARK = re.compile(r"^[ \t]*>[ \t]?", re.M)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _CUT = " …"
+_OPEN_CUT = "… "
 # The answer's escape of a "[" that would read as a citation marker (packs/retrieval/
 # extractive.py `_MARKER_LIKE`): "\\[" before a digit.
 _ESCAPED = re.compile(r"\\\[(?=\d)")
@@ -84,6 +86,8 @@ def _pieces(bullet: str, heading: str) -> list[str]:
             line = line[2:]
         if line.endswith(_CUT):
             line = line[:-len(_CUT)]
+        if line.startswith(_OPEN_CUT):
+            line = line[len(_OPEN_CUT):]
         pieces.append(line)
     return pieces
 

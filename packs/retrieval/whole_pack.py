@@ -25,7 +25,8 @@ Candidates come through the graph, not only the search's top sections:
   and its items weigh ASIDE_WEIGHT; each item is
   quoted by the sentence (or list item, table row) of its best section that names it; of
   these `candidates` (hand order), the learned item model (packs/retrieval/
-  whole_pack_rank.py) picks which the answer lists (`list_items`);
+  whole_pack_rank.py) picks which the answer lists, and the less likely ones it names
+  after them (`list_items`);
 - **overview**: the region's pages, each item the page's title with its lead sentence and
   the headings of its sections; for the pack itself ("what is this pack about"), its
   topic map (packs/topics.py).
@@ -58,6 +59,7 @@ from packs.retrieval.whole_pack_items import (
     quote_of,
     sec_of,
     set_aside,
+    shown_span,
     spans,
     table_heads,
 )
@@ -67,7 +69,7 @@ from packs.retrieval.whole_pack_questions import (
     question_kind,
     wanted_types,
 )
-from packs.retrieval.whole_pack_rank import CANDIDATES, pick
+from packs.retrieval.whole_pack_rank import CANDIDATES, ItemModel, pick
 from packs.retrieval.whole_pack_rank import load as load_items
 from packs.retrieval.whole_pack_region import region
 
@@ -195,15 +197,18 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
     return per_page, items
 
 
-def list_items(pack: Any, result: Any, kind: str, above: str = "") -> list[Item]:
-    """The items a list or across question's answer lists: its page items, then the
-    candidates the learned item model picks (packs/retrieval/whole_pack_rank.py); `above`:
-    the text of the passages the answer quotes before the list."""
+def list_items(pack: Any, result: Any, kind: str, above: str = "",
+               model: ItemModel | None = None) -> tuple[list[Item], list[Item]]:
+    """(the items a list or across question's answer lists, the less likely ones it names
+    after them): its page items, then the candidates the learned item model (`model`, the
+    shipped one by default) picks (packs/retrieval/whole_pack_rank.py); `above`: the text
+    of the passages the answer quotes before the list."""
     per_page, found = candidates(pack, result, kind)
     if not found:
-        return per_page
+        return per_page, []
     sims = section_sims(pack, result, found)
-    return [*per_page, *pick(load_items(), found, result.question, kind, above, sims)]
+    listed, more = pick(model or load_items(), found, result.question, kind, above, sims)
+    return [*per_page, *listed], more
 
 
 def section_sims(pack: Any, result: Any, items: list[Item]) -> dict[str, float]:
@@ -265,16 +270,19 @@ def overview_items(pack: Any, result: Any) -> list[Item]:
 
 
 def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = None,
-           quoted: Collection[str] = ()
+           quoted: Collection[str] = (), model: ItemModel | None = None
            ) -> tuple[str, list[tuple[int, str]], list[tuple[int, Sec]]]:
     """(answer text, quotes as (n, quote), the sections it adds with their [n]) of a
     whole-pack question; `numbers`: the [n] of sections already cited (others are numbered
     after them); `quoted`: what the answer already quotes above the list (the passages).
-    Items that quote the same passage share one bullet ("**A**, **B**: ..."); an item whose
+    Items that quote the same passage share one bullet ("**A**, **B**: ..."), which shows
+    the clause that names them ("… " or " …" where the sentence goes on); an item whose
     passage is quoted above is named on one closing line with its [n], its passage not
-    shown twice. ("", [], []) when the pack gives no item."""
-    items = (overview_items(pack, result) if kind == "overview"
-             else list_items(pack, result, kind, "\n".join(quoted)))
+    shown twice; the less likely items (whole_pack_rank's `more`) on a last line, named
+    with their [n]; `model`: the item model (`list_items`). ("", [], []) when the pack
+    gives no item."""
+    items, more = ((overview_items(pack, result), []) if kind == "overview"
+                   else list_items(pack, result, kind, "\n".join(quoted), model))
     if not items:
         return "", [], []
     numbers = dict(numbers or {})
@@ -305,13 +313,15 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     quotes = []
     for group in bullets.values():
         sec, first = group[0].section, group[0]
-        quote = sec.content[first.start:first.end]
+        a, b = shown_span(group)
+        quote = sec.content[a:b]
         # The quote as a reader sees it (one line, no blockquote markers, no tags outside
         # code: as an answer unit shows it), without its list marker ("**Pods** are ...").
         shown = re.sub(r"^(?:[-*+]|\d{1,9}[.)])\s+", "", untagged(one_line(quote)))
-        if any(a <= first.start and first.end <= b for a, b in fence_spans(sec.content)):
+        if any(x <= first.start and first.end <= y for x, y in fence_spans(sec.content)):
             shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
         shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)
+        shown = f"{'… ' if a > first.start else ''}{shown}{' …' if b < first.end else ''}"
         extras = [e for item in group for e in item.extra]
         extra = f" (covers: {'; '.join(extras)})" if extras else ""
         label = ", ".join(f"**{item.name}**" for item in group)
@@ -319,7 +329,22 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         quotes.append((numbers[sec.id], quote))
     if named:  # a paragraph of its own, not a continuation of the last bullet
         lines += ["", f"Also named in the passages above: {', '.join(named)}"]
-    return "\n".join(lines), [*quotes, *named_quotes], added
+    said = normalise("\n".join([*quoted, *lines]))
+    less, less_quotes = [], []
+    for item in more:  # the less likely items: named, each with its citation
+        sec = item.section
+        if normalise(item.name) in said or locate(sec.content[item.start:item.end],
+                                                  sec.content) is None:
+            continue
+        if sec.id not in numbers:
+            numbers[sec.id] = max(numbers.values(), default=0) + 1
+            added.append((numbers[sec.id], sec))
+        less.append(f"**{item.name}** [{numbers[sec.id]}]")
+        a, b = shown_span([item])
+        less_quotes.append((numbers[sec.id], sec.content[a:b]))
+    if less:
+        lines += ["", f"Less likely items, named in the same sections: {', '.join(less)}"]
+    return "\n".join(lines), [*quotes, *named_quotes, *less_quotes], added
 
 
 def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = None

@@ -6,6 +6,8 @@
 - `spans`: the quotable spans of a section (the offline answer's units and the lines of
   its code blocks), `quote_span`: the shortest that names an item (one that does not end
   with ":" first), `quote_of`: the first of an item's sections whose quote does not;
+  `clause`: the clause of a quote that names the item, `shown_span`: what the list shows
+  of the quote its items share;
 - `page_items`: for an across question, each region section's best passage holding two or
   more of the question's terms;
 - `table_heads`: the first cells of table rows under a first header that names what the
@@ -29,6 +31,7 @@ from packs.retrieval.units import heading_only
 MAX_SPAN = 40  # characters of a code span read as an item's name
 HEAD_WEIGHT = 3.0  # an item named with the noun asked for ("init containers" for "containers")
 MAX_HEADER_WORDS = 6  # a table header cell is a label, not a sentence
+CLAUSE_WORDS = 20  # a listed item's quote is at most this many words (`clause`)
 
 
 @dataclass
@@ -122,6 +125,63 @@ def quote_of(secs: list[Sec], name: str) -> tuple[Sec, tuple[int, int] | None]:
         if found[1] is None:
             found = (sec, span)
     return found
+
+
+# Where a quote may be cut into clauses: after a comma, semicolon, colon or closing
+# parenthesis, around a dash, before an opening parenthesis.
+_CLAUSE_CUT = re.compile(r"[,;:)]\s+|\s+[—–-]\s+|\s(?=\()")
+
+
+def clause(text: str, name: str, limit: int = CLAUSE_WORDS) -> tuple[int, int]:
+    """(start, end) in `text` (an item's quote) of what the list shows of it: the whole
+    quote when it has at most `limit` words; else the longest run of its clauses that
+    names the item (`name`, as `quote_span` finds it) in at most `limit` words, else the
+    whole quote up to half as long again, else `limit` words around the name. A list of
+    twenty items quoted whole reads as twenty paragraphs; the clause that names each is
+    its evidence (on the whole-pack dev questions: 57 to 87 fewer words a list answer,
+    item recall within 0.01 of the whole quotes')."""
+    if len(text.split()) <= limit:
+        return 0, len(text)
+    at = text.lower().find(name.lower())
+    if at < 0:
+        return 0, len(text)
+    cuts = [0, *(m.end() for m in _CLAUSE_CUT.finditer(text)), len(text)]
+    best: tuple[int, int, int] | None = None
+    for i, a in enumerate(cuts):
+        if a > at:
+            break
+        for b in cuts[i + 1:]:
+            n = len(text[a:b].split())
+            if n > limit:
+                break
+            if b >= at + len(name) and n >= 3 and (best is None or n > best[2]):
+                best = (a, b, n)
+    if best is None and len(text.split()) <= limit * 3 // 2:
+        return 0, len(text)  # no clause to show alone, and the quote a sentence to read
+    if best is None:
+        words = list(re.finditer(r"\S+", text))
+        k = next(i for i, m in enumerate(words) if m.end() > at)
+        lo = max(0, min(k - limit // 3, len(words) - limit))
+        a, b = words[lo].start(), words[min(len(words), lo + limit) - 1].end()
+    else:
+        a, b = best[0], best[1]
+    piece = text[a:b]
+    return a, a + len(piece.rstrip(" ,;:(—–-"))
+
+
+def shown_span(group: list[Item]) -> tuple[int, int]:
+    """(start, end) in its section of what a bullet shows of the quote its items share:
+    the clause that names them (`clause`) when it names every one, else the whole quote;
+    a table row and a line of code whole."""
+    first = group[0]
+    quote = first.section.content[first.start:first.end]
+    if quote.lstrip().startswith("|") or any(
+            x <= first.start and first.end <= y for x, y in fence_spans(first.section.content)):
+        return first.start, first.end
+    a, b = clause(quote, first.name)
+    if any(item.name.lower() not in quote[a:b].lower() for item in group):
+        return first.start, first.end
+    return first.start + a, first.start + b
 
 
 def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
