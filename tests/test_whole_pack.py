@@ -321,3 +321,23 @@ def test_a_bullet_shows_a_clause_only_when_it_names_each_of_its_items():
     assert content[a:b] == "The `Add` trait, which the `+` operator calls, is in std::ops"
     assert len(content[start:].split()) > whole_pack_items.CLAUSE_WORDS
     assert whole_pack_items.shown_span([add, mul]) == (start, len(content))
+
+
+def test_commands_of_the_region_code_blocks_are_items_of_a_command_question():
+    content = ("To update Rust:\n\n```console\n$ rustup update\n```\n\nTo remove it:\n\n"
+               "```console\n$ rustup self uninstall\n$ rustup\n$ cargo build --release\n"
+               "$ rustup override set nightly\n```\n")
+    sec = whole_pack_items.Sec("a", "s1", "u", "Install", "Install", content, 0, 0.5)
+    q = "Which rustup commands does the book show?"
+    asked = terms(q)
+    found = whole_pack_items.command_items({"s1": sec}, set(), q, asked, "command",
+                                           lambda w: 1.0)
+    # the command's words up to its first argument; the program alone is the subject, a
+    # program the question does not name (cargo) gives none
+    assert sorted(name for _, name, _ in found) == [
+        "rustup override set nightly", "rustup self uninstall", "rustup update"]
+    assert whole_pack_items.command_items({"s1": sec}, {"rustup update"}, q, asked, None,
+                                          lambda w: 1.0, aside=set())[0][1] != "rustup update"
+    besides = "Which tools besides rustup commands does the book show?"
+    assert whole_pack_items.command_items({"s1": sec}, set(), besides, terms(besides), None,
+                                          lambda w: 1.0, aside=set(terms("rustup"))) == []

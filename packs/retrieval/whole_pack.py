@@ -20,7 +20,8 @@ Candidates come through the graph, not only the search's top sections:
   its type is the kind asked for (subcommands: command; flags: flag; ...) and whether it
   appears in a list of a first section; for a list question also the first cells of
   table rows under a first header that names what is asked (`table_heads`) and the code
-  spans of the region that no entity names (`code_span_items`); what the question sets
+  spans of the region that no entity names (`code_span_items`) and the commands its code
+  blocks run with a program the question names (`command_items`); what the question sets
   aside ("besides plain kubectl commands", `set_aside`) is no name to search
   and its items weigh ASIDE_WEIGHT; each item is
   quoted by the sentence (or list item, table row) of its best section that names it; of
@@ -54,6 +55,7 @@ from packs.retrieval.whole_pack_items import (
     Item,
     Sec,
     code_span_items,
+    command_items,
     names_subject,
     page_items,
     quote_of,
@@ -173,8 +175,10 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
         vocabulary = getattr(pack, "vocabulary", None)
         if callable(vocabulary):
             known = {x[1].lower() for x in scored}
-            for score, name, secs in code_span_items(by_id, known, asked, head,
-                                                     extractive.idf_of(vocabulary())):
+            idf = extractive.idf_of(vocabulary())
+            for score, name, secs in [
+                    *code_span_items(by_id, known, asked, head, idf),
+                    *command_items(by_id, known, result.question, asked, head, idf, aside)]:
                 scored.append((score, name, secs, "code", len({s.article_id for s in secs})))
         rare = math.log(1 + total / 2)
         for weight, name, sec in table_heads(by_id, result.question, head):

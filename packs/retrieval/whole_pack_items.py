@@ -12,6 +12,7 @@
   more of the question's terms;
 - `table_heads`: the first cells of table rows under a first header that names what the
   question asks for; `code_span_items`: the code spans of the region no entity names;
+  `command_items`: the commands its code blocks run with a program the question names;
 - `set_aside`: what a list question sets aside ("besides plain kubectl commands");
   `names_subject`: whether a name is the question's own subject, no item of it.
 """
@@ -261,6 +262,49 @@ def code_span_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
         if head and head in named:
             score *= HEAD_WEIGHT
         out.append((score, span, sorted(secs, key=lambda s: -s.weight)))
+    return out
+
+
+# A command line of a code block: an optional shell prompt, then the command's words.
+_PROMPT = re.compile(r"^(?:[$#>%]\s+)")
+MAX_COMMAND_WORDS = 4  # a command and its subcommands ("rustup toolchain install nightly")
+
+
+def command_items(by_id: dict[str, Sec], known: set[str], question: str, asked: list[str],
+                  head: str | None, idf: Callable[[str], float], aside: set[str] = frozenset()
+                  ) -> list[tuple[float, str, list[Sec]]]:
+    """(score, name, its sections best first) of the commands that code blocks of the
+    region run with a program the question names ("Which rustup commands ...": `$ rustup
+    self uninstall`), that no item of the graph names (`known`, lower-cased): the command's
+    first words, up to its first argument (a flag, a path, a value: `kubectl rollout pause
+    deployment/nginx` → "kubectl rollout pause"). Scored as `code_span_items` scores a
+    span; the program alone, or what the question names in a row, is its subject, and a
+    program the question sets aside (`aside`, its terms: `set_aside`) gives none."""
+    programs = {w.lower() for w in text_rules.words(question)
+                if not set(text_rules.terms(w)) & aside} - text_rules.STOP_WORDS
+    at: dict[str, list[Sec]] = defaultdict(list)
+    for sec in by_id.values():
+        for start, end in _code_lines(sec.content):
+            words = _PROMPT.sub("", sec.content[start:end]).split()
+            if not words or words[0].lower() not in programs:
+                continue
+            name = []
+            for w in words[:MAX_COMMAND_WORDS]:
+                if not re.fullmatch(r"[A-Za-z][\w.+-]*", w) or w.startswith("-"):
+                    break
+                name.append(w)
+            command = " ".join(name)
+            if len(name) >= 2 and command.lower() not in known and sec not in at[command]:
+                at[command].append(sec)
+    out = []
+    for command, secs in at.items():
+        named = text_rules.terms(command)
+        if not named or names_subject(named, asked):
+            continue
+        score = sum(s.weight for s in secs) * max(idf(w) for w in named)
+        if head and head in named:
+            score *= HEAD_WEIGHT
+        out.append((score, command, sorted(secs, key=lambda s: -s.weight)))
     return out
 
 
