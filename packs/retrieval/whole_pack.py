@@ -30,7 +30,7 @@ Candidates come through the graph, not only the search's top sections:
   after them (`list_items`);
 - **overview**: the region's pages, each item the page's title with its lead sentence and
   the headings of its sections; for the pack itself ("what is this pack about"), its
-  topic map (packs/topics.py).
+  topic map (packs/topics.py): packs/retrieval/whole_pack_overview.py.
 
 The pieces that need no database (sections and items, their quotes, `page_items`,
 `table_heads`, `set_aside`) are packs/retrieval/whole_pack_items.py.
@@ -58,13 +58,14 @@ from packs.retrieval.whole_pack_items import (
     command_items,
     names_subject,
     page_items,
+    programs_asked,
     quote_of,
     sec_of,
     set_aside,
     shown_span,
-    spans,
     table_heads,
 )
+from packs.retrieval.whole_pack_overview import SECTIONS_BY_ID, SECTIONS_OF, overview_items
 from packs.retrieval.whole_pack_questions import (
     across_terms,
     head_stem,
@@ -76,8 +77,8 @@ from packs.retrieval.whole_pack_rank import load as load_items
 from packs.retrieval.whole_pack_region import region
 
 QUERY_TYPE = "whole_pack_retrieval_only"
-MAX_ITEMS = 20  # overview items (a list question's: whole_pack_rank.Limits)
 OUTSIDE_WEIGHT = 0.3  # a section outside the region that names a question identifier
+COMMAND_SECTIONS = 20  # sections searched for the commands of a program the question names
 TABLE_WEIGHT = 3.0  # a table row's first cell under a header naming what is asked
 ASIDE_WEIGHT = 0.25  # an item named after what the question sets aside ("besides kubectl")
 
@@ -87,11 +88,6 @@ ENTITY_DF = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE e.id IN $ids "
              "RETURN e.id, count(*)")
 NAMED_LIKE = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE lower(e.name) STARTS WITH $p "
               "RETURN s.id, e.id, e.name, e.type LIMIT 400")
-SECTIONS_OF = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids "
-               "RETURN a.id, s.id, s.url, s.title, s.heading_path, s.content, s.position "
-               "ORDER BY a.id, s.position, s.chunk")
-SECTIONS_BY_ID = ("MATCH (s:Section) WHERE s.id IN $ids RETURN s.article_id, s.id, s.url, "
-                  "s.title, s.heading_path, s.content, s.position")
 COUNT_SECTIONS = "MATCH (s:Section) RETURN count(*)"
 
 
@@ -172,17 +168,8 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
         order = sorted(sids, key=lambda s: (-by_id[s].weight, s not in cited))
         scored.append((score, name, [by_id[s] for s in order], etype, len(pages)))
     if kind == "list":  # code spans and a table's rows name items the graph may lack
-        vocabulary = getattr(pack, "vocabulary", None)
-        if callable(vocabulary):
-            known = {x[1].lower() for x in scored}
-            idf = extractive.idf_of(vocabulary())
-            for score, name, secs in [
-                    *code_span_items(by_id, known, asked, head, idf),
-                    *command_items(by_id, known, result.question, asked, head, idf, aside)]:
-                scored.append((score, name, secs, "code", len({s.article_id for s in secs})))
-        rare = math.log(1 + total / 2)
-        for weight, name, sec in table_heads(by_id, result.question, head):
-            scored.append((weight * rare * TABLE_WEIGHT, name, [sec], "row", 1))
+        scored += _unnamed(pack, by_id, result.question, {x[1].lower() for x in scored},
+                           asked, aside, total)
     scored.sort(key=lambda x: (-x[0], x[1].lower()))
     if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
         scored.sort(key=lambda x: x[3] not in wanted and x[3] != "row")
@@ -199,6 +186,43 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
         seen.add(name.lower())
         items.append(Item(name, sec, span[0], span[1], score, etype=etype, pages=n_pages))
     return per_page, items
+
+
+def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
+             asked: list[str], aside: set[str], total: int) -> list[tuple]:
+    """A list question's candidates that no entity of the graph names (`known`): the
+    region's code spans, the commands of the programs it asks about, the first cells of
+    its tables' rows, each as (score, name, sections, type, pages)."""
+    out: list[tuple] = []
+    head = head_stem(question)
+    vocabulary = getattr(pack, "vocabulary", None)
+    if callable(vocabulary):
+        idf = extractive.idf_of(vocabulary())
+        programs = programs_asked(by_id, question, aside)
+        for score, name, secs in [
+                *code_span_items(by_id, known, asked, head, idf),
+                *command_items(_beyond(pack, by_id, programs), known, programs, asked, head,
+                               idf)]:
+            out.append((score, name, secs, "code", len({s.article_id for s in secs})))
+    rare = math.log(1 + total / 2)
+    for weight, name, sec in table_heads(by_id, question, head):
+        out.append((weight * rare * TABLE_WEIGHT, name, [sec], "row", 1))
+    return out
+
+
+def _beyond(pack: Any, by_id: dict[str, Sec], programs: set[str]) -> dict[str, Sec]:
+    """The region's sections and, for each program a question asks about (at most two),
+    the COMMAND_SECTIONS sections the full-text index ranks first for its name, those
+    outside the region weighted OUTSIDE_WEIGHT: a program's commands are often shown on
+    pages the question's search does not reach (the Rust book's nightly appendix)."""
+    out = dict(by_id)
+    for program in sorted(programs)[:2]:
+        for sid, art, url, title, heading, content, _, pos, *_ in pack.db.fts_raw(
+                program, COMMAND_SECTIONS):
+            if sid not in out:
+                out[sid] = Sec(art or "", sid, url or "", title or "", heading or "",
+                               content or "", int(pos or 0), OUTSIDE_WEIGHT)
+    return out
 
 
 def list_items(pack: Any, result: Any, kind: str, above: str = "",
@@ -222,55 +246,6 @@ def section_sims(pack: Any, result: Any, items: list[Item]) -> dict[str, float]:
             else pack.embed_query(result.question))
     return {r.id: float(r.similarity or 0.0) for r in
             pack.db.sections_by_id(list(dict.fromkeys(i.section.id for i in items)), qvec)}
-
-
-_PACK_ITSELF = re.compile(r"\b(?:this|the) (?:pack|documentation|docs|site|corpus|book)\b"
-                          r"(?: (?:about|cover|covers))?\s*\??\s*$|\b(?:main )?topics of "
-                          r"(?:this|the) (?:pack|documentation|docs|site|corpus|book)\b", re.I)
-
-
-def topic_items(pack: Any) -> list[Item]:
-    """The pack's topic map as items (packs/topics.py): each topic's title with the first
-    quote of its digest ([] for a pack built before topics)."""
-    from packs.topics import has_topics, pack_topics
-
-    if not has_topics(pack.db):
-        return []
-    items = []
-    for t in pack_topics(pack, MAX_ITEMS):
-        c = next((c for c in t.citations if c["verified"]), None)
-        rows = pack.db.read(SECTIONS_BY_ID, {"ids": [c["section_id"]]}) if c else []
-        if rows:
-            extra = [e.name for e in t.entities[:6]]
-            items.append(Item(t.title, sec_of(rows[0]), c["start"], c["end"], 1.0, extra))
-    return items
-
-
-def overview_items(pack: Any, result: Any) -> list[Item]:
-    """One item per page of the question's region: its title, lead sentence and headings;
-    for a question about the pack itself ("what is this documentation about?"), its
-    topics (`topic_items`)."""
-    if _PACK_ITSELF.search(result.question):
-        found = topic_items(pack)
-        if found:
-            return found
-    arts, _ = region(pack, result, family_only=True)
-    pages: dict[str, list[Sec]] = defaultdict(list)
-    for row in pack.db.read(SECTIONS_OF, {"ids": arts}) if arts else []:
-        pages[row[0]].append(sec_of(row))
-    items = []
-    for k, art in enumerate(arts):
-        secs = pages.get(art) or []
-        lead = next(((s, sp) for s in secs for sp in spans(s)
-                     if len(s.content[sp[0]:sp[1]].split()) >= 6), None)
-        if lead is None:
-            continue
-        sec, (start, end) = lead
-        heads = list(dict.fromkeys(h.split(" > ")[-1] for h in (s.heading_path for s in secs)
-                                   if " > " in h))
-        items.append(Item(sec.title or sec.heading_path.split(" > ")[0], sec, start, end,
-                          1.0 / (1 + k), heads[:8]))
-    return items
 
 
 def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = None,

@@ -12,7 +12,8 @@
   more of the question's terms;
 - `table_heads`: the first cells of table rows under a first header that names what the
   question asks for; `code_span_items`: the code spans of the region no entity names;
-  `command_items`: the commands its code blocks run with a program the question names;
+  `programs_asked`, `command_items`: the commands its code blocks run with a program the
+  question names;
 - `set_aside`: what a list question sets aside ("besides plain kubectl commands");
   `names_subject`: whether a name is the question's own subject, no item of it.
 """
@@ -270,18 +271,32 @@ _PROMPT = re.compile(r"^(?:[$#>%]\s+)")
 MAX_COMMAND_WORDS = 4  # a command and its subcommands ("rustup toolchain install nightly")
 
 
-def command_items(by_id: dict[str, Sec], known: set[str], question: str, asked: list[str],
-                  head: str | None, idf: Callable[[str], float], aside: set[str] = frozenset()
+def programs_asked(by_id: dict[str, Sec], question: str, aside: set[str] = frozenset()
+                   ) -> set[str]:
+    """The words of `question` (lower-cased) that a code line of the region starts with,
+    after its shell prompt: the programs whose commands it asks about ("rustup", "kubectl"),
+    less those it sets aside (`aside`, their terms: `set_aside`)."""
+    asked = {w.lower() for w in text_rules.words(question)
+             if not set(text_rules.terms(w)) & aside} - text_rules.STOP_WORDS
+    out = set()
+    for sec in by_id.values():
+        for start, end in _code_lines(sec.content):
+            words = _PROMPT.sub("", sec.content[start:end]).split()
+            if words and words[0].lower() in asked:
+                out.add(words[0].lower())
+    return out
+
+
+def command_items(by_id: dict[str, Sec], known: set[str], programs: set[str],
+                  asked: list[str], head: str | None, idf: Callable[[str], float]
                   ) -> list[tuple[float, str, list[Sec]]]:
-    """(score, name, its sections best first) of the commands that code blocks of the
-    region run with a program the question names ("Which rustup commands ...": `$ rustup
-    self uninstall`), that no item of the graph names (`known`, lower-cased): the command's
-    first words, up to its first argument (a flag, a path, a value: `kubectl rollout pause
-    deployment/nginx` → "kubectl rollout pause"). Scored as `code_span_items` scores a
-    span; the program alone, or what the question names in a row, is its subject, and a
-    program the question sets aside (`aside`, its terms: `set_aside`) gives none."""
-    programs = {w.lower() for w in text_rules.words(question)
-                if not set(text_rules.terms(w)) & aside} - text_rules.STOP_WORDS
+    """(score, name, its sections best first) of the commands that code blocks of
+    `by_id` run with one of `programs` (the programs a question asks about:
+    `programs_asked`; "Which rustup commands ...": `$ rustup self uninstall`) that no
+    item of the graph names (`known`, lower-cased): the command's first words, up to its
+    first argument (a flag, a path, a value: `kubectl rollout pause deployment/nginx` →
+    "kubectl rollout pause"). Scored as `code_span_items` scores a span; the program
+    alone, or what the question names in a row, is its subject."""
     at: dict[str, list[Sec]] = defaultdict(list)
     for sec in by_id.values():
         for start, end in _code_lines(sec.content):
