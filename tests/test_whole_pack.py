@@ -339,5 +339,16 @@ def test_commands_of_the_region_code_blocks_are_items_of_a_command_question():
         "rustup override set nightly", "rustup self uninstall", "rustup update"]
     assert "rustup update" not in {name for _, name, _ in whole_pack_items.command_items(
         {"s1": sec}, {"rustup update"}, {"rustup"}, asked, None, lambda w: 1.0)}
+    # a command the question names with its subcommand: only that subcommand's lines
+    sub = "Which rustup self subcommands does the book show?"
+    assert whole_pack_items.programs_asked({"s1": sec}, sub) == {"rustup self"}
+    assert [name for _, name, _ in whole_pack_items.command_items(
+        {"s1": sec}, set(), {"rustup self"}, terms(sub), None, lambda w: 1.0)] == [
+        "rustup self uninstall"]
+    scored = [(9.0, "rustup update", [sec], "command", 1), (1.0, "rustup self uninstall", [sec],
+              "command", 1)]
+    assert [x[0] for x in whole_pack_items.subcommands_first(scored, {"rustup self"})] == [
+        9.0, 9.0]
+    assert whole_pack_items.subcommands_first(scored, {"rustup"}) == scored
     besides = "Which tools besides rustup commands does the book show?"
     assert whole_pack_items.programs_asked({"s1": sec}, besides, set(terms("rustup"))) == set()

@@ -46,6 +46,7 @@ from typing import Any
 
 from packs import text as text_rules
 from packs.citations import locate, normalise
+from packs.db import fts_query_text
 from packs.markdown import fence_spans
 from packs.retrieval import extractive
 from packs.retrieval.segment import one_line
@@ -63,6 +64,7 @@ from packs.retrieval.whole_pack_items import (
     sec_of,
     set_aside,
     shown_span,
+    subcommands_first,
     table_heads,
 )
 from packs.retrieval.whole_pack_overview import SECTIONS_BY_ID, SECTIONS_OF, overview_items
@@ -168,8 +170,10 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
         order = sorted(sids, key=lambda s: (-by_id[s].weight, s not in cited))
         scored.append((score, name, [by_id[s] for s in order], etype, len(pages)))
     if kind == "list":  # code spans and a table's rows name items the graph may lack
+        programs = programs_asked(by_id, result.question, aside)
         scored += _unnamed(pack, by_id, result.question, {x[1].lower() for x in scored},
-                           asked, aside, total)
+                           asked, programs, total)
+        scored = subcommands_first(scored, programs)
     scored.sort(key=lambda x: (-x[0], x[1].lower()))
     if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
         scored.sort(key=lambda x: x[3] not in wanted and x[3] != "row")
@@ -189,21 +193,20 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
 
 
 def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
-             asked: list[str], aside: set[str], total: int) -> list[tuple]:
+             asked: list[str], programs: set[str], total: int) -> list[tuple]:
     """A list question's candidates that no entity of the graph names (`known`): the
-    region's code spans, the commands of the programs it asks about, the first cells of
-    its tables' rows, each as (score, name, sections, type, pages)."""
+    region's code spans, the commands it asks about (`programs`: `programs_asked`), the
+    first cells of its tables' rows, each as (score, name, sections, type, pages)."""
     out: list[tuple] = []
     head = head_stem(question)
     vocabulary = getattr(pack, "vocabulary", None)
     if callable(vocabulary):
         idf = extractive.idf_of(vocabulary())
-        programs = programs_asked(by_id, question, aside)
-        for score, name, secs in [
-                *code_span_items(by_id, known, asked, head, idf),
-                *command_items(_beyond(pack, by_id, programs), known, programs, asked, head,
-                               idf)]:
+        for score, name, secs in code_span_items(by_id, known, asked, head, idf):
             out.append((score, name, secs, "code", len({s.article_id for s in secs})))
+        for score, name, secs in command_items(_beyond(pack, by_id, programs), known,
+                                               programs, asked, head, idf):
+            out.append((score, name, secs, "command", len({s.article_id for s in secs})))
     rare = math.log(1 + total / 2)
     for weight, name, sec in table_heads(by_id, question, head):
         out.append((weight * rare * TABLE_WEIGHT, name, [sec], "row", 1))
@@ -211,14 +214,15 @@ def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
 
 
 def _beyond(pack: Any, by_id: dict[str, Sec], programs: set[str]) -> dict[str, Sec]:
-    """The region's sections and, for each program a question asks about (at most two),
-    the COMMAND_SECTIONS sections the full-text index ranks first for its name, those
-    outside the region weighted OUTSIDE_WEIGHT: a program's commands are often shown on
-    pages the question's search does not reach (the Rust book's nightly appendix)."""
+    """The region's sections and, for each command a question asks about (at most two:
+    `programs_asked`), the COMMAND_SECTIONS sections the full-text index ranks first for
+    its words ("kubectl config"), those outside the region weighted OUTSIDE_WEIGHT: a
+    program's commands are often shown on pages the question's search does not reach (the
+    Rust book's nightly appendix)."""
     out = dict(by_id)
     for program in sorted(programs)[:2]:
         for sid, art, url, title, heading, content, _, pos, *_ in pack.db.fts_raw(
-                program, COMMAND_SECTIONS):
+                fts_query_text([program]), COMMAND_SECTIONS):
             if sid not in out:
                 out[sid] = Sec(art or "", sid, url or "", title or "", heading or "",
                                content or "", int(pos or 0), OUTSIDE_WEIGHT)

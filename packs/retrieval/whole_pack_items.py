@@ -13,7 +13,7 @@
 - `table_heads`: the first cells of table rows under a first header that names what the
   question asks for; `code_span_items`: the code spans of the region no entity names;
   `programs_asked`, `command_items`: the commands its code blocks run with a program the
-  question names;
+  question names, `subcommands_first`: those of a subcommand it names scored first;
 - `set_aside`: what a list question sets aside ("besides plain kubectl commands");
   `names_subject`: whether a name is the question's own subject, no item of it.
 """
@@ -273,17 +273,26 @@ MAX_COMMAND_WORDS = 4  # a command and its subcommands ("rustup toolchain instal
 
 def programs_asked(by_id: dict[str, Sec], question: str, aside: set[str] = frozenset()
                    ) -> set[str]:
-    """The words of `question` (lower-cased) that a code line of the region starts with,
-    after its shell prompt: the programs whose commands it asks about ("rustup", "kubectl"),
-    less those it sets aside (`aside`, their terms: `set_aside`)."""
-    asked = {w.lower() for w in text_rules.words(question)
-             if not set(text_rules.terms(w)) & aside} - text_rules.STOP_WORDS
+    """The commands a question asks about, lower-cased: each word of `question` that a
+    code line of the region starts with (after its shell prompt), a program ("rustup",
+    "kubectl"), with the words the question writes after it while some such line goes on
+    with them ("Which kubectl config subcommands ...": "kubectl config"); none of a
+    program the question sets aside (`aside`, its terms: `set_aside`)."""
+    words = [w.lower() for w in question.replace("`", " ").split()]
+    words = [w.strip(".,;:?!()\"'") for w in words]
+    asked = {w for w in words if w and not set(text_rules.terms(w)) & aside}
+    asked -= text_rules.STOP_WORDS
+    lines = [_PROMPT.sub("", sec.content[a:b]).lower().split()
+             for sec in by_id.values() for a, b in _code_lines(sec.content)]
+    starts = {line[0] for line in lines if line}
     out = set()
-    for sec in by_id.values():
-        for start, end in _code_lines(sec.content):
-            words = _PROMPT.sub("", sec.content[start:end]).split()
-            if words and words[0].lower() in asked:
-                out.add(words[0].lower())
+    for i, w in enumerate(words):
+        if w not in asked or w not in starts:
+            continue
+        n = 1
+        while i + n < len(words) and any(line[:n + 1] == words[i:i + n + 1] for line in lines):
+            n += 1
+        out.add(" ".join(words[i:i + n]))
     return out
 
 
@@ -291,7 +300,7 @@ def command_items(by_id: dict[str, Sec], known: set[str], programs: set[str],
                   asked: list[str], head: str | None, idf: Callable[[str], float]
                   ) -> list[tuple[float, str, list[Sec]]]:
     """(score, name, its sections best first) of the commands that code blocks of
-    `by_id` run with one of `programs` (the programs a question asks about:
+    `by_id` run with one of `programs` (the commands a question asks about:
     `programs_asked`; "Which rustup commands ...": `$ rustup self uninstall`) that no
     item of the graph names (`known`, lower-cased): the command's first words, up to its
     first argument (a flag, a path, a value: `kubectl rollout pause deployment/nginx` →
@@ -301,7 +310,8 @@ def command_items(by_id: dict[str, Sec], known: set[str], programs: set[str],
     for sec in by_id.values():
         for start, end in _code_lines(sec.content):
             words = _PROMPT.sub("", sec.content[start:end]).split()
-            if not words or words[0].lower() not in programs:
+            low = [w.lower() for w in words]
+            if not any(low[:len(p.split())] == p.split() for p in programs):
                 continue
             name = []
             for w in words[:MAX_COMMAND_WORDS]:
@@ -321,6 +331,17 @@ def command_items(by_id: dict[str, Sec], known: set[str], programs: set[str],
             score *= HEAD_WEIGHT
         out.append((score, command, sorted(secs, key=lambda s: -s.weight)))
     return out
+
+
+def subcommands_first(scored: list[tuple], programs: set[str]) -> list[tuple]:
+    """`scored` with the candidates named after a command the question asks about with
+    its subcommand ("kubectl config view" for "Which kubectl config subcommands ...")
+    scored as the best candidate is: the graph holds every kubectl command, and the
+    question asks for these."""
+    prefixes = tuple(f"{p} " for p in programs if " " in p)
+    top = max((x[0] for x in scored), default=0.0)
+    return [(max(x[0], top) if x[1].lower().startswith(prefixes) else x[0], *x[1:])
+            for x in scored] if prefixes else scored
 
 
 # "Which tools besides plain kubectl commands ...": what the question sets aside.
