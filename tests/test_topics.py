@@ -76,7 +76,11 @@ def test_whole_pack_questions_are_recognised():
                    "Which methods on Rc<T>, Weak<T> and RefCell<T> does the book call?",
                    # a list asked after a first part
                    "How does the book describe lifetimes, and what related terms does it "
-                   "name?"):
+                   "name?",
+                   # an aside in parentheses; a modifier that is a head noun elsewhere
+                   "Which admission controllers (plugins) do the docs name?",
+                   "Which port fields appear on containers?",
+                   "Which Job spec fields decide when the Job is complete?"):
         assert question_kind(listed) == "list", listed
     for single in ("How do I drain a node?", "Which flag sets the grace period?",
                    "What happens when a probe fails?", "What is a Pod?",

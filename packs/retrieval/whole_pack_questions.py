@@ -1,7 +1,8 @@
 """Which questions are about the whole pack, and what kind of item they ask for
 (packs/retrieval/whole_pack.py answers them).
 
-`question_kind` reads the question: "overview" (what does X cover, the main topics of X,
+`question_kind` reads the question (an aside in parentheses left out): "overview" (what
+does X cover, the main topics of X,
 what is this pack about), "across" (in each / across, not "across how many" / in which
 situations / from release to release / compare), "list" (which/what + a plural noun, or
 several in a row ("which functions, structs and methods does ..."), and a verb, list
@@ -62,14 +63,14 @@ _PLURAL_WORD = r"[a-z][\w-]*[^su\W]s|[a-z]+ies"  # "settings", "add-ons", "polic
 _PLURAL = re.compile(
     r"^\s*(?:which|what) ((?:[\w.:<>-]+ ){0,5}?)(?!(?:does|happens|goes|means|has|is|"
     r"was|this|its|sets|uses|gets|runs|makes|takes|needs|looks|works)\b)"
-    rf"(?:{_PLURAL_WORD}|data|criteria)"
+    rf"(?P<plural>{_PLURAL_WORD}|data|criteria)"
     # more things asked for in a row: "Which functions, structs and methods does ...",
     # "Which lifecycle hooks and hook handler types can ...", "Which marker traits, and
     # which traits the compiler treats specially, does ..."
     r"(?:(?:,? (?:and|or)|,) (?:which |what )?(?:[\w.:<>'-]+ ){0,5}?[\w.:<>'-]+?,?)*?"
     r" (?:do|does|did|can|could|are|were|exist|"
     r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
-    r"in|of|for|that|which|does|make|let|on)\b", re.I)
+    r"in|of|for|that|which|does|make|let|on|decide|determine|allow|enable|limit)\b", re.I)
 # The same after an opening phrase ("Besides writing manifests by hand, which tools do the
 # docs mention ..."), where an auxiliary must follow the plural: after a comma "what prefix
 # shows that ..." is as likely a verb.
@@ -108,6 +109,8 @@ _COUNTED = re.compile(r"\b(?:(?:which|what)(?: are)?(?: the)?|(?:name|list) the)
                       r"(?:two|three|four|five|six|seven|eight|nine|ten)\b", re.I)
 
 
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+_WHICH = re.compile(r"^\s*which\b", re.I)
 # Why something is so, or how many there are: one answer, whatever the plural or "each" in
 # the question ("Why does the kubelet manage the hosts file for each container?").
 _ONE_ANSWER = re.compile(r"^\s*(?:why|how (?:many|much))\b", re.I)
@@ -122,7 +125,9 @@ def question_kind(question: str) -> str | None:
     """"overview", "across", "list" or None (see the module docstring), read on what the
     question asks, not on the scene it sets first ("I cap object counts in each team
     namespace. Which quota ...?" asks about one thing)."""
-    question = asking(question)
+    # an aside in parentheses ("Which admission controllers (admission plugins) do ...")
+    # is no part of the question's form
+    question = _ASIDE.sub("", asking(question))
     if _ONE_ANSWER.search(question):
         return None
     if _OVERVIEW.search(question):
@@ -146,10 +151,18 @@ def question_kind(question: str) -> str | None:
     if any(_AUXILIARY.fullmatch(w) for w in m.group(1).split()[1:]):
         return None  # "What delivery guarantee do container hooks have?": one guarantee
     head = _SINGULAR_HEAD.search(m.group(1))
+    if (head and not m.group(1)[head.end():].strip() and _WHICH.match(question)
+            and _SINGULAR_HEAD.fullmatch(_singular(m.group("plural")))):
+        return "list"  # "Which port fields appear ...": the plural is a head noun, no verb
     if head and (head.group(1) or not _AUXILIARY.search(m.group(0))
                  or _CLAUSE.search(m.group(1)[head.end():])):
         return None
     return "list"
+
+
+def _singular(word: str) -> str:
+    low = word.lower()
+    return low[:-3] + "y" if low.endswith("ies") else low[:-1] if low.endswith("s") else low
 
 
 def _plural(word: str) -> bool:
