@@ -2,9 +2,9 @@
 (packs/retrieval/whole_pack.py answers them).
 
 `question_kind` reads the question (an aside in parentheses left out): "overview" (what
-does X cover, the main topics of X,
-what is this pack about), "across" (in each / across, not "across how many" / in which
-situations / from release to release / compare), "list" (which/what + a plural noun, or
+does X cover, the main topics of X, what is this pack about), "across" (in each /
+across, not "across how many" / in which situations / from release to release /
+compare), "list" (which/what + a plural noun, or
 several in a row ("which functions, structs and methods does ..."), and a verb, list
 all/every, what kinds of; not "which Cargo command checks that ...", whose head noun is
 singular, nor "what does X use Y for" or "what kind of", nor a question that counts
