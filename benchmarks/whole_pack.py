@@ -15,8 +15,10 @@ split, k8s_whole_pack_r2.jsonl (20 questions on pages no earlier whole-pack row 
 benchmarks/data/k8s_whole_pack_r2.jsonl`. A second dev set, k8s_whole_pack_dev2.jsonl (20)
 and rust_whole_pack_dev2.jsonl (30), was written on 2026-11-29 from the docs alone, after
 the item model was fitted and without running the product (its first run measured the
-product fresh); it runs with `--questions` and one `--corpus`. An item counts when one of its alternatives
-occurs in the answer text, case- and whitespace-folded. Per question: item recall; per run
+product fresh); it runs with `--questions` and one `--corpus`. A third, *_whole_pack_dev3.jsonl
+(20 + 20), was written the same way on 2026-11-29 and first run beside that session's
+starting code. An item counts when one of its alternatives occurs in the answer text,
+case- and whitespace-folded. Per question: item recall; per run
 the mean with a 95% bootstrap interval, for
 
 - product   `ask()` offline (the whole-pack path: packs/retrieval/whole_pack.py);
