@@ -241,6 +241,23 @@ def table_heads(by_id: dict[str, Sec], question: str, head: str | None
     return out
 
 
+def _scored(at: dict[str, list[Sec]], asked: list[str], head: str | None,
+            idf: Callable[[str], float]) -> list[tuple[float, str, list[Sec]]]:
+    """(score, name, its sections best first) of each name of `at` (name → the sections
+    that write it) but the question's own subject: the weights of its sections times its
+    rarity (the IDF of its rarest word), times HEAD_WEIGHT when it names what is asked."""
+    out = []
+    for name, secs in at.items():
+        named = text_rules.terms(name)
+        if not named or names_subject(named, asked):
+            continue
+        score = sum(s.weight for s in secs) * max(idf(w) for w in named)
+        if head and head in named:
+            score *= HEAD_WEIGHT
+        out.append((score, name, sorted(secs, key=lambda s: -s.weight)))
+    return out
+
+
 def code_span_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
                     head: str | None, idf: Callable[[str], float]
                     ) -> list[tuple[float, str, list[Sec]]]:
@@ -254,16 +271,7 @@ def code_span_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
         for span in dict.fromkeys(text_rules.code_spans(sec.content)):
             if 2 <= len(span) <= MAX_SPAN and span.lower() not in known:
                 at[span].append(sec)
-    out = []
-    for span, secs in at.items():
-        named = text_rules.terms(span)
-        if not named or names_subject(named, asked):
-            continue
-        score = sum(s.weight for s in secs) * max(idf(w) for w in named)
-        if head and head in named:
-            score *= HEAD_WEIGHT
-        out.append((score, span, sorted(secs, key=lambda s: -s.weight)))
-    return out
+    return _scored(at, asked, head, idf)
 
 
 # A command line of a code block: an optional shell prompt, then the command's words.
@@ -321,16 +329,7 @@ def command_items(by_id: dict[str, Sec], known: set[str], programs: set[str],
             command = " ".join(name)
             if len(name) >= 2 and command.lower() not in known and sec not in at[command]:
                 at[command].append(sec)
-    out = []
-    for command, secs in at.items():
-        named = text_rules.terms(command)
-        if not named or names_subject(named, asked):
-            continue
-        score = sum(s.weight for s in secs) * max(idf(w) for w in named)
-        if head and head in named:
-            score *= HEAD_WEIGHT
-        out.append((score, command, sorted(secs, key=lambda s: -s.weight)))
-    return out
+    return _scored(at, asked, head, idf)
 
 
 def subcommands_first(scored: list[tuple], programs: set[str]) -> list[tuple]:
