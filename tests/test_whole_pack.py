@@ -352,3 +352,11 @@ def test_commands_of_the_region_code_blocks_are_items_of_a_command_question():
     assert whole_pack_items.subcommands_first(scored, {"rustup"}) == scored
     besides = "Which tools besides rustup commands does the book show?"
     assert whole_pack_items.programs_asked({"s1": sec}, besides, set(terms("rustup"))) == set()
+
+
+def test_a_clause_is_never_cut_inside_a_code_span():
+    text = ("Run `kubectl get pods -o jsonpath={.items}, {.spec.nodeName}` to print where each "
+            "Pod of the namespace runs, one name a line, as the scheduler placed them today.")
+    for name in ("{.spec.nodeName}", "scheduler"):
+        a, b = whole_pack_items.clause(text, name, limit=12)
+        assert name in text[a:b] and text[a:b].count("`") % 2 == 0, text[a:b]
