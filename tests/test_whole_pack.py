@@ -360,3 +360,8 @@ def test_a_clause_is_never_cut_inside_a_code_span():
     for name in ("{.spec.nodeName}", "scheduler"):
         a, b = whole_pack_items.clause(text, name, limit=12)
         assert name in text[a:b] and text[a:b].count("`") % 2 == 0, text[a:b]
+    linked = ("See [Pods, Deployments and the other workload resources](/docs/workloads/) for "
+              "how each of them runs containers on the nodes that the scheduler picks, and "
+              "why a Deployment is the usual choice.")
+    a, b = whole_pack_items.clause(linked, "Deployments", limit=12)
+    assert linked[a:b].count("[") == linked[a:b].count("]"), linked[a:b]

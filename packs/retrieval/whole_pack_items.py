@@ -141,7 +141,8 @@ def clause(text: str, name: str, limit: int = CLAUSE_WORDS) -> tuple[int, int]:
     whole quote up to half as long again, else `limit` words around the name. A list of
     twenty items quoted whole reads as twenty paragraphs; the clause that names each is
     its evidence (on the whole-pack dev questions: 57 to 115 fewer words a list answer,
-    item recall within 0.01 of the whole quotes). No cut falls inside a `code span`."""
+    item recall within 0.01 of the whole quotes). No cut splits a `code span`, bold text or
+    a link."""
     if len(text.split()) <= limit:
         return 0, len(text)
     at = text.lower().find(name.lower())
@@ -169,8 +170,8 @@ def clause(text: str, name: str, limit: int = CLAUSE_WORDS) -> tuple[int, int]:
     else:
         a, b = best[0], best[1]
     piece = text[a:b]
-    if piece.count("`") % 2:
-        return 0, len(text)  # the window cuts a code span: the quote whole
+    if piece.count("`") % 2 or piece.count("**") % 2 or piece.count("[") != piece.count("]"):
+        return 0, len(text)  # the cut splits a code span, bold or a link: the quote whole
     return a, a + len(piece.rstrip(" ,;:(—–-"))
 
 
