@@ -10,6 +10,10 @@ names the `TEXT_RULES_VERSION` it was tuned on, so a change here says what to re
   "configuration" meet at "configur". Words with digits or underscores, and words of 3
   letters or fewer, are left as they are (identifiers, versions, acronyms).
 - `terms(text)`: the stems of the words that are not STOP_WORDS.
+- `singular(word)`: a readable singular, not a stem ("policies" → "policy", where Porter
+  gives "polici"). tasks/extract/entities.py makes an entity name's merge key with it
+  ("Pods" and "Pod" are one entity), so it is part of every entity id: a change here
+  changes entity ids.
 - `sentence_spans(text, start, end)`: sentence ends in a paragraph: ".", "?" or "!" before
   a capital, a digit, an opening quote or a code span; never after an abbreviation (e.g.,
   i.e., etc., vs.) or an initial, never inside a `code span`. A line break is not a
@@ -42,8 +46,6 @@ Rules that stay elsewhere, on purpose:
 - `tasks/vectors.py` `key_phrases` (RAKE) splits phrases at punctuation and stop words:
   its phrase boundaries are part of the keyword vectors' text (KEYWORD_VERSION); changing
   them re-embeds every pack's keyword vectors.
-- `tasks/extract/entities.py` singularises entity names for their merge key ("Pods" and
-  "Pod" are one entity): a readable singular, not a stem, and part of every entity id.
 - `tasks/sections.py` counts words as whitespace runs for its size limit (it cuts an
   over-long line with this module's `sentence_spans`): a change to either re-splits every
   pack (SPLITTER_VERSION).
@@ -133,6 +135,30 @@ def words(text: str) -> list[str]:
 def terms(text: str) -> list[str]:
     """Stems of the words of `text` that are not stop words, in order, repeats kept."""
     return [stem(w) for w in words(text) if w not in STOP_WORDS]
+
+
+# Words ending in "s" that are not plurals (checked after lower-casing).
+NOT_PLURAL = frozenset({
+    "kubernetes", "status", "class", "alias", "bias", "canvas", "corpus", "process", "access",
+    "address", "express", "analysis", "basis", "redis", "postgres", "aws", "dns", "tls", "https",
+    "ios", "macos", "windows", "series", "species", "news", "means", "always", "atlas",
+    "chaos", "focus", "bonus", "census", "virus", "campus", "axis", "thesis",
+})
+
+
+def singular(word: str) -> str:
+    """The singular of a lower-case word, read plainly ("policies" → "policy", "boxes" →
+    "box"); a word of 3 letters or fewer, one with a non-letter or one of NOT_PLURAL is
+    returned unchanged."""
+    if len(word) <= 3 or not word.isalpha() or word in NOT_PLURAL:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes", "zzes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
 
 
 # The humps of a camel-case word ("PersistentVolume" → "Persistent", "Volume"; "HTTPServer"

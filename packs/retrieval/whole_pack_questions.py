@@ -152,17 +152,12 @@ def question_kind(question: str) -> str | None:
         return None  # "What delivery guarantee do container hooks have?": one guarantee
     head = _SINGULAR_HEAD.search(m.group(1))
     if (head and not m.group(1)[head.end():].strip() and _WHICH.match(question)
-            and _SINGULAR_HEAD.fullmatch(_singular(m.group("plural")))):
+            and _SINGULAR_HEAD.fullmatch(text_rules.singular(m.group("plural").lower()))):
         return "list"  # "Which port fields appear ...": the plural is a head noun, no verb
     if head and (head.group(1) or not _AUXILIARY.search(m.group(0))
                  or _CLAUSE.search(m.group(1)[head.end():])):
         return None
     return "list"
-
-
-def _singular(word: str) -> str:
-    low = word.lower()
-    return low[:-3] + "y" if low.endswith("ies") else low[:-1] if low.endswith("s") else low
 
 
 def _plural(word: str) -> bool:

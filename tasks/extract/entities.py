@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from packs.format import entity_id
 from packs.rows import Entity
+from packs.text import singular
 from tasks.extract.names import rendered
 
 # More specific first; used to break ties between equally frequent types.
@@ -61,15 +62,6 @@ _EDGE_PUNCT = re.compile(r"^[\s\W_]+|[\s\W_]+$", re.UNICODE)
 _SPACES = re.compile(r"[\s\-‐–—]+")
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9]{1,5}s?$")
 _STOP = frozenset({"of", "the", "and", "for", "a", "an", "to", "in", "on", "with", "by"})
-# Words ending in "s" that are not plurals (checked after lower-casing).
-_NOT_PLURAL = frozenset({
-    "kubernetes", "status", "class", "alias", "bias", "canvas", "corpus", "process", "access",
-    "address", "express", "analysis", "basis", "redis", "postgres", "aws", "dns", "tls", "https",
-    "ios", "macos", "windows", "series", "species", "news", "means", "always", "atlas",
-    "chaos", "focus", "bonus", "census", "virus", "campus", "axis", "thesis",
-})
-
-
 @dataclass(frozen=True)
 class RawEntity:
     """One entity as an extractor saw it in one section."""
@@ -99,20 +91,6 @@ class Resolution:
         return found
 
 
-# Not packs/text.py's stem: the merge key keeps a readable singular ("policies" → "policy",
-# where Porter gives "polici"), and it is part of every entity id.
-def _singular(word: str) -> str:
-    if len(word) <= 3 or not word.isalpha() or word in _NOT_PLURAL:
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "xes", "ches", "shes", "zzes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
 def normalize_name(name: str) -> str:
     """The merge key for a surface name (see the module docstring, rule 1)."""
     text = unicodedata.normalize("NFKC", rendered(name)).strip()
@@ -125,14 +103,14 @@ def normalize_name(name: str) -> str:
     if not text:
         return ""
     words = text.split(" ")
-    words[-1] = _singular(words[-1])
+    words[-1] = singular(words[-1])
     return " ".join(words)
 
 
 def _squash(key: str) -> str:
     parts = [p for p in re.split(r"[\s_.]+", key) if p]
     if parts:
-        parts[-1] = _singular(parts[-1])
+        parts[-1] = singular(parts[-1])
     return "~" + "".join(parts)
 
 
