@@ -1,0 +1,136 @@
+"""Word forms, for packs/text.py (which gives them as its own `stem` and `singular`): the
+Porter (1980) stemmer, so "configuring", "configured" and "configuration" meet at
+"configur", and a readable singular ("policies" → "policy", where Porter gives "polici"),
+which tasks/extract/entities.py makes an entity name's merge key with, so a change to
+`singular` changes entity ids.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Words ending in "s" that are not plurals (checked after lower-casing).
+NOT_PLURAL = frozenset({
+    "kubernetes", "status", "class", "alias", "bias", "canvas", "corpus", "process", "access",
+    "address", "express", "analysis", "basis", "redis", "postgres", "aws", "dns", "tls", "https",
+    "ios", "macos", "windows", "series", "species", "news", "means", "always", "atlas",
+    "chaos", "focus", "bonus", "census", "virus", "campus", "axis", "thesis",
+})
+
+
+def singular(word: str) -> str:
+    """The singular of a lower-case word, read plainly ("policies" → "policy", "boxes" →
+    "box"); a word of 3 letters or fewer, one with a non-letter or one of NOT_PLURAL is
+    returned unchanged."""
+    if len(word) <= 3 or not word.isalpha() or word in NOT_PLURAL:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes", "zzes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+# --- the Porter stemmer ----------------------------------------------------------------------
+
+_VOWELS = frozenset("aeiou")
+
+
+def _cons(w: str, i: int) -> bool:
+    if w[i] in _VOWELS:
+        return False
+    if w[i] == "y":
+        return i == 0 or not _cons(w, i - 1)
+    return True
+
+
+def _m(w: str) -> int:
+    """Porter's measure: the number of vowel-consonant sequences in `w`."""
+    forms = "".join("c" if _cons(w, i) else "v" for i in range(len(w)))
+    return len(re.findall(r"v+c+", forms))
+
+
+def _has_vowel(w: str) -> bool:
+    return any(not _cons(w, i) for i in range(len(w)))
+
+
+def _double_cons(w: str) -> bool:
+    return len(w) >= 2 and w[-1] == w[-2] and _cons(w, len(w) - 1)
+
+
+def _cvc(w: str) -> bool:
+    return (len(w) >= 3 and _cons(w, len(w) - 3) and not _cons(w, len(w) - 2)
+            and _cons(w, len(w) - 1) and w[-1] not in "wxy")
+
+
+def _replace(w: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
+    for suffix, repl in rules:
+        if w.endswith(suffix):
+            base = w[: len(w) - len(suffix)]
+            return base + repl if _m(base) > min_m else w
+    return w
+
+
+_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
+          ("izer", "ize"), ("abli", "able"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
+          ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"), ("ator", "ate"),
+          ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"),
+          ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"))
+_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
+          ("ful", ""), ("ness", ""))
+_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
+          "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize")
+
+
+def _step1(w: str) -> str:
+    if w.endswith("sses") or w.endswith("ies"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    if w.endswith("eed"):
+        return w[:-1] if _m(w[:-3]) > 0 else w
+    for suffix in ("ed", "ing"):
+        if w.endswith(suffix) and _has_vowel(w[: -len(suffix)]):
+            w = w[: -len(suffix)]
+            if w.endswith(("at", "bl", "iz")):
+                return w + "e"
+            if _double_cons(w) and w[-1] not in "lsz":
+                return w[:-1]
+            if _m(w) == 1 and _cvc(w):
+                return w + "e"
+            return w
+    return w
+
+
+def _step4(w: str) -> str:
+    for suffix in sorted(_STEP4, key=len, reverse=True):
+        if w.endswith(suffix):
+            base = w[: len(w) - len(suffix)]
+            if suffix == "ion" and not base.endswith(("s", "t")):
+                return w
+            return base if _m(base) > 1 else w
+    return w
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Porter stem of a lower-case word; words of 3 letters or fewer and words with a digit,
+    underscore or other non-letter are returned unchanged."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    w = _step1(word)
+    if w.endswith("y") and _has_vowel(w[:-1]):
+        w = w[:-1] + "i"
+    w = _replace(w, _STEP2, 0)
+    w = _replace(w, _STEP3, 0)
+    w = _step4(w)
+    if w.endswith("e"):
+        base = w[:-1]
+        if _m(base) > 1 or (_m(base) == 1 and not _cvc(base)):
+            w = base
+    if _m(w) > 1 and _double_cons(w) and w.endswith("l"):
+        w = w[:-1]
+    return w
