@@ -204,8 +204,9 @@ def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
         idf = extractive.idf_of(vocabulary())
         for score, name, secs in code_span_items(by_id, known, asked, head, idf):
             out.append((score, name, secs, "code", len({s.article_id for s in secs})))
-        for score, name, secs in command_items(_beyond(pack, by_id, programs), known,
-                                               programs, asked, head, idf):
+        for score, name, secs in (command_items(_beyond(pack, by_id, programs), known,
+                                                programs, asked, head, idf)
+                                  if programs else []):
             out.append((score, name, secs, "command", len({s.article_id for s in secs})))
     rare = math.log(1 + total / 2)
     for weight, name, sec in table_heads(by_id, question, head):

@@ -283,6 +283,11 @@ _PROMPT = re.compile(r"^(?:[$#>%]\s+)")
 MAX_COMMAND_WORDS = 4  # a command and its subcommands ("rustup toolchain install nightly")
 
 
+def _commands(sec: Sec) -> list[list[str]]:
+    """The words of each line of `sec`'s code blocks, after its shell prompt."""
+    return [_PROMPT.sub("", sec.content[a:b]).split() for a, b in _code_lines(sec.content)]
+
+
 def programs_asked(by_id: dict[str, Sec], question: str, aside: set[str] = frozenset()
                    ) -> set[str]:
     """The commands a question asks about, lower-cased: each word of `question` that a
@@ -294,8 +299,7 @@ def programs_asked(by_id: dict[str, Sec], question: str, aside: set[str] = froze
     words = [w.strip(".,;:?!()\"'") for w in words]
     asked = {w for w in words if w and not set(text_rules.terms(w)) & aside}
     asked -= text_rules.STOP_WORDS
-    lines = [_PROMPT.sub("", sec.content[a:b]).lower().split()
-             for sec in by_id.values() for a, b in _code_lines(sec.content)]
+    lines = [[w.lower() for w in line] for sec in by_id.values() for line in _commands(sec)]
     starts = {line[0] for line in lines if line}
     out = set()
     for i, w in enumerate(words):
@@ -319,11 +323,11 @@ def command_items(by_id: dict[str, Sec], known: set[str], programs: set[str],
     "kubectl rollout pause"). Scored as `code_span_items` scores a span; the program
     alone, or what the question names in a row, is its subject."""
     at: dict[str, list[Sec]] = defaultdict(list)
+    prefixes = [p.split() for p in programs]
     for sec in by_id.values():
-        for start, end in _code_lines(sec.content):
-            words = _PROMPT.sub("", sec.content[start:end]).split()
+        for words in _commands(sec):
             low = [w.lower() for w in words]
-            if not any(low[:len(p.split())] == p.split() for p in programs):
+            if not any(low[:len(p)] == p for p in prefixes):
                 continue
             name = []
             for w in words[:MAX_COMMAND_WORDS]:

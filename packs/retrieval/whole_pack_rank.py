@@ -141,5 +141,6 @@ def select(model: ItemModel, items: Sequence[Item], p: np.ndarray
     order = sorted(range(len(items)), key=lambda k: (-p[k], k))
     floor = model.limits.alpha * p[order[0]]
     listed = [k for k in order if p[k] >= floor][:model.limits.max_items]
-    rest = [k for k in order if k not in set(listed)][:model.limits.more]
+    chosen = set(listed)
+    rest = [k for k in order if k not in chosen][:model.limits.more]
     return [items[k] for k in listed], [items[k] for k in rest]
