@@ -61,6 +61,21 @@ def test_facts_are_whole_sentences_that_read_on_their_own():
         assert not is_fact(text), text
 
 
+def test_facts_that_point_back_to_an_earlier_sentence_are_no_facts():
+    for text in ("But the scheduler skips nodes that are marked unschedulable.",
+                 "Claims that name no class bind only to volumes of that default.",
+                 "The kubelet applies the grace period for that container.",
+                 "If you don't, the API server rejects the request outright.",
+                 "You get the same result by editing the manifest in place.",
+                 "The pattern in the second arm matches every remaining variant."):
+        assert not is_fact(text), text
+    # "that <noun>" whose noun the sentence named before reads on its own, as does
+    # "the same way as ...".
+    for text in ("Each resource has a quota, and the kubelet caps usage of that resource.",
+                 "A cron job retries failed runs the same way as a plain Job does."):
+        assert is_fact(text), text
+
+
 def test_relations_beyond_co_occurrence():
     names = ["EndpointSlice", "Endpoints", "replicas", "HorizontalPodAutoscaler",
              "SidecarContainers", "v1.29"]

@@ -46,8 +46,9 @@ from tasks.extract.offline_text import find_word, is_fact, stated_relations
 # these rules propose runs in the resolve stage); v9 (issue 51): names rendered by
 # packs.markdown.inline_text, the splitter's rendering of headings; v10: both; v11: a name of
 # digits and punctuation alone is no entity (a journal volume in bold in a reference list,
-# "**95** (15): 9047-52.", had been a term), unless it is a version
-OFFLINE_VERSION = f"offline-v11+{text_rules.TEXT_RULES_VERSION}"
+# "**95** (15): 9047-52.", had been a term), unless it is a version; v12: facts that point
+# back ("But ...", "of that default", "If you don't, ...", "the second arm") out
+OFFLINE_VERSION = f"offline-v12+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
     "terms and headings that name a thing, found by pattern and typed by their form; "

@@ -5,7 +5,8 @@ benchmarks/data/graph_labels/README.md): a whole declarative sentence of 6-60 wo
 ends with a period, is not about the document ("This page shows ...", "In this chapter,
 we'll ...", "See ..."), does not narrate the example ("Next, we're adding ...", "Listing
 12-7: ..."), and does not lean on a referent elsewhere (it opens with "This", "It", "These",
-"The following", a procedure step, or names "the example", "below", "above").
+"But", "The following", a procedure step, or names "the example", "below", "above"; "that
+default" or "the same outcome" whose noun it has not named; "If you don't, ...").
 
 `stated_relations(sentence, names)`: relations the sentence states between two of the
 entity names it holds, by a verb phrase between them ("X replaces Y", "X is set by Y", "X
@@ -33,7 +34,7 @@ _OPENERS = re.compile(
     r"prerequisite|to do|to |once|after|before|in this|in that|for this|for more|more "
     r"|in fact|in other words|lastly|at this point|validate|verify|"
     r"information|for details|as mentioned|as shown|as you|as we|well|okay|ok|yes|no|"
-    r"unfortunately|luckily|fortunately)\b", re.I)
+    r"unfortunately|luckily|fortunately|but|and|or|yet|plus)\b", re.I)
 # A referent elsewhere: a demonstrative, a third-person pronoun, an ordinal subject, the
 # example's own things, the reader's progress.
 _DANGLING = re.compile(
@@ -48,7 +49,20 @@ _DANGLING = re.compile(
     r"(?:^|[,;]\s*)(?:see|refer to)\b|^(?:if|when|once|because|since|although|while) "
     r"(?:it|they|this|that)\b|"
     # an example's own one- or two-letter names (`x`, `s`, `p3.x`)
-    r"`[a-z][a-z0-9]?(?:\.[a-z0-9_]+)?`", re.I)
+    r"`[a-z][a-z0-9]?(?:\.[a-z0-9_]+)?`|"
+    # an example's parts by their place ("the second arm", "the outer loop")
+    r"\bthe (?:second|third|fourth|outer|inner|other) (?:`?\w+`? )?(?:arm|loop|call|"
+    r"connection|line|case|branch|iteration|element|item|variable|closure|thread|listing|"
+    r"example|request)s?\b|\bthe (?:first|second) `?\w+`? arm\b", re.I)
+# "that <noun>" after a preposition ("bound only to PVs of that default", "for that
+# container"), "the same outcome": a demonstrative whose noun the sentence has not named
+# before points at an earlier sentence (`_points_back`); "If you don't, ..." hangs on one.
+_THAT_NOUN = re.compile(r"\b(?:of|for|on|with|by|at|into|onto|about|under|against) that "
+                        r"(?!(?:of|used|in|which|is|are|was|were|can|will|may|must|has|have|"
+                        r"does|do)\b)`?([A-Za-z][\w-]*)", re.I)
+_SAME = re.compile(r"\bthe same (outcome|result|effect|way|thing|steps?|procedure|process|"
+                   r"command|approach|behaviou?r)\b(?! as\b)", re.I)
+_ELLIPTIC = re.compile(r"^if (?:you )?(?:don't|don’t|do not|not)\s*,", re.I)
 _BAD_CHARS = re.compile(r"<img|</?\w+[^>]*>|\]\(|\|\s|^\s*[>#*-]|^`|^\[|https?://")
 _VERB = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had|can|cannot|can't|must|may|"
                    r"might|should|will|would|does|do|did|need|needs|\w+s)\b")
@@ -63,9 +77,22 @@ def is_fact(sentence: str) -> bool:
         return False
     if not s[0].isupper() or _BAD_CHARS.search(s) or s.count("`") % 2:
         return False
-    if _OPENERS.match(s) or _META.search(s) or _DANGLING.search(s):
+    if _OPENERS.match(s) or _META.search(s) or _DANGLING.search(s) or _points_back(s):
         return False
     return bool(_VERB.search(s.lower()))
+
+
+def _points_back(s: str) -> bool:
+    """Whether `s` leans on an earlier sentence though no pronoun opens it: "that <noun>"
+    or "the same <noun>" whose noun it has not named before ("of that default"; "with that
+    resource" after "the resource" is its own), or "If you don't, ..."."""
+    if _ELLIPTIC.match(s):
+        return True
+    for m in [*_THAT_NOUN.finditer(s), *_SAME.finditer(s)]:
+        noun = m.group(1).lower().rstrip("s")[:6]
+        if noun not in s[:m.start()].lower():
+            return True
+    return False
 
 
 # (relation, verb phrase between the two names). Each pattern is matched against the text
