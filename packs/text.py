@@ -56,7 +56,8 @@ import re
 
 from packs.word_forms import NOT_PLURAL, singular, stem  # noqa: F401 (this module's rules)
 
-TEXT_RULES_VERSION = "text-v1"
+# text-v2: irregular plurals ("appendices", "indices") meet their singular (word_forms.py)
+TEXT_RULES_VERSION = "text-v2"
 
 STOP_WORDS = frozenset("""
 a about above after again all am an and any are as at be because been before being below

@@ -1,6 +1,7 @@
 """Word forms, for packs/text.py (which gives them as its own `stem` and `singular`): the
 Porter (1980) stemmer, so "configuring", "configured" and "configuration" meet at
-"configur", and a readable singular ("policies" → "policy", where Porter gives "polici"),
+"configur", and a readable singular ("policies" → "policy", where Porter gives "polici";
+"appendices" → "appendix", IRREGULAR_PLURALS),
 which tasks/extract/entities.py makes an entity name's merge key with, so a change to
 `singular` changes entity ids.
 """
@@ -17,12 +18,22 @@ NOT_PLURAL = frozenset({
     "ios", "macos", "windows", "series", "species", "news", "means", "always", "atlas",
     "chaos", "focus", "bonus", "census", "virus", "campus", "axis", "thesis",
 })
+# Plurals no ending rule reads ("appendices" is no "appendice", and Porter stems it
+# "appendic" where "appendix" stays "appendix"): the singular, which `stem` also starts from.
+IRREGULAR_PLURALS = {
+    "appendices": "appendix", "indices": "index", "matrices": "matrix", "vertices": "vertex",
+    "criteria": "criterion", "phenomena": "phenomenon", "analyses": "analysis",
+    "hypotheses": "hypothesis", "theses": "thesis", "parentheses": "parenthesis",
+    "children": "child", "schemata": "schema",
+}
 
 
 def singular(word: str) -> str:
     """The singular of a lower-case word, read plainly ("policies" → "policy", "boxes" →
     "box"); a word of 3 letters or fewer, one with a non-letter or one of NOT_PLURAL is
     returned unchanged."""
+    if word in IRREGULAR_PLURALS:
+        return IRREGULAR_PLURALS[word]
     if len(word) <= 3 or not word.isalpha() or word in NOT_PLURAL:
         return word
     if word.endswith("ies") and len(word) > 4:
@@ -119,6 +130,7 @@ def _step4(w: str) -> str:
 def stem(word: str) -> str:
     """Porter stem of a lower-case word; words of 3 letters or fewer and words with a digit,
     underscore or other non-letter are returned unchanged."""
+    word = IRREGULAR_PLURALS.get(word, word)
     if len(word) <= 3 or not word.isalpha():
         return word
     w = _step1(word)
