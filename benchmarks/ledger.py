@@ -59,6 +59,17 @@ def split_rows(file: Path, where: dict[str, object]) -> list[dict]:
     return [r for r in rows if all(r.get(k) == v for k, v in where.items())]
 
 
+def split_file_name(file: Path) -> str:
+    """How a split's file is named in the ledger: its name, with its folder when it lies in
+    a folder of benchmarks/data (label folders hold files of the same names)."""
+    data = ROOT / "benchmarks" / "data"
+    try:
+        rel = file.resolve().relative_to(data)
+    except ValueError:
+        return file.name
+    return rel.as_posix() if len(rel.parts) > 1 else file.name
+
+
 def split_hash(rows: list[dict]) -> str:
     """sha256 of the rows as canonical JSON lines, sorted by id."""
     lines = sorted(json.dumps(r, sort_keys=True, ensure_ascii=False) for r in rows)
@@ -90,7 +101,7 @@ def freeze(file: Path, where: dict[str, object], target: str, note: str = "",
     rows = split_rows(file, where)
     if not rows:
         raise ValueError(f"{file}: no rows where {where}")
-    name = f"{file.name}:" + ",".join(f"{k}={v}" for k, v in sorted(where.items()))
+    name = f"{split_file_name(file)}:" + ",".join(f"{k}={v}" for k, v in sorted(where.items()))
     digest = split_hash(rows)
     for e in entries(ledger):
         if e["event"] == "freeze" and e["split"] == name:
