@@ -17,6 +17,13 @@ Printed: for each held-out corpus (fitted on the others) and pooled: the precisi
 the items kept at the threshold, the share of correct items kept, and the correct and
 wrong items dropped. The threshold is the lowest whose pooled out-of-fold precision
 reaches `--target`; the model written is fitted on all the corpora.
+
+The fact model (tasks/extract/judge_facts.py) is fitted the same way on the labelled facts
+today's rules propose (`--fact-labels`: every folder above and the blind rounds already
+scored, graph_labels_blind and graph_labels_blind2; never a round not yet scored), each
+read in its section of the pack, its threshold the lowest whose pooled out-of-fold
+precision reaches `--fact-target`. `--write` writes the fact model beside the entity
+model already in the file (`--refit-entity` refits that too).
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from benchmarks import common, corpora, graph_precision  # noqa: E402
 CORPORA = ("kubernetes", "rust-book", "cargo-book")
 LABELS = tuple(ROOT / "benchmarks/data" / d for d in ("graph_labels", "graph_labels_v8",
                                                       "graph_labels_v9"))
+FACT_LABELS = (*LABELS, *(ROOT / "benchmarks/data" / d
+                          for d in ("graph_labels_blind", "graph_labels_blind2")))
 L2 = 1.0
 
 
@@ -150,6 +159,61 @@ def load_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
     return out
 
 
+def load_fact_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
+    """Labelled facts of each corpus that today's rules propose, with their features read
+    in their sections of the corpus's pack: {"corpus", "x", "y", "source"}."""
+    from tasks.extract.judge import PackText
+    from tasks.extract.judge_facts import fact_features
+
+    out: list[dict] = []
+    for corpus in CORPORA:
+        files = [f / f"{corpus}_facts.jsonl" for f in labels]
+        files = [f for f in files if f.is_file()]
+        if not files or not corpora.available(data, corpus):
+            continue
+        sections = pack_sections(corpora.load(data, corpus, work).built.pack_dir)
+        text = PackText([(s["url"], s["heading_path"], s["content"]) for s in sections])
+        by_id = {s["id"]: (s["heading_path"] or "", s["content"] or "") for s in sections}
+        _, proposed = candidates(sections)
+        n = len(out)
+        for path in files:
+            for line in path.read_text(encoding="utf-8").splitlines():
+                r = json.loads(line)
+                if r["key"] not in proposed:
+                    continue
+                heading, content = by_id.get(r["section_id"],
+                                             (r["heading_path"] or "", r.get("context") or ""))
+                out.append({"corpus": corpus, "y": bool(r["label"]), "source": path.parent.name,
+                            "x": fact_features(r["text"], heading, content, text)})
+        log(f"{corpus}: {len(out) - n} labelled facts today's rules propose")
+    return out
+
+
+def fit_facts(rows: list[dict], target: float, log) -> dict:
+    """The fact model fitted on every row, its threshold chosen by leave-one-corpus-out
+    (see the module docstring)."""
+    names = sorted(rows[0]["x"])
+    held_out = sorted({r["corpus"] for r in rows})
+    oof = {}
+    for held in held_out:
+        m = model_dict([r for r in rows if r["corpus"] != held], names)
+        for r in rows:
+            if r["corpus"] == held:
+                oof[id(r)] = predict(m, [r])[0]
+    probs = [oof[id(r)] for r in rows]
+    t = choose_threshold(rows, probs, target)
+    log(f"\nfact model: {len(names)} features, fitted on {len(rows)} labelled facts; threshold "
+        f"{t:.2f} (the lowest whose pooled out-of-fold precision reaches {target})")
+    for held in (*held_out, "pooled"):
+        idx = [i for i, r in enumerate(rows) if held in ("pooled", r["corpus"])]
+        log(f"  {held}, threshold {t:.2f}: "
+            + summary([rows[i] for i in idx], [probs[i] for i in idx], t))
+    model = model_dict(rows, names, t)
+    top = sorted(zip(names, model["weights"]), key=lambda x: -abs(x[1]))[:8]
+    log("largest weights (standardised): " + ", ".join(f"{n} {w:+.2f}" for n, w in top))
+    return model
+
+
 def choose_threshold(rows: list[dict], probs: list[float], target: float) -> float:
     """The lowest threshold whose kept items reach `target` precision (0.5 when none)."""
     for t in [i / 100 for i in range(5, 96)]:
@@ -166,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--labels", type=Path, action="append")
     ap.add_argument("--target", type=float, default=0.92,
                     help="out-of-fold precision the threshold must reach (entities)")
+    ap.add_argument("--fact-labels", type=Path, action="append")
+    ap.add_argument("--fact-target", type=float, default=0.90,
+                    help="out-of-fold precision the fact threshold must reach")
+    ap.add_argument("--refit-entity", action="store_true",
+                    help="with --write: refit the entity model too (else kept as written)")
     ap.add_argument("--write", type=Path, default=None, help="write the models here")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -204,6 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     models = {"entity": model_dict(proposed, names, t)}
     top = sorted(zip(names, models["entity"]["weights"]), key=lambda x: -abs(x[1]))[:10]
     log("largest weights (standardised): " + ", ".join(f"{n} {w:+.2f}" for n, w in top))
+    fact_rows = load_fact_rows(args.data, args.work, args.fact_labels or list(FACT_LABELS), log)
+    if fact_rows:
+        models["fact"] = fit_facts(fact_rows, args.fact_target, log)
+    if args.write and not args.refit_entity and args.write.is_file():
+        models["entity"] = json.loads(args.write.read_text(encoding="utf-8"))["entity"]
+        log(f"entity model kept as written in {args.write} (--refit-entity refits it)")
     if args.write:
         args.write.write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
         log(f"written: {args.write}")

@@ -121,7 +121,8 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "graph-precision", "Graph precision (hand-labelled samples)",
         "entity precision >= 0.90, fact precision >= 0.85",
-        (Figure(("issue48_graph_precision_blind2.md", "issue48_graph_precision_blind.md"),
+        (Figure(("issue48_graph_precision_blind3.md", "issue48_graph_precision_blind2.md",
+                 "issue48_graph_precision_blind.md"),
                 header="precision"),
          Figure(_files("graph-precision", "issue48b_graph_precision_dev_graph_labels_v8.md",
                        "graph_precision_dev_after.md"),
@@ -131,7 +132,7 @@ TARGETS: tuple[Target, ...] = (
         blind=("graph-entities-kubernetes", "graph-facts-kubernetes", "graph-entities-rust-book",
                "graph-facts-rust-book"),
         blind_command="python benchmarks/graph_precision.py score ... --labels "
-                      "benchmarks/data/graph_labels_blind2 (a fresh labelled sample per change)"),
+                      "benchmarks/data/graph_labels_blind3 (a fresh labelled sample per change)"),
     Target(
         "graph-share", "What the graph adds to answers (offline, dev)",
         "the graph paths earn their place: a switch that moves nothing stays off",

@@ -143,3 +143,41 @@ def test_a_number_in_bold_is_no_term():
     names = {e["name"] for e in extract_offline("Mozilla", "Mozilla > History", refs)["entities"]}
     assert not names & {"95", "33"}, names
     assert "Gecko" in names
+
+
+def test_the_fact_model_reads_each_fact_in_its_section():
+    """Facts are judged where they sit: a list item under a lead-in ("...:") reads on its
+    own less often than a section's first sentence, and a model that weighs that leaves
+    the item out and keeps the first sentence."""
+    from tasks.extract.assemble import assemble_judged
+    from tasks.extract.judge import PackText
+    from tasks.extract.judge_facts import fact_features
+
+    lead = "The `kube-scheduler` places every new Pod on a node with enough free capacity."
+    item_text = "The `Filter` phase removes nodes that cannot run the Pod at all."
+    content = (f"{lead}\n\n"
+               "Scheduling a Pod runs in two phases:\n\n"
+               f"- {item_text}\n")
+    pages = [("https://d/sched", "Scheduling framework > Extension points", content)] + [
+        (f"https://d/p{i}", f"Page {i}", f"Page {i} describes topic number {i} in depth.")
+        for i in range(24)]
+    text = PackText(pages)
+    first = fact_features(lead, "Scheduling framework > Extension points", content, text)
+    item = fact_features(item_text, "Scheduling framework > Extension points", content, text)
+    assert first["first_in_section"] == 1.0 and first["named_start"] == 0.0
+    assert item["list_item"] == 1.0 and item["after_colon"] == 1.0
+    assert item["first_in_section"] == 0.0
+
+    keep_all = {"features": [], "mean": [], "scale": [], "weights": [], "bias": 5.0,
+                "threshold": 0.0}
+    model = {"entity": keep_all,
+             "fact": {"features": ["after_colon"], "mean": [0.0], "scale": [1.0],
+                      "weights": [-10.0], "bias": 5.0, "threshold": 0.5}}
+    extractions = [(f"s{i}", salvage(extract_offline(h, h, c)).extraction)
+                   for i, (_, h, c) in enumerate(pages)]
+    sections = {f"s{i}": (h, c) for i, (_, h, c) in enumerate(pages)}
+    plain = set(assemble(extractions, set())["facts"]["text"])
+    assert {lead, item_text} <= plain
+    tables, _ = assemble_judged(extractions, set(), text, model, sections)
+    judged = set(tables["facts"]["text"])
+    assert lead in judged and item_text not in judged

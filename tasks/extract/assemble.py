@@ -4,7 +4,8 @@
 and builds the entities, mentions, relationships and facts tables with the column names of
 packs.format.TABLE_COLUMNS. `assemble_judged` (the offline extractor's) lets the entity
 model (tasks/extract/judge.py) judge the resolved entities first and leaves out those it
-rejects, with the facts and relationships that name them.
+rejects, with the facts and relationships that name them, then the fact model
+(tasks/extract/judge_facts.py) the facts that do not read on their own.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from packs import text as text_rules
 from packs.format import ENTITIES, FACTS, MENTIONS, RELATIONSHIPS, TABLE_COLUMNS, fact_id
 from tasks.extract.entities import RawEntity, resolve_entities
 from tasks.extract.judge import PackText, entity_scores, load_model
+from tasks.extract.judge_facts import fact_scores
 from tasks.extract.names import rendered
 from tasks.extract.schema import Extraction
 
@@ -109,26 +111,34 @@ MIN_JUDGED_PAGES = 20
 
 def assemble_judged(extractions: list[tuple[str, Extraction]],
                     stop_names: set[str] | frozenset[str], text: PackText,
-                    model: dict | None = None) -> tuple[dict[str, pl.DataFrame], list[str]]:
+                    model: dict | None = None,
+                    sections: dict[str, tuple[str, str]] | None = None
+                    ) -> tuple[dict[str, pl.DataFrame], list[str]]:
     """(tables, the names left out): `assemble`, then the entity model's verdict on every
     resolved entity in the pack `text`; those under its threshold are left out wherever
     they occur (their names and aliases join `stop_names`), and so is a fact that quotes
-    one of them as code (it is about an example's own things)."""
+    one of them as code (it is about an example's own things). Then the fact model
+    (tasks/extract/judge_facts.py) leaves out the facts under its threshold, each read in
+    its section (`sections`: section id → (heading path, content))."""
     tables = assemble(extractions, stop_names)
     if text.pages < MIN_JUDGED_PAGES:
         return tables, []
+    model = model or load_model()
     ents = tables[ENTITIES]
-    fitted = (model or load_model())["entity"]
     scores = entity_scores(list(zip(ents["name"], ents["type"])), text, model)
     rejected: set[str] = set()
     for name, aliases, p in zip(ents["name"], ents["aliases"].to_list(), scores):
-        if p < fitted["threshold"]:
+        if p < model["entity"]["threshold"]:
             rejected |= {name, *(aliases or [])}
-    if not rejected:
-        return tables, []
-    tables = assemble(extractions, set(stop_names) | rejected)
+    if rejected:
+        tables = assemble(extractions, set(stop_names) | rejected)
     facts = tables[FACTS]
     keep = [not any(m.group(1).strip() in rejected for m in _SPAN.finditer(t))
             for t in facts["text"]]
+    if "fact" in model and sections is not None:
+        where = [sections.get(sid, ("", "")) for sid in facts["section_id"]]
+        probs = fact_scores([(t, h, c) for t, (h, c) in zip(facts["text"], where)], text,
+                            model["fact"])
+        keep = [k and p >= model["fact"]["threshold"] for k, p in zip(keep, probs)]
     tables[FACTS] = facts.filter(pl.Series(keep, dtype=pl.Boolean))
     return tables, sorted(rejected)

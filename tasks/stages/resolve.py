@@ -33,8 +33,9 @@ class Resolve(Stage):
     # offline entity model judges the resolved entities (its weights file is part of the
     # version); v4: packs under 20 pages not judged; v3 (issue 51): names rendered by
     # packs.markdown.inline_text, as the splitter renders headings (code spans' backticks
-    # dropped, escapes resolved, code kept as written); v5: all of these
-    VERSION = f"resolve-v5+{MODEL_DIGEST}"
+    # dropped, escapes resolved, code kept as written); v5: all of these; v6: the fact
+    # model judges the offline facts in their sections (tasks/extract/judge_facts.py)
+    VERSION = f"resolve-v6+{MODEL_DIGEST}"
     SCOPE = PACK
     INPUTS = ("extract", "split")
     TABLES = (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS, fmt.FACTS)
@@ -48,9 +49,11 @@ class Resolve(Stage):
                        for sid, data in df.iter_rows()]
         del df
         if ctx.extract_kind == "offline":
-            sections = pack_sections(inputs)
-            tables, rejected = assemble_judged(extractions, example_names(sections),
-                                               PackText(sections))
+            rows = pack_sections(inputs)
+            sections = [(url, heading, content) for _, url, heading, content in rows]
+            tables, rejected = assemble_judged(
+                extractions, example_names(sections), PackText(sections),
+                sections={sid: (heading or "", content or "") for sid, _, heading, content in rows})
         else:
             tables, rejected = assemble(extractions, set()), []
         for name, table in tables.items():
@@ -62,11 +65,11 @@ class Resolve(Stage):
                 f"{record.rows[fmt.RELATIONSHIPS]} relationships, {record.rows[fmt.FACTS]} facts")
 
 
-def pack_sections(inputs: dict) -> list[tuple[str, str, str]]:
-    """(url, heading path, content) of every section the split stage wrote."""
+def pack_sections(inputs: dict) -> list[tuple[str, str, str, str]]:
+    """(id, url, heading path, content) of every section the split stage wrote."""
     out = []
     for r in inputs["split"]:
-        out += r.table("sections", ["url", "heading_path", "content"]).rows()
+        out += r.table("sections", ["id", "url", "heading_path", "content"]).rows()
     return out
 
 

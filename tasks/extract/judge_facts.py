@@ -1,0 +1,87 @@
+"""Which of the offline extractor's facts read on their own: a small logistic model, like
+the entity model of tasks/extract/judge.py, over features of each fact sentence in its
+section, fitted on the hand-labelled facts (benchmarks/graph_model.py) with its weights in
+tasks/extract/graph_model.json ("fact").
+
+The extractor's rule (offline_text.py `is_fact`) proposes whole declarative sentences that
+do not open on a pronoun; what it cannot see is a sentence that leans on its neighbours
+through a definite noun ("The operation updates an existing object."), a list item that
+completes a lead-in, or a step of one example. The features say where the sentence sits
+(first of its section or paragraph, in a list item, under a line that ends with ":"), how
+much it shares with its heading, whether it names something (a code span, a CamelCase or
+upper-case name, at its start), and how many of its definite nouns are plain words of the
+pack ("the list", "the error": `PackText.plain_share`), never the words themselves.
+
+Pure: `fact_features(text, heading, content, pack_text)`; `fact_scores` gives
+probabilities. Never raises on odd text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from tasks.extract.judge import PackText, probability
+
+FACT_FEATURES_VERSION = "fact-features-1"
+_SUBJECT = re.compile(r"^(?:The|A|An) ([a-z][a-z-]+)\b")
+_DEFINITE = re.compile(r"\bthe ([a-z][a-z-]+)\b")
+_CONDITION = re.compile(r"^(?:If|When|Once|After|Before|While|Unless|Because|Since|Although)\b")
+_OTHER = re.compile(r"\b(?:both|either|neither|each of|the other|the remaining|the rest|"
+                    r"the latter|the former|another)\b", re.I)
+_YOU = re.compile(r"\byour?\b", re.I)
+_MODAL = re.compile(r"\b(?:can|cannot|must|should|may|might|will)\b")
+_CODE = re.compile(r"`[^`]+`")
+_NAME = re.compile(r"(?<!^)\b(?:[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\b)")
+_NAMED_START = re.compile(r"^(?:`|[A-Z][a-z]*[A-Z]|[A-Z]{2,})")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s")
+_LONG_WORD = re.compile(r"[a-z]{4,}")
+
+
+def _where(text: str, content: str) -> int:
+    """Where the fact starts in its section's content (-1: not found as written, as when
+    the sentence's links were rendered)."""
+    for n in (40, 25, 15):
+        at = content.find(text[:n])
+        if at >= 0:
+            return at
+    return -1
+
+
+def fact_features(text: str, heading: str, content: str, pack: PackText) -> dict[str, float]:
+    """The fact model's features of the sentence `text` of a section (`heading` path,
+    `content`) in the pack `pack`."""
+    words = text.split()
+    at = _where(text, content)
+    before = content[:at] if at >= 0 else ""
+    line_start = before.rfind("\n") + 1
+    lines_before = [line for line in before[:line_start].splitlines() if line.strip()]
+    subject = _SUBJECT.match(text)
+    definite = _DEFINITE.findall(text)
+    per_word = 10 / max(1, len(words))
+    heading_words = set(_LONG_WORD.findall(heading.lower()))
+    own_words = set(_LONG_WORD.findall(text.lower()))
+    return {
+        "first_in_section": float(at >= 0 and not before.strip()),
+        "para_start": float(at >= 0 and not before[line_start:].strip(" -*+0123456789.")),
+        "list_item": float(at >= 0 and bool(_ITEM.match(content[line_start:line_start + 6]))),
+        "after_colon": float(bool(lines_before) and lines_before[-1].rstrip().endswith(":")),
+        "generic_subject": pack.plain_share(subject.group(1)) if subject else 0.0,
+        "def_plain": sum(pack.plain_share(d) for d in definite) * per_word,
+        "n_defs": len(definite) * per_word,
+        "has_code": float(bool(_CODE.search(text))),
+        "has_name": float(bool(_NAME.search(text))),
+        "named_start": float(bool(_NAMED_START.match(text))),
+        "condition": float(bool(_CONDITION.match(text))),
+        "other": float(bool(_OTHER.search(text))),
+        "you": float(bool(_YOU.search(text))),
+        "modal": float(bool(_MODAL.search(text))),
+        "log_words": math.log(max(1, len(words))),
+        "heading_overlap": len(heading_words & own_words) / max(1, len(own_words)),
+    }
+
+
+def fact_scores(facts: list[tuple[str, str, str]], pack: PackText, model: dict) -> list[float]:
+    """P(reads on its own) of each (text, heading path, section content) under the
+    fitted fact `model`."""
+    return [probability(fact_features(t, h, c, pack), model) for t, h, c in facts]
