@@ -49,6 +49,10 @@ def body(answer: str) -> str:
 # Milliseconds of each product answer `answers` computed (ask() on a search result already
 # made: the offline answer alone), for the benchmarks' latency line.
 PRODUCT_MS: list[float] = []
+# The query_type of each product answer `answers` computed (retrieval_only: the passages
+# alone; whole_pack_retrieval_only: the passages, then a list of items; issue 48), for the
+# benchmarks' words-by-path line.
+PRODUCT_TYPES: list[str] = []
 # Of each product answer: (its bullets, the pieces of them that are not their cited
 # section's text: packs.retrieval.verbatim), for the benchmarks' verbatim line (issue 51).
 VERBATIM: list[tuple[int, list[str]]] = []
@@ -82,6 +86,7 @@ def answers(pack, result) -> list[str]:
     start = time.perf_counter()
     product, _ = ask(pack, result, SearchOptions())
     PRODUCT_MS.append(1000 * (time.perf_counter() - start))
+    PRODUCT_TYPES.append(str(product.get("query_type")))
     VERBATIM.append((len(verbatim.bullets(str(product["answer"]))),
                      verbatim.unverified_lines(str(product["answer"]), product["citations"],
                                                cited_texts(pack, product["citations"]))))

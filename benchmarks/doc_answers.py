@@ -85,6 +85,7 @@ def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
     """(table rows, per-question records) for one split."""
     per_question, ceiling = [], []
     answer_eval.PRODUCT_MS.clear()
+    answer_eval.PRODUCT_TYPES.clear()
     answer_eval.VERBATIM.clear()
     t0 = time.perf_counter()
     for k, r in enumerate(rows, start=1):
@@ -92,8 +93,10 @@ def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
         cited = result.cited()
         gold_urls = {f"{base_url}/{g}" for g in r["gold"]}
         ceiling.append(any(s.url in gold_urls for s in cited[:5]))
-        per_question.append({"id": r["id"], "kind": r["kind"],
-                             "texts": answer_eval.answers(pack, result),
+        asked = len(answer_eval.PRODUCT_TYPES)
+        texts = answer_eval.answers(pack, result)
+        path = answer_eval.PRODUCT_TYPES[-1] if len(answer_eval.PRODUCT_TYPES) > asked else None
+        per_question.append({"id": r["id"], "kind": r["kind"], "texts": texts, "path": path,
                              "gated": not result.gate.get("calibrated_passed", True)})
         if k % 20 == 0:
             log(f"  {k}/{len(rows)} questions, {time.perf_counter() - t0:.0f} s")
@@ -107,12 +110,24 @@ def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
             f"({sum(n for n, _ in answer_eval.VERBATIM)} bullets)")
         for line in [x for lines in bad for x in lines][:40]:
             log(f"    {line[:120]!r}")
+    log(words_by_path(per_question))
     if answer_eval.PRODUCT_MS:
         ms = sorted(answer_eval.PRODUCT_MS)
         log(f"  product's offline answer alone (after the search): p50 {ms[len(ms) // 2]:.0f} ms,"
             f" p90 {ms[int(0.9 * (len(ms) - 1))]:.0f} ms")
     return (answer_eval.score_rows(per_question, [r["answers"] for r in rows], ceiling),
             per_question)
+
+
+def words_by_path(per_question: list[dict]) -> str:
+    """The product's mean words per answer path: the passages alone, or the passages and a
+    whole-pack list of items (a list question, issue 48), whose length is the list's."""
+    groups: dict[str, list[int]] = {}
+    for q in per_question:
+        if q.get("path"):
+            groups.setdefault(q["path"], []).append(len(q["texts"][-1].split()))
+    return "  product words by answer path: " + ", ".join(
+        f"{k} {statistics.fmean(v):.1f} ({len(v)} q)" for k, v in sorted(groups.items()))
 
 
 # A bullet of the offline answer that ends with ":" (and its [n]): a lead-in quoted

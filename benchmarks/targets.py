@@ -124,15 +124,14 @@ TARGETS: tuple[Target, ...] = (
         (Figure(("issue48_graph_precision_blind3.md", "issue48_graph_precision_blind2.md",
                  "issue48_graph_precision_blind.md"),
                 header="precision"),
-         Figure(_files("graph-precision", "issue48b_graph_precision_dev_graph_labels_v8.md",
-                       "graph_precision_dev_after.md"),
+         Figure(("issue48_graph_precision_blind4.md",),
                 header="precision"),),
         f"python benchmarks/graph_precision.py score --pack {K8S} --corpus kubernetes "
         f"--pack {RUST} --corpus rust-book --labels benchmarks/data/graph_labels",
         blind=("graph-entities-kubernetes", "graph-facts-kubernetes", "graph-entities-rust-book",
                "graph-facts-rust-book"),
         blind_command="python benchmarks/graph_precision.py score ... --labels "
-                      "benchmarks/data/graph_labels_blind3 (a fresh labelled sample per change)"),
+                      "benchmarks/data/graph_labels_blind4 (a fresh labelled sample per change)"),
     Target(
         "graph-share", "What the graph adds to answers (offline, dev)",
         "the graph paths earn their place: a switch that moves nothing stays off",

@@ -181,3 +181,17 @@ def test_the_fact_model_reads_each_fact_in_its_section():
     tables, _ = assemble_judged(extractions, set(), text, model, sections)
     judged = set(tables["facts"]["text"])
     assert lead in judged and item_text not in judged
+
+
+def test_placeholder_parts_prepositional_headings_and_macros():
+    # A path or key with a placeholder part, or a value compared, names no one thing.
+    for name in ("count/<resource>", "/mnt/<SUBMOUNT>", "<identifier>.available",
+                 "memory.available<500Mi"):
+        assert code_entity(name, f"Use `{name}` here.", "") is None, name
+    assert code_entity("Vec<T>", "A `Vec<T>` grows.", "") == ("Vec<T>", "code")
+    # A macro is code, not a function.
+    assert code_entity("println!", "Call `println!` to print.", "") == ("println!", "code")
+    # A heading that opens with a capitalised preposition is a phrase; a keyword is not.
+    assert heading_entity("In Struct Definitions", "in struct definitions we use") is None
+    assert heading_entity("Using Trait Objects", "using trait objects helps") is None
+    assert heading_entity("for Loops", "for loops run") == "for Loops"

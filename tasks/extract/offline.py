@@ -47,8 +47,9 @@ from tasks.extract.offline_text import find_word, is_fact, stated_relations
 # packs.markdown.inline_text, the splitter's rendering of headings; v10: both; v11: a name of
 # digits and punctuation alone is no entity (a journal volume in bold in a reference list,
 # "**95** (15): 9047-52.", had been a term), unless it is a version; v12: facts that point
-# back ("But ...", "of that default", "If you don't, ...", "the second arm") out
-OFFLINE_VERSION = f"offline-v12+{text_rules.TEXT_RULES_VERSION}"
+# back ("But ...", "of that default", "If you don't, ...", "the second arm") out; v13: paths
+# and keys with a placeholder part, headings that open with a preposition, macros as code
+OFFLINE_VERSION = f"offline-v13+{text_rules.TEXT_RULES_VERSION}"
 OFFLINE_NOTE = (
     "offline heuristic extractor (no ANTHROPIC_API_KEY): entities are identifiers, defined "
     "terms and headings that name a thing, found by pattern and typed by their form; "

@@ -62,6 +62,10 @@ prerequisites requirements""".split())
 _QUANTIFIERS = frozenset("all some many most each every both other multiple no one two".split())
 _DETERMINERS = frozenset("""a an the your our my their its this that these those with to up
 out from for into on in of and or by at over multiple each every all some any""".split())
+# A heading that opens with one of these, capitalised, is a phrase ("In Function Signatures");
+# lower-case, a keyword may open a name ("for Loops").
+_PREPOSITIONS = frozenset("""In On With For From To At By About Into Under Over Between Within
+Without Using Via Through""".split())
 GENERIC_HEADINGS = frozenset("""
 overview|introduction|intro|example|examples|usage|summary|see also|next steps|what's next|
 whats next|prerequisites|before you begin|installation|install|getting started|notes|note|
@@ -85,6 +89,9 @@ _EXTENSION_ONLY = re.compile(r"^\.?[a-z0-9]{1,5}$|^\*\.[a-z0-9]{1,5}$", re.I)
 FUNCTION_WORDS = frozenset("""here there this that these those it its above below following
 note notes warning caution tip important example examples hello""".split())
 _PLACEHOLDER = re.compile(r"<[^<>]*\s[^<>]*>|<[a-z]+(?:-[a-z]+)+>|<[A-Z]+(?:_[A-Z]+)+>|^<[a-z-]+>$|"
+                          # a path or key with a placeholder part (`count/<resource>`,
+                          # `<identifier>.available`); a value compared (`memory.available<500Mi`)
+                          r"(?:^|[/.])<[A-Za-z_][\w-]*>|<\d|"
                           r"^(?:my|your|some)[-_]|\bsomething\b|^TypeName$|"
                           r"\bexample\.(?:com|org|net)\b|^(?:foo|bar|baz|qux)\b|"
                           r"^(?:arg|param|value|key|var)\d*$", re.I)
@@ -205,7 +212,8 @@ def _judge(name: str) -> tuple[str, str] | None:
     if _FUNCTION_PATH.match(name):
         # A path is a function when written as a call or as `Type::method`; a module, a
         # trait, a type or a variant (`std::io`, `std::io::Write`, `Poll::Pending`) is code.
-        called = name.endswith(("()", "!")) or bool(_TYPE_METHOD.match(name))
+        # A macro (`std::println!`) is code, as the labels' criteria read it.
+        called = name.endswith("()") or bool(_TYPE_METHOD.match(name))
         return name.removesuffix("()"), ("function" if called else "code")
     call = _CALL.match(name)
     if call:
@@ -214,7 +222,7 @@ def _judge(name: str) -> tuple[str, str] | None:
             return None  # an expression: arguments, or a method called on a value
         return callee, "function"
     if _MACRO.match(name):
-        return name, "function"
+        return name, "code"  # a macro (`println!`) is no function
     if _VERSION.match(name):
         return name, "?version"
     if re.match(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)+/\S", name):
@@ -279,6 +287,8 @@ def heading_entity(heading: str, text: str, title: bool = False) -> str | None:
     words = _words(name)
     if not words or len(words) > 5 or words[0] in _TASK_VERBS:
         return None
+    if name.split()[0] in _PREPOSITIONS:
+        return None  # "In Struct Definitions", "Using Trait Objects": a phrase, no name
     if words[0].endswith("ing") and (len(words) == 1 or words[1] in _DETERMINERS):
         return None  # "Creating a Deployment", "Backing up an etcd cluster"
     if len(words) == 1 and name[:1].isupper() and name[1:].islower() and not title:
