@@ -132,28 +132,35 @@ def candidates(sections: list[dict]) -> tuple[set[str], set[str]]:
     return ents, facts
 
 
-def load_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
-    """Labelled entities of each corpus with their features, each row {"corpus", "x", "y",
-    "present", "name", "source"}; `present`: today's rules propose it (`candidates`)."""
-    from tasks.extract.judge import PackText, entity_features
+def _labelled(data: Path, work: Path, labels: list[Path], kind: str):
+    """Per corpus with labels of `kind` ("entities", "facts"): (corpus, its pack's sections,
+    their PackText, (entity keys, fact keys) today's rules propose (`candidates`), the
+    labelled rows with the folder each comes from)."""
+    from tasks.extract.judge import PackText
 
-    out: list[dict] = []
     for corpus in CORPORA:
-        files = [f / f"{corpus}_entities.jsonl" for f in labels]
+        files = [f / f"{corpus}_{kind}.jsonl" for f in labels]
         files = [f for f in files if f.is_file()]
         if not files or not corpora.available(data, corpus):
             continue
-        built = corpora.load(data, corpus, work).built
-        sections = pack_sections(built.pack_dir)
+        sections = pack_sections(corpora.load(data, corpus, work).built.pack_dir)
         text = PackText([(s["url"], s["heading_path"], s["content"]) for s in sections])
-        proposed, _ = candidates(sections)
-        for path in files:
-            for line in path.read_text(encoding="utf-8").splitlines():
-                r = json.loads(line)
-                out.append({"corpus": corpus, "x": entity_features(r["name"], r["type"], text),
-                            "y": bool(r["label"]), "present": r["key"] in proposed,
-                            "name": r["name"], "source": path.parent.name})
-        mine = [r for r in out if r["corpus"] == corpus]
+        rows = [(json.loads(line), path.parent.name) for path in files
+                for line in path.read_text(encoding="utf-8").splitlines()]
+        yield corpus, sections, text, candidates(sections), rows
+
+
+def load_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
+    """Labelled entities of each corpus with their features, each row {"corpus", "x", "y",
+    "present", "name", "source"}; `present`: today's rules propose it (`candidates`)."""
+    from tasks.extract.judge import entity_features
+
+    out: list[dict] = []
+    for corpus, sections, text, (proposed, _), rows in _labelled(data, work, labels, "entities"):
+        mine = [{"corpus": corpus, "x": entity_features(r["name"], r["type"], text),
+                 "y": bool(r["label"]), "present": r["key"] in proposed, "name": r["name"],
+                 "source": source} for r, source in rows]
+        out += mine
         log(f"{corpus}: {len(sections)} sections, {len(proposed)} entities proposed; "
             f"{len(mine)} labelled, {sum(r['present'] for r in mine)} of them proposed")
     return out
@@ -162,30 +169,17 @@ def load_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
 def load_fact_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
     """Labelled facts of each corpus that today's rules propose, with their features read
     in their sections of the corpus's pack: {"corpus", "x", "y", "source"}."""
-    from tasks.extract.judge import PackText
     from tasks.extract.judge_facts import fact_features
 
     out: list[dict] = []
-    for corpus in CORPORA:
-        files = [f / f"{corpus}_facts.jsonl" for f in labels]
-        files = [f for f in files if f.is_file()]
-        if not files or not corpora.available(data, corpus):
-            continue
-        sections = pack_sections(corpora.load(data, corpus, work).built.pack_dir)
-        text = PackText([(s["url"], s["heading_path"], s["content"]) for s in sections])
+    for corpus, sections, text, (_, proposed), rows in _labelled(data, work, labels, "facts"):
         by_id = {s["id"]: (s["heading_path"] or "", s["content"] or "") for s in sections}
-        _, proposed = candidates(sections)
-        n = len(out)
-        for path in files:
-            for line in path.read_text(encoding="utf-8").splitlines():
-                r = json.loads(line)
-                if r["key"] not in proposed:
-                    continue
-                heading, content = by_id.get(r["section_id"],
-                                             (r["heading_path"] or "", r.get("context") or ""))
-                out.append({"corpus": corpus, "y": bool(r["label"]), "source": path.parent.name,
-                            "x": fact_features(r["text"], heading, content, text)})
-        log(f"{corpus}: {len(out) - n} labelled facts today's rules propose")
+        mine = [{"corpus": corpus, "y": bool(r["label"]), "source": source,
+                 "x": fact_features(r["text"], *by_id.get(
+                     r["section_id"], (r["heading_path"] or "", r.get("context") or "")), text)}
+                for r, source in rows if r["key"] in proposed]
+        out += mine
+        log(f"{corpus}: {len(mine)} labelled facts today's rules propose")
     return out
 
 
