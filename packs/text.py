@@ -294,6 +294,9 @@ PATH = re.compile(r"(?:^|\s)((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)+/?)")
 # snake_case, and Rust paths (`Type::path`, `Vec::new()`, `vec::vec!`).
 SNAKE_CASE = re.compile(r"(?<![\w./-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w/-])")
 TYPE_PATH = re.compile(r"(?<![\w./-])[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\(\)|!)?")
+# A name inside a sentence, not its first word: CamelCase ("DaemonSet") or upper case ("TLS");
+# the offline fact model's `has_name` (tasks/extract/judge_facts.py).
+INNER_NAME = re.compile(r"(?<!^)\b(?:[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\b)")
 # An acronym ("TLS", "CRDs"), and one defined by its long form ("Role Based Access Control
 # (RBAC)": groups 1 and 2).
 ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,5}s?\b")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 
+from packs import text as text_rules
 from tasks.extract.judge import PackText, probability
 
 FACT_FEATURES_VERSION = "fact-features-1"
@@ -32,7 +33,6 @@ _OTHER = re.compile(r"\b(?:both|either|neither|each of|the other|the remaining|t
 _YOU = re.compile(r"\byour?\b", re.I)
 _MODAL = re.compile(r"\b(?:can|cannot|must|should|may|might|will)\b")
 _CODE = re.compile(r"`[^`]+`")
-_NAME = re.compile(r"(?<!^)\b(?:[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\b)")
 _NAMED_START = re.compile(r"^(?:`|[A-Z][a-z]*[A-Z]|[A-Z]{2,})")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s")
 _LONG_WORD = re.compile(r"[a-z]{4,}")
@@ -70,7 +70,7 @@ def fact_features(text: str, heading: str, content: str, pack: PackText) -> dict
         "def_plain": sum(pack.plain_share(d) for d in definite) * per_word,
         "n_defs": len(definite) * per_word,
         "has_code": float(bool(_CODE.search(text))),
-        "has_name": float(bool(_NAME.search(text))),
+        "has_name": float(bool(text_rules.INNER_NAME.search(text))),
         "named_start": float(bool(_NAMED_START.match(text))),
         "condition": float(bool(_CONDITION.match(text))),
         "other": float(bool(_OTHER.search(text))),
