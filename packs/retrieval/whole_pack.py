@@ -172,7 +172,7 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
     if kind == "list":  # code spans and a table's rows name items the graph may lack
         programs = programs_asked(by_id, result.question, aside)
         scored += _unnamed(pack, by_id, result.question, {x[1].lower() for x in scored},
-                           asked, programs, total)
+                           asked, head, programs, total)
         scored = subcommands_first(scored, programs)
     scored.sort(key=lambda x: (-x[0], x[1].lower()))
     if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
@@ -193,12 +193,13 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
 
 
 def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
-             asked: list[str], programs: set[str], total: int) -> list[tuple]:
+             asked: list[str], head: str | None, programs: set[str], total: int
+             ) -> list[tuple]:
     """A list question's candidates that no entity of the graph names (`known`): the
     region's code spans, the commands it asks about (`programs`: `programs_asked`), the
-    first cells of its tables' rows, each as (score, name, sections, type, pages)."""
+    first cells of its tables' rows, each as (score, name, sections, type, pages); `head`:
+    the question's head noun (`head_stem`)."""
     out: list[tuple] = []
-    head = head_stem(question)
     vocabulary = getattr(pack, "vocabulary", None)
     if callable(vocabulary):
         idf = extractive.idf_of(vocabulary())
@@ -225,8 +226,8 @@ def _beyond(pack: Any, by_id: dict[str, Sec], programs: set[str]) -> dict[str, S
         for sid, art, url, title, heading, content, _, pos, *_ in pack.db.fts_raw(
                 fts_query_text([program]), COMMAND_SECTIONS):
             if sid not in out:
-                out[sid] = Sec(art or "", sid, url or "", title or "", heading or "",
-                               content or "", int(pos or 0), OUTSIDE_WEIGHT)
+                out[sid] = sec_of([art, sid, url, title, heading, content, pos])
+                out[sid].weight = OUTSIDE_WEIGHT
     return out
 
 
