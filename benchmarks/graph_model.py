@@ -187,25 +187,35 @@ def fit_facts(rows: list[dict], target: float, log) -> dict:
     """The fact model fitted on every row, its threshold chosen by leave-one-corpus-out
     (see the module docstring)."""
     names = sorted(rows[0]["x"])
-    held_out = sorted({r["corpus"] for r in rows})
-    oof = {}
-    for held in held_out:
-        m = model_dict([r for r in rows if r["corpus"] != held], names)
-        for r in rows:
-            if r["corpus"] == held:
-                oof[id(r)] = predict(m, [r])[0]
-    probs = [oof[id(r)] for r in rows]
+    probs = out_of_fold(rows, names)
     t = choose_threshold(rows, probs, target)
     log(f"\nfact model: {len(names)} features, fitted on {len(rows)} labelled facts; threshold "
         f"{t:.2f} (the lowest whose pooled out-of-fold precision reaches {target})")
-    for held in (*held_out, "pooled"):
+    for held in (*sorted({r["corpus"] for r in rows}), "pooled"):
         idx = [i for i, r in enumerate(rows) if held in ("pooled", r["corpus"])]
         log(f"  {held}, threshold {t:.2f}: "
             + summary([rows[i] for i in idx], [probs[i] for i in idx], t))
     model = model_dict(rows, names, t)
-    top = sorted(zip(names, model["weights"]), key=lambda x: -abs(x[1]))[:8]
-    log("largest weights (standardised): " + ", ".join(f"{n} {w:+.2f}" for n, w in top))
+    log(largest_weights(names, model, 8))
     return model
+
+
+def out_of_fold(rows: list[dict], names: list[str]) -> list[float]:
+    """Each row's probability under the model fitted on the other corpora's rows
+    (leave-one-corpus-out)."""
+    oof = {}
+    for held in sorted({r["corpus"] for r in rows}):
+        m = model_dict([r for r in rows if r["corpus"] != held], names)
+        for r in rows:
+            if r["corpus"] == held:
+                oof[id(r)] = predict(m, [r])[0]
+    return [oof[id(r)] for r in rows]
+
+
+def largest_weights(names: list[str], model: dict, n: int) -> str:
+    """The log line of a fitted model's `n` largest standardised weights."""
+    top = sorted(zip(names, model["weights"]), key=lambda x: -abs(x[1]))[:n]
+    return "largest weights (standardised): " + ", ".join(f"{k} {w:+.2f}" for k, w in top)
 
 
 def choose_threshold(rows: list[dict], probs: list[float], target: float) -> float:
@@ -244,13 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = load_rows(args.data, args.work, args.labels or list(LABELS), log)
     names = sorted(rows[0]["x"])
     proposed = [r for r in rows if r["present"]]
-    oof = {}
-    for held in CORPORA:  # fitted on the other corpora's proposed items
-        m = model_dict([r for r in proposed if r["corpus"] != held], names)
-        for r in proposed:
-            if r["corpus"] == held:
-                oof[id(r)] = predict(m, [r])[0]
-    probs = [oof[id(r)] for r in proposed]
+    probs = out_of_fold(proposed, names)  # fitted on the other corpora's proposed items
     t = choose_threshold(proposed, probs, args.target)
     log(f"\nentity model: {len(names)} features, fitted on the {len(proposed)} labelled items "
         f"today's rules propose; threshold {t:.2f} (the lowest whose pooled out-of-fold "
@@ -265,8 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     log("  pooled, items drawn before any model (graph_labels, graph_labels_v8), threshold "
         f"{t:.2f}: " + summary([proposed[i] for i in unbiased], [probs[i] for i in unbiased], t))
     models = {"entity": model_dict(proposed, names, t)}
-    top = sorted(zip(names, models["entity"]["weights"]), key=lambda x: -abs(x[1]))[:10]
-    log("largest weights (standardised): " + ", ".join(f"{n} {w:+.2f}" for n, w in top))
+    log(largest_weights(names, models["entity"], 10))
     fact_rows = load_fact_rows(args.data, args.work, args.fact_labels or list(FACT_LABELS), log)
     if fact_rows:
         models["fact"] = fit_facts(fact_rows, args.fact_target, log)

@@ -32,7 +32,6 @@ _OTHER = re.compile(r"\b(?:both|either|neither|each of|the other|the remaining|t
                     r"the latter|the former|another)\b", re.I)
 _YOU = re.compile(r"\byour?\b", re.I)
 _MODAL = re.compile(r"\b(?:can|cannot|must|should|may|might|will)\b")
-_CODE = re.compile(r"`[^`]+`")
 _NAMED_START = re.compile(r"^(?:`|[A-Z][a-z]*[A-Z]|[A-Z]{2,})")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s")
 _LONG_WORD = re.compile(r"[a-z]{4,}")
@@ -69,7 +68,7 @@ def fact_features(text: str, heading: str, content: str, pack: PackText) -> dict
         "generic_subject": pack.plain_share(subject.group(1)) if subject else 0.0,
         "def_plain": sum(pack.plain_share(d) for d in definite) * per_word,
         "n_defs": len(definite) * per_word,
-        "has_code": float(bool(_CODE.search(text))),
+        "has_code": float(bool(text_rules.CODE_SPAN.search(text))),
         "has_name": float(bool(text_rules.INNER_NAME.search(text))),
         "named_start": float(bool(_NAMED_START.match(text))),
         "condition": float(bool(_CONDITION.match(text))),
