@@ -24,7 +24,8 @@ Rules (the pure core, `split_markdown`):
   (a code block: at line ends); each chunk starts with the last blocks (or sentences) of
   the previous one, up to `overlap_words` words. A lead-in (a short paragraph ending in
   ":", or in "," as "In particular," does, before a list, table or code block) never ends a
-  chunk: it opens the next one, with what it introduces.
+  chunk: it opens the next one, with what it introduces (a bare connective of at most
+  packs/text.py's CONNECTIVE_WORDS words, with the sentence before it).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from packs.markdown import heading, inline_text, iter_lines_with_fences, referen
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 
-SPLITTER_VERSION = "split-v11"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v12"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
@@ -51,6 +52,7 @@ SPLITTER_VERSION = "split-v11"  # v2: long lines cut at sentence ends; v3: leadi
 # v10 (issue 47): a short paragraph ending in "," ("In particular,") leads its list as ":" does
 # v11: a paragraph too long to carry whole leaves its last sentence, when that is the lead-in,
 # to the list it introduces
+# v12: a bare connective lead-in ("In particular,") takes the sentence before it along
 HEADING_SEP = " > "
 
 # The splitter's size rules: words are whitespace runs, and an over-long line is cut at
@@ -256,13 +258,19 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
             # A long paragraph whose last sentence is the lead-in ("... the indicated
             # effects on the pod. In particular,"): that sentence alone goes with the list.
             said = _wrapped_sentences(last)
-            if (len(said) > 1 and last.endswith(said[-1][0])
-                    and _word_count(said[-1][0]) <= max_words // 3):
-                cut = len(last) - len(said[-1][0])
+            tail = said[-1][0] if len(said) > 1 else ""
+            if len(said) > 2 and _word_count(tail) <= text_rules.CONNECTIVE_WORDS:
+                # A bare connective ("In particular,") says nothing alone: the sentence
+                # before it goes along when both fit.
+                two = said[-2][0] + said[-1][1] + tail
+                if last.endswith(two) and _word_count(two) <= max_words // 3:
+                    tail = two
+            if tail and last.endswith(tail) and _word_count(tail) <= max_words // 3:
+                cut = len(last) - len(tail)
                 head = last[:cut].rstrip()
                 pieces = [*pieces[:-1], (head, pieces[-1][1]),
-                          (said[-1][0], last[len(head):cut] or " ")]
-                last = said[-1][0]
+                          (tail, last[len(head):cut] or " ")]
+                last = tail
         leads = leading and _word_count(last) <= max_words // 3
         units += [(text, sep, False) for text, sep in pieces[:-1]]
         units.append((last, pieces[-1][1], leads))

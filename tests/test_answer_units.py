@@ -572,6 +572,17 @@ def test_a_sentence_ending_in_a_comma_leads_the_list_it_goes_on_in():
     assert [u.inner for u in leadins] == ["item", "item"]  # "pears," introduces no code
 
 
+def test_a_bare_connective_in_a_long_paragraph_is_read_with_the_sentence_before_it():
+    # A paragraph too long to lead its list whole: "In particular," alone ranked 60th for
+    # "How do taints and tolerations keep pods off nodes?"; with its sentence it names them.
+    para = (" ".join(f"w{j}" for j in range(50)) + ". The remaining taints have the "
+            "indicated effects on the pod. In particular,")
+    text = para + "\n\n- with effect `NoSchedule` the pod is not scheduled\n- more\n"
+    lead = next(u for u in candidates(text) if u.kind == "leadin")
+    assert lead.display.startswith("The remaining taints have the indicated effects on the "
+                                   "pod. In particular,\n- with effect `NoSchedule`")
+
+
 def test_a_section_that_is_only_its_heading_gives_no_unit():
     # "## Working with ReplicaSets" followed at once by "### Scaling": the split keeps the
     # heading as the section's text, and the reader ranked it first for "How does a

@@ -341,3 +341,18 @@ def test_a_long_paragraph_leaves_its_last_sentence_to_the_list_it_introduces() -
     assert chunks[0].endswith("p29.")
     assert chunks[1].startswith("In particular,\n\n- effect 0")
     assert set(" ".join(chunks).split()) == set(body.split())
+
+
+def test_a_bare_connective_takes_the_sentence_before_it_to_the_list() -> None:
+    # "In particular," alone said nothing: a chunk of the taints page opened with it, and
+    # the answer quoted the list without what it is a list of.
+    intro = " ".join(f"a{j}" for j in range(20)) + "."
+    before = "Then " + " ".join(f"q{j}" for j in range(11)) + "."
+    para = " ".join(f"p{j}" for j in range(18)) + ". " + before + " In particular,"
+    items = "\n".join(f"- effect {i} " + " ".join(f"e{i}w{j}" for j in range(12))
+                      for i in range(3))
+    body = "\n\n".join([intro, para, items])
+    chunks = chunk_text(body, max_words=64, overlap_words=0)
+    assert chunks[0].endswith("p17.")
+    assert chunks[1].startswith(before + " In particular,\n\n- effect 0")
+    assert set(" ".join(chunks).split()) == set(body.split())

@@ -11,7 +11,9 @@ citation quote.
 - a sentence or item that ends with ":" (a sentence also with "," as "In particular,"
   does) and ends its paragraph is a lead-in: it is only ever quoted together with
   the list, table or code block it introduces, an item the items nested under it
-  (`leadin`: the lead-in, with the rest of its paragraph when that is short, and what
+  (`leadin`: the lead-in, with the rest of its paragraph when that is short or with the
+  sentence before it when the lead-in is a bare connective (packs/text.py's
+  CONNECTIVE_WORDS), and what
   follows, cut after the item, row or line that reaches LEADIN_WORDS words; its `brief` is
   the lead-in with each item's or row's head, what it names before ": " or its first
   ITEM_HEAD words, for a question that asks for the list). A lead-in followed by a
@@ -150,9 +152,13 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
     sentence often being the one that names the subject; `block`: its sentences. Items
     and rows are shown whole when they all fit, else by their first sentences."""
     lead = units[k]
-    if lead.kind == "sentence" and len(block) > 1 and sum(map(_words, block)) <= PARAGRAPH_WORDS:
-        lead = Unit(block[0].start, lead.end, lead.kind,
-                    one_line(text[block[0].start:lead.end]), lead.block, lead.group)
+    if lead.kind == "sentence" and len(block) > 1:
+        # The whole short paragraph, or a bare connective's sentence before it ("... the
+        # remaining taints have the indicated effects on the pod. In particular,").
+        first = (block[0] if sum(map(_words, block)) <= PARAGRAPH_WORDS
+                 else block[-2] if _words(lead) <= text_rules.CONNECTIVE_WORDS else lead)
+        lead = Unit(first.start, lead.end, lead.kind, one_line(text[first.start:lead.end]),
+                    lead.block, lead.group)
     nested = (_nested(text, units, k, _indent(text, block[0].start))
               if lead.kind == "item" else [])
     rest = nested or [u for u in units[k + 1:] if u.group != lead.group]
