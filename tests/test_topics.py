@@ -98,6 +98,11 @@ def test_whole_pack_questions_are_recognised():
                    "What are the three stable API kinds of the Gateway API?",
                    # a number across things; a plural inside a clause of a singular head
                    "Across how many failure zones should you replicate the control plane?",
+                   # across things the docs are about, not across the docs' pages: one
+                   # answer (these got 800-word lists of the pack's pages)
+                   "What is the combined cap on message length across all containers?",
+                   "How do I spread my replicas evenly across zones?",
+                   "How does Parallel.For split a loop across threads?",
                    "Which PodDisruptionBudget field decides when unhealthy pods may be "
                    "evicted?",
                    # "what" is the object of the closing preposition
@@ -137,6 +142,13 @@ def test_whole_pack_questions_are_recognised():
     assert question_kind("Tell me every place the book uses the Drop trait.") == "across"
     assert question_kind("What happens to dependents under each propagation policy?") == "across"
     assert question_kind("Where in the book is the Drop trait implemented?") == "across"
+    for across in ("Which trait objects does the book create across its chapters?",
+                   "Across the setup, task and tutorial pages, what do the docs change on "
+                   "existing objects with kubectl patch?",
+                   "How does each of the Job task examples split parallel work across Pods?",
+                   "In which different ways does the book use impl blocks across structs, "
+                   "enums and traits?"):
+        assert question_kind(across) == "across", across
     assert question_kind("How do Deployments, DaemonSets, StatefulSets and CronJobs keep a "
                          "history?") == "across"
     # Three things named in a row in a question about one fact: no list.

@@ -3,8 +3,8 @@
 
 `question_kind` reads the question (an aside in parentheses left out): "overview" (what
 does X cover, the main topics of X, what is this pack about), "across" (in each /
-across, not "across how many" / in which situations / from release to release /
-compare), "list" (which/what + a plural noun, or
+across or each of the pages, chapters, releases (not "across zones") / in which situations /
+from release to release / compare), "list" (which/what + a plural noun, or
 several in a row ("which functions, structs and methods does ..."), and a verb, list
 all/every, what kinds of; not "which Cargo command checks that ...", whose head noun is
 singular, nor "what does X use Y for" or "what kind of", nor a question that counts
@@ -14,12 +14,14 @@ is the object of the closing preposition, nor "what X do Y have?", whose head X 
 the auxiliary; after an opening phrase, ", which tools do ..."); None for a question about
 one thing (and for every "why" and "how many"), which keeps the single-passage answer.
 `wanted_types` maps the kind of item asked for to entity types (subcommands: command;
-flags: flag; ...), `head_stem` gives the stem of the plural noun asked for.
+flags: flag; ...), `head_stem` gives the stem of the plural noun asked for, and
+`listed_above` whether the single-passage answer already quotes the whole list asked for.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from packs import text as text_rules
 from packs.retrieval.asks import asking, how_to
@@ -30,8 +32,15 @@ _OVERVIEW = re.compile(
     r"\bwhat does (?:the |this )?.{0,80}\bwalk (?:you|me|us|readers) through\b|"
     r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b",
     re.I)
+_DOC_PARTS = (r"pages?|chapters?|sections?|docs|documentation|books?|guides?|packs?|"
+              r"releases?|versions?|notes|tutorials?|examples?|articles?|appendix|appendices")
 _ACROSS = re.compile(
-    r"\bacross\b(?!\s+how\s+(?:many|much)\b)|\b(?:in|for|under|by) each\b|"
+    # across (or each of) the pack's parts ("across its threads and async chapters", "each
+    # of the Job task examples") or three things named in a row ("across structs, enums
+    # and traits"); not across things the docs are about ("across zones", "across all
+    # containers")
+    rf"\b(?:across|each of) (?:[\w'-]+,? ){{0,5}}?(?:{_DOC_PARTS})\b|"
+    r"\bacross [\w'-]+(?:, [\w'-]+)+,? (?:and|or) [\w'-]|\b(?:in|for|under|by) each\b|"
     r"\bin which (?:situations|places|pages|chapters|"
     r"cases|sections|contexts)\b|\bfrom (?:release|version) to (?:release|version)\b|"
     r"\bwhat changed\b|\bcompare\b|\bevery (?:supported|page|chapter|release|version|place)\b|"
@@ -204,3 +213,41 @@ def wanted_types(question: str) -> set[str]:
         if pattern.search(question):
             return types
     return set()
+
+
+LEAD_END_WORDS = 4  # a lead-in's words that say what its list lists ("the following X:")
+# A line of a list as a quoted lead-in holds it ("- `Allow`", "* Forbid", "1. Replace").
+_LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S", re.M)
+
+
+def listed_above(question: str, quotes: Sequence[tuple[int, str]],
+                 texts: dict[int, str]) -> bool:
+    """Whether the passages above quote a lead-in with the whole list a list question asks
+    for: its last LEAD_END_WORDS words name the question's head noun ("The spec may specify
+    only one of the following concurrency policies:" for "Which concurrency policies can a
+    CronJob use?"; not "A parameter is identified as a manifest-command if it has one of:"
+    for "Which manifest commands ...?"), at least two items follow it, and its section
+    (`texts`: by [n]) goes on after the list with something else (a list cut by the
+    answer's budget, or by the end of a chunk, may go on). Such a question is answered by
+    the passages, as one about one thing is (packs/retrieval/whole_pack.py
+    `offline_answer`); the graph's items would only bury the list under what else the
+    pages name."""
+    head = head_stem(question)
+    if head is None:
+        return False
+    for n, quote in quotes:
+        first = _LIST_LINE.search(quote)
+        if first is None:
+            continue
+        lead = quote[:first.start()].rstrip()
+        if not (lead.endswith((":", ",")) and head in text_rules.terms(
+                " ".join(lead.split()[-LEAD_END_WORDS:]))
+                and len(_LIST_LINE.findall(quote, first.start())) >= 2):
+            continue
+        text = texts.get(n, "")
+        at = text.find(quote)
+        after = text[at + len(quote):].strip().split("\n")[:2] if at >= 0 else []
+        if after and after[0] and not _LIST_LINE.match(after[0]) \
+                and not (len(after) > 1 and after[1].startswith(": ")):
+            return True
+    return False
