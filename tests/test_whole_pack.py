@@ -365,3 +365,25 @@ def test_a_clause_is_never_cut_inside_a_code_span():
               "why a Deployment is the usual choice.")
     a, b = whole_pack_items.clause(linked, "Deployments", limit=12)
     assert linked[a:b].count("[") == linked[a:b].count("]"), linked[a:b]
+
+
+def test_a_list_the_passages_quote_whole_answers_the_question_alone():
+    # "Which concurrency policies can a CronJob use?" got its three policies from one
+    # lead-in, then 17 items of the CronJob pages (ResourceQuotas, 08:30:00, ...).
+    question = "Which concurrency policies can a CronJob use?"
+    lead = ("The spec may specify only one of the\nfollowing concurrency policies:\n\n"
+            "* `Allow` (default)\n* `Forbid`\n* `Replace`")
+    text = f"Intro.\n\n{lead}\n\nNote that concurrency policy only applies to one CronJob."
+    assert whole_pack_questions.listed_above(question, [(1, lead)], {1: text})
+    # The list may go on where the section (a chunk) or the answer's budget cut it.
+    assert not whole_pack_questions.listed_above(question, [(1, lead)], {1: f"Intro.\n\n{lead}"})
+    assert not whole_pack_questions.listed_above(
+        question, [(1, lead)], {1: f"{lead}\n* `Queue`\n\nMore."})
+    assert not whole_pack_questions.listed_above(
+        question, [(1, lead)], {1: f"{lead}\n\n`Queue`\n: waits\n\nMore."})
+    # A lead-in whose list is of something else, though it names the noun.
+    other = ("A parameter is a manifest-command policy if it has one of:\n\n"
+             "* Path separators\n* A `.rs` extension")
+    assert not whole_pack_questions.listed_above(question, [(1, other)], {1: other + "\n\nX."})
+    assert not whole_pack_questions.listed_above("How do I drain a node?", [(1, lead)],
+                                                 {1: text})

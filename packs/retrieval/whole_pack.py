@@ -71,6 +71,7 @@ from packs.retrieval.whole_pack_overview import SECTIONS_BY_ID, SECTIONS_OF, ove
 from packs.retrieval.whole_pack_questions import (
     across_terms,
     head_stem,
+    listed_above,
     question_kind,
     wanted_types,
 )
@@ -347,6 +348,11 @@ def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = Non
     kind = question_kind(result.question)
     if kind is None or result.gated or getattr(pack, "db", None) is None:
         return None
+    texts = {int(s.citation): s.content for s in [*result.cited(), *result.related]
+             if s.citation is not None}
+    if kind == "list" and single is not None and listed_above(result.question, single[1],
+                                                              texts):
+        return None  # the passages quote the whole list asked for: they answer it
     numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
     text, quotes, added = answer(pack, result, kind, numbers,
                                  [q for _, q in single[1]] if single is not None else ())
