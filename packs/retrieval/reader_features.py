@@ -4,11 +4,11 @@ best units are embedded). The same code computes them for training
 (benchmarks/train_reader.py) and at query time, so a weight always meets the number it was
 fitted on; READER_FEATURES_VERSION names them.
 
-A question (`Question`) is read for its content terms (packs/text.py stems, stop words
-out), its identifiers and code spans with their split forms (`NAME=value` also matches
-`NAME`, `pkg.Func` also `Func`, `a::b()` also `b`), what it asks for
-(packs/retrieval/asks.py: a number, a name, a reason, a list ...) and whether it asks how
-to do something. A unit's features:
+A question (`Question`, read by packs/retrieval/reader_question.py) is read for its content
+terms (packs/text.py stems, stop words out), its identifiers and code spans with their
+split forms (`NAME=value` also matches `NAME`, `pkg.Func` also `Func`, `a::b()` also `b`),
+what it asks for (packs/retrieval/asks.py: a number, a name, a reason, a list ...) and
+whether it asks how to do something. A unit's features:
 
     bm25, parts        BM25 of the question's terms in the unit, each term weighted by its
                        IDF in the pack times its IDF among the candidates, over the total
@@ -72,6 +72,10 @@ import numpy as np
 
 from packs import text as text_rules
 from packs.retrieval import asks, code_units
+from packs.retrieval.reader_question import Question as Question  # re-exported, as are
+from packs.retrieval.reader_question import analyse as analyse  # analyse and forms: callers
+from packs.retrieval.reader_question import forms as forms  # read the question through here
+from packs.retrieval.reader_question import pairs
 from packs.retrieval.units import LONG_WORDS, Unit, unemphasised
 
 READER_FEATURES_VERSION = "reader-features-v7"
@@ -90,10 +94,6 @@ SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
 SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
 
-_SYMBOL = re.compile(r"(?<!\S)[^\w\s]{1,3}(?!\S)")
-_PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "'"})
-_FILE_EXTENSIONS = frozenset("md toml yaml yml json rs go py txt html js ts lock cfg ini conf sh"
-                             .split())
 _META = re.compile(
     r"^\W*(this (page|task|document|tutorial|guide|section|chapter|example)|in this "
     r"(page|task|document|tutorial|guide|section|chapter)|see\b|for (more|further) "
@@ -111,68 +111,6 @@ _CLOSED = re.compile(r"[.!?:;)\]\"'”’*_`]\s*$")
 _URL = re.compile(r"\]\([^)\s]*\)|\bhttps?://\S+")
 _DANGLING = re.compile(r":[*_`\"')\]]*$")
 RARE_WORDS = 5  # the first words of a unit that say what it is about
-# A name written with its value ("GODEBUG=http2client=0", "FOO_BAR=x=1"): the page may
-# write the name alone (packs/text.py's identifiers take neither the whole nor the name).
-_ASSIGNMENT = re.compile(r"(?<![\w`=-])[A-Za-z_][\w.-]*=[^\s,;?!)`]+")
-
-
-@dataclass(frozen=True)
-class Question:
-    """What the reader reads in a question (`analyse`)."""
-
-    text: str
-    kinds: frozenset[str]  # packs/retrieval/asks.py question types
-    asked: frozenset[str]  # its words as written, lower-cased
-    terms: frozenset[str]  # its content stems
-    idents: tuple[tuple[str, tuple[str, ...]], ...]  # (identifier, its split forms)
-    howto: bool
-    what_is: bool  # asks what something is or means, or how two things differ
-    pairs: frozenset[tuple[str, str]]  # its successive content stems
-    happens: bool = False  # asks what happens when or if
-    elsewhere: frozenset[str] = frozenset()  # a part's: the terms only the other parts have
-
-
-def forms(identifier: str) -> tuple[str, ...]:
-    """The shorter forms of an identifier a page may write instead (lower-cased):
-    `NAME=value` → `name`; `pkg.Func`, `a::b()` → `func`, `b`; a file name keeps its
-    extension ("pack.toml" gives no "toml")."""
-    x = identifier.strip("`").lower()
-    out = []
-    if "=" in x.lstrip("-"):
-        out.append(x.split("=", 1)[0])
-    for sep in ("::", ".", "/"):
-        if sep in x:
-            last = x.rstrip("()").rsplit(sep, 1)[-1]
-            if len(last) >= 3 and last not in _FILE_EXTENSIONS and last.strip("-_"):
-                out.append(last)
-    if x.endswith("()"):
-        out.append(x[:-2])
-    return tuple(dict.fromkeys(f for f in out if f and f != x))
-
-
-def analyse(question: str, whole: str | None = None) -> Question:
-    """The reader's reading of `question` (no I/O); `whole`: the question it is a part of
-    (packs/retrieval/asks.py `parts`), whose asking what things are, how they differ or
-    what happens the part shares."""
-    idents = [m.group(0).lower() for m in _ASSIGNMENT.finditer(question)]
-    idents += [x.lower() for x in text_rules.identifiers(question)
-               if not any(a.startswith(x.lower() + "=") for a in idents)]
-    idents += [f"`{m}`" for m in _SYMBOL.findall(question) if m not in _PUNCTUATION]
-    return Question(
-        text=question, kinds=frozenset(asks.question_types(question)),
-        asked=frozenset(w.strip(".,;:?!\"'()").lower() for w in question.split()),
-        terms=frozenset(text_rules.terms(question)),
-        idents=tuple((x, forms(x)) for x in dict.fromkeys(idents)),
-        howto=asks.how_to(question),
-        what_is=asks.what_is(whole or question),
-        pairs=frozenset(_pairs(text_rules.terms(question))),
-        happens=asks.what_happens(whole or question),
-        elsewhere=frozenset(set(text_rules.terms(whole)) - set(text_rules.terms(question))
-                            if whole else ()))
-
-
-def _pairs(terms: list[str]) -> list[tuple[str, str]]:
-    return list(zip(terms, terms[1:]))
 
 
 @dataclass(frozen=True)
@@ -332,7 +270,7 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
             "novelty": len(terms - q.terms) / max(len(terms), 1),
             "number": float(_NUMBER.search(u.display) is not None),
             "code": float(u.kind == "code" or "`" in raws[k]),
-            "bigrams": (len(q.pairs & set(_pairs(unit_terms[k]))) / len(q.pairs)
+            "bigrams": (len(q.pairs & set(pairs(unit_terms[k]))) / len(q.pairs)
                         if q.pairs else 0.0),
             "rare_first": float(rare is not None and rare in text_rules.terms(
                 " ".join(u.display.split()[:RARE_WORDS]))),

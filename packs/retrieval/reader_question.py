@@ -1,0 +1,81 @@
+"""What the learned reader (packs/retrieval/reader_features.py) reads in a question: its
+content terms (packs/text.py stems, stop words out), its identifiers and code spans with
+their split forms (`NAME=value` also matches `NAME`, `pkg.Func` also `Func`, `a::b()` also
+`b`), what it asks for (packs/retrieval/asks.py: a number, a name, a reason, a list ...),
+whether it asks how to do something, what something is, or what happens when.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packs import text as text_rules
+from packs.retrieval import asks
+
+_SYMBOL = re.compile(r"(?<!\S)[^\w\s]{1,3}(?!\S)")
+_PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "'"})
+_FILE_EXTENSIONS = frozenset("md toml yaml yml json rs go py txt html js ts lock cfg ini conf sh"
+                             .split())
+# A name written with its value ("GODEBUG=http2client=0", "FOO_BAR=x=1"): the page may
+# write the name alone (packs/text.py's identifiers take neither the whole nor the name).
+_ASSIGNMENT = re.compile(r"(?<![\w`=-])[A-Za-z_][\w.-]*=[^\s,;?!)`]+")
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the reader reads in a question (`analyse`)."""
+
+    text: str
+    kinds: frozenset[str]  # packs/retrieval/asks.py question types
+    asked: frozenset[str]  # its words as written, lower-cased
+    terms: frozenset[str]  # its content stems
+    idents: tuple[tuple[str, tuple[str, ...]], ...]  # (identifier, its split forms)
+    howto: bool
+    what_is: bool  # asks what something is or means, or how two things differ
+    pairs: frozenset[tuple[str, str]]  # its successive content stems
+    happens: bool = False  # asks what happens when or if
+    elsewhere: frozenset[str] = frozenset()  # a part's: the terms only the other parts have
+
+
+def forms(identifier: str) -> tuple[str, ...]:
+    """The shorter forms of an identifier a page may write instead (lower-cased):
+    `NAME=value` → `name`; `pkg.Func`, `a::b()` → `func`, `b`; a file name keeps its
+    extension ("pack.toml" gives no "toml")."""
+    x = identifier.strip("`").lower()
+    out = []
+    if "=" in x.lstrip("-"):
+        out.append(x.split("=", 1)[0])
+    for sep in ("::", ".", "/"):
+        if sep in x:
+            last = x.rstrip("()").rsplit(sep, 1)[-1]
+            if len(last) >= 3 and last not in _FILE_EXTENSIONS and last.strip("-_"):
+                out.append(last)
+    if x.endswith("()"):
+        out.append(x[:-2])
+    return tuple(dict.fromkeys(f for f in out if f and f != x))
+
+
+def analyse(question: str, whole: str | None = None) -> Question:
+    """The reader's reading of `question` (no I/O); `whole`: the question it is a part of
+    (packs/retrieval/asks.py `parts`), whose asking what things are, how they differ or
+    what happens the part shares."""
+    idents = [m.group(0).lower() for m in _ASSIGNMENT.finditer(question)]
+    idents += [x.lower() for x in text_rules.identifiers(question)
+               if not any(a.startswith(x.lower() + "=") for a in idents)]
+    idents += [f"`{m}`" for m in _SYMBOL.findall(question) if m not in _PUNCTUATION]
+    return Question(
+        text=question, kinds=frozenset(asks.question_types(question)),
+        asked=frozenset(w.strip(".,;:?!\"'()").lower() for w in question.split()),
+        terms=frozenset(text_rules.terms(question)),
+        idents=tuple((x, forms(x)) for x in dict.fromkeys(idents)),
+        howto=asks.how_to(question),
+        what_is=asks.what_is(whole or question),
+        pairs=frozenset(pairs(text_rules.terms(question))),
+        happens=asks.what_happens(whole or question),
+        elsewhere=frozenset(set(text_rules.terms(whole)) - set(text_rules.terms(question))
+                            if whole else ()))
+
+
+def pairs(terms: list[str]) -> list[tuple[str, str]]:
+    return list(zip(terms, terms[1:]))
