@@ -107,6 +107,7 @@ def test_whole_pack_questions_are_recognised():
                    "evicted?",
                    # "what" is the object of the closing preposition
                    "What are associated functions that don't take self usually used for?",
+                   "What are iterator methods that call next and use the iterator up called?",
                    # one answer however plural the question: why, how many, a singular head
                    # before an auxiliary, "status" is no plural
                    "Why does the kubelet manage the hosts file for each container?",

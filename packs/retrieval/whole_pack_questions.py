@@ -125,9 +125,10 @@ _WHICH = re.compile(r"^\s*which\b", re.I)
 _ONE_ANSWER = re.compile(r"^\s*(?:why|how (?:many|much))\b", re.I)
 
 # "What are X ... used for?", "What are errors ... a sign of?": "what" is the object of the
-# preposition that ends the question, and the plural its subject, no item asked for.
+# preposition that ends the question, and the plural its subject, no item asked for; so in
+# "What are iterator methods that ... called?", which asks for one name.
 _OBJECT_ASKED = re.compile(r"^\s*what (?:is|are|were|was)\b.*\b(?:of|for|with|to|from|about|"
-                           r"on|in|by|at|into)\s*\?\s*$", re.I)
+                           r"on|in|by|at|into|called|named|known as)\s*\?\s*$", re.I)
 
 
 def question_kind(question: str) -> str | None:
