@@ -338,7 +338,8 @@ def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = Non
     """ask()'s offline path for a whole-pack question: (answer, quotes, QUERY_TYPE, the
     result whose sources list every section cited), or None when the question is about
     one thing, the search was gated, several packs are asked (a PackSet reads no single
-    database) or the pack gives no item. `single`: the single-passage answer on the same
+    database), the pack gives no item, or the passages already quote the whole list a
+    list question asks for (`listed_above`). `single`: the single-passage answer on the same
     result ((text, quotes), its sections among `result`'s): it comes first, so a question
     read as a list question still has the passages that answer it as one."""
     import dataclasses
