@@ -5,6 +5,7 @@ questions it was not fitted on.
         [--corpus kubernetes --corpus rust-book --corpus cargo-book --corpus xquad]
         [--folds 5] [--weights packs/retrieval/reader_weights.json]
         [--out benchmarks/results/issue47_train_reader.md] [--no-write] [--with-spent]
+        [--ablate FEATURE ...]
 
 Reads the dev questions of each corpus on its benchmark pack (benchmarks/reader_data.py:
 dev rows only, never a test split; with --with-spent also the spent rows, retired test
@@ -23,6 +24,8 @@ held out; the shipped weights are fitted so), then:
    other corpora only), with the other choice of the second model, and in-sample; each
    the share of questions whose answer contains every gold group, gate on and off, with
    95% bootstrap intervals, and the mean words; then per question class;
+   with --ablate, also the reader cross-validated with those features left out (zeroed),
+   the same folds and settings: what the features add, side by side;
 4. fits the reader on every dev question and writes its weights (--weights, loaded by
    packs/retrieval/reader.py) and this output (--out).
 """
@@ -30,6 +33,7 @@ held out; the shipped weights are fitted so), then:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import statistics
 import sys
@@ -42,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import answer_eval, common, reader_data, reader_fit  # noqa: E402
 from packs.retrieval import reader  # noqa: E402
+from packs.retrieval import reader_features as rf  # noqa: E402
 
 NAME = "reader-1"
 L2 = (1.0, 10.0)
@@ -114,6 +119,19 @@ def table(items: list, columns: dict[str, list[str]]) -> str:
     return "\n".join(lines)
 
 
+def without_features(items: list, names: list[str]) -> list:
+    """Copies of `items` whose features `names` are zero for every unit (a constant column
+    standardises to zero, so the fit gives it no weight)."""
+    cols = [rf.FEATURES.index(n) for n in names]
+
+    def zeroed(x):
+        x = x.copy()
+        x[:, cols] = 0.0
+        return x
+    return [dataclasses.replace(it, x=zeroed(it.x), parts=[zeroed(p) for p in it.parts])
+            for it in items]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
@@ -126,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with-spent", action="store_true",
                     help="fit on the spent rows too (retired test splits: reader_data.dev_rows)"
                          " and report them apart, beside the reader shipped before")
+    ap.add_argument("--ablate", action="append", default=[], choices=rf.FEATURES,
+                    metavar="FEATURE", help="also cross-validate the reader with this feature "
+                    "left out (repeatable: all of them at once), a column beside it")
     args = ap.parse_args(argv)
     log, printed = common.printing_log()
 
@@ -167,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
          else "reader with unit similarity, CV"): without if second else with_sims,
         "reader, in-sample": [reader_fit.answer_of(final, it) for it in items],
     }
+    if args.ablate:  # the same folds and settings, the features zeroed (their weights stay 0)
+        columns[f"reader without {', '.join(args.ablate)}, CV"] = reader_fit.cross_validate(
+            without_features(items, args.ablate), folds, l2, limits, second)
     log("\nshare of dev questions whose answer contains every gold group (95% bootstrap "
         "interval), same searches:" + table(items, columns))
     if spent_ids:
