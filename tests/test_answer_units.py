@@ -100,7 +100,7 @@ Run the check with the following command:
 cargo check
 ```
 
-Nothing follows this lead-in:"""
+Nothing in the text follows this lead-in, which still says something:"""
 
 
 def test_a_lead_in_is_only_a_candidate_with_what_it_introduces():
@@ -116,9 +116,13 @@ def test_a_lead_in_is_only_a_candidate_with_what_it_introduces():
         "- When the owner goes out of scope, the value will be dropped.")
     assert leadins[1].display.endswith(":\ncargo check")
     # A lead-in is never a unit on its own; one with nothing after it (what it introduced
-    # is not in the text) is an ordinary sentence.
-    assert [d for _, d in shown if d.endswith(":")] == ["Nothing follows this lead-in:"]
-    assert ("sentence", "Nothing follows this lead-in:") in shown
+    # is not in the text) is an ordinary sentence, when it says something on its own.
+    last = "Nothing in the text follows this lead-in, which still says something:"
+    assert [d for _, d in shown if d.endswith(":")] == [last]
+    assert ("sentence", last) in shown
+    # "That code is:" introducing a listing the page included from a file says nothing.
+    assert not [u for u in candidates("Intro here.\n\nThat code is:\n\nThen more prose.")
+                if u.display == "That code is:"]
     for u in units:  # every unit is a span of the text: its own citation quote
         assert RULES[u.start:u.end].split()[0].strip("`-") in u.display
 

@@ -18,8 +18,9 @@ citation quote.
   the lead-in with each item's or row's head, what it names before ": " or its first
   ITEM_HEAD words, for a question that asks for the list). A lead-in followed by a
   paragraph or a heading, or that ends the text, introduced something the text lacks (a
-  listing a template directive included, a quote): it is an ordinary sentence, and the
-  paragraphs after it are no part of it;
+  listing a template directive included, a quote): it is an ordinary sentence (none at
+  all when it has at most DANGLING_WORDS words: "That code is:" says nothing alone), and
+  the paragraphs after it are no part of it;
 - a code block of fewer than MAX_CODE_LINES lines, every sentence, row and longer item's
   sentence as `segment` gives them. Headings never;
 - HTML the Markdown kept (a caption span, an anchor, an image) is shown as its text, the
@@ -42,6 +43,7 @@ PARAGRAPH_WORDS = 60
 LEADIN_WORDS = 90
 ITEM_HEAD = 10  # words of an item shown in a lead-in's `brief`
 MAX_CODE_LINES = 5  # longer code blocks are never chosen whole (only after a lead-in)
+DANGLING_WORDS = 8  # a lead-in this short that introduces nothing ("That code is:") is none
 LONG_WORDS = 60  # a longer lead-in is read as its brief; a longer unit crowds out others
 
 _INTRODUCED = ("item", "row", "code")  # what a lead-in is quoted with
@@ -271,7 +273,8 @@ def candidates(text: str, links: bool = False) -> list[Unit]:
                 if whole:
                     out.append(_merged(text, whole, "item"))
             continue
-        if any(ch.isalnum() for ch in u.display):
+        if any(ch.isalnum() for ch in u.display) and not (
+                _is_leadin(u) and _words(u) <= DANGLING_WORDS):
             out.append(u)
         if (u.kind == "sentence" and u is parts[0] and 2 <= len(parts) <= 4
                 and sum(map(_words, parts)) <= PARAGRAPH_WORDS and parts[-1].start not in leads):
