@@ -68,12 +68,13 @@ that the their them then there these they this those through to too under until 
 we were what when where which while who whom why will with would you your
 """.split())
 
-# A plain token: letters, digits and underscores (of lower-cased text; the build counts a
-# pack's vocabulary with this pattern in polars).
 # A lead-in this short ("In particular,", "For example:") says nothing alone: the chunker
 # (tasks/sections.py) and the answer units (packs/retrieval/units.py) keep it with the
 # sentence before it.
 CONNECTIVE_WORDS = 3
+
+# A plain token: letters, digits and underscores (of lower-cased text; the build counts a
+# pack's vocabulary with this pattern in polars).
 TOKEN_PATTERN = r"[a-z0-9_]+"
 _TOKEN = re.compile(TOKEN_PATTERN)
 # A word of a text as written: letters/digits with inner dots, dashes, colons, slashes.

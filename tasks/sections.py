@@ -256,7 +256,8 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
             _LEADIN.search(last) or (_COMMA_LEADIN.search(last) and not _ITEM_LINE.match(last)))
         if leading and _word_count(last) > max_words // 3:
             # A long paragraph whose last sentence is the lead-in ("... the indicated
-            # effects on the pod. In particular,"): that sentence alone goes with the list.
+            # effects on the pod. In particular,"): that sentence goes with the list, and
+            # the one before it too when the lead-in is a bare connective.
             said = _wrapped_sentences(last)
             tail = said[-1][0] if len(said) > 1 else ""
             if len(said) > 2 and _word_count(tail) <= text_rules.CONNECTIVE_WORDS:

@@ -154,11 +154,13 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
     sentence often being the one that names the subject; `block`: its sentences. Items
     and rows are shown whole when they all fit, else by their first sentences."""
     lead = units[k]
+    first = None  # where the lead-in starts when it takes sentences before it
     if lead.kind == "sentence" and len(block) > 1:
-        # The whole short paragraph, or a bare connective's sentence before it ("... the
-        # remaining taints have the indicated effects on the pod. In particular,").
-        first = (block[0] if sum(map(_words, block)) <= PARAGRAPH_WORDS
-                 else block[-2] if _words(lead) <= text_rules.CONNECTIVE_WORDS else lead)
+        if sum(map(_words, block)) <= PARAGRAPH_WORDS:
+            first = block[0]  # the whole short paragraph
+        elif _words(lead) <= text_rules.CONNECTIVE_WORDS:
+            first = block[-2]  # "... the indicated effects on the pod. In particular,"
+    if first is not None:
         lead = Unit(first.start, lead.end, lead.kind, one_line(text[first.start:lead.end]),
                     lead.block, lead.group)
     nested = (_nested(text, units, k, _indent(text, block[0].start))

@@ -349,11 +349,11 @@ def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = Non
     kind = question_kind(result.question)
     if kind is None or result.gated or getattr(pack, "db", None) is None:
         return None
-    texts = {int(s.citation): s.content for s in [*result.cited(), *result.related]
-             if s.citation is not None}
-    if kind == "list" and single is not None and listed_above(result.question, single[1],
-                                                              texts):
-        return None  # the passages quote the whole list asked for: they answer it
+    if kind == "list" and single is not None:
+        texts = {int(s.citation): s.content for s in [*result.cited(), *result.related]
+                 if s.citation is not None}
+        if listed_above(result.question, single[1], texts):
+            return None  # the passages quote the whole list asked for: they answer it
     numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
     text, quotes, added = answer(pack, result, kind, numbers,
                                  [q for _, q in single[1]] if single is not None else ())

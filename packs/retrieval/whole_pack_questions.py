@@ -24,6 +24,7 @@ import re
 from collections.abc import Sequence
 
 from packs import text as text_rules
+from packs.markdown import list_marker
 from packs.retrieval.asks import asking, how_to
 
 _OVERVIEW = re.compile(
@@ -217,8 +218,12 @@ def wanted_types(question: str) -> set[str]:
 
 
 LEAD_END_WORDS = 4  # a lead-in's words that say what its list lists ("the following X:")
-# A line of a list as a quoted lead-in holds it ("- `Allow`", "* Forbid", "1. Replace").
-_LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S", re.M)
+
+
+def _item_line(line: str) -> bool:
+    """A line of a list with its text ("- `Allow`", "* Forbid", "1. Replace")."""
+    m = list_marker(line)
+    return m is not None and bool(line[m.end():].strip())
 
 
 def listed_above(question: str, quotes: Sequence[tuple[int, str]],
@@ -237,18 +242,19 @@ def listed_above(question: str, quotes: Sequence[tuple[int, str]],
     if head is None:
         return False
     for n, quote in quotes:
-        first = _LIST_LINE.search(quote)
-        if first is None:
+        lines = quote.split("\n")
+        k = next((i for i, line in enumerate(lines) if _item_line(line)), None)
+        if k is None:
             continue
-        lead = quote[:first.start()].rstrip()
+        lead = "\n".join(lines[:k]).rstrip()
         if not (lead.endswith((":", ",")) and head in text_rules.terms(
                 " ".join(lead.split()[-LEAD_END_WORDS:]))
-                and len(_LIST_LINE.findall(quote, first.start())) >= 2):
+                and sum(map(_item_line, lines[k:])) >= 2):
             continue
         text = texts.get(n, "")
         at = text.find(quote)
         after = text[at + len(quote):].strip().split("\n")[:2] if at >= 0 else []
-        if after and after[0] and not _LIST_LINE.match(after[0]) \
+        if after and after[0] and not _item_line(after[0]) \
                 and not (len(after) > 1 and after[1].startswith(": ")):
             return True
     return False
