@@ -282,6 +282,30 @@ def test_a_list_names_the_less_likely_items_after_it_each_cited(monkeypatch, pac
         assert quote in sec.content
 
 
+def test_a_long_list_quotes_its_first_items_and_names_the_rest(monkeypatch, pack):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    result = pack.search(QUESTION, use_cache=False)
+    full, _, _ = whole_pack.answer(pack, result, "list")
+    monkeypatch.setattr(whole_pack, "QUOTED_ITEMS", 1)
+    text, quotes, added = whole_pack.answer(pack, result, "list")
+    listed = [line for line in text.splitlines() if line.startswith("- **")]
+    more = [line for line in text.splitlines() if line.startswith("More items, ")]
+    assert len([line for line in full.splitlines() if line.startswith("- **")]) >= 2
+    assert len(listed) == 1 and len(more) == 1 and listed[0] in full.splitlines()
+    names = re.findall(r"\*\*([^*]+)\*\* \[(\d+)\]", more[0])
+    assert names and all(f"**{name}**" in full for name, _ in names)
+    # Each name cites a section whose quote names it; the quotes follow the bullet's.
+    by_n = {n: sec for n, sec in added}
+    for (name, n), (qn, quote) in zip(names, quotes[1:]):
+        assert int(n) == qn and name.lower() in quote.lower()
+        sec = by_n.get(qn) or next(s for s in result.cited() if s.citation == qn)
+        assert quote in sec.content
+    # ask() verifies each of them like any other citation.
+    answer = pack.ask(QUESTION, use_cache=False)
+    assert "More items, " in answer["answer"]
+    assert all(c["verified"] for c in answer["citations"]) and not answer["unsupported"]
+
+
 def test_a_listed_item_shows_the_clause_that_names_it():
     clause = whole_pack_items.clause
     short = "The `gitRepo` volume type is deprecated."

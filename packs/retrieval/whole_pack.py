@@ -47,7 +47,7 @@ from typing import Any
 from packs import text as text_rules
 from packs.citations import locate, normalise
 from packs.db import fts_query_text
-from packs.markdown import fence_spans
+from packs.markdown import fence_spans, list_marker
 from packs.retrieval import extractive
 from packs.retrieval.segment import one_line
 from packs.retrieval.units import untagged
@@ -84,6 +84,7 @@ OUTSIDE_WEIGHT = 0.3  # a section outside the region that names a question ident
 COMMAND_SECTIONS = 20  # sections searched for the commands of a program the question names
 TABLE_WEIGHT = 3.0  # a table row's first cell under a header naming what is asked
 ASIDE_WEIGHT = 0.25  # an item named after what the question sets aside ("besides kubectl")
+QUOTED_ITEMS = 6  # a list answer quotes its first bullets and names the others with their [n]
 
 SECTION_MENTIONS = ("MATCH (s:Section)-[:MENTIONS]->(e:Entity) WHERE s.id IN $ids "
                     "RETURN s.id, e.id, e.name, e.type")
@@ -264,9 +265,10 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     Items that quote the same passage share one bullet ("**A**, **B**: ..."), which shows
     the clause that names them ("… " or " …" where the sentence goes on); an item whose
     passage is quoted above is named on one closing line with its [n], its passage not
-    shown twice; the less likely items (whole_pack_rank's `more`) on a last line, named
-    with their [n]; `model`: the item model (`list_items`). ("", [], []) when the pack
-    gives no item."""
+    shown twice; a list question's bullets after its first QUOTED_ITEMS on one line, named
+    with their [n] (a list of twenty quoted items ran to 500 words); the less likely items
+    (whole_pack_rank's `more`) on a last line, named with their [n]; `model`: the item
+    model (`list_items`). ("", [], []) when the pack gives no item."""
     items, more = ((overview_items(pack, result), []) if kind == "overview"
                    else list_items(pack, result, kind, "\n".join(quoted), model))
     if not items:
@@ -297,13 +299,17 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
             "across": "Across the pack's pages", "list": "The items the pack names"}[kind]
     lines = [f"{lead}, each quoting the section it comes from:", ""]
     quotes = []
-    for group in bullets.values():
+    groups = list(bullets.values())
+    shown_groups = groups[:QUOTED_ITEMS] if kind == "list" else groups
+    for group in shown_groups:
         sec, first = group[0].section, group[0]
         a, b = shown_span(group)
         quote = sec.content[a:b]
         # The quote as a reader sees it (one line, no blockquote markers, no tags outside
         # code: as an answer unit shows it), without its list marker ("**Pods** are ...").
-        shown = re.sub(r"^(?:[-*+]|\d{1,9}[.)])\s+", "", untagged(one_line(quote)))
+        shown = untagged(one_line(quote))
+        marker = list_marker(shown)
+        shown = shown[marker.end():] if marker else shown
         if any(x <= first.start and first.end <= y for x, y in fence_spans(sec.content)):
             shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
         shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)
@@ -313,6 +319,12 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         label = ", ".join(f"**{item.name}**" for item in group)
         lines.append(f"- {label}{extra}: {shown} [{numbers[sec.id]}]")
         quotes.append((numbers[sec.id], quote))
+    if len(groups) > len(shown_groups):  # the later items: named, each with its citation
+        later = [(item, numbers[item.section.id]) for g in groups[len(shown_groups):]
+                 for item in g]
+        lines += ["", "More items, each in its cited section: "
+                  + ", ".join(f"**{i.name}** [{n}]" for i, n in later)]
+        quotes += [(n, i.section.content[slice(*shown_span([i]))]) for i, n in later]
     if named:  # a paragraph of its own, not a continuation of the last bullet
         lines += ["", f"Also named in the passages above: {', '.join(named)}"]
     said = normalise("\n".join([*quoted, *lines]))
