@@ -289,7 +289,7 @@ def test_a_long_list_quotes_its_first_items_and_names_the_rest(monkeypatch, pack
     monkeypatch.setattr(whole_pack, "QUOTED_ITEMS", 1)
     text, quotes, added = whole_pack.answer(pack, result, "list")
     listed = [line for line in text.splitlines() if line.startswith("- **")]
-    more = [line for line in text.splitlines() if line.startswith("More items, ")]
+    more = [line for line in text.splitlines() if line.startswith("More items: ")]
     assert len([line for line in full.splitlines() if line.startswith("- **")]) >= 2
     assert len(listed) == 1 and len(more) == 1 and listed[0] in full.splitlines()
     names = re.findall(r"\*\*([^*]+)\*\* \[(\d+)\]", more[0])
@@ -302,7 +302,7 @@ def test_a_long_list_quotes_its_first_items_and_names_the_rest(monkeypatch, pack
         assert quote in sec.content
     # ask() verifies each of them like any other citation.
     answer = pack.ask(QUESTION, use_cache=False)
-    assert "More items, " in answer["answer"]
+    assert "More items: " in answer["answer"]
     assert all(c["verified"] for c in answer["citations"]) and not answer["unsupported"]
 
 

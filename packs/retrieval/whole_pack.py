@@ -322,8 +322,7 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     if len(groups) > len(shown_groups):  # the later items: named, each with its citation
         later = [(item, numbers[item.section.id]) for g in groups[len(shown_groups):]
                  for item in g]
-        lines += ["", "More items, each in its cited section: "
-                  + ", ".join(f"**{i.name}** [{n}]" for i, n in later)]
+        lines += ["", "More items: " + ", ".join(f"**{i.name}** [{n}]" for i, n in later)]
         quotes += [(n, i.section.content[slice(*shown_span([i]))]) for i, n in later]
     if named:  # a paragraph of its own, not a continuation of the last bullet
         lines += ["", f"Also named in the passages above: {', '.join(named)}"]
