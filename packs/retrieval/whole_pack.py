@@ -302,23 +302,9 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     groups = list(bullets.values())
     shown_groups = groups[:QUOTED_ITEMS] if kind == "list" else groups
     for group in shown_groups:
-        sec, first = group[0].section, group[0]
-        a, b = shown_span(group)
-        quote = sec.content[a:b]
-        # The quote as a reader sees it (one line, no blockquote markers, no tags outside
-        # code: as an answer unit shows it), without its list marker ("**Pods** are ...").
-        shown = untagged(one_line(quote))
-        marker = list_marker(shown)
-        shown = shown[marker.end():] if marker else shown
-        if any(x <= first.start and first.end <= y for x, y in fence_spans(sec.content)):
-            shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
-        shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)
-        shown = f"{'… ' if a > first.start else ''}{shown}{' …' if b < first.end else ''}"
-        extras = [e for item in group for e in item.extra]
-        extra = f" (covers: {'; '.join(extras)})" if extras else ""
-        label = ", ".join(f"**{item.name}**" for item in group)
-        lines.append(f"- {label}{extra}: {shown} [{numbers[sec.id]}]")
-        quotes.append((numbers[sec.id], quote))
+        line, quote = _bullet(group, numbers[group[0].section.id])
+        lines.append(line)
+        quotes.append((numbers[group[0].section.id], quote))
     if len(groups) > len(shown_groups):  # the later items: named, each with its citation
         later = [(item, numbers[item.section.id]) for g in groups[len(shown_groups):]
                  for item in g]
@@ -342,6 +328,27 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     if less:
         lines += ["", f"Less likely items, named in the same sections: {', '.join(less)}"]
     return "\n".join(lines), [*quotes, *named_quotes, *less_quotes], added
+
+
+def _bullet(group: list[Item], n: int) -> tuple[str, str]:
+    """(the bullet, its quote) of items that quote the same passage, cited as [n]: their
+    names, then the clause that names them (`shown_span`)."""
+    sec, first = group[0].section, group[0]
+    a, b = shown_span(group)
+    quote = sec.content[a:b]
+    # The quote as a reader sees it (one line, no blockquote markers, no tags outside
+    # code: as an answer unit shows it), without its list marker ("**Pods** are ...").
+    shown = untagged(one_line(quote))
+    marker = list_marker(shown)
+    shown = shown[marker.end():] if marker else shown
+    if any(x <= first.start and first.end <= y for x, y in fence_spans(sec.content)):
+        shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
+    shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)
+    shown = f"{'… ' if a > first.start else ''}{shown}{' …' if b < first.end else ''}"
+    extras = [e for item in group for e in item.extra]
+    extra = f" (covers: {'; '.join(extras)})" if extras else ""
+    label = ", ".join(f"**{item.name}**" for item in group)
+    return f"- {label}{extra}: {shown} [{n}]", quote
 
 
 def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = None
