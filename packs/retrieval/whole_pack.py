@@ -302,9 +302,10 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     groups = list(bullets.values())
     shown_groups = groups[:QUOTED_ITEMS] if kind == "list" else groups
     for group in shown_groups:
-        line, quote = _bullet(group, numbers[group[0].section.id])
+        n = numbers[group[0].section.id]
+        line, quote = _bullet(group, n)
         lines.append(line)
-        quotes.append((numbers[group[0].section.id], quote))
+        quotes.append((n, quote))
     if len(groups) > len(shown_groups):  # the later items: named, each with its citation
         later = [(item, numbers[item.section.id]) for g in groups[len(shown_groups):]
                  for item in g]
