@@ -405,6 +405,18 @@ def test_a_list_the_passages_quote_whole_answers_the_question_alone():
         question, [(1, lead)], {1: f"{lead}\n* `Queue`\n\nMore."})
     assert not whole_pack_questions.listed_above(
         question, [(1, lead)], {1: f"{lead}\n\n`Queue`\n: waits\n\nMore."})
+    # A list that ends its section (a chunk) is whole where the page's next chunk does not
+    # go on with it, or the page ends there (the CronJob page's list ends its chunk).
+    ends = {1: f"Intro.\n\n{lead}"}
+    for following, whole in (("", True), ("\nNote that the policy applies to one CronJob.", True),
+                             ("* `Queue`\n* `Drop`", False)):
+        assert whole_pack_questions.listed_above(
+            question, [(1, lead)], ends, lambda n, f=following: f) is whole, following
+    # Emphasis marks are not part of the lead-in's words.
+    channels = "There are three _release channels_ for Rust:\n\n* Nightly\n* Beta\n* Stable"
+    assert whole_pack_questions.listed_above(
+        "Which release channels does Rust have?", [(1, channels)],
+        {1: f"{channels}\n\nMost Rust developers use the stable channel."})
     # A lead-in whose list is of something else, though it names the noun.
     other = ("A parameter is a manifest-command policy if it has one of:\n\n"
              "* Path separators\n* A `.rs` extension")

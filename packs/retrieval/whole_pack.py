@@ -93,6 +93,10 @@ ENTITY_DF = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE e.id IN $ids "
 NAMED_LIKE = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE lower(e.name) STARTS WITH $p "
               "RETURN s.id, e.id, e.name, e.type LIMIT 400")
 COUNT_SECTIONS = "MATCH (s:Section) RETURN count(*)"
+NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTION]->(t:Section) "
+                "WHERE s.id = $id AND (t.position > s.position OR "
+                "t.position = s.position AND t.chunk > s.chunk) "
+                "RETURN t.content ORDER BY t.position, t.chunk LIMIT 1")
 
 
 def _region_sections(pack: Any, result: Any, kind: str) -> dict[str, Sec]:
@@ -369,9 +373,14 @@ def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = Non
     if kind is None or result.gated or getattr(pack, "db", None) is None:
         return None
     if kind == "list" and single is not None:
-        texts = {int(s.citation): s.content for s in [*result.cited(), *result.related]
+        shown = {int(s.citation): s for s in [*result.cited(), *result.related]
                  if s.citation is not None}
-        if listed_above(result.question, single[1], texts):
+
+        def following(n: int) -> str:  # the page's text after [n]'s section
+            rows = pack.db.read(NEXT_SECTION, {"id": shown[n].id}) if n in shown else []
+            return rows[0][0] if rows else ""
+        if listed_above(result.question, single[1],
+                        {n: s.content for n, s in shown.items()}, following):
             return None  # the passages quote the whole list asked for: they answer it
     numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
     text, quotes, added = answer(pack, result, kind, numbers,

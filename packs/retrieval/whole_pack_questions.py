@@ -21,7 +21,7 @@ flags: flag; ...), `head_stem` gives the stem of the plural noun asked for, and
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from packs import text as text_rules
 from packs.markdown import list_marker
@@ -218,6 +218,7 @@ def wanted_types(question: str) -> set[str]:
 
 
 LEAD_END_WORDS = 4  # a lead-in's words that say what its list lists ("the following X:")
+_EMPHASIS = re.compile(r"(?<![\w])[_*]+|[_*]+(?![\w])")  # "_release channels_", "**kinds**"
 
 
 def _item_line(line: str) -> bool:
@@ -227,15 +228,19 @@ def _item_line(line: str) -> bool:
 
 
 def listed_above(question: str, quotes: Sequence[tuple[int, str]],
-                 texts: dict[int, str]) -> bool:
+                 texts: dict[int, str], following: Callable[[int], str] | None = None
+                 ) -> bool:
     """Whether the passages above quote a lead-in with the whole list a list question asks
     for: its last LEAD_END_WORDS words name the question's head noun ("The spec may specify
     only one of the following concurrency policies:" for "Which concurrency policies can a
     CronJob use?"; not "A parameter is identified as a manifest-command if it has one of:"
     for "Which manifest commands ...?"), at least two items follow it, and its section
     (`texts`: by [n]) goes on after the list with something else (a list cut by the
-    answer's budget, or by the end of a chunk, may go on). Such a question is answered by
-    the passages, as one about one thing is (packs/retrieval/whole_pack.py
+    answer's budget, or by the end of a chunk, may go on). Where the list ends its section,
+    `following(n)` gives the text of the page after that section ("" where the page ends):
+    a list the next chunk does not go on with is whole. Emphasis marks around the lead-in's
+    words ("three _release channels_ for Rust:") are not part of them. Such a question is
+    answered by the passages, as one about one thing is (packs/retrieval/whole_pack.py
     `offline_answer`); the graph's items would only bury the list under what else the
     pages name."""
     head = head_stem(question)
@@ -248,13 +253,19 @@ def listed_above(question: str, quotes: Sequence[tuple[int, str]],
             continue
         lead = "\n".join(lines[:k]).rstrip()
         if not (lead.endswith((":", ",")) and head in text_rules.terms(
-                " ".join(lead.split()[-LEAD_END_WORDS:]))
+                _EMPHASIS.sub(" ", " ".join(lead.split()[-LEAD_END_WORDS:])))
                 and sum(map(_item_line, lines[k:])) >= 2):
             continue
         text = texts.get(n, "")
         at = text.find(quote)
-        after = text[at + len(quote):].strip().split("\n")[:2] if at >= 0 else []
-        if after and after[0] and not _item_line(after[0]) \
-                and not (len(after) > 1 and after[1].startswith(": ")):
+        if at < 0:
+            continue
+        after = text[at + len(quote):].strip()
+        if not after and following is not None:  # the list ends its section (a chunk)
+            after = following(n).strip()
+            if not after:
+                return True  # and its page
+        first, *rest = after.split("\n")[:2]
+        if first and not _item_line(first) and not (rest and rest[0].startswith(": ")):
             return True
     return False
