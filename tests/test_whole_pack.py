@@ -412,6 +412,9 @@ def test_a_list_the_passages_quote_whole_answers_the_question_alone():
                              ("* `Queue`\n* `Drop`", False)):
         assert whole_pack_questions.listed_above(
             question, [(1, lead)], ends, lambda n, f=following: f) is whole, following
+    # A question that asks for two kinds of thing is not answered by the list of one.
+    assert not whole_pack_questions.listed_above(
+        "Which concurrency policies and schedules can a CronJob use?", [(1, lead)], {1: text})
     # Emphasis marks are not part of the lead-in's words.
     channels = "There are three _release channels_ for Rust:\n\n* Nightly\n* Beta\n* Stable"
     assert whole_pack_questions.listed_above(

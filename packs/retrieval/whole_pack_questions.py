@@ -184,6 +184,31 @@ _PHRASE_END = re.compile(r"^(?:do|does|did|can|could|are|is|were|was|should|must
                          r"except|beyond|apart|aside|other|than)$", re.I)
 
 
+def _head_phrase(m: re.Match) -> list[str]:
+    """The words of the noun phrase a `_HEAD` match asks about, up to its end."""
+    phrase = []
+    for word in m.group(2).split():
+        if _PHRASE_END.match(word):
+            break
+        phrase.append(word)
+    return phrase
+
+
+def asks_several(question: str) -> bool:
+    """Whether the noun phrase a list question asks about joins several kinds of thing
+    ("Which Ingress path types and Ingress setups do the docs describe?", "Which functions,
+    structs and methods ...")."""
+    m = _HEAD.search(question)
+    if not m:
+        return False
+    words = []
+    for word in question[m.start(2):].split():
+        if _PHRASE_END.match(word.strip(",")):
+            break
+        words.append(word)
+    return "and" in (w.lower() for w in words) or any(w.endswith(",") for w in words)
+
+
 def head_stem(question: str) -> str | None:
     """The stem of the plural noun a list question asks for: the last plural word of the
     noun phrase after which/what ("Which Kubernetes workload resources create ..." →
@@ -192,11 +217,7 @@ def head_stem(question: str) -> str | None:
     m = _HEAD.search(question)
     if not m:
         return None
-    phrase = []
-    for word in m.group(2).split():
-        if _PHRASE_END.match(word):
-            break
-        phrase.append(word)
+    phrase = _head_phrase(m)
     plural = [w for w in phrase if _plural(w)]
     if plural:
         return text_rules.stem(plural[-1].lower())
@@ -242,9 +263,10 @@ def listed_above(question: str, quotes: Sequence[tuple[int, str]],
     words ("three _release channels_ for Rust:") are not part of them. Such a question is
     answered by the passages, as one about one thing is (packs/retrieval/whole_pack.py
     `offline_answer`); the graph's items would only bury the list under what else the
-    pages name."""
+    pages name. A question that asks for several kinds of thing (`asks_several`) is not
+    answered by one list."""
     head = head_stem(question)
-    if head is None:
+    if head is None or asks_several(question):
         return False
     for n, quote in quotes:
         lines = quote.split("\n")
