@@ -8,7 +8,9 @@ with leave-one-corpus-out cross-validation, and write its weights as data.
 Labels: every labelled entity of each folder: the before-labels of issue 48 (kubernetes,
 rust-book), a fresh sample of the v8 graph (graph_labels_v8: kubernetes, rust-book,
 cargo-book) and of the first model's graph (graph_labels_v9: drawn from what that model
-kept, so they are easier), each with its features in the corpus's pack (the features read
+kept, so they are easier), and the blind rounds already scored (graph_labels_blind to
+graph_labels_blind4: drawn from what the model of their day kept; dev data once scored),
+each with its features in the corpus's pack (the features read
 only the pages' text). The model is fitted on the labelled items today's rules propose
 (`candidates`: the population it will judge); an L2-regularised logistic regression on
 standardised features (Newton's method, numpy).
@@ -19,8 +21,8 @@ wrong items dropped. The threshold is the lowest whose pooled out-of-fold precis
 reaches `--target`; the model written is fitted on all the corpora.
 
 The fact model (tasks/extract/judge_facts.py) is fitted the same way on the labelled facts
-today's rules propose (`--fact-labels`: every folder above and the blind rounds already
-scored, graph_labels_blind and graph_labels_blind2; never a round not yet scored), each
+today's rules propose (`--fact-labels`: every folder above with facts, graph_labels_blind
+to graph_labels_blind3 the scored rounds; never a round not yet scored), each
 read in its section of the pack, its threshold the lowest whose pooled out-of-fold
 precision reaches `--fact-target`. `--write` writes the fact model beside the entity
 model already in the file (`--refit-entity` refits that too).
@@ -39,10 +41,11 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import common, corpora, graph_precision  # noqa: E402
 
 CORPORA = ("kubernetes", "rust-book", "cargo-book")
-LABELS = tuple(ROOT / "benchmarks/data" / d for d in ("graph_labels", "graph_labels_v8",
-                                                      "graph_labels_v9"))
-FACT_LABELS = (*LABELS, *(ROOT / "benchmarks/data" / d
-                          for d in ("graph_labels_blind", "graph_labels_blind2")))
+SCORED = ("graph_labels_blind", "graph_labels_blind2", "graph_labels_blind3",
+          "graph_labels_blind4")  # blind rounds run once, now dev data
+LABELS = tuple(ROOT / "benchmarks/data" / d
+               for d in ("graph_labels", "graph_labels_v8", "graph_labels_v9", *SCORED))
+FACT_LABELS = LABELS  # a folder without facts (graph_labels_v9, blind4) adds none
 L2 = 1.0
 
 
@@ -265,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         for th in sorted({0.5, t}):
             log(f"  {held}, threshold {th:.2f}: "
                 + summary([proposed[i] for i in idx], [probs[i] for i in idx], th))
-    unbiased = [i for i, r in enumerate(proposed) if r["source"] != "graph_labels_v9"]
+    unbiased = [i for i, r in enumerate(proposed)
+                if r["source"] in ("graph_labels", "graph_labels_v8")]
     log("  pooled, items drawn before any model (graph_labels, graph_labels_v8), threshold "
         f"{t:.2f}: " + summary([proposed[i] for i in unbiased], [probs[i] for i in unbiased], t))
     models = {"entity": model_dict(proposed, names, t)}

@@ -195,3 +195,18 @@ def test_placeholder_parts_prepositional_headings_and_macros():
     assert heading_entity("In Struct Definitions", "in struct definitions we use") is None
     assert heading_entity("Using Trait Objects", "using trait objects helps") is None
     assert heading_entity("for Loops", "for loops run") == "for Loops"
+
+
+def test_entity_features_do_not_depend_on_the_order_of_the_sections():
+    """A published pack lists its sections in another order than the build's split stage,
+    and the features read the first sections that hold a name: the model fitted on one
+    and applied to the other judged the same entity differently."""
+    from tasks.extract.judge import PackText, entity_features
+
+    pages = [(f"https://d/p{i % 7}", f"Page {i % 7} > Part {i}",
+              (f"Set `replicas` to {i} in the example.\n\n```yaml\nreplicas: {i}\n```"
+               if i >= 30 else f"The `replicas` field says how many Pods run (part {i})."))
+             for i in range(90)]  # more sections hold the name than the features read
+    forward = entity_features("replicas", "setting", PackText(pages))
+    assert forward == entity_features("replicas", "setting", PackText(pages[::-1]))
+    assert forward == entity_features("replicas", "setting", PackText(pages[45:] + pages[:45]))

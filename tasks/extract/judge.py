@@ -66,9 +66,12 @@ class _Section:
 class PackText:
     """A pack's sections indexed for the features: which sections hold a word, and which
     lower-case words its prose uses on how many pages. `sections`: (page url, heading path,
-    content) triples."""
+    content) triples, in any order: they are read sorted, so the features (which read the
+    first sections that hold a name) do not depend on the order a build lists them in (a
+    published pack's order is not its split stage's)."""
 
     def __init__(self, sections: list[tuple[str, str, str]]) -> None:
+        sections = sorted(sections, key=lambda s: (s[0] or "", s[1] or "", s[2] or ""))
         self.sections: list[_Section] = []
         self.by_word: dict[str, set[int]] = defaultdict(set)
         pages_of_word: dict[str, set[str]] = defaultdict(set)
