@@ -145,3 +145,25 @@ def test_the_estimate_prices_the_sections_without_calling_claude(prefect_harness
     assert est["to_call"] == 12 and est["calls"] >= 1 and est["cost_usd"] > 0
     assert est["usd_per_100_pages"] == round(100 * est["cost_usd"] / 3, 4)
     assert not (tmp_path / "out" / "priced").exists()  # nothing published
+
+
+def test_publish_lists_the_sections_in_the_split_stages_order(tmp_path) -> None:
+    """The published sections keep the split stage's order whatever order the vectors
+    come in: a join that reorders them made two builds of the same pages list them (and
+    so judge entities and break search ties) differently."""
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from tasks.stages import publish
+
+    n = 20_000  # enough rows for a multithreaded hash join to reorder them
+    ids = [f"{(i * 2654435761) % 2**32:08x}{i:06d}" for i in range(n)]
+    pl.DataFrame({"id": ids, "position": range(n)}).write_parquet(tmp_path / "sections.parquet")
+    shuffled = sorted(ids, key=lambda s: s[::-1])
+    pl.DataFrame({"id": shuffled, "embedding": [[0.0, 1.0]] * n}).write_parquet(
+        tmp_path / "vectors.parquet")
+    inputs = {"split": [SimpleNamespace(paths={"sections": tmp_path / "sections.parquet"})],
+              "embed": [SimpleNamespace(paths={"embeddings": tmp_path / "vectors.parquet"})]}
+    out = publish._sections(inputs).collect()
+    assert out["id"].to_list() == ids and out["embedding"].null_count() == 0

@@ -151,7 +151,8 @@ def assemble_tables(
     words = sections.group_by("article_id").agg(pl.col("word_count").sum()).collect()
     edges = list(links.select("source_id", "target_id").iter_rows())
     centrality = degree_centrality(articles["id"].to_list(), edges)
-    articles = articles.join(words, left_on="id", right_on="article_id", how="left").with_columns(
+    articles = articles.join(words, left_on="id", right_on="article_id", how="left",
+                             maintain_order="left").with_columns(
         pl.col("word_count").fill_null(0),
         pl.col("id").replace_strict(centrality, default=0.0, return_dtype=pl.Float64)
         .alias("centrality"),

@@ -36,8 +36,12 @@ def _edges(name: str, lf: pl.LazyFrame, src: str, dst: str, src_ids: pl.LazyFram
            dst_ids: pl.LazyFrame, folder: Path) -> tuple[Path, int, int]:
     """Edges whose two endpoints exist, written to folder/<name>.parquet as (src, dst,
     properties...); returns (path, kept, dropped)."""
-    kept = (lf.join(src_ids.select(pl.col("id").alias(src)), on=src, how="semi")
-            .join(dst_ids.select(pl.col("id").alias(dst)), on=dst, how="semi"))
+    # In the tables' order: Kuzu returns edges in the order they were stored, and ties in
+    # what reads them (the whole-pack items) follow it, so a build must not shuffle them.
+    kept = (lf.join(src_ids.select(pl.col("id").alias(src)), on=src, how="semi",
+                    maintain_order="left")
+            .join(dst_ids.select(pl.col("id").alias(dst)), on=dst, how="semi",
+                  maintain_order="left"))
     path = folder / f"{name}.parquet"
     kept.sink_parquet(path)
     n_kept = pl.scan_parquet(path).select(pl.len()).collect().item()
@@ -72,14 +76,14 @@ def load_kuzu(db_path: Path, tables_dir: Path, dim: int) -> StoreResult:
         with tempfile.TemporaryDirectory(prefix="kpack-store-") as tmp:
             edges = [
                 ("HAS_SECTION", sections, "src", "dst", ids[fmt.ARTICLES], ids[fmt.SECTIONS]),
-                ("MENTIONS", scan[fmt.MENTIONS].unique(), "section_id", "entity_id",
-                 ids[fmt.SECTIONS], ids[fmt.ENTITIES]),
+                ("MENTIONS", scan[fmt.MENTIONS].unique(maintain_order=True), "section_id",
+                 "entity_id", ids[fmt.SECTIONS], ids[fmt.ENTITIES]),
                 ("RELATED_TO", scan[fmt.RELATIONSHIPS], "source_id", "target_id",
                  ids[fmt.ENTITIES], ids[fmt.ENTITIES]),
                 ("HAS_FACT", scan[fmt.FACTS].filter(pl.col("entity_id").is_not_null())
                  .select(src="entity_id", dst="id"), "src", "dst", ids[fmt.ENTITIES],
                  ids[fmt.FACTS]),
-                ("LINKS_TO", scan[fmt.LINKS].unique(), "source_id", "target_id",
+                ("LINKS_TO", scan[fmt.LINKS].unique(maintain_order=True), "source_id", "target_id",
                  ids[fmt.ARTICLES], ids[fmt.ARTICLES]),
                 ("IN_TOPIC", scan[fmt.TOPIC_ENTITIES].select(
                     "entity_id", "topic_id", "rank", "weight"), "entity_id", "topic_id",

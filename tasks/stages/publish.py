@@ -46,13 +46,18 @@ def _pages(inputs: dict) -> pl.DataFrame:
 
 
 def _sections(inputs: dict) -> pl.LazyFrame:
+    """The split stage's sections in its order, with their vectors. A join that does not
+    keep the left order lists them differently at each build (a hash join over threads),
+    and the order reaches the pack: the graph's entity model and ties in the search
+    read it, so two builds of the same pages answered differently."""
     sections = pl.scan_parquet([r.paths["sections"] for r in inputs["split"]])
     vectors = pl.scan_parquet([r.paths["embeddings"] for r in inputs["embed"]]).select(
         "id", "embedding")
-    joined = sections.join(vectors, on="id", how="left")
+    joined = sections.join(vectors, on="id", how="left", maintain_order="left")
     if inputs.get("keywords"):
         joined = joined.join(pl.scan_parquet([r.paths["keywords"] for r in inputs["keywords"]])
-                             .select("id", fmt.KEYWORD_EMBEDDING), on="id", how="left")
+                             .select("id", fmt.KEYWORD_EMBEDDING), on="id", how="left",
+                             maintain_order="left")
     return joined
 
 
