@@ -110,8 +110,9 @@ TARGETS: tuple[Target, ...] = (
               for c in ("kubernetes", "rust-book", "cargo-book"))
         # the third dev set, written from the docs alone by a helper that never ran the
         # product (its first run, fresh: issue48g_dev3_*_before.md; the second dev set's
-        # figures are issue48g_dev2_*.md)
-        + tuple(Figure((f"issue48g_dev3_{short}.md",), caption=f"^{c} dev",
+        # newest figures are issue48j_dev2_*.md)
+        + tuple(Figure((f"issue48j_dev3_{short}.md", f"issue48g_dev3_{short}.md"),
+                       caption=f"^{c} dev",
                        rows="^product$")
                 for c, short in (("kubernetes", "k8s"), ("rust-book", "rust"))),
         "python benchmarks/whole_pack.py --corpus kubernetes --corpus rust-book "
@@ -121,17 +122,15 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "graph-precision", "Graph precision (hand-labelled samples)",
         "entity precision >= 0.90, fact precision >= 0.85",
-        (Figure(("issue48_graph_precision_blind3.md", "issue48_graph_precision_blind2.md",
-                 "issue48_graph_precision_blind.md"),
-                header="precision"),
-         Figure(("issue48_graph_precision_blind4.md",),
+        (Figure(("issue48_graph_precision_blind5.md", "issue48_graph_precision_blind3.md",
+                 "issue48_graph_precision_blind2.md", "issue48_graph_precision_blind.md"),
                 header="precision"),),
         f"python benchmarks/graph_precision.py score --pack {K8S} --corpus kubernetes "
         f"--pack {RUST} --corpus rust-book --labels benchmarks/data/graph_labels",
         blind=("graph-entities-kubernetes", "graph-facts-kubernetes", "graph-entities-rust-book",
                "graph-facts-rust-book"),
         blind_command="python benchmarks/graph_precision.py score ... --labels "
-                      "benchmarks/data/graph_labels_blind4 (a fresh labelled sample per change)"),
+                      "benchmarks/data/graph_labels_blind5 (a fresh labelled sample per change)"),
     Target(
         "graph-share", "What the graph adds to answers (offline, dev)",
         "the graph paths earn their place: a switch that moves nothing stays off",
