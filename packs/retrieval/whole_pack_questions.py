@@ -15,7 +15,8 @@ the auxiliary; after an opening phrase, ", which tools do ..."); None for a ques
 one thing (and for every "why" and "how many"), which keeps the single-passage answer.
 `wanted_types` maps the kind of item asked for to entity types (subcommands: command;
 flags: flag; ...), `head_stem` gives the stem of the plural noun asked for, and
-`listed_above` whether the single-passage answer already quotes the whole list asked for.
+`listed_above` whether the single-passage answer already quotes the whole list asked for
+(never for a question that `asks_several` kinds of thing).
 """
 
 from __future__ import annotations
@@ -184,11 +185,11 @@ _PHRASE_END = re.compile(r"^(?:do|does|did|can|could|are|is|were|was|should|must
                          r"except|beyond|apart|aside|other|than)$", re.I)
 
 
-def _head_phrase(m: re.Match) -> list[str]:
-    """The words of the noun phrase a `_HEAD` match asks about, up to its end."""
+def _phrase(words: list[str]) -> list[str]:
+    """The words of a noun phrase asked about, up to where it ends (`_PHRASE_END`)."""
     phrase = []
-    for word in m.group(2).split():
-        if _PHRASE_END.match(word):
+    for word in words:
+        if _PHRASE_END.match(word.strip(",")):
             break
         phrase.append(word)
     return phrase
@@ -199,13 +200,7 @@ def asks_several(question: str) -> bool:
     ("Which Ingress path types and Ingress setups do the docs describe?", "Which functions,
     structs and methods ...")."""
     m = _HEAD.search(question)
-    if not m:
-        return False
-    words = []
-    for word in question[m.start(2):].split():
-        if _PHRASE_END.match(word.strip(",")):
-            break
-        words.append(word)
+    words = _phrase(question[m.start(2):].split()) if m else []
     return "and" in (w.lower() for w in words) or any(w.endswith(",") for w in words)
 
 
@@ -217,7 +212,7 @@ def head_stem(question: str) -> str | None:
     m = _HEAD.search(question)
     if not m:
         return None
-    phrase = _head_phrase(m)
+    phrase = _phrase(m.group(2).split())
     plural = [w for w in phrase if _plural(w)]
     if plural:
         return text_rules.stem(plural[-1].lower())
