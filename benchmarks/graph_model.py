@@ -10,10 +10,10 @@ rust-book), a fresh sample of the v8 graph (graph_labels_v8: kubernetes, rust-bo
 cargo-book) and of the first model's graph (graph_labels_v9: drawn from what that model
 kept, so they are easier), and the blind rounds already scored (graph_labels_blind to
 graph_labels_blind4: drawn from what the model of their day kept; dev data once scored),
-each with its features in the corpus's pack (the features read
-only the pages' text). The model is fitted on the labelled items today's rules propose
-(`candidates`: the population it will judge); an L2-regularised logistic regression on
-standardised features (Newton's method, numpy).
+each with its features in the corpus's pack (the features read only the pages' text).
+The model is fitted on the labelled items today's rules propose (`candidates`: the
+population it will judge); an L2-regularised logistic regression on standardised
+features (Newton's method, numpy).
 
 Printed: for each held-out corpus (fitted on the others) and pooled: the precision of
 the items kept at the threshold, the share of correct items kept, and the correct and

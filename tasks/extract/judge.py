@@ -67,8 +67,8 @@ class PackText:
     """A pack's sections indexed for the features: which sections hold a word, and which
     lower-case words its prose uses on how many pages. `sections`: (page url, heading path,
     content) triples, in any order: they are read sorted, so the features (which read the
-    first sections that hold a name) do not depend on the order a build lists them in (a
-    published pack's order is not its split stage's)."""
+    first sections that hold a name) do not depend on the order they come in (the model is
+    fitted on a published pack's sections and applied to the build's)."""
 
     def __init__(self, sections: list[tuple[str, str, str]]) -> None:
         sections = sorted(sections, key=lambda s: (s[0] or "", s[1] or "", s[2] or ""))
