@@ -426,3 +426,16 @@ def test_a_list_the_passages_quote_whole_answers_the_question_alone():
     assert not whole_pack_questions.listed_above(question, [(1, other)], {1: other + "\n\nX."})
     assert not whole_pack_questions.listed_above("How do I drain a node?", [(1, lead)],
                                                  {1: text})
+
+
+def test_the_next_chunk_of_a_page_is_read_from_the_pack(pack):
+    # listed_above asks what follows a list that ends its section: the page's next chunk.
+    rows = pack.db.read("MATCH (a:Article)-[:HAS_SECTION]->(s:Section) "
+                        "RETURN a.id, s.id, s.position, s.chunk, s.content", {})
+    pages: dict[str, list] = {}
+    for art, sid, position, chunk, content in rows:
+        pages.setdefault(art, []).append(((position, chunk), sid, content))
+    page = next(sorted(secs) for secs in pages.values() if len(secs) > 1)
+    for (_, sid, _), (_, _, following) in zip(page, page[1:]):
+        assert pack.db.read(whole_pack.NEXT_SECTION, {"id": sid}) == [[following]]
+    assert pack.db.read(whole_pack.NEXT_SECTION, {"id": page[-1][1]}) == []
