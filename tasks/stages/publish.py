@@ -48,8 +48,8 @@ def _pages(inputs: dict) -> pl.DataFrame:
 def _sections(inputs: dict) -> pl.LazyFrame:
     """The split stage's sections in its order, with their vectors. A join that does not
     keep the left order lists them differently at each build (a hash join over threads),
-    and the order reaches the pack: the graph's entity model and ties in the search
-    read it, so two builds of the same pages answered differently."""
+    and the order reaches the pack: ties in the search and in the whole-pack items follow
+    it, so two builds of the same pages answered differently."""
     sections = pl.scan_parquet([r.paths["sections"] for r in inputs["split"]])
     vectors = pl.scan_parquet([r.paths["embeddings"] for r in inputs["embed"]]).select(
         "id", "embedding")
