@@ -234,7 +234,6 @@ def wanted_types(question: str) -> set[str]:
 
 
 LEAD_END_WORDS = 4  # a lead-in's words that say what its list lists ("the following X:")
-_EMPHASIS = re.compile(r"(?<![\w])[_*]+|[_*]+(?![\w])")  # "_release channels_", "**kinds**"
 
 
 def _item_line(line: str) -> bool:
@@ -270,7 +269,7 @@ def listed_above(question: str, quotes: Sequence[tuple[int, str]],
             continue
         lead = "\n".join(lines[:k]).rstrip()
         if not (lead.endswith((":", ",")) and head in text_rules.terms(
-                _EMPHASIS.sub(" ", " ".join(lead.split()[-LEAD_END_WORDS:])))
+                text_rules.EMPHASIS_MARK.sub("", " ".join(lead.split()[-LEAD_END_WORDS:])))
                 and sum(map(_item_line, lines[k:])) >= 2):
             continue
         text = texts.get(n, "")
