@@ -5,6 +5,7 @@
         [--test-round N (the test rows of round N only)]
         [--out FILE] [--questions FILE (with one --corpus: another answer set, same format)]
         [--misses] [--show-answers (dev only: each offline answer as given)]
+        [--ids ID,ID,... (those dev or spent rows only, whatever their split)]
 
 Questions: benchmarks/data/k8s_answers.jsonl (Kubernetes docs, prose subset),
 benchmarks/data/rust_answers.jsonl (the Rust book) and, only when asked for with
@@ -40,7 +41,9 @@ the questions the product misses (dev only: test is looked at once), the time of
 product's offline answer alone (ask() on the search result: p50 and p90), and how many of
 its answer lines are not their cited section's text (packs/retrieval/verbatim.py). Rows with a
 "class" field (identifier / paraphrase / two-page) are also scored per class, for the
-product and the turn-3 product.
+product and the turn-3 product. `--ids` runs the rows a change touches (say, those whose
+asks.parts reading it changes), before and after it, from dev and spent rows only: a test
+row of a round the ledger has not run is refused.
 """
 
 from __future__ import annotations
@@ -125,6 +128,19 @@ def run(pack, rows: list[dict], base_url: str, log) -> tuple[dict, list[dict]]:
             per_question)
 
 
+def by_ids(name: str, rows: list[dict], ids: str) -> list[dict]:
+    """The rows of `ids` (comma-separated), each a dev or a spent row of corpus `name`
+    (benchmarks/reader_data.py `dev_rows`); SystemExit naming any other."""
+    from benchmarks import reader_data
+
+    wanted = [x.strip() for x in ids.split(",") if x.strip()]
+    allowed = {r["id"] for r in reader_data.dev_rows(name, spent=True)}
+    if bad := [x for x in wanted if x not in allowed]:
+        raise SystemExit(f"--ids: not dev or spent rows of {name}: {', '.join(bad)} (a test "
+                         "row is read once, by its blind run)")
+    return [r for r in rows if r["id"] in set(wanted)]
+
+
 def words_by_path(per_question: list[dict]) -> str:
     """The product's mean words per answer path: the passages alone, or the passages and a
     whole-pack list of items (a list question, issue 48), whose length is the list's."""
@@ -169,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="print each dev question's offline answer, as the product gives it")
     ap.add_argument("--questions", type=Path, default=None,
                     help="an answer set to use instead of the corpus's (with one --corpus)")
+    ap.add_argument("--ids", default=None,
+                    help="comma-separated row ids, dev or spent rows only (reported as 'ids')")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
     args = ap.parse_args(argv)
     log, printed = common.printing_log()
@@ -194,9 +212,11 @@ def main(argv: list[str] | None = None) -> int:
             bad = check_golds(pack, rows, corpus.built.base_url)
             log(f"\n{name}: {len(rows)} questions, pack {corpus.built.pack_dir}; gold strings "
                 f"missing from their gold pages in the pack: {bad or 'none'}")
-            for split in ("dev", "test") if args.split == "both" else (args.split,):
-                subset = [r for r in rows if r["split"] == split and (
-                    args.test_round is None or r.get("test_round") == args.test_round)]
+            for split in (("ids",) if args.ids else ("dev", "test") if args.split == "both"
+                          else (args.split,)):
+                subset = (by_ids(name, rows, args.ids) if args.ids else
+                          [r for r in rows if r["split"] == split and (
+                              args.test_round is None or r.get("test_round") == args.test_round)])
                 log(f"\n{name} {split} ({len(subset)} questions), share whose answer contains "
                     "every gold group (95% bootstrap interval):")
                 table, per_question = run(pack, subset, corpus.built.base_url, log)
@@ -208,14 +228,14 @@ def main(argv: list[str] | None = None) -> int:
                             f"{by_field(per_question, subset, 'class', k)}")
                 log(f"product answers that quote a lead-in without what follows it: "
                     f"{lead_ins_alone(per_question)} of {len(subset)}")
-                if args.show_answers and split == "dev":
+                if args.show_answers and split in ("dev", "ids"):
                     for q, r in zip(per_question, subset):
                         verdict = ("contains every gold group"
                                    if answer_eval.contains(q["texts"][-1], r["answers"])
                                    else f"misses some of {r['answers']}")
                         log(f"\n### {r['id']}: {r['question']} ({verdict})\n\n"
                             f"{q['texts'][-1].strip()}")
-                if args.misses and split == "dev":
+                if args.misses and split in ("dev", "ids"):
                     for q, r in zip(per_question, subset):
                         if not answer_eval.contains(q["texts"][-1], r["answers"]):
                             log(f"  miss {r['id']}: {r['question']} {r['answers']}")

@@ -246,6 +246,29 @@ def test_a_part_is_ranked_on_what_it_asks_not_on_the_scene_set_before_it():
     assert asks.parts("Name the Service types, and describe each.") == []
 
 
+def test_a_question_in_two_sentences_or_with_a_clause_before_its_second_half_has_two_parts():
+    # Two question sentences, the second opening with "And".
+    q = ("Does the Cassandra StatefulSet start its Pods one after another? And in the Job "
+         "expansion task, what does the `$ITEM` placeholder mean to Kubernetes?")
+    assert asks.parts(q) == [
+        "Does the Cassandra StatefulSet start its Pods one after another?",
+        "in the Job expansion task, what does the `$ITEM` placeholder mean to Kubernetes?"]
+    # ", and at which ...", and ", and <a clause>, which ...".
+    assert asks.parts("Which port must the webhook Service expose, and at which path does the "
+                      "API server serve its OpenAPI spec?")[1].startswith("at which path")
+    assert asks.parts("Which ClusterConfiguration field passes extra flags to kube-apiserver, "
+                      "and after the cluster exists, which ConfigMap holds that configuration?"
+                      )[1].startswith("after the cluster exists, which ConfigMap")
+    # A first half that asks about the scene before it keeps the scene.
+    first = asks.parts("My gRPC probe on a named port doesn't work. Why not, and for an HTTP "
+                       "probe, which response codes count as success?")[0]
+    assert first == "My gRPC probe on a named port doesn't work. Why not"
+    # "and" inside a thing, or a clause without a second question, splits nothing.
+    assert asks.parts("In a namespace with a CPU and memory quota, what can happen to a Pod "
+                      "that sets no limits?") == []
+    assert asks.parts("How do I drain a node? I run kubectl 1.30.") == []
+
+
 def test_program_output_is_marked_for_a_how_to_question():
     text = ("Roll back with this command:\n\n```shell\nkubectl rollout undo deployment/nginx\n```"
             "\n\nThe output is similar to this:\n\n```\ndeployment.apps/nginx rolled back\n```\n")

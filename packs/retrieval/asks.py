@@ -121,10 +121,15 @@ def has(kind: str, u: Unit, raw: str, asked: set[str], term_bonus: bool = True) 
 
 
 # Where a question asks a second thing: ", and which ...", "; how ...", " and why ...".
+_ASKING = (r"(?:what|which|how|why|where|when|who|whose|whom|does|do|did|is|are|was|were|"
+           r"can|could|should|will|would|must|may|(?:in|on|at|for|to|from|by|with|into|under)"
+           r" (?:which|what))\b")
 _SECOND = re.compile(
-    r"(?:,\s*and|;|,\s*but|\band)\s+(?=(?:what|which|how|why|where|when|who|whose|whom|"
-    r"does|do|did|is|are|was|were|can|could|should|will|would|must|may|in which|"
-    r"on which|at what|for which|to which)\b)", re.I)
+    rf"(?:,\s*and|;|,\s*but|\band)\s+(?={_ASKING})|"
+    # ", and after the cluster exists, which ConfigMap ...": a clause, then the question
+    rf",\s*and\s+(?=[^,;?]{{3,60}},\s*{_ASKING})", re.I)
+# A second question sentence's opening word ("...? And in the guestbook tutorial, what ...?").
+_AND_OPENING = re.compile(r"^(?:(?:and|also|plus)\b[,\s]*)?", re.I)
 # An imperative sentence that asks for two things: "Name the feature gate that ..., and the
 # lowest containerd version ..." (the second thing after ", and the").
 _IMPERATIVE = re.compile(r"^(?:name|list|give|tell me|state|say)\b", re.I)
@@ -156,8 +161,12 @@ def parts(question: str) -> list[str]:
     of its own ("Which field removes a finished Job, and which field says how many failed
     Jobs to keep?" → its two halves; "What is the difference between a liveness and a
     readiness probe?" → "What is a liveness probe?", "What is a readiness probe?": the
-    units that define each answer it); [] for a question about
-    one thing. A part needs two words of its own that are not stop words (one, of a pair)."""
+    units that define each answer it; "Does X start its Pods one by one? And in the Job
+    task, what does `$ITEM` mean?" → its two question sentences; ", and after the cluster
+    exists, which ConfigMap ..." → the clause goes with the second); [] for a question about
+    one thing. A part needs two words of its own that are not stop words (one, of a pair);
+    the first keeps the scene set before it when it has none without it ("... never reach
+    my backend. Why not, and ...")."""
     m = _PAIR.search(question)
     if m:
         a, b = [g for g in m.groups() if g is not None][:2]
@@ -170,13 +179,21 @@ def parts(question: str) -> list[str]:
         found = [f"What is {a}?", f"What is {b}?"]  # each thing defined on its own
     else:
         seps = [(m.start(), m.end()) for m in _SECOND.finditer(question)]
-        for a, b in text_rules.sentence_spans(question):
+        said = text_rules.sentence_spans(question)
+        for a, b in said:
             if _IMPERATIVE.match(question[a:b]):
                 seps += [(a + m.start(), a + m.end()) for m in _AND_THE.finditer(question[a:b])]
+        asked = [(a, b) for a, b in said if question[a:b].endswith("?")]
+        for (_, b), (a, _) in zip(asked, asked[1:]):  # two questions, one sentence each
+            if not any(b <= i < a for i, _ in seps):
+                seps.append((b, a + _AND_OPENING.match(question[a:]).end()))
         ends = [0, *(j for _, j in sorted(seps))]
         starts = [i for i, _ in sorted(seps)] + [len(question)]
         found = [question[i:j].strip(" ,;") for i, j in zip(ends, starts)]
-        found[0] = asking(found[0])
+        # The first part without the scene before it, unless that leaves it nothing of its
+        # own ("... never reach my backend. Why not, and ..." asks about the scene).
+        first = asking(found[0])
+        found[0] = first if len(set(text_rules.terms(first))) >= 2 else found[0]
     least = 1 if m else 2
     found = [f for f in found if len(set(text_rules.terms(f))) >= least]
     return found if len(found) >= 2 else []
