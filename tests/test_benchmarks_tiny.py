@@ -26,6 +26,7 @@ from benchmarks import (
     k8s_runners,
     lead_in_chunks,
     query_latency,
+    reader_data,
     retrieval_defaults,
     scifact,
     whole_pack,
@@ -773,3 +774,20 @@ def test_graph_precision_refuses_unlabelled_items():
     assert s["precision"] == 0.5 and s["classes"] == {"generic": 1}
     lo, hi = graph_precision.wilson(8, 10)
     assert round(lo, 4) == 0.4902 and round(hi, 4) == 0.9433
+
+
+def test_ids_take_dev_and_spent_rows_and_refuse_an_unread_test_row():
+    """doc_answers --ids: the rows a change touches, dev or spent (a test round the ledger
+    has run); a test row no blind run has read yet is refused, not looked at."""
+    rows = doc_answers.load_questions("kubernetes")
+    allowed = {r["id"] for r in reader_data.dev_rows("kubernetes", spent=True)}
+    dev = next(r["id"] for r in rows if r["split"] == "dev")
+    spent = next(r["id"] for r in rows if r["split"] != "dev" and r["id"] in allowed)
+    assert [r["id"] for r in doc_answers.by_ids("kubernetes", rows, f"{dev}, {spent}")] == [
+        r["id"] for r in rows if r["id"] in {dev, spent}]
+    unread = [r["id"] for r in rows if r["id"] not in allowed]
+    if unread:  # every test round may have been run already
+        with pytest.raises(SystemExit, match="not dev or spent"):
+            doc_answers.by_ids("kubernetes", rows, unread[0])
+    with pytest.raises(SystemExit, match="no-such-row"):
+        doc_answers.by_ids("kubernetes", rows, "no-such-row")
