@@ -791,3 +791,21 @@ def test_ids_take_dev_and_spent_rows_and_refuse_an_unread_test_row():
             doc_answers.by_ids("kubernetes", rows, unread[0])
     with pytest.raises(SystemExit, match="no-such-row"):
         doc_answers.by_ids("kubernetes", rows, "no-such-row")
+
+
+def test_whole_pack_items_the_pack_cannot_hold_are_left_out_of_recall():
+    """benchmarks/whole_pack.py `checkable`: an item counts where one of its pages in the
+    pack writes one of its alternatives (its title and headings included); a question left
+    with no item is left out."""
+    base = "http://127.0.0.1:1"
+    texts = {f"{base}/a.md": "Labels and Selectors\nPods > Init\nUse `kubectl get` here."}
+    rows = [{"id": "q1", "items": [
+        {"item": "get", "alternatives": ["kubectl get"], "pages": ["a.md"]},
+        {"item": "title", "alternatives": ["labels and selectors"], "pages": ["a.md"]},
+        {"item": "gone", "alternatives": ["kubectl edit"], "pages": ["a.md"]},
+        {"item": "elsewhere", "alternatives": ["Role"], "pages": ["reference/rbac.md"]}]},
+        {"id": "q2", "items": [{"item": "x", "alternatives": ["y"], "pages": ["b.md"]}]}]
+    kept, dropped = whole_pack.checkable(rows, texts, base)
+    assert [i["item"] for i in kept[0]["items"]] == ["get", "title"] and len(kept) == 1
+    assert dropped == ["q1: gone", "q1: elsewhere", "q2: x"]
+    assert whole_pack.recall("kubectl get; Labels and Selectors", kept[0]["items"])[0] == 1.0
