@@ -64,6 +64,19 @@ def test_offline_list_answer_cites_every_item(monkeypatch, pack):
     assert unverified_lines(text, answer["citations"]) == []
 
 
+def test_a_question_that_sets_something_aside_gets_its_list_from_the_search_without_it(
+        monkeypatch, pack):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    answer = pack.ask("Which components does a Kestrel deployment have, besides the "
+                      "scheduler's timezone setting?", use_cache=False)
+    assert answer["query_type"] == "whole_pack_retrieval_only"
+    assert "**RetryPolicy**" in answer["answer"]
+    # The sections the second search brings are numbered after the first's and verified.
+    assert all(c["verified"] for c in answer["citations"]) and not answer["unsupported"]
+    assert_citations_match_the_pack(answer, pack)
+    assert unverified_lines(answer["answer"], answer["citations"]) == []
+
+
 def test_the_closing_line_of_items_named_above_follows_the_list():
     # An item whose passage the answer quotes above is named on a closing line; the
     # explorer shows it after the list, not inside its last item.
@@ -211,6 +224,21 @@ def test_what_a_list_question_sets_aside():
     assert aside("Which kinds of dependencies can a Cargo.toml declare besides normal "
                  "dependencies?") == set()
     assert aside("Which kubectl commands debug a node?") == set()
+
+
+def test_the_region_is_searched_without_what_the_question_sets_aside():
+    searched = whole_pack_questions.searched_question
+    # After the question, before it, or in the middle: the search leaves it out.
+    assert searched("Which StatefulSet fields do the docs describe, besides replicas, selector "
+                    "and the Pod template?") == "Which StatefulSet fields do the docs describe?"
+    assert searched("Besides CPU and memory, what other kinds of resources can a Pod "
+                    "request?") == "what other kinds of resources can a Pod request?"
+    assert searched("Which tools besides plain kubectl commands help debug nodes?") == (
+        "Which tools help debug nodes?")
+    # "beyond" that compares, and a question with nothing set aside, are searched as asked.
+    for q in ("What happens to a Pod whose requests go beyond what is available?",
+              "Which kubectl commands debug a node?"):
+        assert searched(q) == q
 
 
 def test_an_item_is_quoted_by_a_sentence_that_does_not_end_by_introducing_a_listing():

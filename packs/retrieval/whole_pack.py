@@ -22,12 +22,11 @@ Candidates come through the graph, not only the search's top sections:
   table rows under a first header that names what is asked (`table_heads`) and the code
   spans of the region that no entity names (`code_span_items`) and the commands its code
   blocks run with a program the question names (`command_items`); what the question sets
-  aside ("besides plain kubectl commands", `set_aside`) is no name to search
-  and its items weigh ASIDE_WEIGHT; each item is
-  quoted by the sentence (or list item, table row) of its best section that names it; of
-  these `candidates` (hand order), the learned item model (packs/retrieval/
-  whole_pack_rank.py) picks which the answer lists, and the less likely ones it names
-  after them (`list_items`);
+  aside ("besides plain kubectl commands", `set_aside`) is no name to search, its items
+  weigh ASIDE_WEIGHT and the region's search leaves it out (`searched_question`); each item
+  is quoted by the sentence (or list item, table row) of its best section that names it; of
+  these `candidates` (hand order), the learned item model (whole_pack_rank.py) picks which
+  the answer lists, and the less likely ones it names after them (`list_items`);
 - **overview**: the region's pages, each item the page's title with its lead sentence and
   the headings of its sections; for the pack itself ("what is this pack about"), its
   topic map (packs/topics.py): packs/retrieval/whole_pack_overview.py.
@@ -73,6 +72,7 @@ from packs.retrieval.whole_pack_questions import (
     head_stem,
     listed_above,
     question_kind,
+    searched_question,
     wanted_types,
 )
 from packs.retrieval.whole_pack_rank import CANDIDATES, ItemModel, pick
@@ -383,7 +383,10 @@ def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = Non
                         {n: s.content for n, s in shown.items()}, following):
             return None  # the passages quote the whole list asked for: they answer it
     numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
-    text, quotes, added = answer(pack, result, kind, numbers,
+    searched = searched_question(result.question)  # its region: not what it sets aside
+    region_of = (result if searched == result.question else
+                 dataclasses.replace(pack.search(searched), question=result.question))
+    text, quotes, added = answer(pack, region_of, kind, numbers,
                                  [q for _, q in single[1]] if single is not None else ())
     if not text:
         return None

@@ -352,7 +352,8 @@ def subcommands_first(scored: list[tuple], programs: set[str]) -> list[tuple]:
 
 
 # "Which tools besides plain kubectl commands ...": what the question sets aside.
-_EXCEPT = re.compile(r"\b(?:besides|other than|apart from|aside from|except(?: for)?|beyond)"
+EXCEPT_WORDS = r"besides|other than|apart from|aside from|except(?: for)?|beyond"
+EXCEPT = re.compile(rf"\b(?:{EXCEPT_WORDS})"
                      r"\s+(?:((?:[\w.`'-]+\s*){1,5}?)(?=[,?]|\s+(?:do|does|did|can|could|what|"
                      r"which|to|in|on|for|are|is|that|you|we)\b|$)|((?:[\w.`'-]+\s*){1,3}))",
                      re.I)
@@ -365,7 +366,7 @@ def set_aside(question: str, head: str | None) -> set[str]:
     besides normal dependencies" still asks for dependencies)."""
     out: set[str] = set()
     rest = question
-    for m in _EXCEPT.finditer(question):
+    for m in EXCEPT.finditer(question):
         out |= set(text_rules.terms(m.group(1) or m.group(2))) - _PLAIN
         rest = rest.replace(m.group(0), " ")
     # A term the question also asks with elsewhere is what it asks for.

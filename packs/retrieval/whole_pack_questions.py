@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from packs import text as text_rules
 from packs.markdown import list_marker
 from packs.retrieval.asks import asking, how_to
+from packs.retrieval.whole_pack_items import EXCEPT, EXCEPT_WORDS
 
 _OVERVIEW = re.compile(
     r"\bmain topics\b|\bwhat (?:topics )?does (?:the |this )?.{0,80}\bcover\b|"
@@ -224,6 +225,27 @@ def across_terms(question: str) -> set[str]:
     """The terms of the words that make a question an across question ("from release to
     release", "what changed", "in each", "across"): how it asks, not what about."""
     return {t for m in _ACROSS.finditer(asking(question)) for t in text_rules.terms(m.group(0))}
+
+
+# What a question sets aside, where it stands: "Besides CPU and memory, what ...", "...,
+# besides replicas, selector and the Pod template?", or in between (whole_pack_items
+# EXCEPT); not "beyond", which as often compares ("go beyond what is allowed").
+_ASIDE_WORDS = EXCEPT_WORDS.removesuffix("|beyond")
+_ASIDE_FIRST = re.compile(rf"^\s*(?:{_ASIDE_WORDS})\b[^,?]*,\s*", re.I)
+_ASIDE_LAST = re.compile(rf",\s*(?:{_ASIDE_WORDS})\b[^?]*", re.I)
+
+
+def searched_question(question: str) -> str:
+    """The question without what it sets aside, for the search its region comes from:
+    "Which StatefulSet fields do the docs describe, besides replicas, selector and the Pod
+    template?" otherwise finds the pages about replicas, selectors and Pod templates first.
+    The question itself when nothing is set aside, or too little would be left."""
+    out = _ASIDE_LAST.sub("", _ASIDE_FIRST.sub("", question))
+    for m in EXCEPT.finditer(out):
+        if not m.group(0).lower().startswith("beyond"):
+            out = out.replace(m.group(0), " ")
+    out = " ".join(out.split()).replace(" ?", "?")
+    return out if out != question and len(set(text_rules.terms(out))) >= 2 else question
 
 
 def wanted_types(question: str) -> set[str]:
