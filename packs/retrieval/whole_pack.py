@@ -293,7 +293,7 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
             added.append((numbers[sec.id], sec))
         folded = normalise(quote)
         if any(folded in q for q in above):
-            named.append(f"**{item.name}** [{numbers[sec.id]}]")
+            named.append(f"{item.bold()} [{numbers[sec.id]}]")
             named_quotes.append((numbers[sec.id], quote))
         else:
             bullets.setdefault((sec.id, item.start, item.end), []).append(item)
@@ -313,7 +313,7 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     if len(groups) > len(shown_groups):  # the later items: named, each with its citation
         later = [(item, numbers[item.section.id]) for g in groups[len(shown_groups):]
                  for item in g]
-        lines += ["", "More items: " + ", ".join(f"**{i.name}** [{n}]" for i, n in later)]
+        lines += ["", "More items: " + ", ".join(f"{i.bold()} [{n}]" for i, n in later)]
         quotes += [(n, i.section.content[slice(*shown_span([i]))]) for i, n in later]
     if named:  # a paragraph of its own, not a continuation of the last bullet
         lines += ["", f"Also named in the passages above: {', '.join(named)}"]
@@ -327,7 +327,7 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         if sec.id not in numbers:
             numbers[sec.id] = max(numbers.values(), default=0) + 1
             added.append((numbers[sec.id], sec))
-        less.append(f"**{item.name}** [{numbers[sec.id]}]")
+        less.append(f"{item.bold()} [{numbers[sec.id]}]")
         a, b = shown_span([item])
         less_quotes.append((numbers[sec.id], sec.content[a:b]))
     if less:
@@ -352,7 +352,7 @@ def _bullet(group: list[Item], n: int) -> tuple[str, str]:
     shown = f"{'… ' if a > first.start else ''}{shown}{' …' if b < first.end else ''}"
     extras = [e for item in group for e in item.extra]
     extra = f" (covers: {'; '.join(extras)})" if extras else ""
-    label = ", ".join(f"**{item.name}**" for item in group)
+    label = ", ".join(item.bold() for item in group)
     return f"- {label}{extra}: {shown} [{n}]", quote
 
 

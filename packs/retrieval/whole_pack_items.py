@@ -59,6 +59,20 @@ class Item:
     etype: str = ""  # the entity's type, "code" (a code span) or "row" (a table's cell)
     pages: int = 1  # the pages of the region that name it
 
+    def bold(self) -> str:
+        """The item's name as a list shows it: bold, no bracket of it read as a citation."""
+        return f"**{no_citation(self.name)}**"
+
+
+# A "[" that a reader of the answer (packs/citations.py) would take for a citation's.
+_CITATION_LIKE = re.compile(r"(?<![\\\w])\[(?=\d)")
+
+
+def no_citation(text: str) -> str:
+    """`text` with each "[" that would read as a citation escaped: the item `&"hi"[0]` of
+    a list is no citation of source 0."""
+    return _CITATION_LIKE.sub(r"\\[", text)
+
 
 def sec_of(row: list) -> Sec:
     art, sid, url, title, heading, content, pos = row
