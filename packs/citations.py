@@ -36,6 +36,8 @@ CITATION_FIELDS = ("n", "pack", "url", "section_id", "heading_path", "quote", "s
 
 _BRACKET = re.compile(r"(?<![\\\w])\[([^\[\]\n]{1,120})\](?!\()")
 _NUMBER = re.compile(r"\d{1,6}")
+# A "[" that would open a marker: before a digit, after no word character or backslash.
+_MARKER_START = re.compile(r"(?<![\\\w])\[(?=\d)")
 
 
 class CitedSection(Protocol):
@@ -63,6 +65,12 @@ def markers(answer: str) -> list[int]:
             continue
         out.extend(int(p) for p in parts if _NUMBER.fullmatch(p))
     return out
+
+
+def no_marker(text: str) -> str:
+    """`text` (a page's own words, quoted in an answer) with each "[" that would read as a
+    citation marker escaped ("\\[0]"): the item `&"hi"[0]`, a footnote "[1]" of the page."""
+    return _MARKER_START.sub(r"\\[", text)
 
 
 def normalise(text: str) -> str:

@@ -244,14 +244,14 @@ def test_the_region_is_searched_without_what_the_question_sets_aside():
 def test_an_item_whose_name_holds_a_bracketed_number_is_no_citation():
     # The Rust book's `&"hi"[0]`: named on a line of items, "[0]" read as a citation of
     # source 0 that no section backs (an unverified citation in a list of verified ones).
-    from packs.citations import _BRACKET
+    from packs.citations import _BRACKET, no_marker
 
     text = 'Indexing with `&"hi"[0]` panics, and `s[1]` too.'
     sec = whole_pack_items.Sec("a", "s1", "http://x/a", "A", "A", text, 0, 1.0)
     item = whole_pack_items.Item('&"hi"[0]', sec, 0, len(text), 1.0)
     line, _ = whole_pack._bullet([item], 3)
     assert item.bold() == '**&"hi"\\[0]**' and _BRACKET.findall(line) == ["3"]
-    assert whole_pack_items.no_citation("s[1] and [profile.dev]") == "s[1] and [profile.dev]"
+    assert no_marker("s[1] and [profile.dev]") == "s[1] and [profile.dev]"
 
 
 def test_an_item_is_quoted_by_a_sentence_that_does_not_end_by_introducing_a_listing():

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packs import text as text_rules
+from packs.citations import no_marker
 from packs.retrieval import asks, reader
 from packs.retrieval import reader_features as rf
 from packs.retrieval.asks import question_types
@@ -55,7 +56,6 @@ RETRIEVAL_ONLY_NOTE = (
     "Retrieval-only answer (no language model was used; set ANTHROPIC_API_KEY for a "
     "synthesised answer). The most relevant passages in the pack:"
 )
-_MARKER_LIKE = re.compile(r"(?<![\\\w])\[(?=\d)")
 
 
 @dataclass(frozen=True)
@@ -161,14 +161,14 @@ def shown(unit: Unit) -> str:
         return _fenced(unit.display)
     if unit.kind == "leadin":
         lead, _, rest = unit.display.partition("\n")
-        lead = _MARKER_LIKE.sub(r"\\[", lead)
+        lead = no_marker(lead)
         if unit.inner == "code":
             return lead + _fenced(rest)
         if unit.inner in ("item", "row"):
-            items = _MARKER_LIKE.sub(r"\\[", rest)
+            items = no_marker(rest)
             return lead + "\n" + "\n".join("  " + line for line in items.splitlines())
-        return _MARKER_LIKE.sub(r"\\[", f"{lead} {rest}")
-    return _MARKER_LIKE.sub(r"\\[", unit.display)
+        return no_marker(f"{lead} {rest}")
+    return no_marker(unit.display)
 
 
 # A version or release as headings write them ("Kubernetes v1.31", "Go 1.22", "2024.1").
@@ -213,7 +213,7 @@ def bullet(question: str, unit: Unit, raw: str, passage: rf.Passage) -> str:
     section's heading when the value the question asks for lives there (`heading_value`);
     `raw`: the unit's span of the section."""
     head = heading_value(question, unit, raw, passage)
-    return ("*" + _MARKER_LIKE.sub(r"\\[", head) + "*: " if head else "") + shown(unit)
+    return ("*" + no_marker(head) + "*: " if head else "") + shown(unit)
 
 
 def passages_of(cited: Sequence[RankedSection], extra: Sequence[RankedSection] = ()

@@ -43,8 +43,8 @@ _QUOTE_MARK = re.compile(r"^[ \t]*>[ \t]?", re.M)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _CUT = " …"
 _OPEN_CUT = "… "
-# The answer's escape of a "[" that would read as a citation marker (packs/retrieval/
-# extractive.py `_MARKER_LIKE`): "\\[" before a digit.
+# The answer's escape of a "[" that would read as a citation marker (packs/citations.py
+# `no_marker`): "\\[" before a digit.
 _ESCAPED = re.compile(r"\\\[(?=\d)")
 
 

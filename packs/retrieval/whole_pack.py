@@ -38,13 +38,12 @@ The pieces that need no database (sections and items, their quotes, `page_items`
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Collection
 from typing import Any
 
 from packs import text as text_rules
-from packs.citations import locate, normalise
+from packs.citations import locate, no_marker, normalise
 from packs.db import fts_query_text
 from packs.markdown import fence_spans, list_marker
 from packs.retrieval import extractive
@@ -348,7 +347,7 @@ def _bullet(group: list[Item], n: int) -> tuple[str, str]:
     shown = shown[marker.end():] if marker else shown
     if any(x <= first.start and first.end <= y for x, y in fence_spans(sec.content)):
         shown = f"`{shown}`" if "`" not in shown else shown  # a line of a code block
-    shown = re.sub(r"(?<![\\\w])\[(?=\d)", r"\\[", shown)
+    shown = no_marker(shown)
     shown = f"{'… ' if a > first.start else ''}{shown}{' …' if b < first.end else ''}"
     extras = [e for item in group for e in item.extra]
     extra = f" (covers: {'; '.join(extras)})" if extras else ""

@@ -23,11 +23,10 @@ import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from packs.citations import locate
+from packs.citations import locate, no_marker
 from packs.llm.usage import add_query_usage, query_usage
 from packs.result import RankedSection
 from packs.retrieval import synthesis, whole_pack
-from packs.retrieval.whole_pack_items import no_citation
 
 QUERY_TYPE = "whole_pack"
 GROUP = 6
@@ -137,6 +136,6 @@ def answer(pack: Any, result: Any, api, model: str, usage: dict[str, Any]
     if not items:
         return "", [], "insufficient_context", result
     lines = ["The items the pack names, each with the passage it comes from:", ""]
-    lines += [f"- **{no_citation(it['item'])}**: {no_citation(' '.join(it['quote'].split()))} "
+    lines += [f"- **{no_marker(it['item'])}**: {no_marker(' '.join(it['quote'].split()))} "
               f"[{it['n']}]" for it in items]
     return "\n".join(lines), [(it["n"], it["quote"]) for it in items], QUERY_TYPE, result

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from packs import text as text_rules
+from packs.citations import no_marker
 from packs.markdown import fence_spans
 from packs.retrieval.segment import segment
 from packs.retrieval.units import heading_only
@@ -61,17 +62,7 @@ class Item:
 
     def bold(self) -> str:
         """The item's name as a list shows it: bold, no bracket of it read as a citation."""
-        return f"**{no_citation(self.name)}**"
-
-
-# A "[" that a reader of the answer (packs/citations.py) would take for a citation's.
-_CITATION_LIKE = re.compile(r"(?<![\\\w])\[(?=\d)")
-
-
-def no_citation(text: str) -> str:
-    """`text` with each "[" that would read as a citation escaped: the item `&"hi"[0]` of
-    a list is no citation of source 0."""
-    return _CITATION_LIKE.sub(r"\\[", text)
+        return f"**{no_marker(self.name)}**"
 
 
 def sec_of(row: list) -> Sec:
