@@ -383,8 +383,8 @@ def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = Non
             return None  # the passages quote the whole list asked for: they answer it
     numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
     searched = searched_question(result.question)  # its region: not what it sets aside
-    region_of = (result if searched == result.question else
-                 dataclasses.replace(pack.search(searched), question=result.question))
+    region_of = (result if searched == result.question else dataclasses.replace(
+        pack.search(searched, **result.filters), question=result.question))
     text, quotes, added = answer(pack, region_of, kind, numbers,
                                  [q for _, q in single[1]] if single is not None else ())
     if not text:
