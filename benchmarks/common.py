@@ -219,6 +219,26 @@ def build_cached(name: str, pages: Sequence[Page], work: Path, model: str = MODE
 # --- plain-library baselines ----------------------------------------------------------------
 
 
+def page_texts(pack, headings: bool = False) -> dict[str, str]:
+    """Each page's text in an open pack, by URL: its sections' contents in the pack's order;
+    with `headings`, its title first and each section's heading path before its content (a
+    whole-pack item may be a page's title or a heading)."""
+    import polars as pl
+
+    from packs import format as fmt
+
+    columns = ["url", "title", "heading_path", "content"] if headings else ["url", "content"]
+    out: dict[str, str] = {}
+    for row in pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
+                               columns=columns).iter_rows():
+        url, content = row[0], row[-1]
+        if headings:
+            out[url] = f"{out.get(url, row[1] or '')}\n{row[2] or ''}\n{content}"
+        else:
+            out[url] = f"{out.get(url, '')}\n{content}"
+    return out
+
+
 def bm25_rankings(doc_ids: Sequence[str], texts: Sequence[str], queries: Sequence[str],
                   k: int = 100) -> list[list[str]]:
     """bm25s (Lucene BM25, k1=1.5, b=0.75) with English stop words and the Snowball stemmer."""

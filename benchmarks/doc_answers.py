@@ -73,15 +73,7 @@ def load_questions(name: str) -> list[dict]:
 
 def check_golds(pack, rows: list[dict], base_url: str) -> list[str]:
     """Questions with a gold group that occurs in none of their gold pages' sections."""
-    import polars as pl
-
-    from packs import format as fmt
-
-    table = pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
-                            columns=["url", "content"])
-    by_url: dict[str, str] = {}
-    for url, content in table.iter_rows():
-        by_url[url] = by_url.get(url, "") + "\n" + content
+    by_url = common.page_texts(pack)
     bad = []
     for r in rows:
         text = answer_eval.fold(" ".join(by_url.get(f"{base_url}/{g}", "") for g in r["gold"]))

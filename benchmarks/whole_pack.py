@@ -66,21 +66,6 @@ def recall(answer: str, items: list[dict]) -> tuple[float, list[str]]:
     return (1 - len(missed) / len(items)) if items else 0.0, missed
 
 
-def page_texts(pack) -> dict[str, str]:
-    """Each page's text in the pack, by URL: its title, its sections' heading paths and
-    their contents (an overview item is a page's title or a heading)."""
-    import polars as pl
-
-    from packs import format as fmt
-
-    table = pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
-                            columns=["url", "title", "heading_path", "content"])
-    out: dict[str, str] = {}
-    for url, title, heading, content in table.iter_rows():
-        out[url] = f"{out.get(url, title or '')}\n{heading or ''}\n{content}"
-    return out
-
-
 def checkable(rows: list[dict], texts: dict[str, str], base_url: str
               ) -> tuple[list[dict], list[str]]:
     """(the rows with only the items one of whose pages in the pack writes one of their
@@ -217,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             if problems:
                 raise SystemExit("; ".join(problems))
         with KnowledgePack.open(corpus.built.pack_dir) as pack:
-            rows, dropped = checkable(rows, page_texts(pack), corpus.built.base_url)
+            rows, dropped = checkable(rows, common.page_texts(pack, headings=True),
+                                      corpus.built.base_url)
             log(f"  items no page of theirs in the pack writes (left out of recall): "
                 f"{len(dropped)}{': ' + '; '.join(dropped) if dropped else ''}")
             per = run_split(pack, rows, log, args.misses)
