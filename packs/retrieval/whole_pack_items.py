@@ -357,8 +357,8 @@ def subcommands_first(scored: list[tuple], programs: set[str]) -> list[tuple]:
 
 
 # "Which tools besides plain kubectl commands ...": what the question sets aside.
-EXCEPT_WORDS = r"besides|other than|apart from|aside from|except(?: for)?|beyond"
-EXCEPT = re.compile(rf"\b(?:{EXCEPT_WORDS})"
+ASIDE_WORDS = r"besides|other than|apart from|aside from|except(?: for)?"
+EXCEPT = re.compile(rf"\b(?:{ASIDE_WORDS}|beyond)"
                      r"\s+(?:((?:[\w.`'-]+\s*){1,5}?)(?=[,?]|\s+(?:do|does|did|can|could|what|"
                      r"which|to|in|on|for|are|is|that|you|we)\b|$)|((?:[\w.`'-]+\s*){1,3}))",
                      re.I)

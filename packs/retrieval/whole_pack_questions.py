@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from packs import text as text_rules
 from packs.markdown import list_marker
 from packs.retrieval.asks import asking, how_to
-from packs.retrieval.whole_pack_items import EXCEPT, EXCEPT_WORDS
+from packs.retrieval.whole_pack_items import ASIDE_WORDS, EXCEPT
 
 _OVERVIEW = re.compile(
     r"\bmain topics\b|\bwhat (?:topics )?does (?:the |this )?.{0,80}\bcover\b|"
@@ -230,9 +230,8 @@ def across_terms(question: str) -> set[str]:
 # What a question sets aside, where it stands: "Besides CPU and memory, what ...", "...,
 # besides replicas, selector and the Pod template?", or in between (whole_pack_items
 # EXCEPT); not "beyond", which as often compares ("go beyond what is allowed").
-_ASIDE_WORDS = EXCEPT_WORDS.removesuffix("|beyond")
-_ASIDE_FIRST = re.compile(rf"^\s*(?:{_ASIDE_WORDS})\b[^,?]*,\s*", re.I)
-_ASIDE_LAST = re.compile(rf",\s*(?:{_ASIDE_WORDS})\b[^?]*", re.I)
+_ASIDE_FIRST = re.compile(rf"^\s*(?:{ASIDE_WORDS})\b[^,?]*,\s*", re.I)
+_ASIDE_LAST = re.compile(rf",\s*(?:{ASIDE_WORDS})\b[^?]*", re.I)
 
 
 def searched_question(question: str) -> str:
