@@ -2,6 +2,9 @@
 
 Rules (the pure core, `split_markdown`):
 - `##`, `###` and `####` start sections; `#` is the page title; `#####`+ stay in the text.
+  A page that heads its sections with `#` as well (two or more after its title line, each
+  standing alone between blank lines: an HTML page with an <h1> per section) reads every
+  heading one level deeper (`#` starts a section, `###` and `####` both read as level 4).
 - Fence-aware: a `#` inside a ``` or ~~~ block is code, not a heading (fences and
   headings are read by `packs.markdown`, CommonMark's rules).
 - Text before the first section heading is the intro section, titled with the page title.
@@ -37,11 +40,12 @@ import polars as pl
 
 from packs import format as fmt
 from packs import text as text_rules
-from packs.markdown import heading, inline_text, iter_lines_with_fences, reference_labels
+from packs.markdown import heading, iter_lines_with_fences, reference_labels
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
+from tasks.page_headings import clean_heading, heading_level, page_title, sections_under_titles
 
-SPLITTER_VERSION = "split-v12"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v13"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
@@ -53,6 +57,8 @@ SPLITTER_VERSION = "split-v12"  # v2: long lines cut at sentence ends; v3: leadi
 # v11: a paragraph too long to carry whole leaves its last sentence, when that is the lead-in,
 # to the list it introduces
 # v12: a bare connective lead-in ("In particular,") takes the sentence before it along
+# v13: a page that heads its sections with `#` (two or more after its title, each standing
+# alone) reads each heading one level deeper: its `#` sections are sections, not body text
 HEADING_SEP = " > "
 
 # The splitter's size rules: words are whitespace runs, and an over-long line is cut at
@@ -88,12 +94,6 @@ class Chunk:
     is_code: bool
 
 
-def _clean_heading(text: str, references: frozenset[str] = frozenset()) -> str:
-    """A heading's text as a reader sees it (`references`: the page's link labels)."""
-    text = re.sub(r"\s*\{#[^}]*\}\s*$", "", text)  # Hugo/Pandoc heading anchors
-    return inline_text(text, references)
-
-
 def sections_from_markdown(text: str, page_title: str) -> list[RawSection]:
     """Cut Markdown into raw sections by ##–#### headings (see module docstring);
     `page_title` is used as given (`page_title()` renders it)."""
@@ -111,19 +111,22 @@ def sections_from_markdown(text: str, page_title: str) -> list[RawSection]:
         if seen_heading or text_body:
             out.append(RawSection(current_title, current_path, current_level, text_body))
 
-    for line, in_code in iter_lines_with_fences(text):
+    lines = list(iter_lines_with_fences(text))
+    shift = sections_under_titles(lines)
+    for k, (line, in_code) in enumerate(lines):
         h = None if in_code else heading(line)
         if h and not h.text:
             h = None  # an empty heading ("##") stays in the text
-        if h and h.level == 1:
-            if not body and not seen_heading:
-                continue  # the page's own title line
-            body.append(_clean_heading(h.text, refs))
+        if h and h.level == 1 and not body and not seen_heading:
+            continue  # the page's own title line
+        level = heading_level(lines, k, h, shift) if h else 0
+        if h and h.level == 1 and level < 2:
+            body.append(clean_heading(h.text, refs))
             continue
-        if h and 2 <= h.level <= 4:
+        if h and 2 <= level <= 4 + shift:
             flush()
-            level = h.level
-            name = _clean_heading(h.text, refs) or "(untitled)"
+            level = min(level, 4)
+            name = clean_heading(h.text, refs) or "(untitled)"
             stack = [(lv, n) for lv, n in stack if lv < level] + [(level, name)]
             current_title, current_level = name, level
             current_path = (title, *(h for _, h in stack))
@@ -342,32 +345,6 @@ SECTION_SCHEMA = {
     "chunk": pl.Int64, "content": pl.Utf8, "content_hash": pl.Utf8, "word_count": pl.Int64,
     "is_code": pl.Boolean,
 }
-
-
-def leading_heading(text: str) -> tuple[str, str] | None:
-    """(heading as a reader sees it, the text after it) when the first non-blank line
-    outside code fences is a heading of level 1-4 with some text; else None."""
-    lines = text.splitlines()
-    for i, (line, in_code) in enumerate(iter_lines_with_fences(text)):
-        if not line.strip():
-            continue
-        h = None if in_code else heading(line)
-        if h and h.level <= 4 and (shown := _clean_heading(h.text, reference_labels(text))):
-            return shown, "\n".join(lines[i + 1:])
-        return None
-    return None
-
-
-def page_title(title: str | None, url: str, text: str) -> tuple[str, str]:
-    """(title, text) of a page: its own title as a reader sees it (a front matter or `#`
-    title may be Markdown: "`kubectl` cheat sheet"); else its leading heading, taken out of
-    the text (it is the title line); else the last segment of its URL."""
-    if title and (shown := inline_text(title, reference_labels(text))):
-        return shown, text
-    lead = leading_heading(text)
-    if lead is not None:
-        return lead
-    return url.rstrip("/").rsplit("/", 1)[-1], text
 
 
 def split_pages(pages: pl.DataFrame, max_words: int, overlap_words: int) -> pl.DataFrame:

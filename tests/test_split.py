@@ -356,3 +356,30 @@ def test_a_bare_connective_takes_the_sentence_before_it_to_the_list() -> None:
     assert chunks[0].endswith("p17.")
     assert chunks[1].startswith(before + " In particular,\n\n- effect 0")
     assert set(" ".join(chunks).split()) == set(body.split())
+
+
+def test_a_page_that_heads_its_sections_with_h1_keeps_them_as_sections() -> None:
+    # An HTML page with an <h1> per section (Google's SRE book) comes out of trafilatura as
+    # several "#" headings; each had been read as a line of the intro's text, so the page
+    # was one run of sections under its title.
+    text = ("# Monitoring Distributed Systems\n\nThe chapter's opening.\n\n# Definitions\n\n"
+            "Monitoring: collecting numbers.\n\n## White-box monitoring\n\nInternals.\n\n"
+            "# Why Monitor?\n\nTo alert.\n")
+    secs = sections_from_markdown(text, "Monitoring Distributed Systems")
+    assert [" > ".join(s.heading_path) for s in secs] == [
+        "Monitoring Distributed Systems",
+        "Monitoring Distributed Systems > Definitions",
+        "Monitoring Distributed Systems > Definitions > White-box monitoring",
+        "Monitoring Distributed Systems > Why Monitor?",
+    ]
+    assert secs[0].body == "The chapter's opening." and secs[1].level == 2
+    # One "#" line after the title, or a run of "#" comment lines a fence did not hold (a
+    # YAML listing inside a shortcode), is text, as before.
+    one = "# T\n\nIntro.\n\n# Footnotes\n\nA note.\n\n## Real\n\nx\n"
+    assert [s.title for s in sections_from_markdown(one, "T")] == ["T", "Real"]
+    comments = ("# T\n\nIntro:\n\n# This manifest mounts /data on the host\n"
+                "# The mount is read-only.\n\n# Another comment\n# and its second line\n\n"
+                "## Real\n\nx\n")
+    secs = sections_from_markdown(comments, "T")
+    assert [s.title for s in secs] == ["T", "Real"]
+    assert "This manifest mounts /data on the host\nThe mount is read-only." in secs[0].body
