@@ -12,7 +12,8 @@ Two checks, each run for every candidate setting in one process (so the numbers 
    headings kept = its h2-h4 headings (less a wiki's "[edit]" link) whose text comes out as a
    Markdown heading (any level: the reference renumbers some pages' h1 sections as h2); code
    blocks kept = its <pre> blocks whose text lies inside one ``` fence; and token F1 against
-   its text.
+   its text. "As sections": of those headings, how many the split stage (tasks/sections.py)
+   then makes a section's own heading.
 
 Scoring. Markdown syntax is stripped first so markup is not penalised: link and image
 syntax keeps only its text (URLs dropped), fence lines and ordered-list numbers are
@@ -71,6 +72,7 @@ from benchmarks.extraction_scores import (  # noqa: E402
     tokens,
 )
 from tasks.fetch import parse as fetch_parse  # noqa: E402
+from tasks.sections import sections_from_markdown  # noqa: E402
 
 DOC_PAGES = (
     "google-sre-book-1",
@@ -82,6 +84,7 @@ DOC_PAGES = (
     "mozilla-1",
     "mozilla-2",
     "gitlab-blog",
+    "topicseed-1",
 )
 
 Extractor = Callable[[bytes, str], str]
@@ -201,12 +204,16 @@ def run_docs(folder: Path) -> dict[str, dict[str, dict]]:
                             for h in expected.xpath("//h2|//h3|//h4")]
             exp_pre = [pre.text_content() for pre in expected.xpath("//pre")]
             headings, fences = markdown_blocks(output) if cand.markdown else (None, None)
+            # and as the split stage reads them: the sections' own headings
+            titles = ([s.title for s in sections_from_markdown(output, "")[1:]]
+                      if cand.markdown else None)
             f1 = bag_scores(tokens(_prepared(cand, output)), tokens(expected.text_content()))[2]
             per_page[name] = {
                 "expected_headings": len(exp_headings),
                 "expected_pre": len(exp_pre),
                 "headings": None if headings is None else kept(exp_headings, headings, inside=False),
                 "code_blocks": None if fences is None else kept(exp_pre, fences, inside=True),
+                "sections": None if titles is None else kept(exp_headings, titles, inside=False),
                 "fences_out": None if fences is None else len(fences),
                 "f1": f1,
             }
@@ -251,14 +258,16 @@ def print_report(articles: dict[str, dict] | None, docs: dict[str, dict[str, dic
         exp_h = sum(p["expected_headings"] for p in first.values())
         exp_pre = sum(p["expected_pre"] for p in first.values())
         print(f"\ndoc pages ({len(first)}): h2-h4 headings and <pre> of expected.html kept, F1 vs its text")
-        print(f"{'setting':<{width}}  headings (of {exp_h})  code blocks (of {exp_pre})  F1 mean")
+        print(f"{'setting':<{width}}  headings (of {exp_h}), as sections  code blocks "
+              f"(of {exp_pre})  F1 mean")
         for name, pages in docs.items():
             rows = list(pages.values())
-            h = "-" if rows[0]["headings"] is None else str(sum(p["headings"] for p in rows))
+            h = ("-" if rows[0]["headings"] is None else
+                 f"{sum(p['headings'] for p in rows)}, {sum(p['sections'] for p in rows)}")
             c = "-" if rows[0]["code_blocks"] is None else str(sum(p["code_blocks"] for p in rows))
             f1 = statistics.mean(p["f1"] for p in rows)
-            print(f"{name:<{width}}  {h:>19}  {c:>22}  {f1:.3f}")
-        print("\nper page: headings kept/expected  code blocks kept/expected  F1")
+            print(f"{name:<{width}}  {h:>31}  {c:>22}  {f1:.3f}")
+        print("\nper page: headings kept,as sections/expected  code blocks kept/expected  F1")
         names = list(docs)
         print(f"{'page':<18}" + "".join(f"  {n[:24]:<24}" for n in names))
         for page in first:
@@ -269,7 +278,8 @@ def print_report(articles: dict[str, dict] | None, docs: dict[str, dict[str, dic
                     cell = f"-  -  {p['f1']:.3f}"
                 else:
                     cell = (
-                        f"{p['headings']}/{p['expected_headings']}  {p['code_blocks']}/{p['expected_pre']}"
+                        f"{p['headings']},{p['sections']}/{p['expected_headings']}"
+                        f"  {p['code_blocks']}/{p['expected_pre']}"
                         f"  {p['f1']:.3f}"
                     )
                 cells.append(f"  {cell:<24}")

@@ -922,3 +922,25 @@ def test_a_heading_that_links_to_a_page_counts_among_the_links() -> None:
     _, _, links = markdown_document("#### [tls][]\n\n#### [http][h]\n\n[tls]: /pkg/tls/\n"
                                     "[h]: /pkg/http/ \"HTTP\"\n[x]: /pkg/x/\n", "https://t.test/d")
     assert links == ["https://t.test/pkg/tls/", "https://t.test/pkg/http/", "https://t.test/pkg/x/"]
+
+
+def test_a_heading_whose_permalink_is_an_icon_keeps_its_text() -> None:
+    # A permalink that shows only an icon, before the heading's text (GitHub's rendered
+    # Markdown, many static site generators) or beside the heading in its wrapper (GitHub
+    # since 2023), made trafilatura drop the heading: "##" alone, or nothing.
+    body = "<p>" + "An opening paragraph long enough to be the page's content. " * 3 + "</p>"
+    after = "<p>" + "What the section says, long enough to be kept as content too. " * 3 + "</p>"
+    icon = '<svg class="octicon" aria-hidden="true"><path d="M4 9h1v1H4"></path></svg>'
+    headings = [
+        f'<h2 id="install"><a class="anchor" href="#install">{icon}</a>Install the tool</h2>',
+        f'<div class="markdown-heading"><h2 class="heading-element">Install the tool</h2>'
+        f'<a id="user-content-install" class="anchor" href="#install">{icon}</a></div>',
+        '<h2 id="install"><a href="#install" class="anchor"><i class="fa fa-link"></i></a>'
+        "Install the <code>tool</code></h2>",
+    ]
+    for h in headings:
+        html = f"<html><head><title>T</title></head><body><article>{body}{h}{after}</article></body></html>"
+        _, text, _ = html_to_markdown(html, "https://docs.example/guide.html")
+        lines = [line for line in text.splitlines() if line.startswith("#")]
+        assert lines in (["## Install the tool"], ["## Install the `tool`"]), (h, text)
+        assert "What the section says" in text

@@ -130,11 +130,23 @@ def drop_edit_links(tree: lxml.html.HtmlElement) -> None:
 
 
 def drop_empty_anchors(tree: lxml.html.HtmlElement) -> None:
-    # An anchor with neither text nor href (an index-term or jump target: <a id="x"></a>)
-    # makes trafilatura bracket the rest of its paragraph: "[The four golden signals ...]".
+    # An anchor with no text makes trafilatura take the rest of its element for the link's
+    # text: a jump target (<a id="x"></a>) brackets the rest of its paragraph ("[The four
+    # golden signals ...]"), and a permalink icon before a heading's text (GitHub's and
+    # many generators' <h2 id="x"><a href="#x" class="anchor"><svg>...</svg></a>Title</h2>)
+    # loses the heading: "##" alone. Such an anchor shows nothing: it goes, its tail stays.
+    # So does one beside it (GitHub: <div class="markdown-heading"><h2>Title</h2><a
+    # class="anchor" href="#title"><svg>...</svg></a></div> lost the heading). Any empty
+    # link elsewhere too changed which blocks trafilatura keeps on some pages: those stay.
     for a in list(tree.iter("a")):
         if a.get("href") is None and len(a) == 0 and not (a.text or "").strip():
-            a.drop_tree()  # its tail stays
+            a.drop_tree()
+    for h in list(tree.iter("h1", "h2", "h3", "h4", "h5", "h6")):
+        wrapper = h.getparent()  # a heading's own wrapper, not the <pre> of an RFC's text
+        beside = wrapper.iterchildren("a") if wrapper is not None and wrapper.tag == "div" else ()
+        for a in [*h.iter("a"), *beside]:
+            if not a.text_content().strip():
+                a.drop_tree()
 
 
 # A term that is code: a Sphinx signature ("sig" classes, "pre" spans) or a <code> term.

@@ -42,8 +42,10 @@ NAME = "fetch"
 # v5: both (each branch had called its own change v4); v6: an RFC or Internet-Draft rendered
 # as one <pre> keeps its <span class="h2"> headings and loses its page footers and running
 # headers, a MediaWiki heading loses its "[edit]", and a reStructuredText page (.rst; it was
-# plain text) or an AsciiDoc page (.adoc; refused as a local file) is read for its sections
-VERSION = "fetch-v6"
+# plain text) or an AsciiDoc page (.adoc; refused as a local file) is read for its sections;
+# v7: an HTML heading whose permalink is an icon (<a href="#x"><svg/></a>, before its text
+# or beside it in its wrapper <div>) keeps its text
+VERSION = "fetch-v7"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
