@@ -944,3 +944,18 @@ def test_a_heading_whose_permalink_is_an_icon_keeps_its_text() -> None:
         lines = [line for line in text.splitlines() if line.startswith("#")]
         assert lines in (["## Install the tool"], ["## Install the `tool`"]), (h, text)
         assert "What the section says" in text
+
+
+def test_a_code_block_whose_lines_are_anchors_is_kept() -> None:
+    # MkDocs Material numbers a code block's lines with empty links to themselves; trafilatura
+    # dropped such a block whole, so an answer could not quote the command.
+    body = "<p>" + "An opening paragraph long enough to be the page's content. " * 3 + "</p>"
+    code = ('<div class="language-bash highlight"><pre><span></span><code>'
+            '<span id="__span-0-1"><a id="__codelineno-0-1" name="__codelineno-0-1" '
+            'href="#__codelineno-0-1"></a><span class="nb">export</span> WIDGET_TIMEOUT=60\n'
+            '</span><span id="__span-0-2"><a id="__codelineno-0-2" name="__codelineno-0-2" '
+            'href="#__codelineno-0-2"></a>widget run --verbose\n</span></code></pre></div>')
+    html = (f"<html><head><title>T</title></head><body><article>{body}<h2>Run it</h2>"
+            f"{code}{body}</article></body></html>")
+    _, text, _ = html_to_markdown(html, "https://docs.example/run/")
+    assert "```\nexport WIDGET_TIMEOUT=60\nwidget run --verbose\n```" in text, text

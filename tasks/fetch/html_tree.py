@@ -147,6 +147,13 @@ def drop_empty_anchors(tree: lxml.html.HtmlElement) -> None:
         for a in [*h.iter("a"), *beside]:
             if not a.text_content().strip():
                 a.drop_tree()
+    # A code block whose lines are link targets (MkDocs Material's anchored line numbers:
+    # <code><span><a id="__codelineno-0-1" href="#__codelineno-0-1"></a>export ...) was
+    # dropped whole. (Only in a <code>: an RFC laid out in one <pre> keeps its anchors.)
+    for code in list(tree.iter("code")):
+        for a in list(code.iter("a")):
+            if not a.text_content().strip():
+                a.drop_tree()
 
 
 # A term that is code: a Sphinx signature ("sig" classes, "pre" spans) or a <code> term.
