@@ -172,6 +172,18 @@ def test_tags_inside_a_code_span_are_code_and_stay():
         assert text.code_spans(u.display) == text.code_spans(md[u.start:u.end])
 
 
+def test_character_references_show_as_the_page_shows_them():
+    # A Markdown page's raw HTML table (the Kubernetes command-line references) writes
+    # "&nbsp;" and "&quot;": an answer quoted them as written. "&lt;" stays: no tag is made.
+    md = ('<table><tr><td colspan="2">--address string&nbsp;&nbsp;&nbsp;Default: 0.0.0.0</td>'
+          "</tr>\n<tr><td></td><td>Set to &quot;0.0.0.0&quot; to listen everywhere; write "
+          "&lt;host&gt; as `&quot;x&quot;`.</td></tr></table>")
+    shown = " ".join(u.display for u in candidates(md))
+    assert "--address string Default: 0.0.0.0" in shown
+    assert 'Set to "0.0.0.0" to listen everywhere; write &lt;host&gt; as `&quot;x&quot;`.' in shown
+    assert "&nbsp;" not in shown
+
+
 def test_whole_short_items_and_short_paragraphs_are_units():
     md = ("Requests are reserved. Limits cap usage.\n\n"
           "- A pod with no requests is `BestEffort`. It is evicted first.\n"

@@ -163,3 +163,12 @@ def test_a_clause_cut_from_its_sentence_verifies_with_its_marks():
     assert unverified_lines(f"- **azureDisk**: … {quote} … [1]", citation) == []
     assert unverified_lines("- **azureDisk**: … and the `azureDisk` type is gone … [1]",
                             citation) == ["and the `azureDisk` type is gone"]
+
+
+def test_a_line_with_character_references_shown_verifies_and_a_changed_one_does_not():
+    quote = "--address string&nbsp;&nbsp;Default: 0.0.0.0 Set to &quot;::&quot; for all."
+    citation = [{"verified": True, "quote": quote, "heading_path": "kubelet"}]
+    assert unverified_lines('- --address string Default: 0.0.0.0 Set to "::" for all. [1]',
+                            citation) == []
+    assert unverified_lines('- --address string Default: 1.2.3.4 Set to "::" for all. [1]',
+                            citation) != []

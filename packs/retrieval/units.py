@@ -32,6 +32,7 @@ citation quote.
 from __future__ import annotations
 
 import dataclasses
+import html
 import re
 
 from packs import text as text_rules
@@ -196,6 +197,7 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
 # HTML a page's Markdown keeps (caption spans, images, anchors, tables written as HTML):
 # a reader sees the text, not the tags, and an image by its picture, not its alt text. Only
 # these tag names, so that `Vec<T>` and "<message>" placeholders stay.
+_REFERENCE = re.compile(r"&(?:#\d{1,7}|#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});", re.I)
 _IMG = re.compile(r"<img\b[^>]*(>|$)", re.I)  # "$": a sentence end inside its alt text
 _TAG = re.compile(r"</?(a|abbr|b|br|code|dd|del|details|div|dl|dt|em|figcaption|figure|hr|i|"
                   r"kbd|li|mark|ol|p|pre|s|small|span|strong|sub|summary|sup|table|tbody|td|"
@@ -213,13 +215,23 @@ def unemphasised(text: str) -> str:
 
 
 def untagged(text: str) -> str:
-    """`text` without its HTML tags and images, line by line; code spans are code, kept
-    as written ("handles `<img src=x>` payloads" keeps its tag)."""
-    if "<" not in text:
+    """`text` without its HTML tags and images, and with its character references as they
+    show ("--address string&nbsp;&nbsp;Default: 0.0.0.0" in a Markdown page's raw HTML table
+    is "--address string Default: 0.0.0.0"; "&lt;", "&gt;" and "&amp;" stay, so no tag is
+    made), line by line; code spans are code, kept as written ("handles `<img src=x>`
+    payloads" keeps its tag)."""
+    if "<" not in text and "&" not in text:
         return text
     return "\n".join(" ".join(outside_code_spans(
-        line, lambda part: _TAG.sub(" ", _IMG.sub(" ", part))).split())
+        line, lambda part: _shown_references(_TAG.sub(" ", _IMG.sub(" ", part)))).split())
         for line in text.split("\n"))
+
+
+def _shown_references(part: str) -> str:
+    if "&" not in part:
+        return part
+    return _REFERENCE.sub(lambda m: m.group(0) if (c := html.unescape(m.group(0))) in "<>&"
+                          else c, part)
 
 
 def _visible(u: Unit) -> Unit | None:
