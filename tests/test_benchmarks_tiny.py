@@ -662,7 +662,11 @@ def test_tiny_freshness_benchmark(tmp_path, prefect_harness, capsys, monkeypatch
     assert rows["first build"][page_200] == "40"
     assert rows["rebuild, lastmod not yet trusted"][page_304] == "36"
     trusted, never = rows["rebuild, lastmod trusted"], rows["same rebuild, trust_lastmod = never"]
-    assert int(trusted[skipped]) > 20 and never[skipped] == "0"
+    # Each of the 36 unchanged pages is re-checked with probability 0.25, from the seeded
+    # salt and its URL, whose loopback port changes each run: the skipped count is 36 less
+    # a Binomial(36, 0.25). At least 15 fails one run in 200,000; "more than 20" failed
+    # one in 116 (it did, in CI on 2026-11-30).
+    assert int(trusted[skipped]) >= 15 and never[skipped] == "0"
     assert trusted[page_200] == never[page_200] == "4"
     assert int(trusted[4].replace(",", "")) < int(never[4].replace(",", ""))  # bytes
     assert "40 pages, 10% changed: the trusted rebuild downloaded" in out
