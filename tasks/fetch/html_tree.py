@@ -144,16 +144,19 @@ def drop_empty_anchors(tree: lxml.html.HtmlElement) -> None:
     for h in list(tree.iter("h1", "h2", "h3", "h4", "h5", "h6")):
         wrapper = h.getparent()  # a heading's own wrapper, not the <pre> of an RFC's text
         beside = wrapper.iterchildren("a") if wrapper is not None and wrapper.tag == "div" else ()
-        for a in [*h.iter("a"), *beside]:
-            if not a.text_content().strip():
-                a.drop_tree()
+        _drop_blank([*h.iter("a"), *beside])
     # A code block whose lines are link targets (MkDocs Material's anchored line numbers:
     # <code><span><a id="__codelineno-0-1" href="#__codelineno-0-1"></a>export ...) was
     # dropped whole. (Only in a <code>: an RFC laid out in one <pre> keeps its anchors.)
     for code in list(tree.iter("code")):
-        for a in list(code.iter("a")):
-            if not a.text_content().strip():
-                a.drop_tree()
+        _drop_blank(list(code.iter("a")))
+
+
+def _drop_blank(anchors: list[lxml.html.HtmlElement]) -> None:
+    """Drop each of `anchors` that shows no text (its tail stays)."""
+    for a in anchors:
+        if not a.text_content().strip():
+            a.drop_tree()
 
 
 # A term that is code: a Sphinx signature ("sig" classes, "pre" spans) or a <code> term.
