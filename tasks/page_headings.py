@@ -24,13 +24,13 @@ def isolated(lines: list[tuple[str, bool]], k: int) -> bool:
             and all(not (0 <= j < len(lines)) or not lines[j][0].strip() for j in (k - 1, k + 1)))
 
 
-def sections_under_titles(lines: list[tuple[str, bool]]) -> int:
+def sections_under_titles(lines: list[tuple[str, bool]], heads: list[Heading | None]) -> int:
     """1 when the page heads its sections with `#` as it does its title (an HTML page with
     an <h1> per section: Google's SRE book), so each level reads one deeper; else 0. Two
-    such headings after the title line, each standing alone, are needed."""
+    such headings after the title line, each standing alone, are needed. `heads`: each
+    line's heading (None outside one, or in code)."""
     titles, started = 0, False
-    for k, (line, in_code) in enumerate(lines):
-        h = None if in_code else heading(line)
+    for k, ((line, _), h) in enumerate(zip(lines, heads)):
         if h and h.level == 1 and h.text:
             titles += started and isolated(lines, k)
         started = started or bool(line.strip())

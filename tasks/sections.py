@@ -112,9 +112,9 @@ def sections_from_markdown(text: str, page_title: str) -> list[RawSection]:
             out.append(RawSection(current_title, current_path, current_level, text_body))
 
     lines = list(iter_lines_with_fences(text))
-    shift = sections_under_titles(lines)
-    for k, (line, in_code) in enumerate(lines):
-        h = None if in_code else heading(line)
+    heads = [None if in_code else heading(line) for line, in_code in lines]
+    shift = sections_under_titles(lines, heads)
+    for k, ((line, _), h) in enumerate(zip(lines, heads)):
         if h and not h.text:
             h = None  # an empty heading ("##") stays in the text
         if h and h.level == 1 and not body and not seen_heading:
