@@ -27,6 +27,7 @@ from packs.citations import locate, no_marker
 from packs.llm.usage import add_query_usage, query_usage
 from packs.result import RankedSection
 from packs.retrieval import synthesis, whole_pack
+from packs.retrieval.whole_pack_items import bold
 
 QUERY_TYPE = "whole_pack"
 GROUP = 6
@@ -136,6 +137,6 @@ def answer(pack: Any, result: Any, api, model: str, usage: dict[str, Any]
     if not items:
         return "", [], "insufficient_context", result
     lines = ["The items the pack names, each with the passage it comes from:", ""]
-    lines += [f"- **{no_marker(it['item'])}**: {no_marker(' '.join(it['quote'].split()))} "
-              f"[{it['n']}]" for it in items]
+    lines += [f"- {bold(it['item'])}: {no_marker(' '.join(it['quote'].split()))} [{it['n']}]"
+              for it in items]
     return "\n".join(lines), [(it["n"], it["quote"]) for it in items], QUERY_TYPE, result

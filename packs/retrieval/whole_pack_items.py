@@ -61,8 +61,12 @@ class Item:
     pages: int = 1  # the pages of the region that name it
 
     def bold(self) -> str:
-        """The item's name as a list shows it: bold, no bracket of it read as a citation."""
-        return f"**{no_marker(self.name)}**"
+        return bold(self.name)
+
+
+def bold(name: str) -> str:
+    """An item's name as a list shows it: bold, no bracket of it read as a citation."""
+    return f"**{no_marker(name)}**"
 
 
 def sec_of(row: list) -> Sec:
