@@ -41,6 +41,7 @@ def test_features_read_the_question_the_quote_and_what_is_already_said():
                    "cluster's DNS service.", 4.0, "setting"),
              _item("Default", "With Default the Pod inherits the node's DNS resolution.", 1.0,
                    "setting", "s2")]
+    items[1].typed = True  # a page writes "the Default policy" (whole_pack_beyond.py)
     x = rank.features(items, QUESTION, "list", "With Default the Pod inherits the node's DNS "
                       "resolution.", {"s1": 0.7, "s2": 0.2})
     f = {name: x[:, k] for k, name in enumerate(rank.FEATURES)}
@@ -49,6 +50,7 @@ def test_features_read_the_question_the_quote_and_what_is_already_said():
     assert list(f["head_quote"]) == [1.0, 0.0]  # "policy" is the noun asked for
     assert list(f["quote_above"]) == [0.0, 1.0]  # the passages above quote the second
     assert list(f["ssim"]) == [0.7, 0.2]
+    assert list(f["typed"]) == [0.0, 1.0]
     assert f["asked"][0] > 0 and f["across"][0] == 0.0
 
 

@@ -21,12 +21,14 @@ Candidates come through the graph, not only the search's top sections:
   appears in a list of a first section; for a list question also the first cells of
   table rows under a first header that names what is asked (`table_heads`) and the code
   spans of the region that no entity names (`code_span_items`) and the commands its code
-  blocks run with a program the question names (`command_items`); what the question sets
-  aside ("besides plain kubectl commands", `set_aside`) is no name to search, its items
-  weigh ASIDE_WEIGHT and the region's search leaves it out (`searched_question`); each item
-  is quoted by the sentence (or list item, table row) of its best section that names it; of
-  these `candidates` (hand order), the learned item model (whole_pack_rank.py) picks which
-  the answer lists, and the less likely ones it names after them (`list_items`);
+  blocks run with a program the question names (`command_items`) and the names the whole
+  pack writes beside the noun asked for ("the `x` annotation": whole_pack_beyond.py); what
+  the question sets aside ("besides plain kubectl commands", `set_aside`) is no name to
+  search, its items weigh ASIDE_WEIGHT and the region's search leaves it out
+  (`searched_question`); each item is quoted by the sentence (or list item, table row) of
+  its best section that names it; of these `candidates` (hand order), the learned item
+  model (whole_pack_rank.py) picks which the answer lists, and the less likely ones it
+  names after them (`list_items`);
 - **overview**: the region's pages, each item the page's title with its lead sentence and
   the headings of its sections; for the pack itself ("what is this pack about"), its
   topic map (packs/topics.py): packs/retrieval/whole_pack_overview.py.
@@ -44,11 +46,11 @@ from typing import Any
 
 from packs import text as text_rules
 from packs.citations import locate, no_marker, normalise
-from packs.db import fts_query_text
 from packs.markdown import fence_spans, list_marker
 from packs.retrieval import extractive
 from packs.retrieval.segment import one_line
 from packs.retrieval.units import untagged
+from packs.retrieval.whole_pack_beyond import program_sections, typed_candidates
 from packs.retrieval.whole_pack_items import (
     HEAD_WEIGHT,
     Item,
@@ -80,7 +82,6 @@ from packs.retrieval.whole_pack_region import region
 
 QUERY_TYPE = "whole_pack_retrieval_only"
 OUTSIDE_WEIGHT = 0.3  # a section outside the region that names a question identifier
-COMMAND_SECTIONS = 20  # sections searched for the commands of a program the question names
 TABLE_WEIGHT = 3.0  # a table row's first cell under a header naming what is asked
 ASIDE_WEIGHT = 0.25  # an item named after what the question sets aside ("besides kubectl")
 QUOTED_ITEMS = 8  # a list answer quotes its first bullets and names the others with their [n]
@@ -154,7 +155,7 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
     total = pack.db.read(COUNT_SECTIONS, {})[0][0] or 1
     df = dict(pack.db.read(ENTITY_DF, {"ids": list(mentions)}))
     wanted, asked = wanted_types(result.question), text_rules.terms(result.question)
-    scored = []
+    scored, typed = [], set()
     for eid, places in mentions.items():
         name, etype = places[0][1], places[0][2]
         named = text_rules.terms(name)
@@ -178,7 +179,10 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
         programs = programs_asked(by_id, result.question, aside)
         scored += _unnamed(pack, by_id, result.question, {x[1].lower() for x in scored},
                            asked, head, programs, total)
-        scored = subcommands_first(scored, programs)
+        known = {x[1].lower() for x in scored}
+        typed, beside = typed_candidates(pack, by_id, result.question, known, asked, total,
+                                         OUTSIDE_WEIGHT)
+        scored = subcommands_first(scored + beside, programs)
     scored.sort(key=lambda x: (-x[0], x[1].lower()))
     if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
         scored.sort(key=lambda x: x[3] not in wanted and x[3] != "row")
@@ -193,7 +197,8 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
         if span is None:
             continue
         seen.add(name.lower())
-        items.append(Item(name, sec, span[0], span[1], score, etype=etype, pages=n_pages))
+        items.append(Item(name, sec, span[0], span[1], score, etype=etype, pages=n_pages,
+                          typed=name.lower() in typed))
     return per_page, items
 
 
@@ -210,29 +215,13 @@ def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
         idf = extractive.idf_of(vocabulary())
         for score, name, secs in code_span_items(by_id, known, asked, head, idf):
             out.append((score, name, secs, "code", len({s.article_id for s in secs})))
-        for score, name, secs in (command_items(_beyond(pack, by_id, programs), known,
-                                                programs, asked, head, idf)
+        shown = program_sections(pack, by_id, programs, OUTSIDE_WEIGHT) if programs else {}
+        for score, name, secs in (command_items(shown, known, programs, asked, head, idf)
                                   if programs else []):
             out.append((score, name, secs, "command", len({s.article_id for s in secs})))
     rare = math.log(1 + total / 2)
     for weight, name, sec in table_heads(by_id, question, head):
         out.append((weight * rare * TABLE_WEIGHT, name, [sec], "row", 1))
-    return out
-
-
-def _beyond(pack: Any, by_id: dict[str, Sec], programs: set[str]) -> dict[str, Sec]:
-    """The region's sections and, for each command a question asks about (at most two:
-    `programs_asked`), the COMMAND_SECTIONS sections the full-text index ranks first for
-    its words ("kubectl config"), those outside the region weighted OUTSIDE_WEIGHT: a
-    program's commands are often shown on pages the question's search does not reach (the
-    Rust book's nightly appendix)."""
-    out = dict(by_id)
-    for program in sorted(programs)[:2]:
-        for sid, art, url, title, heading, content, _, pos, *_ in pack.db.fts_raw(
-                fts_query_text([program]), COMMAND_SECTIONS):
-            if sid not in out:
-                out[sid] = sec_of([art, sid, url, title, heading, content, pos])
-                out[sid].weight = OUTSIDE_WEIGHT
     return out
 
 

@@ -59,6 +59,7 @@ class Item:
     extra: list[str] = field(default_factory=list)
     etype: str = ""  # the entity's type, "code" (a code span) or "row" (a table's cell)
     pages: int = 1  # the pages of the region that name it
+    typed: bool = False  # a page names it beside the noun asked for (whole_pack_beyond.py)
 
     def bold(self) -> str:
         return bold(self.name)

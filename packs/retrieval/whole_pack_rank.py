@@ -23,7 +23,9 @@ Features (the item's quote is the span of its section that names it):
 - `lpages`: the region's pages that name it (log);
 - `name_above`, `quote_above`: its name, its quote already in the passages above;
 - `qwords`: its quote's words (log); `across`: an across question;
-- `ssim`: its section's similarity to the question (the pack's stored vectors).
+- `ssim`: its section's similarity to the question (the pack's stored vectors);
+- `typed`: a page names it beside the noun asked for ("the `x` annotation",
+  "languages such as Ruby": packs/retrieval/whole_pack_beyond.py).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ from packs.retrieval.whole_pack_questions import head_stem, wanted_types
 WEIGHTS_FILE = Path(__file__).with_name("item_weights.json")
 CANDIDATES = 60  # items the graph and region give the model, in hand order
 FEATURES = ("lscore", "lrank", "asked", "head_name", "head_quote", "wanted", "code", "row",
-            "lpages", "name_above", "quote_above", "qwords", "across", "asked_name", "ssim")
+            "lpages", "name_above", "quote_above", "qwords", "across", "asked_name", "ssim",
+            "typed")
 
 
 class ItemWeightsError(ValueError):
@@ -121,7 +124,8 @@ def features(items: Sequence[Item], question: str, kind: str, above: str,
                      float(it.etype == "row"), math.log(max(it.pages, 1)),
                      float(fold(it.name) in shown), float(fold(quote) in shown),
                      math.log(1 + len(quote.split())), float(kind == "across"),
-                     len(asked & nt) / max(1, len(asked)), sims.get(it.section.id, 0.0)])
+                     len(asked & nt) / max(1, len(asked)), sims.get(it.section.id, 0.0),
+                     float(it.typed)])
     return np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES))
 
 

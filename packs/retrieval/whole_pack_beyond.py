@@ -1,0 +1,157 @@
+"""A list question's candidates from beyond the search's region: the names the pages write
+beside the noun it asks for, anywhere in the pack ("the `kubernetes.io/change-cause`
+annotation", "annotation `x`", "the Go language", "languages such as Ruby, Python, or
+JavaScript"), and the sections that show the commands of a program it names.
+
+    names = typed_names(pack, "Which well-known annotations do the docs use on objects?")
+    # {"kubernetes.io/change-cause": ("kubernetes.io/change-cause", ["sec-3", "sec-9"]), ...}
+
+The region (packs/retrieval/whole_pack_region.py) holds the pages near the search's first
+sections, but the items of a kind that the docs name in passing (annotations, flags,
+traits, crates, languages) are spread over the whole pack. The database picks the sections
+that write the noun in one of its forms (`head_forms`: "annotation", "annotations"), and
+these patterns read them:
+- a code span just before or after the noun ("`--release` flag", "annotation `x`");
+- a capitalised name between "the" and the noun ("the Summary trait");
+- a list after the noun and "such as", "like", "including", "e.g.".
+Each such name is a candidate of packs/retrieval/whole_pack.py `candidates` (its item
+model reads `typed`: whether a name was written so); one no other source gives is added
+(`typed_candidates`). `program_sections`: the sections the full-text index ranks first for
+a program the question names (its commands are often shown on pages the search does not
+reach).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from packs import text as text_rules
+from packs.db import fts_query_text
+from packs.retrieval.whole_pack_items import Sec, names_subject, sec_of
+from packs.retrieval.whole_pack_overview import SECTIONS_BY_ID
+from packs.retrieval.whole_pack_questions import head_stem
+
+COMMAND_SECTIONS = 20  # sections searched for the commands of a program the question names
+MAX_NAME = 60  # characters of a name read as an item
+MAX_SECTIONS = 2000  # sections read for one question (a pack writes "type" everywhere)
+MIN_SECTIONS = 2  # sections outside the region that must write a name so (`typed_candidates`)
+
+SECTIONS_WRITING = ("MATCH (s:Section) WHERE regexp_matches(lower(s.content), $p) "
+                    "RETURN s.id, s.content LIMIT $k")
+
+_CODE = r"`[^`\n]{1,60}`"
+_CAP = r"[A-Z][\w+#-]*(?:\.[\w+#-]+)*"
+_NAME = rf"(?:{_CODE}|\*\*[^*\n]{{1,40}}\*\*|{_CAP})"
+_SEP = r"(?:,\s+and\s+|,\s+or\s+|,\s+|\s+and\s+|\s+or\s+)"
+_CUE = r"(?i:such as|like|including|e\.g\.,?|for example,?)"
+
+
+def head_forms(question: str) -> set[str]:
+    """The singular and plural of the noun a list question asks for (`head_stem`), as the
+    question writes it ("Which flags ..." → {"flag", "flags"}); empty when it asks for
+    none."""
+    stem = head_stem(question)
+    if not stem:
+        return set()
+    for word in re.findall(r"[A-Za-z][\w-]*", question):
+        low = word.lower()
+        if text_rules.stem(low) != stem:
+            continue
+        if low.endswith("ies"):
+            return {low, low[:-3] + "y"}
+        if low.endswith("es"):
+            return {low, low[:-2], low[:-1]}
+        return {low, low[:-1]} if low.endswith("s") else {low, low + "s"}
+    return set()
+
+
+def _patterns(forms: set[str]) -> list[re.Pattern]:
+    head = r"(?i:\b(?:" + "|".join(sorted(map(re.escape, forms), key=len, reverse=True)) + r")\b)"
+    return [re.compile(rf"(?P<n>{_CODE}) {head}"),
+            re.compile(rf"\b(?i:the) (?P<n>{_CAP}|\*\*[^*\n]{{1,40}}\*\*) {head}"),
+            re.compile(rf"{head}:? (?P<n>{_CODE})"),
+            re.compile(rf"{head},? {_CUE} (?P<list>{_NAME}(?:{_SEP}{_NAME}){{0,8}})")]
+
+
+def _names(match: re.Match) -> list[str]:
+    written = match.groupdict().get("list")
+    out = []
+    for name in (re.split(_SEP, written) if written else [match.group("n")]):
+        name = name.strip()
+        if name[:1] in "`*":
+            name = name.strip("`* ")
+        elif name.lower() in text_rules.STOP_WORDS:
+            continue  # "The" of a list's sentence, not a name
+        if name and len(name) <= MAX_NAME:
+            out.append(name)
+    return out
+
+
+def typed_names(pack: Any, question: str) -> dict[str, tuple[str, list[str]]]:
+    """Lower-cased name → (the name as first written, the ids of the sections that write
+    it beside the noun the question asks for), for a list question; {} for another."""
+    forms = head_forms(question)
+    if not forms:
+        return {}
+    written = r"\b(" + "|".join(sorted(map(re.escape, forms))) + r")\b"
+    rows = pack.db.read(SECTIONS_WRITING, {"p": written, "k": MAX_SECTIONS})
+    found: dict[str, tuple[str, list[str]]] = {}
+    for pattern in _patterns(forms):
+        for sid, content in rows:
+            for match in pattern.finditer(content or ""):
+                for name in _names(match):
+                    name_sids = found.setdefault(name.lower(), (name, []))[1]
+                    if sid not in name_sids:
+                        name_sids.append(sid)
+    return found
+
+
+def typed_candidates(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
+                     asked: list[str], total: int, outside: float
+                     ) -> tuple[set[str], list[tuple]]:
+    """(the lower-cased names written beside the noun asked for, the candidates among them
+    no other source gives (`known`: lower-cased names), each as (score, name, sections,
+    "typed", pages)). A candidate is written so in MIN_SECTIONS sections, or in one the
+    search ranks high (in `by_id`, weighted over `outside`); its score is the weight of
+    those sections (a region section's own, `outside` for another, which joins `by_id`)
+    times its rarity among the pack's `total` sections. The question's own subject is none.
+    On the whole-pack dev2 and dev3 sets (benchmarks/results/issue48t_typed.md), names
+    written so once elsewhere cost Kubernetes questions more items than they gave."""
+    found = typed_names(pack, question)
+    kept = {}
+    for low, (name, sids) in found.items():
+        if low in known or names_subject(text_rules.terms(name), asked):
+            continue
+        if len(sids) >= MIN_SECTIONS or any(s in by_id and by_id[s].weight > outside
+                                            for s in sids):
+            kept[name] = sids  # once, in a section the search ranks lower: often noise
+    missing = sorted({sid for sids in kept.values() for sid in sids if sid not in by_id})
+    for row in pack.db.read(SECTIONS_BY_ID, {"ids": missing}) if missing else []:
+        by_id[row[1]] = sec_of(row)
+        by_id[row[1]].weight = outside
+    out = []
+    for name, sids in kept.items():
+        secs = sorted((by_id[s] for s in sids if s in by_id), key=lambda s: -s.weight)
+        if secs:
+            score = sum(s.weight for s in secs) * math.log(1 + total / (1 + len(secs)))
+            out.append((score, name, secs, "typed", len({s.article_id for s in secs})))
+    return set(found), out
+
+
+def program_sections(pack: Any, by_id: dict[str, Sec], programs: set[str], outside: float
+                     ) -> dict[str, Sec]:
+    """The region's sections and, for each command a question asks about (at most two:
+    `programs_asked`), the COMMAND_SECTIONS sections the full-text index ranks first for
+    its words ("kubectl config"), those outside the region weighted `outside`: a program's
+    commands are often shown on pages the question's search does not reach (the Rust
+    book's nightly appendix)."""
+    out = dict(by_id)
+    for program in sorted(programs)[:2]:
+        for sid, art, url, title, heading, content, _, pos, *_ in pack.db.fts_raw(
+                fts_query_text([program]), COMMAND_SECTIONS):
+            if sid not in out:
+                out[sid] = sec_of([art, sid, url, title, heading, content, pos])
+                out[sid].weight = outside
+    return out
