@@ -36,7 +36,7 @@ from packs.retrieval.whole_pack_questions import head_stem
 COMMAND_SECTIONS = 20  # sections searched for the commands of a program the question names
 MAX_NAME = 60  # characters of a name read as an item
 MAX_SECTIONS = 2000  # sections read for one question (a pack writes "type" everywhere)
-MIN_SECTIONS = 2  # sections outside the region that must write a name so (`typed_candidates`)
+MIN_SECTIONS = 2  # sections that write a name so, unless the search ranks one high
 
 SECTIONS_WRITING = ("MATCH (s:Section) WHERE regexp_matches(lower(s.content), $p) "
                     "RETURN s.id, s.content LIMIT $k")
