@@ -393,6 +393,13 @@ def test_choose_charset() -> None:
     assert choose_charset("text/html; charset=ISO-8859-1", latin, html=True) == "cp1252"
     assert choose_charset("text/html; charset=bogus-charset", "\u00e9".encode(), html=True) == "utf-8"
     assert choose_charset("text/html", b'<meta charset="windows-1252"><p>\xe9', html=True) == "cp1252"
+    # A page saved as UTF-8 that keeps the <meta> it was written with (readability's qq
+    # page: gb2312 declared, UTF-8 bytes) reads as UTF-8; one written in gb2312 reads so.
+    chinese = "<meta charset=gb2312><title>\u4eba\u5de5\u667a\u80fd</title>"
+    assert choose_charset(None, chinese.encode(), html=True) == "utf-8"
+    assert choose_charset(None, chinese.encode("gb2312"), html=True) == "gb2312"
+    assert choose_charset("text/html; charset=gb2312", chinese.encode(), html=True) == "gb2312"
+    assert choose_charset(None, b"<meta charset=gb2312><p>ascii", html=True) == "gb2312"
     assert choose_charset(None, "d\u00e9j\u00e0".encode(), html=False) == "utf-8"
     assert choose_charset(None, b"\xef\xbb\xbfhello", html=False) == "utf-8-sig"
     # No label, not UTF-8: detection must still give a codec that decodes it.

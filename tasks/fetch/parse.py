@@ -191,23 +191,28 @@ def header_charset(content_type: str | None) -> str | None:
 
 def choose_charset(content_type: str | None, body: bytes, *, html: bool) -> str:
     """The codec to decode `body` with: a byte-order mark, else a valid charset in the
-    Content-Type header, else (HTML) a <meta charset>, else UTF-8 if it decodes cleanly,
-    else charset_normalizer's guess, else windows-1252. Always returns a Python codec name."""
+    Content-Type header, else (HTML) a <meta charset>, unless the bytes are UTF-8 that
+    holds non-ASCII text (a page saved or mirrored as UTF-8 keeps the <meta> it was
+    written with: a legacy charset's text is almost never valid UTF-8 beyond ASCII), else
+    UTF-8 if it decodes cleanly, else charset_normalizer's guess, else windows-1252. Always
+    returns a Python codec name."""
     if body.startswith(codecs.BOM_UTF8):
         return "utf-8-sig"
     if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
     if found := _valid_codec(header_charset(content_type)):
         return found
-    if html:
+    try:
+        body.decode("utf-8")
+        utf8 = True
+    except UnicodeDecodeError:
+        utf8 = False
+    if html and (not utf8 or body.isascii()):
         match = _META_CHARSET.search(body[:8192])
         if match and (found := _valid_codec(match.group(1).decode("ascii", "replace"))):
             return found
-    try:
-        body.decode("utf-8")
+    if utf8:
         return "utf-8"
-    except UnicodeDecodeError:
-        pass
     best = charset_normalizer.from_bytes(body[:65536]).best()
     return _valid_codec(best.encoding if best else None) or "cp1252"
 

@@ -46,7 +46,7 @@ NAME = "fetch"
 # v7: an HTML heading whose permalink is an icon (<a href="#x"><svg/></a>, before its text
 # or beside it in its wrapper <div>) keeps its text; v8: a code block whose lines are link
 # targets (MkDocs Material's anchored line numbers) is kept (it was dropped whole)
-VERSION = "fetch-v8"
+VERSION = "fetch-v9"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
