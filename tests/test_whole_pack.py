@@ -325,7 +325,12 @@ def test_a_list_names_the_less_likely_items_after_it_each_cited(monkeypatch, pac
 
 def test_a_long_list_quotes_its_first_items_and_names_the_rest(monkeypatch, pack):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    result = pack.search(QUESTION, use_cache=False)
+    shipped = whole_pack_rank.load()
+    every = whole_pack_rank.ItemModel(shipped.model, shipped.bias,
+                                      whole_pack_rank.Limits(max_items=20, alpha=0.0, more=10),
+                                      shipped.version)  # the shipped weights, no floor
+    monkeypatch.setattr(whole_pack, "load_items", lambda: every)  # what is listed is not
+    result = pack.search(QUESTION, use_cache=False)  # this test's point: how it is shown
     full, _, _ = whole_pack.answer(pack, result, "list")
     monkeypatch.setattr(whole_pack, "QUOTED_ITEMS", 1)
     text, quotes, added = whole_pack.answer(pack, result, "list")
