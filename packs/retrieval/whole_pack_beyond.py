@@ -124,9 +124,10 @@ def typed_candidates(pack: Any, by_id: dict[str, Sec], question: str, known: set
     for low, (name, sids) in found.items():
         if low in known or names_subject(text_rules.terms(name), asked):
             continue
+        # written so once, in a section the search ranks lower: more often noise than an item
         if len(sids) >= MIN_SECTIONS or any(s in by_id and by_id[s].weight > outside
                                             for s in sids):
-            kept[name] = sids  # once, in a section the search ranks lower: often noise
+            kept[name] = sids
     missing = sorted({sid for sids in kept.values() for sid in sids if sid not in by_id})
     for row in pack.db.read(SECTIONS_BY_ID, {"ids": missing}) if missing else []:
         by_id[row[1]] = sec_of(row)

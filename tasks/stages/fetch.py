@@ -45,7 +45,8 @@ NAME = "fetch"
 # plain text) or an AsciiDoc page (.adoc; refused as a local file) is read for its sections;
 # v7: an HTML heading whose permalink is an icon (<a href="#x"><svg/></a>, before its text
 # or beside it in its wrapper <div>) keeps its text; v8: a code block whose lines are link
-# targets (MkDocs Material's anchored line numbers) is kept (it was dropped whole)
+# targets (MkDocs Material's anchored line numbers) is kept (it was dropped whole); v9: a
+# <meta> charset yields to bytes that are UTF-8 holding non-ASCII text (a page saved as UTF-8)
 VERSION = "fetch-v9"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
