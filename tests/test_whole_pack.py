@@ -254,6 +254,17 @@ def test_an_item_whose_name_holds_a_bracketed_number_is_no_citation():
     assert no_marker("s[1] and [profile.dev]") == "s[1] and [profile.dev]"
 
 
+def test_an_item_the_page_writes_as_code_is_shown_as_code():
+    # The Rust book writes "the `Coin` enum": a list named it **Coin**, not as the page does.
+    text = "Here we match on the `Coin` enum, as Coin values are coins."
+    sec = whole_pack_items.Sec("a", "s1", "http://x/a", "A", "A", text, 0, 1.0)
+    coin = whole_pack_items.Item("Coin", sec, 0, len(text), 1.0)
+    values = whole_pack_items.Item("values", sec, 0, len(text), 1.0)
+    assert coin.bold() == "**`Coin`**" and values.bold() == "**values**"
+    line, _ = whole_pack._bullet([coin], 2)
+    assert line.startswith("- **`Coin`**: ") and line.endswith(" [2]")
+
+
 def test_an_item_is_quoted_by_a_sentence_that_does_not_end_by_introducing_a_listing():
     # The Rust book's Markdown includes its listings from files: "... won't compile:" is
     # then followed by nothing in the pack, and quoted alone it introduces nothing.

@@ -62,6 +62,12 @@ class Item:
     typed: bool = False  # a page names it beside the noun asked for (whole_pack_beyond.py)
 
     def bold(self) -> str:
+        """Its name as a list shows it: bold, and a code span where its section writes it
+        as one ("**`Coin`**": as the page shows it)."""
+        code = f"`{self.name}`"
+        if "`" not in self.name and no_marker(self.name) == self.name and (
+                code in self.section.content):
+            return f"**{code}**"
         return bold(self.name)
 
 
