@@ -80,7 +80,12 @@ def test_whole_pack_questions_are_recognised():
                    # an aside in parentheses; a modifier that is a head noun elsewhere
                    "Which admission controllers (plugins) do the docs name?",
                    "Which port fields appear on containers?",
-                   "Which Job spec fields decide when the Job is complete?"):
+                   "Which Job spec fields decide when the Job is complete?",
+                   # what the pages say about a topic, said in several places
+                   "What does the book say about the two halves of a channel?",
+                   "What do the docs explain about how Secrets are stored?",
+                   "What do the docs offer for keeping applications available?",
+                   "What does the book's testing chapter say about test organisation?"):
         assert question_kind(listed) == "list", listed
     for single in ("How do I drain a node?", "Which flag sets the grace period?",
                    "What happens when a probe fails?", "What is a Pod?",
@@ -122,6 +127,9 @@ def test_whole_pack_questions_are_recognised():
                    "added together.",
                    # how to do it: one way, even to list all of something
                    "How do I list all pods in a namespace?",
+                   # what a page says about one thing, or what the book means or calls
+                   "What does the NetworkPolicy documentation say about hostNetwork Pods?",
+                   "What does the book mean when it calls iterators a zero-cost abstraction?",
                    # "name the" one thing, then another
                    "Name the kubelet feature gate that allows it, and the minimum containerd "
                    "version needed."):

@@ -1,18 +1,19 @@
 """Which questions are about the whole pack, and what kind of item they ask for
 (packs/retrieval/whole_pack.py answers them).
 
-`question_kind` reads the question (an aside in parentheses left out): "overview" (what
-does X cover, the main topics of X, what is this pack about), "across" (in each /
-across or each of the pages, chapters, releases (not "across zones") / in which situations /
-from release to release / compare), "list" (which/what + a plural noun, or
-several in a row ("which functions, structs and methods does ..."), and a verb, list
-all/every, what kinds of; not "which Cargo command checks that ...", whose head noun is
-singular, nor "what does X use Y for" or "what kind of", nor a question that counts
-what it asks for: "What two kinds of label selector ...", "What are the three stable API
-kinds ..." ask for one set the docs name together, nor "what are X used for?", where "what"
-is the object of the closing preposition, nor "what X do Y have?", whose head X comes before
-the auxiliary; after an opening phrase, ", which tools do ..."); None for a question about
-one thing (and for every "why" and "how many"), which keeps the single-passage answer.
+`question_kind` reads the question (an aside in parentheses left out): "overview" (what does
+X cover, the main topics of X, what is this pack about), "across" (in each / across or each
+of the pages, chapters, releases (not "across zones") / in which situations / from release
+to release / compare), "list" (which/what + a plural noun, or several in a row ("which
+functions, structs and methods does ..."), and a verb, list all/every, what kinds of, what
+does the book (docs, guide, ...) say/explain about/offer for; not "which Cargo command checks that
+...", whose head noun is singular, nor "what does X use Y for" or "what kind of", nor a
+question that counts what it asks for: "What two kinds of label selector ...", "What are the
+three stable API kinds ..." ask for one set the docs name together, nor "what are X used
+for?", where "what" is the object of the closing preposition, nor "what X do Y have?", whose
+head X comes before the auxiliary; after an opening phrase, ", which tools do ..."); None
+for a question about one thing (and for every "why" and "how many"), which keeps the
+single-passage answer.
 `wanted_types` maps the kind of item asked for to entity types (subcommands: command;
 flags: flag; ...), `head_stem` gives the stem of the plural noun asked for, and
 `listed_above` whether the single-passage answer already quotes the whole list asked for
@@ -57,7 +58,11 @@ _LIST = re.compile(
     r"^\s*(?:list|name)\b(?! the\b)|\b(?:list|name) (?:all|every)\b|\bwhat are all\b|"
     r"\b(?:give|show|tell) me (?:all|every)\b|\benumerate\b|\b(?:can|could) you (?:list|name)\b|"
     r"\b(?:what|which) kinds of\b|"
-    r"(?:^|,\s*)(?:what|which) (?:other |different |main )?(?:kinds|types|sorts) of\b", re.I)
+    r"(?:^|,\s*)(?:what|which) (?:other |different |main )?(?:kinds|types|sorts) of\b|"
+    # what the pages say about a topic, said in several places: "What does the book say
+    # about the two halves of a channel ...?", "What do the docs explain about ...?"
+    rf"\bwhat (?:does|do) (?:the|this) (?:{_DOC_PARTS})(?:'s?(?: [\w-]+){{1,2}})? "
+    r"(?:say|explain|tell (?:you|us|me)|teach|note|mention|offer)\b", re.I)
 # "List/name the X ...": a list when X, the noun phrase before a clause or preposition, is
 # plural ("Name the flags that ..."), not when it is one thing ("Name the feature gate that
 # allows it, and the ...").
