@@ -254,6 +254,26 @@ def test_an_item_whose_name_holds_a_bracketed_number_is_no_citation():
     assert no_marker("s[1] and [profile.dev]") == "s[1] and [profile.dev]"
 
 
+def test_the_headings_under_one_that_names_the_noun_asked_for_are_items():
+    # "Which authentication mechanisms do the docs discuss?": the hardening guide's page
+    # "Authentication Mechanisms" has one section per mechanism; none named in its text.
+    from packs.retrieval.whole_pack_overview import heading_items
+
+    def sec(sid, path, text, weight=1.0):
+        return whole_pack_items.Sec("a", sid, "http://x/a", "A", path, text, 0, weight)
+    title = "Hardening Guide - Authentication Mechanisms"
+    by_id = {s.id: s for s in (
+        sec("s0", title, "Kubernetes supports several ways to authenticate users."),
+        sec("s1", f"{title} > Static token file", "Tokens are stored in a file on disk."),
+        sec("s2", f"{title} > Static token file", "They cannot be revoked.", 0.5),
+        sec("s3", f"{title} > Bootstrap tokens", "Nodes join a cluster with them."),
+        sec("s4", f"{title} > What's next", "Read the authentication reference."),
+        sec("s5", "Secrets > Static token file", "A secret holds credentials."))}
+    found = {name: s.id for _, name, s in heading_items(by_id, terms("mechanisms")[0])}
+    assert found == {"Static token file": "s1", "Bootstrap tokens": "s3"}
+    assert heading_items(by_id, None) == []
+
+
 def test_an_item_the_page_writes_as_code_is_shown_as_code():
     # The Rust book writes "the `Coin` enum": a list named it **Coin**, not as the page does.
     text = "Here we match on the `Coin` enum, as Coin values are coins."

@@ -19,7 +19,9 @@ Candidates come through the graph, not only the search's top sections:
   names is no item; one the question names in a row is its subject, no item), whether
   its type is the kind asked for (subcommands: command; flags: flag; ...) and whether it
   appears in a list of a first section; for a list question also the first cells of
-  table rows under a first header that names what is asked (`table_heads`) and the code
+  table rows under a first header that names what is asked (`table_heads`), the headings
+  under one that names it (`heading_items`: "Static token file" under "Authentication
+  Mechanisms", quoted by its section's first passage) and the code
   spans of the region that no entity names (`code_span_items`) and the commands its code
   blocks run with a program the question names (`command_items`) and the names the whole
   pack writes beside the noun asked for ("the `x` annotation": whole_pack_beyond.py); what
@@ -64,10 +66,16 @@ from packs.retrieval.whole_pack_items import (
     sec_of,
     set_aside,
     shown_span,
+    spans,
     subcommands_first,
     table_heads,
 )
-from packs.retrieval.whole_pack_overview import SECTIONS_BY_ID, SECTIONS_OF, overview_items
+from packs.retrieval.whole_pack_overview import (
+    SECTIONS_BY_ID,
+    SECTIONS_OF,
+    heading_items,
+    overview_items,
+)
 from packs.retrieval.whole_pack_questions import (
     across_terms,
     head_stem,
@@ -193,7 +201,7 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
             break
         if name.lower() in seen:
             continue
-        sec, span = quote_of(secs, name)
+        sec, span = (secs[0], spans(secs[0])[0]) if etype == "heading" else quote_of(secs, name)
         if span is None:
             continue
         seen.add(name.lower())
@@ -222,6 +230,9 @@ def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
     rare = math.log(1 + total / 2)
     for weight, name, sec in table_heads(by_id, question, head):
         out.append((weight * rare * TABLE_WEIGHT, name, [sec], "row", 1))
+    for weight, name, sec in heading_items(by_id, head):
+        if name.lower() not in known:
+            out.append((weight * rare * TABLE_WEIGHT, name, [sec], "heading", 1))
     return out
 
 

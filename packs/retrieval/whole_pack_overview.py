@@ -68,3 +68,33 @@ def overview_items(pack: Any, result: Any) -> list[Item]:
         items.append(Item(sec.title or sec.heading_path.split(" > ")[0], sec, start, end,
                           1.0 / (1 + k), heads[:8]))
     return items
+
+
+# Headings that frame a page rather than name one of its things.
+_FRAME = re.compile(r"^(?:before you begin|what's next|what is next|next steps|cleaning up|"
+                    r"clean ?up|objectives|summary|overview|introduction|examples?|see also|"
+                    r"further reading|prerequisites|conclusion)\b", re.I)
+
+
+def heading_items(by_id: dict[str, Sec], head: str | None) -> list[tuple[float, str, Sec]]:
+    """(section weight, heading, section) of each region section whose own heading sits
+    under one that names the noun a list question asks for (`head`, its stem): under
+    "Hardening Guide - Authentication Mechanisms", "Static token file" and "Bootstrap
+    tokens" are authentication mechanisms; under "Advanced Types", "The Never Type That
+    Never Returns" is a type. One per heading (its best-weighted section), none that frames
+    its page ("What's next", `_FRAME`), none whose section has no quotable span."""
+    from packs import text as text_rules
+
+    if not head:
+        return []
+    best: dict[tuple[str, str], Sec] = {}
+    for sec in by_id.values():
+        parts = [p.strip() for p in sec.heading_path.split(" > ")]
+        if len(parts) < 2 or not parts[-1] or _FRAME.match(parts[-1]):
+            continue
+        if head not in {text_rules.stem(w) for w in text_rules.words(parts[-2])}:
+            continue
+        key = (sec.article_id, parts[-1])
+        if (key not in best or sec.weight > best[key].weight) and spans(sec):
+            best[key] = sec
+    return [(sec.weight, name, sec) for (_, name), sec in best.items()]

@@ -25,7 +25,9 @@ Features (the item's quote is the span of its section that names it):
 - `qwords`: its quote's words (log); `across`: an across question;
 - `ssim`: its section's similarity to the question (the pack's stored vectors);
 - `typed`: a page names it beside the noun asked for ("the `x` annotation",
-  "languages such as Ruby": packs/retrieval/whole_pack_beyond.py).
+  "languages such as Ruby": packs/retrieval/whole_pack_beyond.py);
+- `heading`: a section's heading under one that names the noun asked for (its quote the
+  section's first passage: whole_pack_overview.py `heading_items`).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ WEIGHTS_FILE = Path(__file__).with_name("item_weights.json")
 CANDIDATES = 60  # items the graph and region give the model, in hand order
 FEATURES = ("lscore", "lrank", "asked", "head_name", "head_quote", "wanted", "code", "row",
             "lpages", "name_above", "quote_above", "qwords", "across", "asked_name", "ssim",
-            "typed")
+            "typed", "heading")
 
 
 class ItemWeightsError(ValueError):
@@ -125,7 +127,7 @@ def features(items: Sequence[Item], question: str, kind: str, above: str,
                      float(fold(it.name) in shown), float(fold(quote) in shown),
                      math.log(1 + len(quote.split())), float(kind == "across"),
                      len(asked & nt) / max(1, len(asked)), sims.get(it.section.id, 0.0),
-                     float(it.typed)])
+                     float(it.typed), float(it.etype == "heading")])
     return np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES))
 
 
