@@ -268,5 +268,6 @@ def test_the_noun_a_list_question_asks_for():
     assert head_stem("Which kinds of memory-safety and concurrency bugs does the book warn "
                      "about?") == "bug"
     assert head_stem("Which types of Service can you create?") == "servic"
+    assert head_stem("Which special or unusual kinds of types does the book explain?") == "type"
     assert head_stem("Which tools besides plain kubectl commands help?") == "tool"
     assert head_stem("How do I drain a node?") is None

@@ -193,7 +193,7 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
         scored = subcommands_first(scored + beside, programs)
     scored.sort(key=lambda x: (-x[0], x[1].lower()))
     if sum(x[3] in wanted for x in scored) >= 3:  # the kind asked for is there: it first
-        scored.sort(key=lambda x: x[3] not in wanted and x[3] not in ("row", "typed"))
+        scored.sort(key=lambda x: x[3] not in wanted and x[3] not in ("row", "typed", "heading"))
     items: list[Item] = []
     seen: set[str] = set()
     for score, name, secs, etype, n_pages in scored:

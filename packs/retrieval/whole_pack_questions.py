@@ -210,12 +210,17 @@ def asks_several(question: str) -> bool:
     return "and" in (w.lower() for w in words) or any(w.endswith(",") for w in words)
 
 
+# "Which special kinds of types ...": the noun after "kinds of" is the one asked for.
+_KINDS_OF = re.compile(r"^(\s*(?:which|what)\s+(?:[\w.-]+\s+){1,4}?)(?:kinds|sorts|forms) of\s+",
+                       re.I)
+
+
 def head_stem(question: str) -> str | None:
     """The stem of the plural noun a list question asks for: the last plural word of the
     noun phrase after which/what ("Which Kubernetes workload resources create ..." →
     "resourc"; "What kinds of containers ..." → "contain"; "Which types of Service" →
-    "servic")."""
-    m = _HEAD.search(question)
+    "servic"; "Which special kinds of types ..." → "type")."""
+    m = _HEAD.search(_KINDS_OF.sub(r"\1", question))
     if not m:
         return None
     phrase = _phrase(m.group(2).split())
