@@ -183,7 +183,7 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
             score *= ASIDE_WEIGHT
         order = sorted(sids, key=lambda s: (-by_id[s].weight, s not in cited))
         scored.append((score, name, [by_id[s] for s in order], etype, len(pages)))
-    if kind == "list":  # code spans and a table's rows name items the graph may lack
+    if kind == "list":  # code spans, table rows, headings: items the graph may lack
         programs = programs_asked(by_id, result.question, aside)
         scored += _unnamed(pack, by_id, result.question, {x[1].lower() for x in scored},
                            asked, head, programs, total)
@@ -215,8 +215,9 @@ def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
              ) -> list[tuple]:
     """A list question's candidates that no entity of the graph names (`known`): the
     region's code spans, the commands it asks about (`programs`: `programs_asked`), the
-    first cells of its tables' rows, each as (score, name, sections, type, pages); `head`:
-    the question's head noun (`head_stem`)."""
+    first cells of its tables' rows and its headings under one naming `head` (weighed as
+    rows), each as (score, name, sections, type, pages); `head`: the question's head noun
+    (`head_stem`)."""
     out: list[tuple] = []
     vocabulary = getattr(pack, "vocabulary", None)
     if callable(vocabulary):

@@ -10,6 +10,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from packs import text as text_rules
 from packs.retrieval.whole_pack_items import Item, Sec, sec_of, spans
 from packs.retrieval.whole_pack_region import region
 
@@ -83,8 +84,6 @@ def heading_items(by_id: dict[str, Sec], head: str | None) -> list[tuple[float, 
     tokens" are authentication mechanisms; under "Advanced Types", "The Never Type That
     Never Returns" is a type. One per heading (its best-weighted section), none that frames
     its page ("What's next", `_FRAME`), none whose section has no quotable span."""
-    from packs import text as text_rules
-
     if not head:
         return []
     best: dict[tuple[str, str], Sec] = {}
