@@ -57,7 +57,7 @@ class Item:
     end: int
     score: float
     extra: list[str] = field(default_factory=list)
-    etype: str = ""  # the entity's type, "code" (a code span) or "row" (a table's cell)
+    etype: str = ""  # an entity type, or "code", "command", "row", "typed", "heading"
     pages: int = 1  # the pages of the region that name it
     typed: bool = False  # a page names it beside the noun asked for (whole_pack_beyond.py)
 
