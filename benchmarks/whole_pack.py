@@ -3,7 +3,7 @@ baselines, in one run.
 
     python benchmarks/whole_pack.py [--split dev|test] [--corpus kubernetes --corpus rust-book]
         [--questions FILE (with one --corpus)] [--data ../shared/data] [--work out/bench]
-        [--out FILE] [--misses]
+        [--out FILE] [--misses] [--with CORPUS ...]
 
 Questions: benchmarks/data/k8s_whole_pack.jsonl and rust_whole_pack.jsonl (list, across
 and overview questions; gold = the set of items, each with alternatives; test split frozen
@@ -34,7 +34,9 @@ its alternatives: the others are listed and left out of recall (`checkable`; six
 sit on reference/ pages, which the benchmark's Kubernetes pack leaves out).
 Also printed: the share of the product's item citations that verify (packs/citations.py),
 questions with an unverified citation, answer words, the path ask() took (query_type) and,
-with --misses (dev only), the items the product missed.
+with --misses (dev only), the items the product missed. `--with CORPUS` asks each question
+through a PackSet of the corpus's pack and the other corpora's packs (packs/packset.py),
+whose list answers each pack's items from its own region.
 """
 
 from __future__ import annotations
@@ -141,8 +143,7 @@ def extractive_answer(pack, result, answer_mod) -> str:
     question that is not routed to the whole-pack path)."""
     from packs.retrieval import extractive
 
-    idf = extractive.idf_of(pack.vocabulary())
-    text, _, _ = extractive.answer(result.question, result.cited(), pack_idf=idf,
+    text, _, _ = extractive.answer(result.question, result.cited(), pack_idf=answer_mod.idf(pack),
                                    extra=answer_mod.page_sections(pack, result))
     return text
 
@@ -171,12 +172,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=Path, default=None)
     ap.add_argument("--misses", action="store_true", help="print each dev question's misses")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
+    ap.add_argument("--with", dest="also", action="append", default=[], choices=tuple(FILES),
+                    help="ask through a PackSet of the corpus's pack and these corpora's "
+                         "packs (each built under --work), not the pack alone")
     ap.add_argument("--record", action="store_true",
                     help="with --split test: append the run to benchmarks/ledger.jsonl "
                          "(the split must be frozen there; a split is run once)")
     args = ap.parse_args(argv)
     if args.record and args.split != "test":
         ap.error("--record is for a frozen test split")
+    if args.record and args.also:
+        ap.error("--record is for the pack alone")
     if args.misses and args.split == "test":
         ap.error("--misses is for dev: a test split is looked at once, as a figure")
     log, printed = common.printing_log()
@@ -187,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: no documentation corpus under {args.data}")
         return 0
     log(common.machine_line())
-    from packs import KnowledgePack
+    from packs import KnowledgePack, PackSet
 
     for name in names:
         corpus = corpora.load(args.data, name, args.work)
@@ -206,7 +212,14 @@ def main(argv: list[str] | None = None) -> int:
                                       corpus.built.base_url)
             log(f"  items no page of theirs in the pack writes (left out of recall): "
                 f"{len(dropped)}{': ' + '; '.join(dropped) if dropped else ''}")
-            per = run_split(pack, rows, log, args.misses)
+            if args.also:  # the same questions through several packs
+                dirs = [corpora.load(args.data, n, args.work).built.pack_dir
+                        for n in args.also if n != name]
+                with PackSet.open([corpus.built.pack_dir, *dirs]) as packs:
+                    log(f"  asked through a PackSet: {packs.labels}")
+                    per = run_split(packs, rows, log, args.misses)
+            else:
+                per = run_split(pack, rows, log, args.misses)
         if args.record:
             _record(name, file, per, argv)
     if args.out:

@@ -37,6 +37,7 @@ from packs.retrieval import (
     synthesis,
     whole_pack,
     whole_pack_claude,
+    whole_pack_offline,
     whole_pack_rank,
 )
 
@@ -168,7 +169,7 @@ def page_sections(pack: Any, result: SearchResult, pages: int | None = None
     return out
 
 
-def _idf(pack: Any):
+def idf(pack: Any):
     """A word's IDF over the pack's sections (over every pack's, for several), or None."""
     if hasattr(pack, "packs"):
         vocabularies = [p.vocabulary() for p in pack.packs]
@@ -231,8 +232,9 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
     if used:
         result = dataclasses.replace(result, related=[*result.related, *used])
     # Issue 48: a list, across or overview question also gets a list of cited items
-    # gathered through the graph (packs/retrieval/whole_pack.py), after these passages.
-    listed = whole_pack.offline_answer(pack, result, (answer, quotes)) if whole else None
+    # gathered through the graph (packs/retrieval/whole_pack_offline.py), after these
+    # passages; from each pack of a PackSet.
+    listed = whole_pack_offline.offline_answer(pack, result, (answer, quotes)) if whole else None
     if listed is not None:
         return listed
     return answer, quotes, "retrieval_only", result
@@ -244,7 +246,7 @@ def passages(pack: Any, result: SearchResult, note: str | None = None
     sections it quotes that the context lacks). A whole-pack answer lists its items after
     them (benchmarks/train_items.py fits the item model on what they already say)."""
     kw = {"note": note} if note else {}
-    return extractive.answer(result.question, result.cited(), pack_idf=_idf(pack),
+    return extractive.answer(result.question, result.cited(), pack_idf=idf(pack),
                              extra=page_sections(pack, result),
                              similarity=_similarity(pack, result),
                              part_similarity=_part_similarity(pack, result), **kw)

@@ -13,12 +13,13 @@ from anthropic_fake import FakeAnthropic
 from query_fixtures import build_pack, embedder, pack_dir  # noqa: F401 (fixtures)
 from test_query_claude import assert_citations_match_the_pack
 
-from packs import KnowledgePack
+from packs import KnowledgePack, PackSet
 from packs.explore.render import answer_html
 from packs.retrieval import (
     whole_pack,
     whole_pack_claude,
     whole_pack_items,
+    whole_pack_offline,
     whole_pack_questions,
     whole_pack_rank,
     whole_pack_region,
@@ -514,5 +515,49 @@ def test_the_next_chunk_of_a_page_is_read_from_the_pack(pack):
         pages.setdefault(art, []).append(((position, chunk), sid, content))
     page = next(sorted(secs) for secs in pages.values() if len(secs) > 1)
     for (_, sid, _), (_, _, following) in zip(page, page[1:]):
-        assert pack.db.read(whole_pack.NEXT_SECTION, {"id": sid}) == [[following]]
-    assert pack.db.read(whole_pack.NEXT_SECTION, {"id": page[-1][1]}) == []
+        assert pack.db.read(whole_pack_offline.NEXT_SECTION, {"id": sid}) == [[following]]
+    assert pack.db.read(whole_pack_offline.NEXT_SECTION, {"id": page[-1][1]}) == []
+
+
+def _listed(answer: str) -> list[str]:
+    """The bold names of a whole-pack answer's list (after its passages)."""
+    return re.findall(r"\*\*([^*]+)\*\*", answer[answer.index("The items the pack names"):])
+
+
+def test_a_pack_asked_through_a_packset_lists_what_it_lists_alone(monkeypatch, pack, pack_dir):
+    # A PackSet read no database of its own, so a list question asked of several packs got
+    # only the passages. Each pack now lists its items from the region of its own search.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    alone = pack.ask(QUESTION, use_cache=False)
+    with PackSet.open([pack_dir]) as packs:
+        through = packs.ask(QUESTION, use_cache=False)
+    assert through["query_type"] == alone["query_type"] == "whole_pack_retrieval_only"
+    assert _listed(through["answer"]) == _listed(alone["answer"])
+    assert "From the pack" not in through["answer"]  # one pack lists: no label line
+    assert all(c["verified"] for c in through["citations"]) and not through["unsupported"]
+
+
+def test_each_pack_of_a_packset_lists_its_own_items_each_cited_from_it(
+        monkeypatch, pack_dir, tmp_path):
+    import shutil
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    twin = shutil.copytree(pack_dir, tmp_path / "twin")  # the same pages, so both answer
+    with PackSet.open([pack_dir, twin]) as packs:
+        answer = packs.ask(QUESTION, use_cache=False)
+        labels = packs.labels
+    text = answer["answer"]
+    assert answer["query_type"] == "whole_pack_retrieval_only"
+    blocks = [text.index(f"From the pack {label}:") for label in labels]
+    assert blocks == sorted(blocks)  # one list per pack, each under its label
+    # The two packs hold the same section ids: every [n] is one pack's section, and every
+    # item's quote is verified in the section of the pack it cites.
+    numbers = [s["n"] for s in answer["sources"]]
+    assert len(numbers) == len(set(numbers))
+    assert answer["citations"] and all(c["verified"] for c in answer["citations"])
+    by_n = {s["n"]: s["pack"] for s in answer["sources"]}
+    first, second = text[blocks[0]:blocks[1]], text[blocks[1]:]
+    for block, label in ((first, labels[0]), (second, labels[1])):
+        cited = {int(n) for n in re.findall(r"\[(\d+)\]", block)}
+        assert cited and all(by_n[n] == label for n in cited)
+

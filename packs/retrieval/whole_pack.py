@@ -79,9 +79,7 @@ from packs.retrieval.whole_pack_overview import (
 from packs.retrieval.whole_pack_questions import (
     across_terms,
     head_stem,
-    listed_above,
     question_kind,
-    searched_question,
     wanted_types,
 )
 from packs.retrieval.whole_pack_rank import CANDIDATES, ItemModel, pick
@@ -101,10 +99,6 @@ ENTITY_DF = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE e.id IN $ids "
 NAMED_LIKE = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE lower(e.name) STARTS WITH $p "
               "RETURN s.id, e.id, e.name, e.type LIMIT 400")
 COUNT_SECTIONS = "MATCH (s:Section) RETURN count(*)"
-NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTION]->(t:Section) "
-                "WHERE s.id = $id AND (t.position > s.position OR "
-                "t.position = s.position AND t.chunk > s.chunk) "
-                "RETURN t.content ORDER BY t.position, t.chunk LIMIT 1")
 
 
 def _region_sections(pack: Any, result: Any, kind: str) -> dict[str, Sec]:
@@ -261,11 +255,12 @@ def section_sims(pack: Any, result: Any, items: list[Item]) -> dict[str, float]:
 
 
 def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = None,
-           quoted: Collection[str] = (), model: ItemModel | None = None
+           quoted: Collection[str] = (), model: ItemModel | None = None, taken: int = 0
            ) -> tuple[str, list[tuple[int, str]], list[tuple[int, Sec]]]:
     """(answer text, quotes as (n, quote), the sections it adds with their [n]) of a
     whole-pack question; `numbers`: the [n] of sections already cited (others are numbered
-    after them); `quoted`: what the answer already quotes above the list (the passages).
+    after them and after `taken`, the highest [n] another pack's sections took); `quoted`:
+    what the answer already quotes above the list (the passages).
     Items that quote the same passage share one bullet ("**A**, **B**: ..."), which shows
     the clause that names them ("… " or " …" where the sentence goes on); an item whose
     passage is quoted above is named on one closing line with its [n], its passage not
@@ -289,7 +284,7 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         if locate(quote, sec.content) is None:
             continue
         if sec.id not in numbers:
-            numbers[sec.id] = max(numbers.values(), default=0) + 1
+            numbers[sec.id] = max([taken, *numbers.values()]) + 1
             added.append((numbers[sec.id], sec))
         folded = normalise(quote)
         if any(folded in q for q in above):
@@ -325,7 +320,7 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
                                                   sec.content) is None:
             continue
         if sec.id not in numbers:
-            numbers[sec.id] = max(numbers.values(), default=0) + 1
+            numbers[sec.id] = max([taken, *numbers.values()]) + 1
             added.append((numbers[sec.id], sec))
         less.append(f"{item.bold()} [{numbers[sec.id]}]")
         a, b = shown_span([item])
@@ -354,47 +349,3 @@ def _bullet(group: list[Item], n: int) -> tuple[str, str]:
     extra = f" (covers: {'; '.join(extras)})" if extras else ""
     label = ", ".join(item.bold() for item in group)
     return f"- {label}{extra}: {shown} [{n}]", quote
-
-
-def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = None
-                   ) -> tuple[str, list, str, Any] | None:
-    """ask()'s offline path for a whole-pack question: (answer, quotes, QUERY_TYPE, the
-    result whose sources list every section cited), or None when the question is about
-    one thing, the search was gated, several packs are asked (a PackSet reads no single
-    database), the pack gives no item, or the passages already quote the whole list a
-    list question asks for (`listed_above`). `single`: the single-passage answer on the same
-    result ((text, quotes), its sections among `result`'s): it comes first, so a question
-    read as a list question still has the passages that answer it as one."""
-    import dataclasses
-
-    from packs.result import RankedSection
-
-    kind = question_kind(result.question)
-    if kind is None or result.gated or getattr(pack, "db", None) is None:
-        return None
-    if kind == "list" and single is not None:
-        shown = {int(s.citation): s for s in [*result.cited(), *result.related]
-                 if s.citation is not None}
-
-        def following(n: int) -> str:  # the page's text after [n]'s section
-            rows = pack.db.read(NEXT_SECTION, {"id": shown[n].id}) if n in shown else []
-            return rows[0][0] if rows else ""
-        if listed_above(result.question, single[1],
-                        {n: s.content for n, s in shown.items()}, following):
-            return None  # the passages quote the whole list asked for: they answer it
-    numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
-    searched = searched_question(result.question)  # its region: not what it sets aside
-    region_of = (result if searched == result.question else dataclasses.replace(
-        pack.search(searched, **result.filters), question=result.question))
-    text, quotes, added = answer(pack, region_of, kind, numbers,
-                                 [q for _, q in single[1]] if single is not None else ())
-    if not text:
-        return None
-    listed = [RankedSection(id=s.id, article_id=s.article_id, url=s.url, title=s.title,
-                            heading_path=s.heading_path, content=s.content, score=0.0,
-                            citation=n, relation="whole_pack", stages=["whole_pack"])
-              for n, s in added]
-    if single is not None:
-        text, quotes = f"{single[0].rstrip()}\n\n{text}", [*single[1], *quotes]
-    return text, quotes, QUERY_TYPE, dataclasses.replace(
-        result, related=[*result.related, *listed])

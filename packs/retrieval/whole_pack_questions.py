@@ -286,8 +286,8 @@ def listed_above(question: str, quotes: Sequence[tuple[int, str]],
     `following(n)` gives the text of the page after that section ("" where the page ends):
     a list the next chunk does not go on with is whole. Emphasis marks around the lead-in's
     words ("three _release channels_ for Rust:") are not part of them. Such a question is
-    answered by the passages, as one about one thing is (packs/retrieval/whole_pack.py
-    `offline_answer`); the graph's items would only bury the list under what else the
+    answered by the passages, as one about one thing is (packs/retrieval/whole_pack_offline.py
+    `member_answer`); the graph's items would only bury the list under what else the
     pages name. A question that asks for several kinds of thing (`asks_several`) is not
     answered by one list."""
     head = head_stem(question)

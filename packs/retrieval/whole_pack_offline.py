@@ -1,0 +1,125 @@
+"""ask()'s offline answer to a whole-pack question (packs/retrieval/whole_pack.py), for one
+pack or for several (a PackSet): the single-passage answer first, then the list of items,
+each citing its own section.
+
+    text, quotes, query_type, result = offline_answer(pack, result, (passages, quotes))
+
+With several packs, each pack that the search cited gives its own list, from its own
+database and graph, in the order the fused search ranked the packs' first sections; where
+more than one pack gives one, each list opens with the pack's label. A pack's items come
+from the region of its own search, so they are the ones it lists alone. Every section a list
+adds is numbered after all those cited so far, so no two packs' sources share an [n], and
+carries its pack's label like the search's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from packs.result import RankedSection
+from packs.retrieval.whole_pack import QUERY_TYPE, answer
+from packs.retrieval.whole_pack_questions import listed_above, question_kind, searched_question
+
+NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTION]->(t:Section) "
+                "WHERE s.id = $id AND (t.position > s.position OR "
+                "t.position = s.position AND t.chunk > s.chunk) "
+                "RETURN t.content ORDER BY t.position, t.chunk LIMIT 1")
+
+
+def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = None
+                   ) -> tuple[str, list, str, Any] | None:
+    """(answer, quotes, QUERY_TYPE, the result whose sources list every section cited) of
+    a whole-pack question, or None when the question is about one thing, the search was
+    gated or no pack gives a list (`member_answer`). `single`: the single-passage answer on
+    the same result ((text, quotes), its sections among `result`'s): it comes first, so a
+    question read as a list question still has the passages that answer it as one."""
+    kind = question_kind(result.question)
+    if kind is None or result.gated:
+        return None
+    above = single[1] if single is not None else None
+    if hasattr(pack, "packs"):  # a PackSet
+        found = _several(pack, result, kind, above)
+    elif getattr(pack, "db", None) is not None:
+        found = member_answer(pack, result, kind, above)
+    else:
+        return None
+    if found is None:
+        return None
+    text, quotes, listed = found
+    if single is not None:
+        text, quotes = f"{single[0].rstrip()}\n\n{text}", [*single[1], *quotes]
+    return text, quotes, QUERY_TYPE, dataclasses.replace(
+        result, related=[*result.related, *listed])
+
+
+def _several(packs: Any, result: Any, kind: str, above: list | None
+             ) -> tuple[str, list, list] | None:
+    """`member_answer` of each pack of a PackSet that the search cited, best first, joined."""
+    cited = result.cited()
+    order = list(dict.fromkeys(s.pack for s in cited if s.pack is not None))
+    by_label = dict(zip(packs.labels, packs.packs))
+    vectors = result.question_vector if isinstance(result.question_vector, dict) else {}
+    taken = max((int(s.citation) for s in cited), default=0)
+    blocks, quotes, listed = [], [], []
+    for label in order:
+        own = {int(s.citation) for s in cited if s.pack == label}
+        sub = dataclasses.replace(
+            result, sections=[s for s in result.sections if s.pack == label],
+            related=[s for s in result.related if s.pack == label],
+            question_vector=vectors.get(label))
+        mine = None if above is None else [(n, q) for n, q in above if n in own]
+        found = member_answer(by_label[label], sub, kind, mine, taken, label,
+                              quoted=[q for _, q in above or ()])
+        if found is None:
+            continue
+        text, more_quotes, added = found
+        blocks.append((label, text))
+        quotes += more_quotes
+        listed += added
+        taken = max([taken, *(int(s.citation) for s in added)])
+    if not blocks:
+        return None
+    if len(blocks) == 1:
+        return blocks[0][1], quotes, listed
+    return "\n\n".join(f"From the pack {label}:\n\n{text}" for label, text in blocks), \
+        quotes, listed
+
+
+def member_answer(pack: Any, result: Any, kind: str, above: list | None, taken: int = 0,
+                  label: str | None = None, quoted: list[str] | None = None
+                  ) -> tuple[str, list, list] | None:
+    """(the list's text, its quotes, the sections it adds as `result`'s related ones) of a
+    whole-pack question of `kind` on one pack, whose sections in `result` are those cited
+    so far; None when the pack gives no item, or when the passages above already quote the
+    whole list a list question asks for (`listed_above`). `above`: the quotes (n, text) of
+    the passages before the list from this pack's sections (None: no passages); `quoted`:
+    the texts of all of them (default: `above`'s); `taken`: the highest [n] cited so far
+    (new sections are numbered after it); `label`: the pack's label in a PackSet."""
+    if kind == "list" and above is not None:
+        shown = {int(s.citation): s for s in [*result.cited(), *result.related]
+                 if s.citation is not None}
+
+        def following(n: int) -> str:  # the page's text after [n]'s section
+            rows = pack.db.read(NEXT_SECTION, {"id": shown[n].id}) if n in shown else []
+            return rows[0][0] if rows else ""
+        if listed_above(result.question, above,
+                        {n: s.content for n, s in shown.items()}, following):
+            return None  # the passages quote the whole list asked for: they answer it
+    numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
+    # The region is read from the pack's own search (as with one pack, where the fused
+    # ranking of several would move it), less what the question sets aside.
+    searched = searched_question(result.question)
+    region_of = (result if searched == result.question and label is None else
+                 dataclasses.replace(pack.search(searched, **result.filters),
+                                     question=result.question))
+    if quoted is None:
+        quoted = [q for _, q in above or ()]
+    text, quotes, added = answer(pack, region_of, kind, numbers, quoted, taken=taken)
+    if not text:
+        return None
+    return text, quotes, [
+        RankedSection(id=s.id, article_id=s.article_id, url=s.url, title=s.title,
+                      heading_path=s.heading_path, content=s.content, score=0.0, citation=n,
+                      relation="whole_pack", stages=["whole_pack"], pack=label)
+        for n, s in added]
