@@ -120,7 +120,8 @@ def _source_hash() -> str:
 def read_question(pack, row: dict, corpus: str, vectors: dict) -> Item:
     """Search `row`'s question once and read it as the product's offline answer does."""
     from benchmarks.baseline_turn3 import extractive as baseline
-    from packs.answer import _idf, _part_similarity, page_sections
+    from packs.answer import _part_similarity, page_sections
+    from packs.answer import idf as pack_idf
     from packs.retrieval import asks, extractive
     from packs.retrieval import reader_features as rf
     from packs.retrieval.reader import embedded_text
@@ -128,7 +129,7 @@ def read_question(pack, row: dict, corpus: str, vectors: dict) -> Item:
     result = pack.search(row["question"], use_cache=False, gate_threshold=-1.0)
     sections, passages = extractive.passages_of(result.cited(), page_sections(pack, result))
     units = extractive.units_of(row["question"], passages)
-    idf = _idf(pack)
+    idf = pack_idf(pack)
     q = rf.analyse(row["question"])
     x = rf.features(q, passages, units, idf)
     texts = [extractive.bullet(row["question"], u, passages[i].content[u.start:u.end],

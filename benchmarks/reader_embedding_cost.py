@@ -62,12 +62,13 @@ def build_side(pack, sample: int, log) -> None:
 
 
 def query_side(pack, rows: list[dict], log) -> None:
-    from packs.answer import _idf, _similarity, page_sections
+    from packs.answer import _similarity, page_sections
+    from packs.answer import idf as pack_idf
     from packs.retrieval import extractive, reader
     from packs.retrieval import reader_features as rf
 
     shipped = reader.load()
-    idf = _idf(pack)
+    idf = pack_idf(pack)
     answer_ms: list[float] = []
     embed_ms: dict[int, list[float]] = {n: [] for n in TOP_N}
     for r in rows:
