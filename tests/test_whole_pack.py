@@ -561,3 +561,19 @@ def test_each_pack_of_a_packset_lists_its_own_items_each_cited_from_it(
         cited = {int(n) for n in re.findall(r"\[(\d+)\]", block)}
         assert cited and all(by_n[n] == label for n in cited)
 
+
+
+def test_claude_maps_the_sections_of_each_pack_of_a_packset(fake, pack_dir, tmp_path):
+    import shutil
+
+    twin = shutil.copytree(pack_dir, tmp_path / "twin")
+    with PackSet.open([pack_dir, twin]) as packs:
+        answer = packs.ask(QUESTION, use_cache=False)
+        labels = packs.labels
+    assert answer["query_type"] == whole_pack_claude.QUERY_TYPE
+    # Both packs' regions are mapped, their sections numbered apart, each with its label.
+    assert {s["pack"] for s in answer["sources"]} == set(labels)
+    numbers = [s["n"] for s in answer["sources"]]
+    assert len(numbers) == len(set(numbers)) <= whole_pack_claude.MAX_SECTIONS
+    assert answer["citations"] and all(c["verified"] for c in answer["citations"])
+    assert "Invented" not in answer["answer"]

@@ -64,6 +64,26 @@ ITEMS_TOOL = {
 }
 
 
+def _sections(pack: Any, result: Any) -> list[tuple[str | None, Any]]:
+    """(pack label, section) of the map: the region's sections of one pack (label None), or
+    of each pack of a PackSet the search cited, best ranked first, MAX_SECTIONS shared
+    among them, each pack's region read from its own search (as offline:
+    packs/retrieval/whole_pack_offline.py)."""
+    if not hasattr(pack, "packs"):
+        if getattr(pack, "db", None) is None:
+            return []
+        return [(None, s) for s in whole_pack.map_sections(pack, result, MAX_SECTIONS)]
+    order = list(dict.fromkeys(s.pack for s in result.cited() if s.pack is not None))
+    by_label = dict(zip(pack.labels, pack.packs))
+    out: list[tuple[str | None, Any]] = []
+    for label in order:
+        member = by_label[label]
+        own = member.search(result.question, **result.filters)
+        out += [(label, s) for s in whole_pack.map_sections(member, own,
+                                                             MAX_SECTIONS // len(order))]
+    return out
+
+
 def _context(numbered: list[tuple[int, Any]]) -> str:
     return "\n\n".join(f"### [{n}] {s.heading_path or s.title}\nURL: {s.url}\n\n{s.content}"
                        for n, s in numbered)
@@ -112,14 +132,16 @@ def answer(pack: Any, result: Any, api, model: str, usage: dict[str, Any]
            ) -> tuple[str, list[tuple[int, str]], str, Any] | None:
     """(answer, quotes, query_type, the result listing the sections [n]) of a whole-pack
     question with Claude, or None when the question is about one thing (or the search
-    was gated, or several packs are asked). Adds each call's tokens to `usage`."""
+    was gated). Several packs (a PackSet) share the map (`_sections`); each section keeps
+    its pack's label. Adds each call's tokens to `usage`."""
     kind = whole_pack.question_kind(result.question)
-    if kind is None or result.gated or getattr(pack, "db", None) is None:
+    if kind is None or result.gated:
         return None
-    secs = whole_pack.map_sections(pack, result, MAX_SECTIONS)
-    if not secs:
+    labelled = _sections(pack, result)
+    if not labelled:
         return None
-    numbered = list(enumerate(secs, start=1))
+    numbered = [(n, sec) for n, (_, sec) in enumerate(labelled, start=1)]
+    label_of = {n: label for n, (label, _) in enumerate(labelled, start=1)}
     chunks = [numbered[i:i + GROUP] for i in range(0, len(numbered), GROUP)]
     with ThreadPoolExecutor(max_workers=min(4, len(chunks))) as pool:
         replies = list(pool.map(lambda c: _map(api, model, result.question, c), chunks))
@@ -127,11 +149,11 @@ def answer(pack: Any, result: Any, api, model: str, usage: dict[str, Any]
         add_query_usage(usage, u)
     by_n = dict(numbered)
     items = reduce_items([r[0] for r in replies], by_n)
-    old = {s.id: s for s in result.cited()}
+    old = {(s.pack, s.id): s for s in result.cited()}
     listed = [RankedSection(id=s.id, article_id=s.article_id, url=s.url, title=s.title,
                             heading_path=s.heading_path, content=s.content,
-                            score=old[s.id].score if s.id in old else 0.0, citation=n,
-                            stages=["whole_pack"])
+                            score=old[label_of[n], s.id].score if (label_of[n], s.id) in old
+                            else 0.0, citation=n, stages=["whole_pack"], pack=label_of[n])
               for n, s in numbered]
     result = dataclasses.replace(result, sections=listed, related=[])
     if not items:
