@@ -271,3 +271,26 @@ def test_the_noun_a_list_question_asks_for():
     assert head_stem("Which special or unusual kinds of types does the book explain?") == "type"
     assert head_stem("Which tools besides plain kubectl commands help?") == "tool"
     assert head_stem("How do I drain a node?") is None
+
+
+def test_a_list_is_asked_after_a_preposition_or_with_a_participle_after_its_noun():
+    # A participle after the plural ends its noun phrase ("the kubectl commands used ..."),
+    # a question may end with the plural ("What are the available volume types?"), and a
+    # preposition before "which" or "what" asks as the bare question does; these got the
+    # single-passage answer.
+    for listed in ("List the kubectl commands used for debugging.",
+                   "What are the Cargo subcommands shown in the book?",
+                   "Name the annotations described on the well-known labels page.",
+                   "What are the available volume types?",
+                   "In which ways can you set a container's environment variables?",
+                   "With which cloud vendors can Karpenter manage nodes?",
+                   "Under what conditions does the scheduler use storage capacity?"):
+        assert question_kind(listed) == "list", listed
+    for single in ("At what point before its certificate expires does the kubelet ask for "
+                   "a new one?",
+                   "In which directory does kubeadm keep its certificates?",
+                   "In which list of legislative subjects does Education appear?",
+                   "What are Pods?"):
+        assert question_kind(single) is None, single
+    # "In which situations ..." stays an across question (each place the pages say so).
+    assert question_kind("In which situations does the book use the move keyword?") == "across"

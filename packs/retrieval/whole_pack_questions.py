@@ -66,9 +66,13 @@ _LIST = re.compile(
 # "List/name the X ...": a list when X, the noun phrase before a clause or preposition, is
 # plural ("Name the flags that ..."), not when it is one thing ("Name the feature gate that
 # allows it, and the ...").
+# A past participle or adjective after the plural ends its noun phrase too ("the kubectl
+# commands used for debugging", "the Cargo subcommands shown in the book").
+_AFTER = (r"used|shown|listed|mentioned|described|given|defined|named|covered|discussed|"
+          r"documented|available|supported|provided|introduced|explained|required|needed")
 _NAME_THE = re.compile(r"\b(?:list|name) the ((?:[\w.:/-]+ ){0,5}?[\w.:/-]+)"
                        r"(?= (?:that|which|who|whose|to|for|of|in|on|from|with|by|you|i|"
-                       r"we)\b|\s*(?:[,.;?!]|$))", re.I)
+                       rf"we|{_AFTER})\b|\s*(?:[,.;?!]|$))", re.I)
 # "Which/what" + a plural noun and a verb: "Which kubelet settings control ...". The words
 # before the plural are its modifiers; but after a singular head noun ("Which Cargo
 # command checks that ...", "Which priority level handles requests from ...") the "plural"
@@ -87,7 +91,16 @@ _PLURAL = re.compile(
     r"(?:(?:,? (?:and|or)|,) (?:which |what )?(?:[\w.:<>'-]+ ){0,5}?[\w.:<>'-]+?,?)*?"
     r" (?:do|does|did|can|could|are|were|exist|"
     r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
-    r"in|of|for|that|which|does|make|let|on|decide|determine|allow|enable|limit)\b", re.I)
+    r"in|of|for|that|which|does|make|let|on|decide|determine|allow|enable|limit|"
+    rf"{_AFTER})\b", re.I)
+# Or the question ends with the plural: "What are the available volume types?"
+_PLURAL_END = re.compile(rf"^\s*(?:what|which) are the (?:[\w.:<>-]+ ){{0,3}}"
+                         rf"(?:{_PLURAL_WORD})\s*\?\s*$", re.I)
+# A preposition before "which" or "what" does not change what is asked: "In which ways can
+# you set ...?" asks for ways as "Which ways ...?" does.
+_LEADING = re.compile(r"^\s*(?:in|on|from|for|by|with|through|at|under|into|to)\s+"
+                      r"(?=(?:which|what) (?:[\w-]+ ){0,2}"
+                      rf"(?!(?:its|this|his|has|does|was|is)\b)(?:{_PLURAL_WORD})\b)", re.I)
 # The same after an opening phrase ("Besides writing manifests by hand, which tools do the
 # docs mention ..."), where an auxiliary must follow the plural: after a comma "what prefix
 # shows that ..." is as likely a verb.
@@ -152,6 +165,7 @@ def question_kind(question: str) -> str | None:
         return "overview"
     if _ACROSS.search(question):
         return "across"
+    question = _LEADING.sub("", question)
     if _COUNTED.search(question) or _OBJECT_ASKED.search(question):
         return None
     if how_to(question, commands=False):  # "How do I list all pods?": one way, no list
@@ -162,7 +176,7 @@ def question_kind(question: str) -> str | None:
     if named and _plural(named.group(1).split()[-1]):
         return "list"
     m = _PLURAL.search(question)
-    if m is None and _PLURAL_LATER.search(question):
+    if m is None and (_PLURAL_LATER.search(question) or _PLURAL_END.search(question)):
         return "list"
     if m is None or _NOT_ASKED.match(m.group(1)):
         return None
