@@ -273,6 +273,15 @@ def test_the_headings_under_one_that_names_the_noun_asked_for_are_items():
     found = {name: s.id for _, name, s in heading_items(by_id, terms("mechanisms")[0])}
     assert found == {"Static token file": "s1", "Bootstrap tokens": "s3"}
     assert heading_items(by_id, None) == []
+    # Under a heading that says what to do, the sections are its steps: "Which environment
+    # variables ...?" listed "Using environment variables inside of your config".
+    task = "Define Environment Variables for a Container"
+    steps = {s.id: s for s in (
+        sec("t1", f"{task} > Using environment variables inside of your config",
+            "Environment variables can be used elsewhere in the configuration."),
+        sec("t2", "Environment variables > Container environment", "The hostname is set."))}
+    assert [name for _, name, _ in heading_items(steps, terms("variables")[0])] == [
+        "Container environment"]
 
 
 def test_an_item_the_page_writes_as_code_is_shown_as_code():

@@ -76,6 +76,21 @@ _FRAME = re.compile(r"^(?:before you begin|what's next|what is next|next steps|c
                     r"clean ?up|objectives|summary|overview|introduction|examples?|see also|"
                     r"further reading|prerequisites|conclusion)\b", re.I)
 
+# A heading that says what to do: the sections under it are its steps, not things of the
+# kind it names ("Define Environment Variables for a Container" > "Using environment
+# variables inside of your config"). Verbs that often open a noun phrase instead ("Update
+# strategies", "Test Organization", "Access Modes") are not here.
+_TASK = re.compile(
+    r"^(?:define|create|configure|install|enable|disable|understand|deploy|verify|specify|"
+    r"expose|troubleshoot|debug|manage|migrate|modify|implement|assign|distribute|inject|"
+    r"declare|communicate|connect|translate|add|remove|delete|apply|choose|handle|extract|"
+    r"get|make|how|why|when|using|creating|configuring|adding|running|installing|enabling|"
+    r"understanding|deploying|checking|verifying|writing|removing|deleting|updating|"
+    r"specifying|accessing|exposing|viewing|getting|making|handling|choosing|applying|"
+    r"building|testing|debugging|troubleshooting|managing|migrating|changing|modifying|"
+    r"implementing|storing|reading|starting|stopping|passing|calling|returning|sharing|"
+    r"sending|trying|extracting)\b", re.I)
+
 
 def heading_items(by_id: dict[str, Sec], head: str | None) -> list[tuple[float, str, Sec]]:
     """(section weight, heading, section) of each region section whose own heading sits
@@ -83,7 +98,8 @@ def heading_items(by_id: dict[str, Sec], head: str | None) -> list[tuple[float, 
     "Hardening Guide - Authentication Mechanisms", "Static token file" and "Bootstrap
     tokens" are authentication mechanisms; under "Advanced Types", "The Never Type That
     Never Returns" is a type. One per heading (its best-weighted section), none that frames
-    its page ("What's next", `_FRAME`), none whose section has no quotable span."""
+    its page ("What's next", `_FRAME`), none under a heading that says what to do
+    (`_TASK`), none whose section has no quotable span."""
     if not head:
         return []
     best: dict[tuple[str, str], Sec] = {}
@@ -91,7 +107,8 @@ def heading_items(by_id: dict[str, Sec], head: str | None) -> list[tuple[float, 
         parts = [p.strip() for p in sec.heading_path.split(" > ")]
         if len(parts) < 2 or not parts[-1] or _FRAME.match(parts[-1]):
             continue
-        if head not in {text_rules.stem(w) for w in text_rules.words(parts[-2])}:
+        if (head not in {text_rules.stem(w) for w in text_rules.words(parts[-2])}
+                or _TASK.match(parts[-2])):
             continue
         key = (sec.article_id, parts[-1])
         if (key not in best or sec.weight > best[key].weight) and spans(sec):
