@@ -111,8 +111,8 @@ TARGETS: tuple[Target, ...] = (
         # the third dev set, written from the docs alone by a helper that never ran the
         # product (its first run, fresh: issue48g_dev3_*_before.md; the second dev set's
         # newest figures are issue48z_dev2_*.md)
-        + tuple(Figure((f"issue48z_dev3_{short}.md", f"issue48w_dev3_{short}.md", f"issue48v_dev3_{short}.md",
-                        f"issue48u_dev3_{short}.md",
+        + tuple(Figure((f"issue48z_dev3_{short}.md", f"issue48w_dev3_{short}.md",
+                        f"issue48v_dev3_{short}.md", f"issue48u_dev3_{short}.md",
                         f"issue48t_dev3_{short}.md", f"issue48n_dev3_{short}.md",
                         f"issue48l_dev3_{short}.md",
                         f"issue48k_dev3_{short}.md",

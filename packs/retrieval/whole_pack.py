@@ -274,6 +274,12 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         return "", [], []
     numbers = dict(numbers or {})
     added: list[tuple[int, Sec]] = []
+
+    def number(sec: Sec) -> int:  # its [n]: a section not cited yet is numbered after all
+        if sec.id not in numbers:
+            numbers[sec.id] = max([taken, *numbers.values()]) + 1
+            added.append((numbers[sec.id], sec))
+        return numbers[sec.id]
     above = {normalise(q) for q in quoted}
     bullets: dict[tuple[str, int, int], list[Item]] = {}
     named: list[str] = []
@@ -283,13 +289,11 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         quote = sec.content[item.start:item.end]
         if locate(quote, sec.content) is None:
             continue
-        if sec.id not in numbers:
-            numbers[sec.id] = max([taken, *numbers.values()]) + 1
-            added.append((numbers[sec.id], sec))
+        n = number(sec)
         folded = normalise(quote)
         if any(folded in q for q in above):
-            named.append(f"{item.bold()} [{numbers[sec.id]}]")
-            named_quotes.append((numbers[sec.id], quote))
+            named.append(f"{item.bold()} [{n}]")
+            named_quotes.append((n, quote))
         else:
             bullets.setdefault((sec.id, item.start, item.end), []).append(item)
     if not bullets and not named:
@@ -319,12 +323,10 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
         if normalise(item.name) in said or locate(sec.content[item.start:item.end],
                                                   sec.content) is None:
             continue
-        if sec.id not in numbers:
-            numbers[sec.id] = max([taken, *numbers.values()]) + 1
-            added.append((numbers[sec.id], sec))
-        less.append(f"{item.bold()} [{numbers[sec.id]}]")
+        n = number(sec)
+        less.append(f"{item.bold()} [{n}]")
         a, b = shown_span([item])
-        less_quotes.append((numbers[sec.id], sec.content[a:b]))
+        less_quotes.append((n, sec.content[a:b]))
     if less:
         lines += ["", f"Less likely items, named in the same sections: {', '.join(less)}"]
     return "\n".join(lines), [*quotes, *named_quotes, *less_quotes], added

@@ -26,7 +26,7 @@ from typing import Any
 from packs.citations import locate, no_marker
 from packs.llm.usage import add_query_usage, query_usage
 from packs.result import RankedSection
-from packs.retrieval import synthesis, whole_pack
+from packs.retrieval import synthesis, whole_pack, whole_pack_offline
 from packs.retrieval.whole_pack_items import bold
 
 QUERY_TYPE = "whole_pack"
@@ -73,14 +73,12 @@ def _sections(pack: Any, result: Any) -> list[tuple[str | None, Any]]:
         if getattr(pack, "db", None) is None:
             return []
         return [(None, s) for s in whole_pack.map_sections(pack, result, MAX_SECTIONS)]
-    order = list(dict.fromkeys(s.pack for s in result.cited() if s.pack is not None))
-    by_label = dict(zip(pack.labels, pack.packs))
+    members = whole_pack_offline.cited_members(pack, result)
     out: list[tuple[str | None, Any]] = []
-    for label in order:
-        member = by_label[label]
+    for label, member in members:
         own = member.search(result.question, **result.filters)
         out += [(label, s) for s in whole_pack.map_sections(member, own,
-                                                             MAX_SECTIONS // len(order))]
+                                                             MAX_SECTIONS // len(members))]
     return out
 
 

@@ -53,23 +53,29 @@ def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = Non
         result, related=[*result.related, *listed])
 
 
+def cited_members(packs: Any, result: Any) -> list[tuple[str, Any]]:
+    """(label, pack) of each pack of a PackSet that `result` cites, in the order of its
+    first cited section (the fused search's ranking of the packs)."""
+    by_label = dict(zip(packs.labels, packs.packs))
+    order = dict.fromkeys(s.pack for s in result.cited() if s.pack is not None)
+    return [(label, by_label[label]) for label in order]
+
+
 def _several(packs: Any, result: Any, kind: str, above: list | None
              ) -> tuple[str, list, list] | None:
     """`member_answer` of each pack of a PackSet that the search cited, best first, joined."""
     cited = result.cited()
-    order = list(dict.fromkeys(s.pack for s in cited if s.pack is not None))
-    by_label = dict(zip(packs.labels, packs.packs))
     vectors = result.question_vector if isinstance(result.question_vector, dict) else {}
     taken = max((int(s.citation) for s in cited), default=0)
     blocks, quotes, listed = [], [], []
-    for label in order:
+    for label, member in cited_members(packs, result):
         own = {int(s.citation) for s in cited if s.pack == label}
         sub = dataclasses.replace(
             result, sections=[s for s in result.sections if s.pack == label],
             related=[s for s in result.related if s.pack == label],
             question_vector=vectors.get(label))
         mine = None if above is None else [(n, q) for n, q in above if n in own]
-        found = member_answer(by_label[label], sub, kind, mine, taken, label,
+        found = member_answer(member, sub, kind, mine, taken, label,
                               quoted=[q for _, q in above or ()])
         if found is None:
             continue
