@@ -29,7 +29,11 @@ before the reader's features v8 were fitted: `--split test --test-round 8`); Rus
 (`test_round` 7, frozen at the same time; no page is left that no answer row uses, so its
 40 questions ask facts no earlier row asks, on 29 pages that dev rows also use); Kubernetes
 1101+ (`test_round` 9) and 1201+ (`test_round` 10, on the last 15 pages no answer row used),
-each frozen before the change it judged. The shipped
+each frozen before the change it judged; Kubernetes 1301+ (`test_round` 11) and Rust book 1101+
+(`test_round` 8), class `compare` ("What's the difference between A and B?", "A vs B", "How
+does A differ from B?"), written 2026-11-30 by a helper from the pages alone (pages answer rows
+already use; the pairs no row asks), frozen before the lead for each thing
+(packs/retrieval/compare.py) was run on them. The shipped
 reader is fitted on the dev and the spent rows (benchmarks/train_reader.py --with-spent), so a
 fresh test split must be written on pages none of those rows use (the Rust book has no such
 page left: 110 of its 112 are some answer row's). The packs are the ones benchmarks/corpora.py builds (reused when cached). Each question is
