@@ -14,7 +14,7 @@ import re
 from packs import text as text_rules
 from packs.retrieval.segment import Unit
 
-__all__ = ["asking", "has", "how_to", "parts", "question_types", "what_happens", "what_is"]
+__all__ = ["asking", "has", "how_to", "pair", "parts", "question_types", "what_happens", "what_is"]
 
 _HOW_DO = re.compile(r"^\s*how (do|can|should|would) (i|you|we)\b|\bhow to\b", re.I)
 _COMMAND = re.compile(r"\bwhat command\b|\bwhich command\b", re.I)
@@ -138,7 +138,7 @@ _AND_THE = re.compile(r",\s*and\s+(?=the\b)", re.I)
 # from B?", "How does A differ from B?".
 _PAIR = re.compile(r"\b(?:difference|differences) between (.+?) and (.+?)\s*[?.!]*$|"
                    r"^(?:.*?\b)?(?:compare|comparing) (.+?) (?:and|with|to) (.+?)\s*[?.!]*$|"
-                   r"^(.+?)\s+(?:vs\.?|versus)\s+(.+?)\s*[?.!]*$|"
+                   r"^(.+?)\s+(?:vs\.?|versus)\s+([^:;,?]+?)\s*(?:[:;,].*)?[?.!]*$|"
                    r"^(?:how|in what ways?)\s+(?:is|are|does|do)\s+(.+?)\s+"
                    r"(?:different from|differ from)\s+([^,;]+?)\s*[?.!]*$", re.I)
 # Where the second thing's own words end and the context the pair shares begins ("an
@@ -156,6 +156,13 @@ def asking(part: str) -> str:
     return " ".join(said)
 
 
+def pair(question: str) -> tuple[str, str] | None:
+    """The two things a question asks how they differ, as written ("a liveness", "a
+    readiness probe"), or None (the forms of _PAIR)."""
+    m = _PAIR.search(question)
+    return tuple([g for g in m.groups() if g is not None][:2]) if m else None  # type: ignore
+
+
 def parts(question: str) -> list[str]:
     """The things a question asks about when it asks about two or more, each as a question
     of its own ("Which field removes a finished Job, and which field says how many failed
@@ -167,9 +174,9 @@ def parts(question: str) -> list[str]:
     one thing. A part needs two words of its own that are not stop words (one, of a pair);
     the first keeps the scene set before it when it has none without it ("... never reach
     my backend. Why not, and ...")."""
-    m = _PAIR.search(question)
-    if m:
-        a, b = [g for g in m.groups() if g is not None][:2]
+    paired = pair(question)
+    if paired:
+        a, b = paired
         own = _CONTEXT.split(b, maxsplit=1)
         head = own[0].split()[-1] if own[0].split() else ""
         if len(a.split()) < len(own[0].split()) and head and head.lower() not in a.lower():
@@ -194,6 +201,6 @@ def parts(question: str) -> list[str]:
         # own ("... never reach my backend. Why not, and ..." asks about the scene).
         first = asking(found[0])
         found[0] = first if len(set(text_rules.terms(first))) >= 2 else found[0]
-    least = 1 if m else 2
+    least = 1 if paired else 2
     found = [f for f in found if len(set(text_rules.terms(f))) >= least]
     return found if len(found) >= 2 else []

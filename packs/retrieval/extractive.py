@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from packs import text as text_rules
 from packs.citations import no_marker
-from packs.retrieval import asks, reader
+from packs.retrieval import asks, compare, reader
 from packs.retrieval import reader_features as rf
 from packs.retrieval.asks import question_types
 from packs.retrieval.units import (
@@ -138,8 +138,11 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
         model.limits, **{k: v for k, v in (("max_units", max_units), ("per_section", per_section),
                                            ("max_words", max_words)) if v is not None})
     term_w = rf.term_weights(question, [rf.unit_terms_of(u) for _, u in units], pack_idf)
+    paired = compare.things(question) if len(parts) == 2 else None
+    first = [] if paired is None else [
+        lambda u, a=a, b=b: compare.says_what(a, b, u) for a, b in (paired, paired[::-1])]
     chosen = reader.choose(model, x, units, term_w, reader.memo(similarity, units), parts, limits,
-                           listing="list" in question_types(question))
+                           listing="list" in question_types(question), first=first)
     return [Pick(units[s.index][0], units[s.index][1], s.score) for s in chosen]
 
 

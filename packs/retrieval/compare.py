@@ -1,0 +1,102 @@
+"""A question that asks how two things differ: each thing's answer opens with what it is.
+
+"What's the difference between a PersistentVolume and a PersistentVolumeClaim?" is answered
+by the page's sentence for each ("A _PersistentVolume_ (PV) is a piece of storage ...", "A
+_PersistentVolumeClaim_ (PVC) is a request for storage by a user."), which the reader ranks
+below sentences that only mention the term ("For dynamically provisioned PersistentVolumes,
+the default reclaim policy is ..."): its features score a unit for the question's words,
+not for having the thing as its subject. `things(question)` reads the two things;
+`says_what(thing, other, text)` whether a unit opens by saying what `thing` is: its subject
+holds the words that tell `thing` from `other` and the kind of thing it is (its last word:
+"Liveness is a necessary ... condition" does not say what a liveness probe is), followed by
+"is a", "are the", "means a" ..., or it is a label (the words that tell it) with its
+description ("`NodePort`: Exposes the Service on each
+Node's IP ..."). packs/retrieval/extractive.py `select` lets the best such unit of each
+thing's own ranking lead that thing's units (reader.choose `first`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from packs import text as text_rules
+from packs.retrieval import asks
+from packs.retrieval.reader_features import plain
+from packs.retrieval.units import Unit
+
+__all__ = ["says_what", "things"]
+
+# Where the second thing's words end and what both share begins ("... policies | for a Pod").
+_CONTEXT = re.compile(r"\s+(?=(?:in|for|of|on|at|inside|within|under|when|and)\s)", re.I)
+_MARKUP = re.compile(r"[`*\[\]]")  # code, bold and link marks (plain keeps the link text)
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
+_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_ASIDE = re.compile(r"\s*\([^()]{1,40}\)")  # "(PV)", "(also called ...)"
+# What follows a subject that says what it is: a copula and a determiner ("is a piece of
+# storage", "are the secondary containers"), not a passive ("is used to mount").
+_COPULA = re.compile(r"^(?:is|are|means|represents|refers to)\s+(?:a|an|the|one|another)\b",
+                     re.I)
+_LABEL = re.compile(r"^([^:;.]{1,60}?)\s?:\s+[A-Z]")  # "NodePort: Exposes the Service ..."
+SUBJECT_WORDS = 5  # the most words a subject may have before what it is
+LABEL_WORDS = 4  # ... and a label before its description
+_PREPOSITIONS = frozenset("of in for with on at by from to as about into like than".split())
+
+
+def things(question: str) -> tuple[str, str] | None:
+    """The two things a question asks how they differ (asks.py `pair`: "the difference
+    between A and B", "How is A different from B?", "A vs B", "compare A and B"), without
+    their articles and the context they share; None for a question of another kind."""
+    paired = asks.pair(" ".join(question.split()))
+    if paired is None:
+        return None
+    a, b = paired
+    b = _CONTEXT.split(b, maxsplit=1)[0]
+    head = b.split()[-1] if b.split() else ""
+    if len(a.split()) < len(b.split()) and head and head.lower() not in a.lower():
+        a = f"{a} {head}"  # "a liveness [probe] and a readiness probe"
+    a, b = (_ARTICLE.sub("", x.strip(" ,;:")) for x in (a, b))
+    return (a, b) if a and b else None
+
+
+def _own_terms(thing: str, other: str) -> set[str]:
+    """The terms that tell `thing` from `other` ("NodePort Service" from "LoadBalancer
+    Service": nodeport); all its terms when it has none of its own."""
+    mine = set(text_rules.terms(thing))
+    return (mine - set(text_rules.terms(other))) or mine
+
+
+def _words(text: str) -> list[str]:
+    """The words of a unit's opening that can be a subject's: no flags, paths or settings
+    with their values ("--nodeport-addresses", "a=b")."""
+    return [w for w in text.split() if not w.startswith("-") and not any(c in w for c in "/=")]
+
+
+def says_what(thing: str, other: str, unit: Unit) -> bool:
+    """Whether a unit of prose opens by saying what `thing` is (see the module docstring)."""
+    if unit.kind == "code" or (unit.inner == "code" and unit.kind != "leadin"):
+        return False
+    want = _own_terms(thing, other)
+    if not want:
+        return False
+    named = want | set(text_rules.terms(thing.split()[-1]))  # and what kind of thing it is
+    text = _MARKER.sub("", _MARKUP.sub("", plain(unit.display)), count=1).strip()
+    label = _LABEL.match(text)
+    if (label and len(label.group(1).split()) <= LABEL_WORDS
+            and not any(c in label.group(1) for c in "()[]{}<>#")
+            and _subject(label.group(1), want)):
+        return True
+    words = _ASIDE.sub("", _ARTICLE.sub("", text)).split()
+    for k in range(1, min(len(words), SUBJECT_WORDS) + 1):
+        if _subject(" ".join(words[:k]), named):
+            return _COPULA.match(" ".join(words[k:])) is not None
+    return False
+
+
+def _subject(words: str, want: set[str]) -> bool:
+    """Whether `words` name the thing whose terms are `want` as a subject does: all of
+    them, no preposition before the last ("An example of a function-like macro" is an
+    example)."""
+    kept = _words(words)
+    if not want <= set(text_rules.terms(" ".join(kept))):
+        return False
+    return not any(w.lower() in _PREPOSITIONS for w in kept[:-1])
