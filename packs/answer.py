@@ -223,7 +223,11 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
     language model. `note`: the line that heads the extractive answer; `why`: why none was
     used though one is configured (its failure, told in the gated answer). A section of
     a cited page that the answer quotes but the context lacks joins the sources (after
-    the context's, as a related section of a copy of `result`)."""
+    the context's, as a related section of a copy of `result`). A question about the pack
+    itself is answered by its topic map, gated or not (whole_pack_offline.topic_maps)."""
+    topics = whole_pack_offline.topic_maps(pack, result) if whole else None
+    if topics is not None:
+        return topics
     if result.gated:
         return (f"The pack has nothing relevant enough to answer this ({gate.reason(result)}),"
                 f" and {why or 'no language model is configured (ANTHROPIC_API_KEY unset)'}.",

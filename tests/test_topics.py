@@ -294,3 +294,38 @@ def test_a_list_is_asked_after_a_preposition_or_with_a_participle_after_its_noun
         assert question_kind(single) is None, single
     # "In which situations ..." stays an across question (each place the pages say so).
     assert question_kind("In which situations does the book use the move keyword?") == "across"
+
+
+def test_a_question_about_the_pack_itself_is_answered_by_each_packs_topic_map(
+        tmp_path, embedder, monkeypatch):
+    # "What is this pack about?" got the passages its words find ("pack": bin packing),
+    # then the topic map of the first pack the search cited only.
+    from packs import KnowledgePack, PackSet
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    def titled(title):
+        def extra(tables):
+            out = _topic_tables(tables)
+            out[fmt.TOPICS] = out[fmt.TOPICS].with_columns(pl.lit(title).alias("title"))
+            return out
+        return extra
+
+    first = build_pack(tmp_path, embedder, name="kestrel", extra=titled("Retries and workers"))
+    second = build_pack(tmp_path, embedder, name="heron", extra=titled("Queues and brokers"))
+    question = "What is this pack about?"
+    with KnowledgePack.open(first) as pack:
+        alone = pack.ask(question, use_cache=False)
+    text = alone["answer"]
+    assert alone["query_type"] == "whole_pack_retrieval_only"
+    assert text.startswith("Retrieval-only answer") and "most relevant passages" not in text
+    assert "**Retries and workers**" in text and "[1]" in text
+    assert [s["n"] for s in alone["sources"]] == [1]
+    with PackSet.open([first, second]) as packs:
+        both = packs.ask(question, use_cache=False)
+    text = both["answer"]
+    assert "most relevant passages" not in text
+    assert "From the pack kestrel:" in text and "From the pack heron:" in text
+    assert "**Retries and workers**" in text and "**Queues and brokers**" in text
+    assert sorted(s["n"] for s in both["sources"]) == [1, 2]
+    assert both["citations"] and all(c["verified"] for c in both["citations"])

@@ -52,10 +52,9 @@ __all__ = ["Pick", "Unit", "answer", "candidates", "first_sentence", "idf_of",
 EXTRA_REACH = 0.2  # another section of a cited page is read within this of the best similarity
 HEADING_TYPES = ("number", "name", "person", "place")  # values a heading may hold for a unit
 
-RETRIEVAL_ONLY_NOTE = (
-    "Retrieval-only answer (no language model was used; set ANTHROPIC_API_KEY for a "
-    "synthesised answer). The most relevant passages in the pack:"
-)
+NO_MODEL_NOTE = ("Retrieval-only answer (no language model was used; set ANTHROPIC_API_KEY "
+                 "for a synthesised answer).")
+RETRIEVAL_ONLY_NOTE = f"{NO_MODEL_NOTE} The most relevant passages in the pack:"
 
 
 @dataclass(frozen=True)

@@ -255,8 +255,8 @@ def section_sims(pack: Any, result: Any, items: list[Item]) -> dict[str, float]:
 
 
 def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = None,
-           quoted: Collection[str] = (), model: ItemModel | None = None, taken: int = 0
-           ) -> tuple[str, list[tuple[int, str]], list[tuple[int, Sec]]]:
+           quoted: Collection[str] = (), model: ItemModel | None = None, taken: int = 0,
+           lead: str | None = None) -> tuple[str, list[tuple[int, str]], list[tuple[int, Sec]]]:
     """(answer text, quotes as (n, quote), the sections it adds with their [n]) of a
     whole-pack question; `numbers`: the [n] of sections already cited (others are numbered
     after them and after `taken`, the highest [n] another pack's sections took); `quoted`:
@@ -267,7 +267,8 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     shown twice; a list question's bullets after its first QUOTED_ITEMS on one line, named
     with their [n] (a list of twenty quoted items ran to 500 words); the less likely items
     (whole_pack_rank's `more`) on a last line, named with their [n]; `model`: the item
-    model (`list_items`). ("", [], []) when the pack gives no item."""
+    model (`list_items`); `lead`: what the list's first line says it is (by default, what
+    `kind` lists). ("", [], []) when the pack gives no item."""
     items, more = ((overview_items(pack, result), []) if kind == "overview"
                    else list_items(pack, result, kind, "\n".join(quoted), model))
     if not items:
@@ -298,8 +299,8 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
             bullets.setdefault((sec.id, item.start, item.end), []).append(item)
     if not bullets and not named:
         return "", [], []
-    lead = {"overview": "What the pack covers on this, page by page",
-            "across": "Across the pack's pages", "list": "The items the pack names"}[kind]
+    lead = lead or {"overview": "What the pack covers on this, page by page",
+                    "across": "Across the pack's pages", "list": "The items the pack names"}[kind]
     lines = [f"{lead}, each quoting the section it comes from:", ""]
     quotes = []
     groups = list(bullets.values())

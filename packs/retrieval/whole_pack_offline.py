@@ -18,7 +18,9 @@ import dataclasses
 from typing import Any
 
 from packs.result import RankedSection
+from packs.retrieval.extractive import NO_MODEL_NOTE
 from packs.retrieval.whole_pack import QUERY_TYPE, answer
+from packs.retrieval.whole_pack_overview import about_itself, topic_items
 from packs.retrieval.whole_pack_questions import listed_above, question_kind, searched_question
 
 NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTION]->(t:Section) "
@@ -51,6 +53,40 @@ def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = Non
         text, quotes = f"{single[0].rstrip()}\n\n{text}", [*single[1], *quotes]
     return text, quotes, QUERY_TYPE, dataclasses.replace(
         result, related=[*result.related, *listed])
+
+
+def topic_maps(pack: Any, result: Any) -> tuple[str, list, str, Any] | None:
+    """(answer, quotes, QUERY_TYPE, its result) of a question about the pack itself ("What
+    is this pack about?"): its topic map alone, gated or not (the passages its words find,
+    "bin packing", say nothing of it, and the gate reads them), for a PackSet each pack's
+    that has one, the packs the search cited first; None for another question, or when no
+    pack has a topic map (a pack built before them: its pages answer, `offline_answer`)."""
+    if question_kind(result.question) != "overview" or not about_itself(result.question):
+        return None
+    if hasattr(pack, "packs"):  # a PackSet
+        cited = [label for label, _ in cited_members(pack, result)]
+        members = sorted(zip(pack.labels, pack.packs), key=lambda m: (
+            cited.index(m[0]) if m[0] in cited else len(cited)))
+    elif getattr(pack, "db", None) is not None:
+        members = [(None, pack)]
+    else:
+        return None
+    members = [(label, p) for label, p in members if topic_items(p)]
+    blank = dataclasses.replace(result, sections=[], related=[], gated=False)
+    blocks, quotes, listed, taken = [], [], [], 0
+    for label, member in members:
+        text, more, added = answer(member, blank, "overview", taken=taken,
+                                   lead="The pack's topics")
+        blocks.append((label, text))
+        quotes += more
+        listed += [_listed(s, n, label) for n, s in added]
+        taken = max([taken, *(n for n, _ in added)])
+    if not blocks:
+        return None
+    text = (blocks[0][1] if len(blocks) == 1 else
+            "\n\n".join(f"From the pack {label}:\n\n{text}" for label, text in blocks))
+    return (f"{NO_MODEL_NOTE}\n\n{text}", quotes, QUERY_TYPE,
+            dataclasses.replace(blank, related=listed))
 
 
 def cited_members(packs: Any, result: Any) -> list[tuple[str, Any]]:
@@ -124,8 +160,11 @@ def member_answer(pack: Any, result: Any, kind: str, above: list | None, taken: 
     text, quotes, added = answer(pack, region_of, kind, numbers, quoted, taken=taken)
     if not text:
         return None
-    return text, quotes, [
-        RankedSection(id=s.id, article_id=s.article_id, url=s.url, title=s.title,
-                      heading_path=s.heading_path, content=s.content, score=0.0, citation=n,
-                      relation="whole_pack", stages=["whole_pack"], pack=label)
-        for n, s in added]
+    return text, quotes, [_listed(s, n, label) for n, s in added]
+
+
+def _listed(s: Any, n: int, label: str | None) -> RankedSection:
+    """A section a list adds, as the answer's source [n] (of the pack `label`)."""
+    return RankedSection(id=s.id, article_id=s.article_id, url=s.url, title=s.title,
+                         heading_path=s.heading_path, content=s.content, score=0.0, citation=n,
+                         relation="whole_pack", stages=["whole_pack"], pack=label)

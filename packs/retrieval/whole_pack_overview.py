@@ -27,6 +27,12 @@ _PACK_ITSELF = re.compile(r"\b(?:this|the) (?:pack|documentation|docs|site|corpu
                           r"(?:this|the) (?:pack|documentation|docs|site|corpus|book)\b", re.I)
 
 
+def about_itself(question: str) -> bool:
+    """Whether a question asks what the pack itself is about ("What is this pack about?",
+    "What are the main topics of the docs?")."""
+    return _PACK_ITSELF.search(question) is not None
+
+
 def topic_items(pack: Any) -> list[Item]:
     """The pack's topic map as items (packs/topics.py): each topic's title with the first
     quote of its digest ([] for a pack built before topics)."""
@@ -48,7 +54,7 @@ def overview_items(pack: Any, result: Any) -> list[Item]:
     """One item per page of the question's region: its title, lead sentence and headings;
     for a question about the pack itself ("what is this documentation about?"), its
     topics (`topic_items`)."""
-    if _PACK_ITSELF.search(result.question):
+    if about_itself(result.question):
         found = topic_items(pack)
         if found:
             return found
