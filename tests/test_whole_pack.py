@@ -515,6 +515,29 @@ def test_a_list_the_passages_quote_whole_answers_the_question_alone():
                                                  {1: text})
 
 
+def test_a_sentence_that_counts_and_names_the_things_asked_for_answers_alone():
+    # "Which Rust editions are available?" got the sentence that names all four, then a
+    # list of what the pages around it name (Cargo.toml, rustfmt, ...).
+    counted = whole_pack_questions.counted_above
+    editions = ("At the time of this writing, four Rust editions are available: Rust 2015, "
+                "Rust 2018, Rust 2021, and Rust 2024. This book uses Rust 2024.")
+    assert counted("Which Rust editions are available?", [(1, editions)])
+    macros = ("The three kinds of procedural macros are custom `derive`, attribute-like, and "
+              "function-like, and all work in a similar fashion.")
+    assert counted("What kinds of procedural macros are there?", [(1, macros)])
+    # As many as it counts, the last after "and" or "or".
+    assert not counted("Which variants does Option have?",
+                       [(1, "Option has three variants, Some and None.")])
+    assert counted("Which variants does Option have?",
+                   [(1, "Option has two variants, Some and None.")])
+    # A narrower kind than the one asked for; a count of something else; two kinds asked.
+    tuples = "Here we define and use two tuple structs named `Color` and `Point`:"
+    assert not counted("Which structs does the book define in its examples?", [(1, tuples)])
+    assert not counted("Which Rust editions are available?",
+                       [(1, "Two crates, rand and regex, are used in every edition.")])
+    assert not counted("Which Rust editions and release channels are there?", [(1, editions)])
+
+
 def test_the_next_chunk_of_a_page_is_read_from_the_pack(pack):
     # listed_above asks what follows a list that ends its section: the page's next chunk.
     rows = pack.db.read("MATCH (a:Article)-[:HAS_SECTION]->(s:Section) "

@@ -21,7 +21,12 @@ from packs.result import RankedSection
 from packs.retrieval.extractive import NO_MODEL_NOTE
 from packs.retrieval.whole_pack import QUERY_TYPE, answer
 from packs.retrieval.whole_pack_overview import about_itself, topic_items
-from packs.retrieval.whole_pack_questions import listed_above, question_kind, searched_question
+from packs.retrieval.whole_pack_questions import (
+    counted_above,
+    listed_above,
+    question_kind,
+    searched_question,
+)
 
 NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTION]->(t:Section) "
                 "WHERE s.id = $id AND (t.position > s.position OR "
@@ -146,7 +151,8 @@ def member_answer(pack: Any, result: Any, kind: str, above: list | None, taken: 
             rows = pack.db.read(NEXT_SECTION, {"id": shown[n].id}) if n in shown else []
             return rows[0][0] if rows else ""
         if listed_above(result.question, above,
-                        {n: s.content for n, s in shown.items()}, following):
+                        {n: s.content for n, s in shown.items()}, following) or \
+                counted_above(result.question, above):
             return None  # the passages quote the whole list asked for: they answer it
     numbers = {s.id: int(s.citation) for s in result.cited() if s.citation is not None}
     # The region is read from the pack's own search (as with one pack, where the fused
