@@ -33,7 +33,10 @@ each frozen before the change it judged; Kubernetes 1301+ (`test_round` 11) and 
 (`test_round` 8), class `compare` ("What's the difference between A and B?", "A vs B", "How
 does A differ from B?"), written 2026-11-30 by a helper from the pages alone (pages answer rows
 already use; the pairs no row asks), frozen before the lead for each thing
-(packs/retrieval/compare.py) was run on them. The shipped
+(packs/retrieval/compare.py) was run on them; Kubernetes 1321+ (`test_round` 12) and Rust book
+1121+ (`test_round` 9), a second compare round written the same way with other pairs and
+more phrasings ("What distinguishes A from B?", "When would I use A rather than B?"), frozen
+after the first was run and before the product was run on them. The shipped
 reader is fitted on the dev and the spent rows (benchmarks/train_reader.py --with-spent), so a
 fresh test split must be written on pages none of those rows use (the Rust book has no such
 page left: 110 of its 112 are some answer row's). The packs are the ones benchmarks/corpora.py builds (reused when cached). Each question is
