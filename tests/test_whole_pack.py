@@ -10,7 +10,7 @@ import re
 import pytest
 from answer_fake import excerpts, text_reply
 from anthropic_fake import FakeAnthropic
-from query_fixtures import build_pack, embedder, pack_dir  # noqa: F401 (fixtures)
+from query_fixtures import ARTICLES, build_pack, embedder, pack_dir  # noqa: F401 (fixtures)
 from test_query_claude import assert_citations_match_the_pack
 
 from packs import KnowledgePack, PackSet
@@ -569,13 +569,27 @@ def test_a_pack_asked_through_a_packset_lists_what_it_lists_alone(monkeypatch, p
     assert all(c["verified"] for c in through["citations"]) and not through["unsupported"]
 
 
-def test_each_pack_of_a_packset_lists_its_own_items_each_cited_from_it(
-        monkeypatch, pack_dir, tmp_path):
-    import shutil
+def _renamed(pages):
+    """The Kestrel pages with its parts named otherwise, as code (so a second pack lists
+    other names), the other sections as they are (so the two packs share section ids)."""
+    names = {"the scheduler, which": "the `dispatcher`, which", "the broker, which":
+             "the `ledger`, which", "Worker processes": "`Runner` processes"}
+    out = []
+    for slug, title, secs in pages:
+        renamed = []
+        for path, content in secs:
+            for a, b in names.items():
+                content = content.replace(a, b)
+            renamed.append((path, content))
+        out.append((slug, title, renamed))
+    return out
 
+
+def test_each_pack_of_a_packset_lists_its_own_items_each_cited_from_it(
+        monkeypatch, pack_dir, tmp_path, embedder):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    twin = shutil.copytree(pack_dir, tmp_path / "twin")  # the same pages, so both answer
-    with PackSet.open([pack_dir, twin]) as packs:
+    other = build_pack(tmp_path, embedder, name="heron", pages=_renamed(ARTICLES))
+    with PackSet.open([pack_dir, other]) as packs:
         answer = packs.ask(QUESTION, use_cache=False)
         labels = packs.labels
     text = answer["answer"]
@@ -592,6 +606,9 @@ def test_each_pack_of_a_packset_lists_its_own_items_each_cited_from_it(
     for block, label in ((first, labels[0]), (second, labels[1])):
         cited = {int(n) for n in re.findall(r"\[(\d+)\]", block)}
         assert cited and all(by_n[n] == label for n in cited)
+    # A name the first pack's list gives, the second's does not give again.
+    names = [re.findall(r"\*\*([^*]+)\*\*", block) for block in (first, second)]
+    assert names[0] and names[1] and not set(names[0]) & set(names[1])
 
 
 

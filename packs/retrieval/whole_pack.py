@@ -256,7 +256,8 @@ def section_sims(pack: Any, result: Any, items: list[Item]) -> dict[str, float]:
 
 def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = None,
            quoted: Collection[str] = (), model: ItemModel | None = None, taken: int = 0,
-           lead: str | None = None) -> tuple[str, list[tuple[int, str]], list[tuple[int, Sec]]]:
+           lead: str | None = None, listed: Collection[str] = ()
+           ) -> tuple[str, list[tuple[int, str]], list[tuple[int, Sec]]]:
     """(answer text, quotes as (n, quote), the sections it adds with their [n]) of a
     whole-pack question; `numbers`: the [n] of sections already cited (others are numbered
     after them and after `taken`, the highest [n] another pack's sections took); `quoted`:
@@ -268,7 +269,8 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     with their [n] (a list of twenty quoted items ran to 500 words); the less likely items
     (whole_pack_rank's `more`) on a last line, named with their [n]; `model`: the item
     model (`list_items`); `lead`: what the list's first line says it is (by default, what
-    `kind` lists). ("", [], []) when the pack gives no item."""
+    `kind` lists); `listed`: the names (`normalise`d) another pack's list gave, not given
+    again. ("", [], []) when the pack gives no item."""
     items, more = ((overview_items(pack, result), []) if kind == "overview"
                    else list_items(pack, result, kind, "\n".join(quoted), model))
     if not items:
@@ -288,7 +290,7 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     for item in items:
         sec = item.section
         quote = sec.content[item.start:item.end]
-        if locate(quote, sec.content) is None:
+        if normalise(item.name) in listed or locate(quote, sec.content) is None:
             continue
         n = number(sec)
         folded = normalise(quote)
@@ -321,8 +323,8 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
     less, less_quotes = [], []
     for item in more:  # the less likely items: named, each with its citation
         sec = item.section
-        if normalise(item.name) in said or locate(sec.content[item.start:item.end],
-                                                  sec.content) is None:
+        if normalise(item.name) in said or normalise(item.name) in listed or locate(
+                sec.content[item.start:item.end], sec.content) is None:
             continue
         n = number(sec)
         less.append(f"{item.bold()} [{n}]")

@@ -9,14 +9,18 @@ database and graph, in the order the fused search ranked the packs' first sectio
 more than one pack gives one, each list opens with the pack's label. A pack's items come
 from the region of its own search, so they are the ones it lists alone. Every section a list
 adds is numbered after all those cited so far, so no two packs' sources share an [n], and
-carries its pack's label like the search's own.
+carries its pack's label like the search's own. A name one pack's list gives, the lists after
+it do not give again (the Rust book and the Cargo book both name `cargo build`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Collection
 from typing import Any
 
+from packs.citations import normalise
 from packs.result import RankedSection
 from packs.retrieval.extractive import NO_MODEL_NOTE
 from packs.retrieval.whole_pack import QUERY_TYPE, answer
@@ -28,6 +32,7 @@ from packs.retrieval.whole_pack_questions import (
     searched_question,
 )
 
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")  # an item's name in a list (whole_pack `Item.bold`)
 NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTION]->(t:Section) "
                 "WHERE s.id = $id AND (t.position > s.position OR "
                 "t.position = s.position AND t.chunk > s.chunk) "
@@ -109,6 +114,7 @@ def _several(packs: Any, result: Any, kind: str, above: list | None
     vectors = result.question_vector if isinstance(result.question_vector, dict) else {}
     taken = max((int(s.citation) for s in cited), default=0)
     blocks, quotes, listed = [], [], []
+    names: set[str] = set()  # what the lists before gave: a name is listed by one pack
     for label, member in cited_members(packs, result):
         own = {int(s.citation) for s in cited if s.pack == label}
         sub = dataclasses.replace(
@@ -117,10 +123,11 @@ def _several(packs: Any, result: Any, kind: str, above: list | None
             question_vector=vectors.get(label))
         mine = None if above is None else [(n, q) for n, q in above if n in own]
         found = member_answer(member, sub, kind, mine, taken, label,
-                              quoted=[q for _, q in above or ()])
+                              quoted=[q for _, q in above or ()], listed=names)
         if found is None:
             continue
         text, more_quotes, added = found
+        names |= {normalise(m.strip("`")) for m in _BOLD.findall(text)}
         blocks.append((label, text))
         quotes += more_quotes
         listed += added
@@ -134,15 +141,16 @@ def _several(packs: Any, result: Any, kind: str, above: list | None
 
 
 def member_answer(pack: Any, result: Any, kind: str, above: list | None, taken: int = 0,
-                  label: str | None = None, quoted: list[str] | None = None
-                  ) -> tuple[str, list, list] | None:
+                  label: str | None = None, quoted: list[str] | None = None,
+                  listed: Collection[str] = ()) -> tuple[str, list, list] | None:
     """(the list's text, its quotes, the sections it adds as `result`'s related ones) of a
     whole-pack question of `kind` on one pack, whose sections in `result` are those cited
     so far; None when the pack gives no item, or when the passages above already quote the
     whole list a list question asks for (`listed_above`). `above`: the quotes (n, text) of
     the passages before the list from this pack's sections (None: no passages); `quoted`:
     the texts of all of them (default: `above`'s); `taken`: the highest [n] cited so far
-    (new sections are numbered after it); `label`: the pack's label in a PackSet."""
+    (new sections are numbered after it); `label`: the pack's label in a PackSet;
+    `listed`: the names another pack's list gave (whole_pack.answer)."""
     if kind == "list" and above is not None:
         shown = {int(s.citation): s for s in [*result.cited(), *result.related]
                  if s.citation is not None}
@@ -163,7 +171,8 @@ def member_answer(pack: Any, result: Any, kind: str, above: list | None, taken: 
                                      question=result.question))
     if quoted is None:
         quoted = [q for _, q in above or ()]
-    text, quotes, added = answer(pack, region_of, kind, numbers, quoted, taken=taken)
+    text, quotes, added = answer(pack, region_of, kind, numbers, quoted, taken=taken,
+                                 listed=listed)
     if not text:
         return None
     return text, quotes, [_listed(s, n, label) for n, s in added]
