@@ -329,3 +329,37 @@ def test_a_question_about_the_pack_itself_is_answered_by_each_packs_topic_map(
     assert "**Retries and workers**" in text and "**Queues and brokers**" in text
     assert sorted(s["n"] for s in both["sources"]) == [1, 2]
     assert both["citations"] and all(c["verified"] for c in both["citations"])
+
+
+def _first_excerpt_item(request: dict) -> dict:
+    """The items tool's input: one item quoting the first sentence of excerpt [1]."""
+    import re
+
+    from anthropic_fake import _first_user_text
+
+    m = re.search(r"### \[1\][^\n]*\nURL: [^\n]*\n\n([^\n]+)", _first_user_text(request))
+    sentence = m.group(1).split(". ")[0] if m else "nothing"
+    return {"items": [{"item": "Kestrel jobs", "n": 1, "quote": sentence}]}
+
+
+def test_with_a_key_a_question_about_the_pack_maps_its_topics_sections(
+        tmp_path, embedder, monkeypatch):
+    # With a key, "What is this pack about?" was gated on this pack (its words find
+    # nothing), or mapped the sections those words find; now Claude reads the topics'.
+    from anthropic_fake import FakeAnthropic
+
+    from packs import KnowledgePack
+    from packs.retrieval import whole_pack_claude
+
+    folder = build_pack(tmp_path, embedder, extra=_topic_tables)
+    with FakeAnthropic(api_key="test-key", responder=_first_excerpt_item) as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        with KnowledgePack.open(folder) as pack:
+            answer = pack.ask("What is this pack about?", use_cache=False)
+            topic = pack.db.read("MATCH (t:Topic)-[:COVERS]->(s:Section) "
+                                 "RETURN s.url, s.heading_path", {})
+    assert answer["query_type"] == whole_pack_claude.QUERY_TYPE
+    assert {(s["url"], s["heading_path"]) for s in answer["sources"]} == {tuple(r) for r in topic}
+    assert answer["citations"] and all(c["verified"] for c in answer["citations"])
+    assert "**Kestrel jobs**" in answer["answer"] and fake.stats.requests == 1

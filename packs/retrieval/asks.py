@@ -160,7 +160,10 @@ def pair(question: str) -> tuple[str, str] | None:
     """The two things a question asks how they differ, as written ("a liveness", "a
     readiness probe"), or None (the forms of _PAIR)."""
     m = _PAIR.search(question)
-    return tuple([g for g in m.groups() if g is not None][:2]) if m else None  # type: ignore
+    if m is None:
+        return None
+    a, b = [g for g in m.groups() if g is not None][:2]
+    return a, b
 
 
 def parts(question: str) -> list[str]:

@@ -10,9 +10,9 @@ not for having the thing as its subject. `things(question)` reads the two things
 holds the words that tell `thing` from `other` and the kind of thing it is (its last word:
 "Liveness is a necessary ... condition" does not say what a liveness probe is), followed by
 "is a", "are the", "means a" ..., or it is a label (the words that tell it) with its
-description ("`NodePort`: Exposes the Service on each
-Node's IP ..."). packs/retrieval/extractive.py `select` lets the best such unit of each
-thing's own ranking lead that thing's units (reader.choose `first`).
+description ("`NodePort`: Exposes the Service on each Node's IP ..."). packs/retrieval/
+extractive.py `select` lets the best such unit of each thing's own ranking lead that
+thing's units (reader.choose `first`).
 """
 
 from __future__ import annotations

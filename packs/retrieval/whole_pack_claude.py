@@ -28,6 +28,7 @@ from packs.llm.usage import add_query_usage, query_usage
 from packs.result import RankedSection
 from packs.retrieval import synthesis, whole_pack, whole_pack_offline
 from packs.retrieval.whole_pack_items import bold
+from packs.retrieval.whole_pack_overview import about_itself, topic_sections
 
 QUERY_TYPE = "whole_pack"
 GROUP = 6
@@ -62,6 +63,19 @@ ITEMS_TOOL = {
         "required": ["items"],
     },
 }
+
+
+def _topic_sections(pack: Any) -> list[tuple[str | None, Any]]:
+    """(pack label, section) of the map for a question about the pack itself: the sections
+    of its topics (GraphRAG's global search reads its community reports), of each pack of
+    a PackSet that has a topic map, MAX_SECTIONS shared among them; [] when none has one."""
+    if not hasattr(pack, "packs"):
+        if getattr(pack, "db", None) is None:
+            return []
+        return [(None, s) for s in topic_sections(pack, MAX_SECTIONS)]
+    members = [(label, m) for label, m in zip(pack.labels, pack.packs) if topic_sections(m, 1)]
+    return [(label, s) for label, m in members
+            for s in topic_sections(m, MAX_SECTIONS // len(members))]
 
 
 def _sections(pack: Any, result: Any) -> list[tuple[str | None, Any]]:
@@ -131,11 +145,19 @@ def answer(pack: Any, result: Any, api, model: str, usage: dict[str, Any]
     """(answer, quotes, query_type, the result listing the sections [n]) of a whole-pack
     question with Claude, or None when the question is about one thing (or the search
     was gated). Several packs (a PackSet) share the map (`_sections`); each section keeps
-    its pack's label. Adds each call's tokens to `usage`."""
+    its pack's label. A question about the pack itself maps its topics' sections, gated or
+    not (`_topic_sections`). Adds each call's tokens to `usage`."""
     kind = whole_pack.question_kind(result.question)
-    if kind is None or result.gated:
+    if kind is None:
         return None
-    labelled = _sections(pack, result)
+    labelled = _topic_sections(pack) if kind == "overview" and about_itself(
+        result.question) else []
+    if labelled:
+        result = dataclasses.replace(result, gated=False)
+    elif result.gated:
+        return None
+    else:
+        labelled = _sections(pack, result)
     if not labelled:
         return None
     numbered = [(n, sec) for n, (_, sec) in enumerate(labelled, start=1)]

@@ -50,6 +50,21 @@ def topic_items(pack: Any) -> list[Item]:
     return items
 
 
+def topic_sections(pack: Any, limit: int) -> list[Sec]:
+    """The sections of the pack's topics, at most `limit`: each topic's best section, then
+    each one's second, ... (topics largest first); [] for a pack built before topics. What
+    a model reads to say what the pack is about (packs/retrieval/whole_pack_claude.py)."""
+    from packs.topics import has_topics, pack_topics
+
+    if not has_topics(pack.db):
+        return []
+    lists = [[s.id for s in t.sections] for t in pack_topics(pack)]
+    ids = list(dict.fromkeys(sid for k in range(max(map(len, lists), default=0))
+                             for ids in lists if k < len(ids) for sid in [ids[k]]))[:limit]
+    by_id = {r[1]: sec_of(r) for r in pack.db.read(SECTIONS_BY_ID, {"ids": ids})} if ids else {}
+    return [by_id[i] for i in ids if i in by_id]
+
+
 def overview_items(pack: Any, result: Any) -> list[Item]:
     """One item per page of the question's region: its title, lead sentence and headings;
     for a question about the pack itself ("what is this documentation about?"), its
