@@ -12,7 +12,11 @@ cargo_whole_pack.jsonl (8 dev questions written for issue 48 from the Cargo book
 third site so the rules are not fitted to two; no test split). Round 2 of the Kubernetes test
 split, k8s_whole_pack_r2.jsonl (20 questions on pages no earlier whole-pack row uses, frozen
 2026-11-29), runs with `--corpus kubernetes --split test --questions
-benchmarks/data/k8s_whole_pack_r2.jsonl`. A second dev set, k8s_whole_pack_dev2.jsonl (20)
+benchmarks/data/k8s_whole_pack_r2.jsonl`. Round 3, k8s_whole_pack_r3.jsonl and
+rust_whole_pack_r3.jsonl (15 + 15 questions: 10 list, 3 across, 2 overview each; written
+2026-11-30 from the pages alone by a helper who never ran the product, generic
+alternatives such as `-n` or `name` taken out before the freeze), runs the same way with
+its file. A second dev set, k8s_whole_pack_dev2.jsonl (20)
 and rust_whole_pack_dev2.jsonl (30), was written on 2026-11-29 from the docs alone, after
 the item model was fitted and without running the product (its first run measured the
 product fresh); it runs with `--questions` and one `--corpus`. A third, *_whole_pack_dev3.jsonl
