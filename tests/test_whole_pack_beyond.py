@@ -23,7 +23,9 @@ PLUGIN_PAGES = [
          "the `kestrel-s3` plugin first, so that alerts can link to results."),
     ]),
     ("history", "History", [
-        ("History > Removed", "The `kestrel-legacy` plugin was removed in 2.0."),
+        ("History > Removed", "The `kestrel-legacy` plugin was removed in 2.0. Turn on the "
+         "`kestrel-otel` [plugin](/docs/plugins/) for traces; the [plugin](/docs/plugins/) "
+         "`kestrel-csv` writes files."),
     ]),
 ]
 QUESTION = "Which plugins can a Kestrel deployment use?"
@@ -48,8 +50,9 @@ def test_the_noun_a_list_question_asks_for_in_both_numbers():
 
 def test_names_written_beside_the_noun_are_read_from_every_page(plugin_pack):
     found = beyond.typed_names(plugin_pack, QUESTION)
+    # The noun may be a link's text: "`kestrel-otel` [plugin](/docs/plugins/)".
     assert set(found) == {"kestrel-s3", "redis", "sentry", "pagerduty", "slack",
-                          "kestrel-legacy"}
+                          "kestrel-legacy", "kestrel-otel", "kestrel-csv"}
     assert found["sentry"][0] == "Sentry"  # as the page writes it
     assert len(found["kestrel-s3"][1]) == 2  # two sections write it so
     # A word of the noun's sentence that is no name ("The") is never one.

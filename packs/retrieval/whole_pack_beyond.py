@@ -11,7 +11,8 @@ sections, but the items of a kind that the docs name in passing (annotations, fl
 traits, crates, languages) are spread over the whole pack. The database picks the sections
 that write the noun in one of its forms (`head_forms`: "annotation", "annotations"), and
 these patterns read them:
-- a code span just before or after the noun ("`--release` flag", "annotation `x`");
+- a code span just before or after the noun ("`--release` flag", "annotation `x`"), the
+  noun also as a link's text ("`InPlacePodVerticalScaling` [feature gate](/docs/...)");
 - a capitalised name between "the" and the noun ("the Summary trait");
 - a list after the noun and "such as", "like", "including", "e.g.".
 Each such name is a candidate of packs/retrieval/whole_pack.py `candidates` (its item
@@ -69,10 +70,12 @@ def head_forms(question: str) -> set[str]:
 
 def _patterns(forms: set[str]) -> list[re.Pattern]:
     head = r"(?i:\b(?:" + "|".join(sorted(map(re.escape, forms), key=len, reverse=True)) + r")\b)"
-    return [re.compile(rf"(?P<n>{_CODE}) {head}"),
-            re.compile(rf"\b(?i:the) (?P<n>{_CAP}|\*\*[^*\n]{{1,40}}\*\*) {head}"),
-            re.compile(rf"{head}:? (?P<n>{_CODE})"),
-            re.compile(rf"{head},? {_CUE} (?P<list>{_NAME}(?:{_SEP}{_NAME}){{0,8}})")]
+    before = rf"\[?{head}"  # the noun may be a link's text: "`X` [feature gate](/docs/...)"
+    after = rf"{head}(?:\]\([^)\s]*\))?"  # "[annotation](/docs/...) `x`"
+    return [re.compile(rf"(?P<n>{_CODE}) {before}"),
+            re.compile(rf"\b(?i:the) (?P<n>{_CAP}|\*\*[^*\n]{{1,40}}\*\*) {before}"),
+            re.compile(rf"{after}:? (?P<n>{_CODE})"),
+            re.compile(rf"{after},? {_CUE} (?P<list>{_NAME}(?:{_SEP}{_NAME}){{0,8}})")]
 
 
 def _names(match: re.Match) -> list[str]:
