@@ -128,7 +128,10 @@ def test_the_question_sets_are_well_formed():
 # Test rounds written on pages dev rows also use, because no page was left that no answer
 # row used (the Rust book after issue 47's rounds): fact-disjoint, not page-disjoint, as
 # their ledger freeze notes say (benchmarks/doc_answers.py).
-FACT_DISJOINT_ROUNDS = {("rust_answers", 7)}
+# Rounds written on pages dev rows use, asking facts no earlier row asks: the Rust book's
+# round 7 (no page was left unused) and the compare rounds (pairs no row asks; 2026-11-30).
+FACT_DISJOINT_ROUNDS = {("rust_answers", 7), ("k8s_answers", 11), ("k8s_answers", 12),
+                        ("rust_answers", 8), ("rust_answers", 9)}
 
 
 def test_the_answer_sets_are_well_formed():
@@ -178,11 +181,13 @@ def test_the_answer_sets_are_well_formed():
         # dev questions per corpus to train the reader on; test keeps 50 at least)
         assert 0.4 <= dev / (dev + test) <= 0.85 and test >= 50, name
         # Classes (issue 47): the questions that carry one are identifier, paraphrase,
-        # two-page or two-part (two things asked, one gold page), and a two-page question
-        # has two gold pages.
+        # two-page or two-part (two things asked, one gold page), or compare (how two
+        # things differ: one gold group per thing), and a two-page question has two gold
+        # pages.
         for r in qs:
             assert r.get("class") in (None, "identifier", "paraphrase", "two-page",
-                                      "two-part"), r["id"]
+                                      "two-part", "compare"), r["id"]
+            assert (r.get("class") == "compare") <= (len(r["answers"]) == 2), r["id"]
             assert (r.get("class") == "two-part") <= (len(r["gold"]) == 1), r["id"]
             assert (r.get("class") == "two-page") <= (len(r["gold"]) == 2), r["id"]
         # A retired test question is never test again.
