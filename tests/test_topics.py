@@ -85,8 +85,17 @@ def test_whole_pack_questions_are_recognised():
                    "What does the book say about the two halves of a channel?",
                    "What do the docs explain about how Secrets are stored?",
                    "What do the docs offer for keeping applications available?",
-                   "What does the book's testing chapter say about test organisation?"):
+                   "What does the book's testing chapter say about test organisation?",
+                   "What does the book tell Windows users that differs from macOS?"):
         assert question_kind(listed) == "list", listed
+    # the different things the docs go through (not "a different value", "for different
+    # Pods")
+    for across in ("How do the different tutorials have you clean up afterwards?",
+                   "Where do the logs of the different parts of a cluster end up?"):
+        assert question_kind(across) == "across", across
+    for single in ("Why would I set different RuntimeClasses for different Pods?",
+                   "Why does a restarted Pod get a different IP address?"):
+        assert question_kind(single) is None, single
     for single in ("How do I drain a node?", "Which flag sets the grace period?",
                    "What happens when a probe fails?", "What is a Pod?",
                    # a singular head noun: the "plural" after it is a verb

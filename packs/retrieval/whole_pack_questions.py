@@ -49,6 +49,10 @@ _ACROSS = re.compile(
     r"cases|sections|contexts)\b|\bfrom (?:release|version) to (?:release|version)\b|"
     r"\bwhat changed\b|\bcompare\b|\bevery (?:supported|page|chapter|release|version|place)\b|"
     r"\beverywhere\b|"
+    # the different things the docs go through: "How do the different tutorials have you
+    # clean up ...?", "the logs of the different parts of a cluster" (not "a different
+    # value", "for different Pods")
+    r"\bthe different (?:[\w'-]+ ){0,2}?[\w'-]+[^s\W]s\b|"
     r"\bwhere (?:does|do) the (?:book|docs|documentation) (?:use|say|talk|mention|show|discuss)\b|"
     r"\bwhere in the (?:book|docs|documentation)\b|"
     # how three or more things named in a row do it: "How do Deployments, DaemonSets,
@@ -62,7 +66,7 @@ _LIST = re.compile(
     # what the pages say about a topic, said in several places: "What does the book say
     # about the two halves of a channel ...?", "What do the docs explain about ...?"
     rf"\bwhat (?:does|do) (?:the|this) (?:{_DOC_PARTS})(?:'s?(?: [\w-]+){{1,2}})? "
-    r"(?:say|explain|tell (?:you|us|me)|teach|note|mention|offer)\b", re.I)
+    r"(?:say|explain|tell|teach|note|mention|offer)\b", re.I)
 # "List/name the X ...": a list when X, the noun phrase before a clause or preposition, is
 # plural ("Name the flags that ..."), not when it is one thing ("Name the feature gate that
 # allows it, and the ...").
