@@ -14,7 +14,8 @@ import re
 from packs import text as text_rules
 from packs.retrieval.segment import Unit
 
-__all__ = ["asking", "has", "how_to", "pair", "parts", "question_types", "what_happens", "what_is"]
+__all__ = ["asking", "has", "how_to", "pair", "parts", "question_types", "what_happens", "what_is",
+           "with_kind"]
 
 _HOW_DO = re.compile(r"^\s*how (do|can|should|would) (i|you|we)\b|\bhow to\b", re.I)
 _COMMAND = re.compile(r"\bwhat command\b|\bwhich command\b", re.I)
@@ -166,6 +167,16 @@ def pair(question: str) -> tuple[str, str] | None:
     return a, b
 
 
+def with_kind(a: str, own: str) -> str:
+    """The first thing of a pair with the kind the second names, where the question writes
+    it once for both ("a liveness [probe] and a readiness probe"); `own`: the second
+    thing's own words (without the context the pair shares)."""
+    head = own.split()[-1] if own.split() else ""
+    if len(a.split()) < len(own.split()) and head and head.lower() not in a.lower():
+        return f"{a} {head}"
+    return a
+
+
 def parts(question: str) -> list[str]:
     """The things a question asks about when it asks about two or more, each as a question
     of its own ("Which field removes a finished Job, and which field says how many failed
@@ -181,9 +192,7 @@ def parts(question: str) -> list[str]:
     if paired:
         a, b = paired
         own = _CONTEXT.split(b, maxsplit=1)
-        head = own[0].split()[-1] if own[0].split() else ""
-        if len(a.split()) < len(own[0].split()) and head and head.lower() not in a.lower():
-            a = f"{a} {head}"  # "a liveness [probe] and a readiness probe"
+        a = with_kind(a, own[0])
         if len(own) > 1 and own[1].lower() not in a.lower():
             a = f"{a} {own[1]}"  # "a statement [in Rust] and an expression in Rust"
         found = [f"What is {a}?", f"What is {b}?"]  # each thing defined on its own

@@ -51,9 +51,7 @@ def things(question: str) -> tuple[str, str] | None:
         return None
     a, b = paired
     b = _CONTEXT.split(b, maxsplit=1)[0]
-    head = b.split()[-1] if b.split() else ""
-    if len(a.split()) < len(b.split()) and head and head.lower() not in a.lower():
-        a = f"{a} {head}"  # "a liveness [probe] and a readiness probe"
+    a = asks.with_kind(a, b)
     a, b = (_ARTICLE.sub("", x.strip(" ,;:")) for x in (a, b))
     return (a, b) if a and b else None
 

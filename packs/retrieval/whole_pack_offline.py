@@ -93,10 +93,15 @@ def topic_maps(pack: Any, result: Any) -> tuple[str, list, str, Any] | None:
         taken = max([taken, *(n for n, _ in added)])
     if not blocks:
         return None
-    text = (blocks[0][1] if len(blocks) == 1 else
-            "\n\n".join(f"From the pack {label}:\n\n{text}" for label, text in blocks))
-    return (f"{NO_MODEL_NOTE}\n\n{text}", quotes, QUERY_TYPE,
+    return (f"{NO_MODEL_NOTE}\n\n{_joined(blocks)}", quotes, QUERY_TYPE,
             dataclasses.replace(blank, related=listed))
+
+
+def _joined(blocks: list[tuple[str | None, str]]) -> str:
+    """The lists of several packs, each under "From the pack NAME:"; one list alone."""
+    if len(blocks) == 1:
+        return blocks[0][1]
+    return "\n\n".join(f"From the pack {label}:\n\n{text}" for label, text in blocks)
 
 
 def cited_members(packs: Any, result: Any) -> list[tuple[str, Any]]:
@@ -134,10 +139,7 @@ def _several(packs: Any, result: Any, kind: str, above: list | None
         taken = max([taken, *(int(s.citation) for s in added)])
     if not blocks:
         return None
-    if len(blocks) == 1:
-        return blocks[0][1], quotes, listed
-    return "\n\n".join(f"From the pack {label}:\n\n{text}" for label, text in blocks), \
-        quotes, listed
+    return _joined(blocks), quotes, listed
 
 
 def member_answer(pack: Any, result: Any, kind: str, above: list | None, taken: int = 0,
