@@ -17,6 +17,7 @@ from packs import KnowledgePack, PackSet
 from packs.explore.render import answer_html
 from packs.retrieval import (
     whole_pack,
+    whole_pack_above,
     whole_pack_claude,
     whole_pack_items,
     whole_pack_offline,
@@ -485,40 +486,40 @@ def test_a_list_the_passages_quote_whole_answers_the_question_alone():
     lead = ("The spec may specify only one of the\nfollowing concurrency policies:\n\n"
             "* `Allow` (default)\n* `Forbid`\n* `Replace`")
     text = f"Intro.\n\n{lead}\n\nNote that concurrency policy only applies to one CronJob."
-    assert whole_pack_questions.listed_above(question, [(1, lead)], {1: text})
+    assert whole_pack_above.listed_above(question, [(1, lead)], {1: text})
     # The list may go on where the section (a chunk) or the answer's budget cut it.
-    assert not whole_pack_questions.listed_above(question, [(1, lead)], {1: f"Intro.\n\n{lead}"})
-    assert not whole_pack_questions.listed_above(
+    assert not whole_pack_above.listed_above(question, [(1, lead)], {1: f"Intro.\n\n{lead}"})
+    assert not whole_pack_above.listed_above(
         question, [(1, lead)], {1: f"{lead}\n* `Queue`\n\nMore."})
-    assert not whole_pack_questions.listed_above(
+    assert not whole_pack_above.listed_above(
         question, [(1, lead)], {1: f"{lead}\n\n`Queue`\n: waits\n\nMore."})
     # A list that ends its section (a chunk) is whole where the page's next chunk does not
     # go on with it, or the page ends there (the CronJob page's list ends its chunk).
     ends = {1: f"Intro.\n\n{lead}"}
     for following, whole in (("", True), ("\nNote that the policy applies to one CronJob.", True),
                              ("* `Queue`\n* `Drop`", False)):
-        assert whole_pack_questions.listed_above(
+        assert whole_pack_above.listed_above(
             question, [(1, lead)], ends, lambda n, f=following: f) is whole, following
     # A question that asks for two kinds of thing is not answered by the list of one.
-    assert not whole_pack_questions.listed_above(
+    assert not whole_pack_above.listed_above(
         "Which concurrency policies and schedules can a CronJob use?", [(1, lead)], {1: text})
     # Emphasis marks are not part of the lead-in's words.
     channels = "There are three _release channels_ for Rust:\n\n* Nightly\n* Beta\n* Stable"
-    assert whole_pack_questions.listed_above(
+    assert whole_pack_above.listed_above(
         "Which release channels does Rust have?", [(1, channels)],
         {1: f"{channels}\n\nMost Rust developers use the stable channel."})
     # A lead-in whose list is of something else, though it names the noun.
     other = ("A parameter is a manifest-command policy if it has one of:\n\n"
              "* Path separators\n* A `.rs` extension")
-    assert not whole_pack_questions.listed_above(question, [(1, other)], {1: other + "\n\nX."})
-    assert not whole_pack_questions.listed_above("How do I drain a node?", [(1, lead)],
+    assert not whole_pack_above.listed_above(question, [(1, other)], {1: other + "\n\nX."})
+    assert not whole_pack_above.listed_above("How do I drain a node?", [(1, lead)],
                                                  {1: text})
 
 
 def test_a_sentence_that_counts_and_names_the_things_asked_for_answers_alone():
     # "Which Rust editions are available?" got the sentence that names all four, then a
     # list of what the pages around it name (Cargo.toml, rustfmt, ...).
-    counted = whole_pack_questions.counted_above
+    counted = whole_pack_above.counted_above
     editions = ("At the time of this writing, four Rust editions are available: Rust 2015, "
                 "Rust 2018, Rust 2021, and Rust 2024. This book uses Rust 2024.")
     assert counted("Which Rust editions are available?", [(1, editions)])
