@@ -3,13 +3,15 @@ questions, and say how well it picks items on questions it was not fitted on.
 
     python benchmarks/train_items.py [--data ../shared/data] [--work-answers out/bench]
         [--work-whole out/bench] [--folds 8] [--no-write]
-        [--weights packs/retrieval/item_weights.json]
+        [--weights packs/retrieval/item_weights.json] [--with-spent]
         [--out benchmarks/results/issue48_train_items.md]
 
 Questions (dev splits only; no test split is read): the whole-pack dev rows of the
 Kubernetes docs, the Rust book and the Cargo book (benchmarks/data/*_whole_pack.jsonl,
 their packs under --work-whole), and the answer dev rows (benchmarks/data/*_answers.jsonl,
-packs under --work-answers) that ask() reads as list or across questions. For each: one
+packs under --work-answers) that ask() reads as list or across questions; with
+--with-spent also the spent whole-pack rows (the test splits benchmarks/ledger.jsonl
+records a blind run of: their figures stand there; `spent_rows`), reported apart. For each: one
 search, the offline answer's passages (packs/answer.py `passages`), the item candidates
 (packs/retrieval/whole_pack.py `candidates`), their FEATURES, and each candidate's label:
 whether its name or quote holds a gold item (an answer string) the passages do not.
@@ -51,6 +53,11 @@ from packs.retrieval.whole_pack_items import shown_span  # noqa: E402
 CORPORA = ("kubernetes", "rust-book", "cargo-book")
 WHOLE = {"kubernetes": "k8s_whole_pack.jsonl", "rust-book": "rust_whole_pack.jsonl",
          "cargo-book": "cargo_whole_pack.jsonl"}
+# Whole-pack test rounds of a corpus, beside WHOLE's own test split: spent once the ledger
+# records their run (`spent_rows`).
+ROUNDS = {"kubernetes": ("k8s_whole_pack_r2.jsonl", "k8s_whole_pack_r3.jsonl",
+                         "k8s_whole_pack_r4.jsonl"),
+          "rust-book": ("rust_whole_pack_r3.jsonl", "rust_whole_pack_r4.jsonl")}
 ALPHAS = (0.0, 0.1, 0.15, 0.2, 0.3)
 ALPHA_SLACK = 0.005
 L2 = 1.0
@@ -61,7 +68,7 @@ HAND_FLOOR, HAND_MAX = 0.12, 20
 class Row:
     id: str
     corpus: str
-    source: str  # "whole" (a whole-pack row: item recall) or "answer" (containment)
+    source: str  # "whole" or "spent" (a whole-pack row: item recall), "answer" (containment)
     golds: list  # groups of alternatives
     above: str  # the passages' text
     pages: str  # the page items' text (an across question's, listed before the model's)
@@ -78,6 +85,20 @@ def _item_text(items, more=()) -> str:
         a, b = shown_span([i])
         listed.append(f"{i.name}: {i.section.content[a:b]}")
     return "\n".join([*listed, ", ".join(i.name for i in more)])
+
+
+def spent_rows(corpus: str) -> list[dict]:
+    """The whole-pack test rows of `corpus` whose split benchmarks/ledger.jsonl records a
+    blind run of (WHOLE's test split and ROUNDS): spent, their figures standing there."""
+    from benchmarks import ledger
+
+    ran = {e["split"] for e in ledger.entries() if e["event"] == "run"}
+    out = []
+    for name in (WHOLE[corpus], *ROUNDS.get(corpus, ())):
+        if f"{name}:split=test" in ran:
+            out += [r for r in corpora.load_rows(corpora.DATA_DIR / name)
+                    if r.get("split") == "test"]
+    return out
 
 
 def collect(pack, rows: list[dict], corpus: str, source: str, log) -> list[Row]:
@@ -97,7 +118,7 @@ def collect(pack, rows: list[dict], corpus: str, source: str, log) -> list[Row]:
         above = "\n".join(q for _, q in quotes)
         per_page, found = whole_pack.candidates(pack, result, kind)
         sims = whole_pack.section_sims(pack, result, found) if found else {}
-        golds = ([g["alternatives"] for g in r["items"]] if source == "whole"
+        golds = ([g["alternatives"] for g in r["items"]] if source != "answer"
                  else r["answers"])
         shown = fold(text)
         new = [[fold(a) for a in alts if fold(a) not in shown] for alts in golds]
@@ -138,7 +159,7 @@ def model_of(params, alpha: float) -> rank.ItemModel:
 def score(row: Row, text: str) -> float:
     """Item recall as benchmarks/whole_pack.py scores it, or containment as
     benchmarks/doc_answers.py does."""
-    if row.source == "whole":
+    if row.source != "answer":
         return recall(text, [{"item": alts[0], "alternatives": alts} for alts in row.golds])[0]
     return float(answer_eval.contains(text, row.golds))
 
@@ -177,7 +198,7 @@ def table(rows: list[Row], cv: dict[float, dict[str, tuple]]) -> tuple[list[str]
     lines = ["| questions | corpus | n | hand order | " +
              " | ".join(f"alpha {a}" for a in ALPHAS) + " |",
              "|---|---|---|---|" + "---|" * len(ALPHAS)]
-    for source in ("whole", "answer"):
+    for source in ("whole", "spent", "answer"):
         for c in CORPORA:
             group = [r for r in rows if r.corpus == c and r.source == source]
             if not group:
@@ -189,7 +210,8 @@ def table(rows: list[Row], cv: dict[float, dict[str, tuple]]) -> tuple[list[str]
                 got = [cv[a][r.id] for r in group]
                 cells.append(f"{statistics.fmean(s for s, _ in got):.3f} @ "
                              f"{statistics.fmean(w for _, w in got):.0f} w")
-            label = "whole-pack (item recall)" if source == "whole" else "answers (containment)"
+            label = {"whole": "whole-pack (item recall)", "answer": "answers (containment)",
+                     "spent": "spent whole-pack test rows (item recall)"}[source]
             lines.append(f"| {label} | {c} | {len(group)} | " + " | ".join(cells) + " |")
     whole = [r for r in rows if r.source == "whole"]
     means = {a: statistics.fmean(statistics.fmean(cv[a][r.id][0] for r in whole
@@ -211,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path,
                     default=ROOT / "benchmarks" / "results" / "issue48_train_items.md")
     ap.add_argument("--no-write", action="store_true", help="report only; keep the weights")
+    ap.add_argument("--with-spent", action="store_true",
+                    help="fit on the spent whole-pack test rows too (`spent_rows`), reported "
+                         "apart")
     args = ap.parse_args(argv)
     if not args.no_write and args.weights.resolve() == args.out.with_suffix(".json").resolve():
         ap.error(f"--weights {args.weights} is where the results' summary of --out {args.out} "
@@ -224,8 +249,12 @@ def main(argv: list[str] | None = None) -> int:
         whole = [r for r in corpora.load_rows(corpora.DATA_DIR / WHOLE[c])
                  if r.get("split") == "dev"]
         answers = [r for r in doc_answers.load_questions(c) if r.get("split") == "dev"]
+        spent = spent_rows(c) if args.with_spent else []
         for source, work, qs in (("whole", args.work_whole, whole),
+                                 ("spent", args.work_whole, spent),
                                  ("answer", args.work_answers, answers)):
+            if not qs:
+                continue
             corpus = corpora.load(args.data, c, work)
             with KnowledgePack.open(corpus.built.pack_dir) as pack:
                 log(f"{c} {source}: reading {len(qs)} dev questions")
@@ -239,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                  np.concatenate([r.y for r in rows if len(r.y)]))
     model = model_of(params, alpha)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    trained = {"date": stamp, "questions": len(rows), "candidates": int(sum(len(r.y) for r in rows)),
+    trained = {"date": stamp, "questions": len(rows), "with_spent": args.with_spent, "candidates": int(sum(len(r.y) for r in rows)),
                "positives": n_pos, "l2": L2, "folds": args.folds}
     report = [
         common.machine_line(),

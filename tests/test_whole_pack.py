@@ -156,6 +156,31 @@ def test_the_region_is_the_family_the_question_names():
     assert whole_pack_region.best_family(firsts, PATHS, question) == "/concepts/configuration/"
 
 
+def test_a_list_question_also_reads_the_sections_a_deeper_search_finds_beyond_its_region(
+        pack):
+    """Items of a list question are spread over the pack: beyond the region's pages, the
+    sections a deeper search (full text and vectors) ranks high join it, at most
+    SPREAD_PER_PAGE of a page, weighted under the region's first sections."""
+    question = "Which settings control how failed jobs are retried and requeued?"
+    result = pack.search(question, use_cache=False)
+    rows = pack.db.read(whole_pack_region.SECTIONS_OF, {"ids": [result.cited()[0].article_id]})
+    region = {s.id: s for s in map(whole_pack_items.sec_of, rows)}
+    spread = whole_pack_region.spread(pack, result, region)
+    assert spread, "the other pages' sections"
+    inside = {s.article_id for s in region.values()}
+    assert all(s.article_id not in inside and s.id not in region for s in spread)
+    per_page: dict[str, int] = {}
+    for s in spread:
+        per_page[s.article_id] = per_page.get(s.article_id, 0) + 1
+    assert max(per_page.values()) <= whole_pack_region.SPREAD_PER_PAGE
+    weights = [s.weight for s in spread]
+    assert weights == sorted(weights, reverse=True) and 0 < weights[-1] <= weights[0] <= (
+        whole_pack_region.SPREAD_WEIGHT)
+    # The region is the retries page; the queues page, where failed jobs are requeued,
+    # comes first of the others.
+    assert spread[0].title == "Queues"
+
+
 def test_the_first_pages_family_stays_when_its_page_names_the_question():
     # "policies" matches the policy folder's name, but the first page names DNS and Pod
     firsts = ["/concepts/services-networking/dns-pod-service.md"]

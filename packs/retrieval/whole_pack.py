@@ -12,7 +12,9 @@ Candidates come through the graph, not only the search's top sections:
 - the **region** (packs/retrieval/whole_pack_region.py): the pages of the search's first
   sections, the pages of one family beside them (a chapter `src/ch20-` or a folder
   `concepts/scheduling-eviction/`: the first page's, unless the question names another
-  clearly better), and the pages the lead page links to;
+  clearly better), and the pages the lead page links to; for a list or across question
+  also up to SPREAD_SECTIONS sections of other pages that a deeper search ranks high
+  (whole_pack_region.py `spread`: the items of such a question are spread over the pack);
 - **list / across**: the entities those sections mention (MENTIONS), and the entities whose
   name starts with an identifier of the question (`kubectl`, `kubeadm`), each scored by
   the rank of the sections that mention it, its rarity in the pack (an entity every page
@@ -70,12 +72,7 @@ from packs.retrieval.whole_pack_items import (
     subcommands_first,
     table_heads,
 )
-from packs.retrieval.whole_pack_overview import (
-    SECTIONS_BY_ID,
-    SECTIONS_OF,
-    heading_items,
-    overview_items,
-)
+from packs.retrieval.whole_pack_overview import SECTIONS_BY_ID, heading_items, overview_items
 from packs.retrieval.whole_pack_questions import (
     across_terms,
     head_stem,
@@ -84,7 +81,7 @@ from packs.retrieval.whole_pack_questions import (
 )
 from packs.retrieval.whole_pack_rank import CANDIDATES, ItemModel, pick
 from packs.retrieval.whole_pack_rank import load as load_items
-from packs.retrieval.whole_pack_region import region
+from packs.retrieval.whole_pack_region import region_sections
 
 QUERY_TYPE = "whole_pack_retrieval_only"
 OUTSIDE_WEIGHT = 0.3  # a section outside the region that names a question identifier
@@ -101,26 +98,11 @@ NAMED_LIKE = ("MATCH (e:Entity)<-[:MENTIONS]-(s:Section) WHERE lower(e.name) STA
 COUNT_SECTIONS = "MATCH (s:Section) RETURN count(*)"
 
 
-def _region_sections(pack: Any, result: Any, kind: str) -> dict[str, Sec]:
-    """The region's sections by id, each weighted: the search's rank for its sections,
-    else its page's place in the region."""
-    arts, weights = region(pack, result, family_only=kind == "overview")
-    secs = [sec_of(r) for r in pack.db.read(SECTIONS_OF, {"ids": arts})] if arts else []
-    by_id = {s.id: s for s in secs}
-    for s in result.cited():
-        if s.id not in by_id:
-            by_id[s.id] = Sec(s.article_id, s.id, s.url, s.title, s.heading_path, s.content, 0)
-    rank = {a: i for i, a in enumerate(arts)}
-    for s in by_id.values():
-        s.weight = max(weights.get(s.id, 0.0), 0.35 / (1 + rank.get(s.article_id, 9)))
-    return by_id
-
-
 def map_sections(pack: Any, result: Any, limit: int) -> list[Sec]:
     """The sections a model reads for a whole-pack question (packs/retrieval/
     whole_pack_claude.py): the region's, best weighted first, at most `limit`."""
     kind = question_kind(result.question) or "list"
-    by_id = _region_sections(pack, result, kind)
+    by_id = region_sections(pack, result, kind)
     return sorted(by_id.values(), key=lambda s: (-s.weight, s.article_id, s.position))[:limit]
 
 
@@ -129,7 +111,7 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
     docstring): for an across question each page's best passage (`page_items`; [] for a
     list question), and the graph's and region's items in the hand order of their scores,
     at most whole_pack_rank.CANDIDATES, each with its quote."""
-    by_id = _region_sections(pack, result, kind)
+    by_id = region_sections(pack, result, kind)
     cited = {s.id for s in result.cited()}
     per_page = (page_items(by_id, result.question, scaffold=across_terms(result.question))
                 if kind == "across" else [])

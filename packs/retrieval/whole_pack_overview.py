@@ -12,13 +12,10 @@ from typing import Any
 
 from packs import text as text_rules
 from packs.retrieval.whole_pack_items import Item, Sec, sec_of, spans
-from packs.retrieval.whole_pack_region import region
+from packs.retrieval.whole_pack_region import SECTIONS_OF, region
 
 MAX_ITEMS = 20  # overview items (a list question's: whole_pack_rank.Limits)
 
-SECTIONS_OF = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids "
-               "RETURN a.id, s.id, s.url, s.title, s.heading_path, s.content, s.position "
-               "ORDER BY a.id, s.position, s.chunk")
 SECTIONS_BY_ID = ("MATCH (s:Section) WHERE s.id IN $ids RETURN s.article_id, s.id, s.url, "
                   "s.title, s.heading_path, s.content, s.position")
 
