@@ -27,6 +27,10 @@ PLUGIN_PAGES = [
          "`kestrel-otel` [plugin](/docs/plugins/) for traces; the [plugin](/docs/plugins/) "
          "`kestrel-csv` writes files."),
     ]),
+    ("tuning", "Tuning", [
+        ("Tuning > Experimental switches", "Batch polling is off until you turn on the "
+         "`BatchPoll` feature switch; the `QuickAck` switch acknowledges jobs early."),
+    ]),
 ]
 QUESTION = "Which plugins can a Kestrel deployment use?"
 
@@ -77,3 +81,18 @@ def test_a_name_written_so_once_elsewhere_is_no_candidate(plugin_pack):
                                        terms(QUESTION), 100, 0.3)
     names = sorted(x[1] for x in extra)
     assert names == ["PagerDuty", "Sentry", "kestrel-s3"]  # Slack is known already
+
+
+def test_a_name_written_once_beside_the_whole_noun_of_two_words_is_a_candidate(plugin_pack):
+    """"Which feature switches ...": the page writes "the `BatchPoll` feature switch" once;
+    beside the whole noun that is an item, though a name written once beside the last word
+    alone ("the `QuickAck` switch") is not kept (more often noise than an item)."""
+    question = "Which feature switches can a Kestrel deployment turn on?"
+    assert beyond.modifier(question) == "feature"
+    found = beyond.typed_names(plugin_pack, question)
+    assert found["batchpoll"][2] and not found["quickack"][2]
+    _, extra = beyond.typed_candidates(plugin_pack, {}, question, set(), terms(question),
+                                       100, 0.3)
+    assert [x[1] for x in extra] == ["BatchPoll"]
+    # A noun of one word has no word before it to require.
+    assert beyond.modifier(QUESTION) is None

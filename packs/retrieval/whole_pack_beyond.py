@@ -12,12 +12,16 @@ traits, crates, languages) are spread over the whole pack. The database picks th
 that write the noun in one of its forms (`head_forms`: "annotation", "annotations"), and
 these patterns read them:
 - a code span just before or after the noun ("`--release` flag", "annotation `x`"), the
-  noun also as a link's text ("`InPlacePodVerticalScaling` [feature gate](/docs/...)");
+  noun also as a link's text ("`InPlacePodVerticalScaling` [feature gate](/docs/...)"),
+  after the word before it in the question when the noun has two ("feature gates": "the
+  `X` feature gate"; `modifier`);
 - a capitalised name between "the" and the noun ("the Summary trait");
 - a list after the noun and "such as", "like", "including", "e.g.".
 Each such name is a candidate of packs/retrieval/whole_pack.py `candidates` (its item
 model reads `typed`: whether a name was written so); one no other source gives is added
-(`typed_candidates`). `program_sections`: the sections the full-text index ranks first for
+(`typed_candidates`) when two sections write it so, or one the search ranks high, or one
+beside the whole noun of two words (benchmarks/results/issue48ae_whole_noun.md).
+`program_sections`: the sections the full-text index ranks first for
 a program the question names (its commands are often shown on pages the search does not
 reach).
 """
@@ -32,7 +36,7 @@ from packs import text as text_rules
 from packs.db import fts_query_text
 from packs.retrieval.whole_pack_items import Sec, names_subject, sec_of
 from packs.retrieval.whole_pack_overview import SECTIONS_BY_ID
-from packs.retrieval.whole_pack_questions import head_stem
+from packs.retrieval.whole_pack_questions import head_phrase, head_stem
 
 COMMAND_SECTIONS = 20  # sections searched for the commands of a program the question names
 MAX_NAME = 60  # characters of a name read as an item
@@ -68,8 +72,23 @@ def head_forms(question: str) -> set[str]:
     return set()
 
 
-def _patterns(forms: set[str]) -> list[re.Pattern]:
+def modifier(question: str) -> str | None:
+    """The word before the noun a list question asks for, when it is part of the noun
+    ("feature" of "feature gates", "environment" of "environment variables"): the pages
+    write "the `X` feature gate", not "the `X` gate"; None when there is none or it is a
+    stop word."""
+    words = [w.lower() for w in head_phrase(question)]
+    return words[-2] if len(words) >= 2 and words[-2] not in text_rules.STOP_WORDS else None
+
+
+def _patterns(forms: set[str], before_head: str | None = None, whole: bool = False
+              ) -> list[re.Pattern]:
+    """The patterns of a name written beside the noun (`forms`), after the word before it
+    when there is one (`before_head`: "`X` [feature gate](...)", "the `X` environment
+    variable"), which `whole` requires."""
     head = r"(?i:\b(?:" + "|".join(sorted(map(re.escape, forms), key=len, reverse=True)) + r")\b)"
+    if before_head:
+        head = rf"(?i:(?:\b{re.escape(before_head)}[ -]){'' if whole else '?'}){head}"
     before = rf"\[?{head}"  # the noun may be a link's text: "`X` [feature gate](/docs/...)"
     after = rf"{head}(?:\]\([^)\s]*\))?"  # "[annotation](/docs/...) `x`"
     return [re.compile(rf"(?P<n>{_CODE}) {before}"),
@@ -92,22 +111,28 @@ def _names(match: re.Match) -> list[str]:
     return out
 
 
-def typed_names(pack: Any, question: str) -> dict[str, tuple[str, list[str]]]:
+def typed_names(pack: Any, question: str) -> dict[str, tuple[str, list[str], bool]]:
     """Lower-cased name → (the name as first written, the ids of the sections that write
-    it beside the noun the question asks for), for a list question; {} for another."""
+    it beside the noun the question asks for, whether one writes it beside the whole noun
+    of two words: "the `X` feature gate" for "Which feature gates ..."), for a list
+    question; {} for another."""
     forms = head_forms(question)
     if not forms:
         return {}
     written = r"\b(" + "|".join(sorted(map(re.escape, forms))) + r")\b"
     rows = pack.db.read(SECTIONS_WRITING, {"p": written, "k": MAX_SECTIONS})
-    found: dict[str, tuple[str, list[str]]] = {}
-    for pattern in _patterns(forms):
+    found: dict[str, tuple[str, list[str], bool]] = {}
+    before = modifier(question)
+    wholly = _patterns(forms, before, whole=True) if before else []
+    for k, pattern in enumerate(_patterns(forms, before)):
         for sid, content in rows:
             for match in pattern.finditer(content or ""):
+                whole = bool(wholly) and wholly[k].match(content, match.start()) is not None
                 for name in _names(match):
-                    name_sids = found.setdefault(name.lower(), (name, []))[1]
+                    first, name_sids, was = found.get(name.lower(), (name, [], False))
                     if sid not in name_sids:
                         name_sids.append(sid)
+                    found[name.lower()] = (first, name_sids, was or whole)
     return found
 
 
@@ -117,19 +142,22 @@ def typed_candidates(pack: Any, by_id: dict[str, Sec], question: str, known: set
     """(the lower-cased names written beside the noun asked for, the candidates among them
     no other source gives (`known`: lower-cased names), each as (score, name, sections,
     "typed", pages)). A candidate is written so in MIN_SECTIONS sections, or in one the
-    search ranks high (in `by_id`, weighted over `outside`); its score is the weight of
+    search ranks high (in `by_id`, weighted over `outside`), or beside the whole noun of
+    two words (`typed_names`: "the `NodeSwap` feature gate"); its score is the weight of
     those sections (a region section's own, `outside` for another, which joins `by_id`)
     times its rarity among the pack's `total` sections. The question's own subject is none.
     On the whole-pack dev2 and dev3 sets (benchmarks/results/issue48t_typed.md), names
     written so once elsewhere cost Kubernetes questions more items than they gave."""
     found = typed_names(pack, question)
     kept = {}
-    for low, (name, sids) in found.items():
+    for low, (name, sids, whole) in found.items():
         if low in known or names_subject(text_rules.terms(name), asked):
             continue
-        # written so once, in a section the search ranks lower: more often noise than an item
-        if len(sids) >= MIN_SECTIONS or any(s in by_id and by_id[s].weight > outside
-                                            for s in sids):
+        # written so once, in a section the search ranks lower, beside a one-word noun:
+        # more often noise than an item; beside the whole noun of two ("the `X` feature
+        # gate") it is one
+        if whole or len(sids) >= MIN_SECTIONS or any(s in by_id and by_id[s].weight > outside
+                                                     for s in sids):
             kept[name] = sids
     missing = sorted({sid for sids in kept.values() for sid in sids if sid not in by_id})
     for row in pack.db.read(SECTIONS_BY_ID, {"ids": missing}) if missing else []:

@@ -246,6 +246,16 @@ def head_stem(question: str) -> str | None:
     return text_rules.stem(phrase[-1].lower()) if m.group(1) and phrase else None
 
 
+def head_phrase(question: str) -> list[str]:
+    """The words of the noun phrase a list question asks for, up to its last plural word
+    ("Which kernel sysctl parameters do ..." → ["kernel", "sysctl", "parameters"]; "What
+    container images ..." → ["container", "images"]); [] when it names no plural."""
+    m = _HEAD.search(_KINDS_OF.sub(r"\1", question))
+    phrase = [w.strip(",") for w in _phrase(m.group(2).split())] if m else []
+    plural = [k for k, w in enumerate(phrase) if _plural(w)]
+    return phrase[:plural[-1] + 1] if plural else []
+
+
 def across_terms(question: str) -> set[str]:
     """The terms of the words that make a question an across question ("from release to
     release", "what changed", "in each", "across"): how it asks, not what about."""
