@@ -491,6 +491,18 @@ def test_commands_of_the_region_code_blocks_are_items_of_a_command_question():
     assert whole_pack_items.programs_asked({"s1": sec}, besides, set(terms("rustup"))) == set()
 
 
+def test_a_command_run_with_sudo_is_the_command_it_runs():
+    content = ("Restart the kubelet:\n\n```shell\nsudo systemctl daemon-reload\n"
+               "$ sudo -E systemctl restart kubelet\n```\n")
+    sec = whole_pack_items.Sec("a", "s1", "u", "Kubelet", "Kubelet", content, 0, 0.5)
+    q = "Which systemctl commands do the docs run on a node?"
+    assert whole_pack_items.programs_asked({"s1": sec}, q) == {"systemctl"}
+    found = whole_pack_items.command_items({"s1": sec}, set(), {"systemctl"}, terms(q),
+                                           "command", lambda w: 1.0)
+    assert sorted(name for _, name, _ in found) == [
+        "systemctl daemon-reload", "systemctl restart kubelet"]
+
+
 def test_a_clause_is_never_cut_inside_a_code_span():
     text = ("Run `kubectl get pods -o jsonpath={.items}, {.spec.nodeName}` to print where each "
             "Pod of the namespace runs, one name a line, as the scheduler placed them today.")

@@ -294,8 +294,9 @@ def code_span_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
     return _scored(at, asked, head, idf)
 
 
-# A command line of a code block: an optional shell prompt, then the command's words.
-_PROMPT = re.compile(r"^(?:[$#>%]\s+)")
+# A command line of a code block: an optional shell prompt and "sudo", then the command's
+# words ("$ sudo systemctl enable --now kubelet": "systemctl enable").
+_PROMPT = re.compile(r"^(?:[$#>%]\s+)?(?:sudo\s+(?:-\w+\s+)*)?")
 MAX_COMMAND_WORDS = 4  # a command and its subcommands ("rustup toolchain install nightly")
 
 
