@@ -189,6 +189,22 @@ def test_the_first_pages_family_stays_when_its_page_names_the_question():
             == "/concepts/services-networking/")
 
 
+def test_a_question_that_names_a_part_of_the_pages_gets_the_family_of_that_name():
+    # The search's first page is network-policies.md; "the Policies section" names the
+    # policy folder, whose own name counts more than a page's of another folder.
+    paths = [*PATHS, "/concepts/services-networking/network-policies.md"]
+    firsts = ["/concepts/services-networking/network-policies.md"]
+    question = "What does the Policies section of the concepts cover?"
+
+    def idf(word: str) -> float:  # every page of the pack is a concept page
+        return 0.2 if word.startswith("concept") else 2.0
+    assert whole_pack_region.best_family(firsts, paths, question, idf, named=True) == (
+        "/concepts/policy/")
+    # Not named so, the first page's family stays on a tie.
+    assert whole_pack_region.best_family(firsts, paths, question, idf) == (
+        "/concepts/services-networking/")
+
+
 def test_families_that_tie_give_the_same_region_in_every_process():
     # Two guide folders match the question equally and neither holds a first page: the
     # first by name wins, whatever order the process's string hashing gives a set (a

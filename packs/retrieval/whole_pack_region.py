@@ -23,6 +23,7 @@ from packs.retrieval.whole_pack_items import Sec, sec_of
 MAX_PAGES = 14
 REGION_PAGES = 40
 CANDIDATE_PAGES = 5  # the first pages whose families compete
+NAMED_WEIGHT = 1.5  # a family's own name, for a question that names a part (`best_family`)
 KEEP_FIRST = 0.75  # the first page's family stays unless another matches 1/0.75 as well
 _HOST = re.compile(r"^[a-z]+://[^/]+")
 
@@ -76,7 +77,7 @@ def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = F
     vocabulary = getattr(pack, "vocabulary", None)
     idf = extractive.idf_of(vocabulary()) if callable(vocabulary) else (lambda w: 1.0)
     family = best_family([path_of.get(a, "") for a in first[:CANDIDATE_PAGES]], paths,
-                         result.question, idf)
+                         result.question, idf, named=family_only)
     if family and not path_of.get(first[0], "").startswith(family):
         lead = next((a for a in first if path_of.get(a, "").startswith(family)),
                     min((a for a, p in arts if p.startswith(family)), key=path_of.get))
@@ -89,7 +90,7 @@ def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = F
 
 
 def best_family(firsts: list[str], paths: list[str], question: str,
-                idf: Callable[[str], float] = lambda w: 1.0) -> str:
+                idf: Callable[[str], float] = lambda w: 1.0, named: bool = False) -> str:
     """The family (`family`) of the pack's pages whose prefix, first page and best-ranked
     search page (of `firsts`) share the most with `question`, each shared term weighed by
     `idf` (its rarity in the pack, so "kubernetes" in a Kubernetes pack counts for
@@ -97,7 +98,10 @@ def best_family(firsts: list[str], paths: list[str], question: str,
     closures and iterators" → src/ch13-, but "which DNS policies can a Pod use?" stays in
     the first page's family (its page dns-pod-service names DNS). On a tie, the one
     holding the best-ranked of the first pages (`firsts`, best first); the first page's
-    family unless another shares clearly more (KEEP_FIRST)."""
+    family unless another shares clearly more (KEEP_FIRST). `named`: the question names a
+    part of the pages ("What does the Policies section of the concepts cover?"), so the
+    terms of a family's own name (its last folder: `concepts/policy/`) count NAMED_WEIGHT
+    times what a page's do (`concepts/services-networking/network-policies.md`)."""
     default = family(firsts[0], paths) if firsts else ""
     names = {p: set(text_rules.terms(re.sub(r"[/_.-]+", " ", p))) for p in paths}
     asked: dict[str, float] = {}
@@ -112,7 +116,12 @@ def best_family(firsts: list[str], paths: list[str], question: str,
         lead = min((p for p in firsts if p.startswith(fam)), key=rank.get, default=None)
         if lead is not None:  # the search's best page there names it too
             words |= names.get(lead, set())
-        return sum(asked.get(t, 0.0) for t in words)
+        total = sum(asked.get(t, 0.0) for t in words)
+        if named:  # its own name: its last folder ("concepts/policy/")
+            last = re.sub(r"[_.-]+", " ", fam.rstrip("/").rsplit("/")[-1])
+            total += (NAMED_WEIGHT - 1) * sum(asked.get(t, 0.0) for t in set(
+                text_rules.terms(last)))
+        return total
 
     best, best_key = default, (0.0, 0)
     for fam in sorted({family(p, paths) for p in paths} - {""}):  # ties: the first by name
