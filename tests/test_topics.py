@@ -177,6 +177,29 @@ def test_whole_pack_questions_are_recognised():
     assert question_kind("Which kubelet settings control container log rotation?") == "list"
 
 
+def test_more_ways_of_asking_across_the_pack():
+    for across in ("Where does the book use iterators, and what does it say each time?",
+                   "How do the workers read their settings, depending on how they start?",
+                   "In how many different ways can a job be retried, and where is each set?",
+                   "How does the queue come back in later pages, and what does each visit "
+                   "add?"):
+        assert question_kind(across) == "across", across
+    assert question_kind("What do the opening pages and the foreword cover?") == "overview"
+    assert question_kind("What sections make up the chapter on queues?") == "overview"
+    for listed in ("When you work with the broker directly, which kestrel or kctl "
+                   "subcommands do you run?",
+                   "Who are the people the book thanks?",
+                   "What error codes show up in the output, and how do you read one?"):
+        assert question_kind(listed) == "list", listed
+    # "each" or "depending on" inside a question about one thing keeps it one
+    for single in ("How does each worker find out which slice of the input to process?",
+                   "How long does each sleep call wait between messages?",
+                   "What moves tasks between threads depending on how busy each thread is?",
+                   "Which trait fits a closure that mutates what it captured, and what "
+                   "does it mean that iterators are lazy?"):
+        assert question_kind(single) is None, single
+
+
 def _topic_tables(tables: dict) -> dict:
     """One hand-made topic over the Kestrel fixture: its entities, two sections, and a
     digest line quoting the first sentence of the first section."""

@@ -1,10 +1,12 @@
 """Which questions are about the whole pack, and what kind of item they ask for
 (packs/retrieval/whole_pack.py answers them).
 
-`question_kind` reads the question (an aside in parentheses left out): "overview" (what does
-X cover, the main topics of X, what is this pack about), "across" (in each / across or each
-of the pages, chapters, releases (not "across zones") / in which situations / from release
-to release / compare), "list" (which/what + a plural noun, or several in a row ("which
+`question_kind` reads the question (an aside in parentheses left out): "overview" (what
+does/do X cover, what sections make up X, the main topics of X, what is this pack about),
+"across" (in each / across or each of the pages, chapters, releases (not "across zones") /
+in which situations / from release to release / compare / each time / ", and what does
+each ..." / ", depending on how ..." / in how many ways), "list" (who are the + a plural
+noun, which/what + a plural noun, or several in a row ("which
 functions, structs and methods does ..."), and a verb, list all/every, what kinds of, what
 does the book (docs, guide, ...) say/explain about/offer for; not "which Cargo command checks that
 ...", whose head noun is singular, nor "what does X use Y for" or "what kind of", nor a
@@ -28,7 +30,8 @@ from packs.retrieval.asks import asking, how_to
 from packs.retrieval.whole_pack_items import ASIDE_WORDS, EXCEPT
 
 _OVERVIEW = re.compile(
-    r"\bmain topics\b|\bwhat (?:topics )?does (?:the |this )?.{0,80}\bcover\b|"
+    r"\bmain topics\b|\bwhat (?:topics )?(?:does|do) (?:the |this )?.{0,80}\bcover\b|"
+    r"\bwhat (?:sections|parts|pages|topics) make up\b|"
     r"\bwhat (?:is|are) (?:this|the) (?:pack|documentation|docs|book|site|corpus)\b.{0,20}about|"
     r"\bwhat does (?:the |this )?.{0,80}\bwalk (?:you|me|us|readers) through\b|"
     r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b",
@@ -45,7 +48,11 @@ _ACROSS = re.compile(
     r"\bin which (?:situations|places|pages|chapters|"
     r"cases|sections|contexts)\b|\bfrom (?:release|version) to (?:release|version)\b|"
     r"\bwhat changed\b|\bcompare\b|\bevery (?:supported|page|chapter|release|version|place)\b|"
-    r"\beverywhere\b|"
+    # what each of several does, said in a clause of its own: "..., and what does each
+    # revisit teach?", "what does it say each time ...", "..., depending on how the
+    # cluster was built?", "In how many different ways do ..."
+    r"\beverywhere\b|\beach time\b|,? and what (?:does|do) each\b|"
+    r",\s*depending on (?:how|which|what|whether)\b|^\s*in how many (?:different )?ways\b|"
     # the different things the docs go through: "How do the different tutorials have you
     # clean up ...?", "the logs of the different parts of a cluster" (not "a different
     # value", "for different Pods")
@@ -58,7 +65,7 @@ _ACROSS = re.compile(
 _LIST = re.compile(
     r"^\s*(?:list|name)\b(?! the\b)|\b(?:list|name) (?:all|every)\b|\bwhat are all\b|"
     r"\b(?:give|show|tell) me (?:all|every)\b|\benumerate\b|\b(?:can|could) you (?:list|name)\b|"
-    r"\b(?:what|which) kinds of\b|"
+    r"\b(?:what|which) kinds of\b|^\s*who are the (?:[\w-]+ ){0,3}?[\w-]+[^s\W]s\b|"
     r"(?:^|,\s*)(?:what|which) (?:other |different |main )?(?:kinds|types|sorts) of\b|"
     # what the pages say about a topic, said in several places: "What does the book say
     # about the two halves of a channel ...?", "What do the docs explain about ...?"
@@ -91,7 +98,7 @@ _PLURAL = re.compile(
     # which traits the compiler treats specially, does ..."
     r"(?:(?:,? (?:and|or)|,) (?:which |what )?(?:[\w.:<>'-]+ ){0,5}?[\w.:<>'-]+?,?)*?"
     r" (?:do|does|did|can|could|are|were|exist|"
-    r"appear|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
+    r"appear|show|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
     r"in|of|for|that|which|does|make|let|on|decide|determine|allow|enable|limit|"
     rf"{_AFTER})\b", re.I)
 # Or the question ends with the plural: "What are the available volume types?"
@@ -105,7 +112,9 @@ _LEADING = re.compile(r"^\s*(?:in|on|from|for|by|with|through|at|under|into|to)\
 # The same after an opening phrase ("Besides writing manifests by hand, which tools do the
 # docs mention ..."), where an auxiliary must follow the plural: after a comma "what prefix
 # shows that ..." is as likely a verb.
-_PLURAL_LATER = re.compile(rf",\s*(?:and\s+)?(?:which|what) (?:[\w.:<>-]+ ){{0,2}}?"
+_PLURAL_LATER = re.compile(rf",\s*(?:and\s+)?(?:which|what) "
+                           r"(?:(?!(?:does|do|did|is|are|was|were|it|that|this)\b)[\w.:<>-]+ )"
+                           r"{0,4}?"
                            rf"(?:{_PLURAL_WORD}) "
                            r"(?:do|does|did|can|could|are|were|should|must|may|will)\b", re.I)
 # A word that opens a clause between a singular head noun and the plural: the plural is
