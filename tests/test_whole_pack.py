@@ -267,6 +267,9 @@ def test_what_a_list_question_sets_aside():
     assert aside("Which kinds of dependencies can a Cargo.toml declare besides normal "
                  "dependencies?") == set()
     assert aside("Which kubectl commands debug a node?") == set()
+    # Before the question, all it names, not the first name alone.
+    assert aside("Apart from cargo, rustc and rustup themselves, what other terminal "
+                 "commands does the book have you type?") >= {"cargo", "rustc", "rustup"}
 
 
 def test_the_region_is_searched_without_what_the_question_sets_aside():
@@ -278,6 +281,9 @@ def test_the_region_is_searched_without_what_the_question_sets_aside():
                     "request?") == "what other kinds of resources can a Pod request?"
     assert searched("Which tools besides plain kubectl commands help debug nodes?") == (
         "Which tools help debug nodes?")
+    assert searched("Apart from cargo, rustc and rustup themselves, what other terminal "
+                    "commands does the book have you type?") == (
+        "what other terminal commands does the book have you type?")
     # "beyond" that compares, and a question with nothing set aside, are searched as asked.
     for q in ("What happens to a Pod whose requests go beyond what is available?",
               "Which kubectl commands debug a node?"):
@@ -519,6 +525,15 @@ def test_a_command_run_with_sudo_is_the_command_it_runs():
         "systemctl daemon-reload", "systemctl restart kubelet"]
 
 
+def test_a_question_about_commands_that_names_no_program_reads_every_prompted_one():
+    content = ("Make a folder and fetch the code:\n\n```console\n$ mkdir projects\n"
+               "$ git clone example.org/someproject\n$ cargo new hello\nlet x = 5;\n"
+               "> dir /B\n```\n")
+    sec = whole_pack_items.Sec("a", "s1", "u", "Start", "Start", content, 0, 0.5)
+    assert whole_pack_items.prompted_programs({"s1": sec}) == {"mkdir", "git", "cargo", "dir"}
+    assert whole_pack_items.prompted_programs({"s1": sec}, {"cargo"}) == {"mkdir", "git", "dir"}
+
+
 def test_a_clause_is_never_cut_inside_a_code_span():
     text = ("Run `kubectl get pods -o jsonpath={.items}, {.spec.nodeName}` to print where each "
             "Pod of the namespace runs, one name a line, as the scheduler placed them today.")
@@ -584,6 +599,14 @@ def test_a_sentence_that_counts_and_names_the_things_asked_for_answers_alone():
                        [(1, "Option has three variants, Some and None.")])
     assert counted("Which variants does Option have?",
                    [(1, "Option has two variants, Some and None.")])
+    # "These two" counts what was named before, not all there are; nor is any list or
+    # count all of the others a question asks for.
+    assert not counted("Which commands does the book run?", [(
+        1, "These two commands are analogous to `rustc` and `cargo`.")])
+    assert not counted("Which other variants does Option have?",
+                       [(1, "Option has two variants, Some and None.")])
+    assert not counted("Besides Some, which variants does Option have?",
+                       [(1, "Option has two variants, Some and None.")])
     # A narrower kind than the one asked for; a count of something else; two kinds asked.
     tuples = "Here we define and use two tuple structs named `Color` and `Point`:"
     assert not counted("Which structs does the book define in its examples?", [(1, tuples)])

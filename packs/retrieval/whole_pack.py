@@ -64,6 +64,7 @@ from packs.retrieval.whole_pack_items import (
     names_subject,
     page_items,
     programs_asked,
+    prompted_programs,
     quote_of,
     sec_of,
     set_aside,
@@ -84,6 +85,7 @@ from packs.retrieval.whole_pack_rank import load as load_items
 from packs.retrieval.whole_pack_region import region_sections
 
 QUERY_TYPE = "whole_pack_retrieval_only"
+COMMAND = text_rules.stem("commands")  # the head noun of a question about commands
 OUTSIDE_WEIGHT = 0.3  # a section outside the region that names a question identifier
 TABLE_WEIGHT = 3.0  # a table row's first cell under a header naming what is asked
 ASIDE_WEIGHT = 0.25  # an item named after what the question sets aside ("besides kubectl")
@@ -190,7 +192,9 @@ def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
              asked: list[str], head: str | None, programs: set[str], total: int
              ) -> list[tuple]:
     """A list question's candidates that no entity of the graph names (`known`): the
-    region's code spans, the commands it asks about (`programs`: `programs_asked`), the
+    region's code spans, the commands it asks about (`programs`: `programs_asked`; for a
+    question about commands that names no program, those of every program its code blocks
+    run after a shell prompt: `prompted_programs`), the
     first cells of its tables' rows and its headings under one naming `head` (weighed as
     rows), each as (score, name, sections, type, pages); `head`: the question's head noun
     (`head_stem`)."""
@@ -200,7 +204,11 @@ def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
         idf = extractive.idf_of(vocabulary())
         for score, name, secs in code_span_items(by_id, known, asked, head, idf):
             out.append((score, name, secs, "code", len({s.article_id for s in secs})))
-        shown = program_sections(pack, by_id, programs, OUTSIDE_WEIGHT) if programs else {}
+        if programs:
+            shown = program_sections(pack, by_id, programs, OUTSIDE_WEIGHT)
+        else:  # "What other terminal commands ...": every program the region runs
+            shown, programs = by_id, prompted_programs(by_id, set_aside(question, head)) if (
+                head == COMMAND) else set()
         for score, name, secs in (command_items(shown, known, programs, asked, head, idf)
                                   if programs else []):
             out.append((score, name, secs, "command", len({s.article_id for s in secs})))

@@ -11,9 +11,20 @@ from collections.abc import Callable, Sequence
 
 from packs import text as text_rules
 from packs.markdown import list_marker
+from packs.retrieval.whole_pack_items import ASIDE_FIRST, EXCEPT
 from packs.retrieval.whole_pack_questions import asks_several, head_stem
 
 LEAD_END_WORDS = 4  # a lead-in's words that say what its list lists ("the following X:")
+# A question that asks for the others of a kind: no list of the pages is all of them.
+_OTHERS = re.compile(r"\b(?:which|what) other\b", re.I)
+
+
+def asks_others(question: str) -> bool:
+    """Whether a list question asks for the things of a kind but some ("Apart from cargo,
+    rustc and rustup, what other terminal commands ...?", "Besides CPU and memory, which
+    ..."): a list or a count the passages quote is then not the whole answer."""
+    return bool(_OTHERS.search(question) or ASIDE_FIRST.match(question)
+                or EXCEPT.search(question))
 
 
 def _item_line(line: str) -> bool:
@@ -40,7 +51,7 @@ def listed_above(question: str, quotes: Sequence[tuple[int, str]],
     pages name. A question that asks for several kinds of thing (`asks_several`) is not
     answered by one list."""
     head = head_stem(question)
-    if head is None or asks_several(question):
+    if head is None or asks_several(question) or asks_others(question):
         return False
     for n, quote in quotes:
         lines = quote.split("\n")
@@ -85,12 +96,14 @@ def counted_above(question: str, quotes: Sequence[tuple[int, str]]) -> bool:
     are available?"; "all three of the closure traits (`Fn`, `FnMut`, and `FnOnce`)"): the
     page says that is all of them, as a lead-in with its list does (`listed_above`)."""
     head = head_stem(question)
-    if head is None or asks_several(question):
+    if head is None or asks_several(question) or asks_others(question):
         return False
     asked = set(text_rules.terms(question))
     for _, quote in quotes:
         for sentence in text_rules.sentences(" ".join(quote.split())):
             for m in _COUNT.finditer(sentence):
+                if re.search(r"\b(?:these|those)\s+$", sentence[:m.start()], re.I):
+                    continue  # "These two commands ...": two named before, not all of them
                 word = m.group(1).lower()
                 count = int(word) if word.isdigit() else _NUMBERS[word]
                 rest = _after_noun(sentence[m.end():], head, asked)

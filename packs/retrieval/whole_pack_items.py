@@ -305,6 +305,22 @@ def _commands(sec: Sec) -> list[list[str]]:
     return [_PROMPT.sub("", sec.content[a:b]).split() for a, b in _code_lines(sec.content)]
 
 
+_PROMPTED = re.compile(r"^[$>]\s+(?:sudo\s+(?:-\w+\s+)*)?([a-z][\w.+-]*)(?=\s|$)")
+
+
+def prompted_programs(by_id: dict[str, Sec], aside: set[str] = frozenset()) -> set[str]:
+    """The programs the code blocks of `by_id` run after a shell prompt ("$ mkdir
+    projects", "> dir /B"), lower-cased, but those whose terms a question sets aside
+    (`aside`: `set_aside`)."""
+    out = set()
+    for sec in by_id.values():
+        for a, b in _code_lines(sec.content):
+            m = _PROMPTED.match(sec.content[a:b])
+            if m and not set(text_rules.terms(m.group(1))) & aside:
+                out.add(m.group(1).lower())
+    return out
+
+
 def programs_asked(by_id: dict[str, Sec], question: str, aside: set[str] = frozenset()
                    ) -> set[str]:
     """The commands a question asks about, lower-cased: each word of `question` that a
@@ -375,6 +391,11 @@ EXCEPT = re.compile(rf"\b(?:{ASIDE_WORDS}|beyond)"
                      r"which|to|in|on|for|are|is|that|you|we)\b|$)|((?:[\w.`'-]+\s*){1,3}))",
                      re.I)
 _PLAIN = frozenset(text_rules.terms("plain simple simply ordinary normal just usual"))
+_ASIDE_TERMS = frozenset(text_rules.terms("besides other than apart from aside except for"))
+# What a question sets aside before it asks, all of it: "Apart from cargo, rustc and rustup
+# themselves, what ...", "Besides writing manifests by hand, which ...".
+ASIDE_FIRST = re.compile(rf"^\s*(?:{ASIDE_WORDS})\b(?:[^?]*?,\s*(?=(?:what|which|who|how|"
+                         r"where|list|name)\b)|[^,?]*,\s*)", re.I)
 
 
 def set_aside(question: str, head: str | None) -> set[str]:
@@ -383,6 +404,10 @@ def set_aside(question: str, head: str | None) -> set[str]:
     besides normal dependencies" still asks for dependencies)."""
     out: set[str] = set()
     rest = question
+    first = ASIDE_FIRST.match(question)
+    if first:
+        out |= set(text_rules.terms(first.group(0))) - _PLAIN - _ASIDE_TERMS
+        rest = question[first.end():]
     for m in EXCEPT.finditer(question):
         out |= set(text_rules.terms(m.group(1) or m.group(2))) - _PLAIN
         rest = rest.replace(m.group(0), " ")

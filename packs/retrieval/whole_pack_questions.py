@@ -27,7 +27,7 @@ import re
 
 from packs import text as text_rules
 from packs.retrieval.asks import asking, how_to
-from packs.retrieval.whole_pack_items import ASIDE_WORDS, EXCEPT
+from packs.retrieval.whole_pack_items import ASIDE_FIRST, ASIDE_WORDS, EXCEPT
 
 _OVERVIEW = re.compile(
     r"\bmain topics\b|\bwhat (?:topics )?(?:does|do) (?:the |this )?.{0,80}\bcover\b|"
@@ -274,7 +274,7 @@ def across_terms(question: str) -> set[str]:
 # What a question sets aside, where it stands: "Besides CPU and memory, what ...", "...,
 # besides replicas, selector and the Pod template?", or in between (whole_pack_items
 # EXCEPT); not "beyond", which as often compares ("go beyond what is allowed").
-_ASIDE_FIRST = re.compile(rf"^\s*(?:{ASIDE_WORDS})\b[^,?]*,\s*", re.I)
+
 _ASIDE_LAST = re.compile(rf",\s*(?:{ASIDE_WORDS})\b[^?]*", re.I)
 
 
@@ -283,7 +283,7 @@ def searched_question(question: str) -> str:
     "Which StatefulSet fields do the docs describe, besides replicas, selector and the Pod
     template?" otherwise finds the pages about replicas, selectors and Pod templates first.
     The question itself when nothing is set aside, or too little would be left."""
-    out = _ASIDE_LAST.sub("", _ASIDE_FIRST.sub("", question))
+    out = _ASIDE_LAST.sub("", ASIDE_FIRST.sub("", question))
     for m in EXCEPT.finditer(out):
         if not m.group(0).lower().startswith("beyond"):
             out = out.replace(m.group(0), " ")
