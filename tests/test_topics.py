@@ -191,6 +191,23 @@ def test_more_ways_of_asking_across_the_pack():
                    "Who are the people the book thanks?",
                    "What error codes show up in the output, and how do you read one?"):
         assert question_kind(listed) == "list", listed
+    for listed in ("I need to know every queue setting the docs mention for retries.",
+                   "I'd like every type the guide says implements the Worker trait.",
+                   "Give me the condition types that jobs report in their status.",
+                   "Besides phase and conditions, what fields from a job's status do the "
+                   "docs show?",
+                   "Other than kestrel.toml, what files and directories under /var/lib/kestrel "
+                   "do the docs refer to?"):
+        assert question_kind(listed) == "list", listed
+    for overview in ("What do the configuration tutorials walk you through?",
+                     "Walk me through the retries chapter heading by heading.",
+                     "What subsections do the pages of the queues chapter break down into?"):
+        assert question_kind(overview) == "overview", overview
+    assert question_kind("The asterisk plays several roles. What are they, and where does "
+                         "each come up?") == "across"
+    # A question that opens as a yes-or-no one asks about one thing, whatever follows.
+    assert question_kind("Can one worker use both a retry policy and a dead letter queue, and "
+                         "where does each go in the config?") is None
     # "each" or "depending on" inside a question about one thing keeps it one
     for single in ("How does each worker find out which slice of the input to process?",
                    "How long does each sleep call wait between messages?",

@@ -2,20 +2,21 @@
 (packs/retrieval/whole_pack.py answers them).
 
 `question_kind` reads the question (an aside in parentheses left out): "overview" (what
-does/do X cover, what sections make up X, the main topics of X, what is this pack about),
-"across" (in each / across or each of the pages, chapters, releases (not "across zones") /
-in which situations / from release to release / compare / each time / ", and what does
-each ..." / ", depending on how ..." / in how many ways), "list" (who are the + a plural
-noun, which/what + a plural noun, or several in a row ("which
+does/do X cover, what sections make up X, walk me through X, the main topics of X, what is
+this pack about), "across" (in each / across or each of the pages, chapters, releases (not
+"across zones") / in which situations / from release to release / compare / each time /
+", and what does each ..." / ", depending on how ..." / in how many ways), "list" (who are
+the + a plural noun, I need every / give me the + a plural noun, which/what + a plural
+noun (after an aside too: "Besides A, what fields ...") or several in a row ("which
 functions, structs and methods does ..."), and a verb, list all/every, what kinds of, what
-does the book (docs, guide, ...) say/explain about/offer for; not "which Cargo command checks that
-...", whose head noun is singular, nor "what does X use Y for" or "what kind of", nor a
-question that counts what it asks for: "What two kinds of label selector ...", "What are the
-three stable API kinds ..." ask for one set the docs name together, nor "what are X used
-for?", where "what" is the object of the closing preposition, nor "what X do Y have?", whose
-head X comes before the auxiliary; after an opening phrase, ", which tools do ..."); None
-for a question about one thing (and for every "why" and "how many"), which keeps the
-single-passage answer.
+does the book (docs, guide, ...) say/explain about/offer for; not "which Cargo command
+checks that ...", whose head noun is singular, nor "what does X use Y for" or "what kind
+of", nor a question that counts what it asks for: "What two kinds of label selector ...",
+"What are the three stable API kinds ..." ask for one set the docs name together, nor
+"what are X used for?", where "what" is the object of the closing preposition, nor "what
+X do Y have?", whose head X comes before the auxiliary; after an opening phrase, ", which
+tools do ..."); None for a question about one thing (and for every "why", "how many" and
+yes-or-no one), which keeps the single-passage answer.
 `wanted_types` maps the kind of item asked for to entity types (subcommands: command;
 flags: flag; ...), `head_stem` gives the stem of the plural noun asked for. Whether the
 single-passage answer already quotes the whole list asked for: whole_pack_above.py.
@@ -33,7 +34,9 @@ _OVERVIEW = re.compile(
     r"\bmain topics\b|\bwhat (?:topics )?(?:does|do) (?:the |this )?.{0,80}\bcover\b|"
     r"\bwhat (?:sections|parts|pages|topics) make up\b|"
     r"\bwhat (?:is|are) (?:this|the) (?:pack|documentation|docs|book|site|corpus)\b.{0,20}about|"
-    r"\bwhat does (?:the |this )?.{0,80}\bwalk (?:you|me|us|readers) through\b|"
+    r"\bwhat (?:does|do) (?:the |this )?.{0,80}\bwalk (?:you|me|us|readers) through\b|"
+    r"^\s*walk me through (?:the|this)\b|"
+    r"\bwhat (?:sub)?sections\b.{0,120}\bbreak (?:down )?into\b|"
     r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b",
     re.I)
 _DOC_PARTS = (r"pages?|chapters?|sections?|docs|documentation|books?|guides?|packs?|"
@@ -51,7 +54,7 @@ _ACROSS = re.compile(
     # what each of several does, said in a clause of its own: "..., and what does each
     # revisit teach?", "what does it say each time ...", "..., depending on how the
     # cluster was built?", "In how many different ways do ..."
-    r"\beverywhere\b|\beach time\b|,? and what (?:does|do) each\b|"
+    r"\beverywhere\b|\beach time\b|,? and (?:what|where|how) (?:does|do) each\b|"
     r",\s*depending on (?:how|which|what|whether)\b|^\s*in how many (?:different )?ways\b|"
     # the different things the docs go through: "How do the different tutorials have you
     # clean up ...?", "the logs of the different parts of a cluster" (not "a different
@@ -62,10 +65,16 @@ _ACROSS = re.compile(
     # how three or more things named in a row do it: "How do Deployments, DaemonSets,
     # StatefulSets and CronJobs keep a history ...?"
     r"^\s*how\b.*\b[\w'-]+(?:, [\w'-]+(?: [\w'-]+){0,2}){2,},? (?:and|or) [\w'-]", re.I)
+_PLURAL_WORD = r"[a-z][\w-]*[^su\W]s|[a-z]+ies"  # "settings", "add-ons", "policies"; not "status"
 _LIST = re.compile(
     r"^\s*(?:list|name)\b(?! the\b)|\b(?:list|name) (?:all|every)\b|\bwhat are all\b|"
     r"\b(?:give|show|tell) me (?:all|every)\b|\benumerate\b|\b(?:can|could) you (?:list|name)\b|"
     r"\b(?:what|which) kinds of\b|^\s*who are the (?:[\w-]+ ){0,3}?[\w-]+[^s\W]s\b|"
+    # a request for all of them: "I need to know every kubelet configuration field ...",
+    # "I'd like every type the book says ...", "Give me the condition types that ..."
+    r"\b(?:need|like|want) (?:to (?:know|see|find) )?(?:every|all (?:the )?)\b|"
+    rf"^\s*(?:give|show|tell) me (?:the |all (?:the )?)?(?:[\w.:<>-]+ ){{0,3}}?"
+    rf"(?:{_PLURAL_WORD})\b|"
     r"(?:^|,\s*)(?:what|which) (?:other |different |main )?(?:kinds|types|sorts) of\b|"
     # what the pages say about a topic, said in several places: "What does the book say
     # about the two halves of a channel ...?", "What do the docs explain about ...?"
@@ -88,7 +97,6 @@ _NAME_THE = re.compile(r"\b(?:list|name) the ((?:[\w.:/-]+ ){0,5}?[\w.:/-]+)"
 # no clause opens between them ("Which field decides when unhealthy pods may ..."),
 # and "range of numbers" asks for one range. "What" asking about something else ("What
 # does Kubernetes use Lease objects for?", "What happens to spawned threads") is no list.
-_PLURAL_WORD = r"[a-z][\w-]*[^su\W]s|[a-z]+ies"  # "settings", "add-ons", "policies"; not "status"
 _PLURAL = re.compile(
     r"^\s*(?:which|what) ((?:[\w.:<>-]+ ){0,5}?)(?!(?:does|happens|goes|means|has|is|"
     r"was|this|its|sets|uses|gets|runs|makes|takes|needs|looks|works)\b)"
@@ -99,7 +107,7 @@ _PLURAL = re.compile(
     r"(?:(?:,? (?:and|or)|,) (?:which |what )?(?:[\w.:<>'-]+ ){0,5}?[\w.:<>'-]+?,?)*?"
     r" (?:do|does|did|can|could|are|were|exist|"
     r"appear|show|should|must|may|will|have|has|create|manage|control|cover|affect|support|from|"
-    r"in|of|for|that|which|does|make|let|on|decide|determine|allow|enable|limit|"
+    r"in|of|for|that|which|does|make|let|on|under|decide|determine|allow|enable|limit|"
     rf"{_AFTER})\b", re.I)
 # Or the question ends with the plural: "What are the available volume types?"
 _PLURAL_END = re.compile(rf"^\s*(?:what|which) are the (?:[\w.:<>-]+ ){{0,3}}"
@@ -154,6 +162,11 @@ _WHICH = re.compile(r"^\s*which\b", re.I)
 # Why something is so, or how many there are: one answer, whatever the plural or "each" in
 # the question ("Why does the kubelet manage the hosts file for each container?").
 _ONE_ANSWER = re.compile(r"^\s*(?:why|how (?:many|much))\b", re.I)
+# A question that opens as a yes-or-no one ("Can one container be confined by both ...,
+# and where does each go?") asks about one thing, whatever follows.
+_YES_NO = re.compile(r"^\s*(?:can|could|does|do|did|is|are|was|were|should|will|would|must|"
+                     r"has|have)\b(?! (?:you|we) (?:please )?(?:list|name|give|tell|show|"
+                     r"enumerate)\b)", re.I)  # "Can you list ...?" asks for a list
 
 # "What are X ... used for?", "What are errors ... a sign of?": "what" is the object of the
 # preposition that ends the question, and the plural its subject, no item asked for; so in
@@ -169,13 +182,13 @@ def question_kind(question: str) -> str | None:
     # an aside in parentheses ("Which admission controllers (admission plugins) do ...")
     # is no part of the question's form
     question = _ASIDE.sub("", asking(question))
-    if _ONE_ANSWER.search(question):
+    if _ONE_ANSWER.search(question) or _YES_NO.match(question):
         return None
     if _OVERVIEW.search(question):
         return "overview"
     if _ACROSS.search(question):
         return "across"
-    question = _LEADING.sub("", question)
+    question = ASIDE_FIRST.sub("", _LEADING.sub("", question))  # "Besides A and B, what ..."
     if _COUNTED.search(question) or _OBJECT_ASKED.search(question):
         return None
     if how_to(question, commands=False):  # "How do I list all pods?": one way, no list
