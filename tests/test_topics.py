@@ -177,44 +177,45 @@ def test_whole_pack_questions_are_recognised():
     assert question_kind("Which kubelet settings control container log rotation?") == "list"
 
 
-def test_more_ways_of_asking_across_the_pack():
-    for across in ("Where does the book use iterators, and what does it say each time?",
-                   "How do the workers read their settings, depending on how they start?",
-                   "In how many different ways can a job be retried, and where is each set?",
-                   "How does the queue come back in later pages, and what does each visit "
-                   "add?"):
-        assert question_kind(across) == "across", across
-    assert question_kind("What do the opening pages and the foreword cover?") == "overview"
-    assert question_kind("What sections make up the chapter on queues?") == "overview"
-    for listed in ("When you work with the broker directly, which kestrel or kctl "
-                   "subcommands do you run?",
-                   "Who are the people the book thanks?",
-                   "What error codes show up in the output, and how do you read one?"):
-        assert question_kind(listed) == "list", listed
-    for listed in ("I need to know every queue setting the docs mention for retries.",
-                   "I'd like every type the guide says implements the Worker trait.",
-                   "Give me the condition types that jobs report in their status.",
-                   "Besides phase and conditions, what fields from a job's status do the "
-                   "docs show?",
-                   "Other than kestrel.toml, what files and directories under /var/lib/kestrel "
-                   "do the docs refer to?"):
-        assert question_kind(listed) == "list", listed
-    for overview in ("What do the configuration tutorials walk you through?",
-                     "Walk me through the retries chapter heading by heading.",
-                     "What subsections do the pages of the queues chapter break down into?"):
-        assert question_kind(overview) == "overview", overview
-    assert question_kind("The asterisk plays several roles. What are they, and where does "
-                         "each come up?") == "across"
-    # A question that opens as a yes-or-no one asks about one thing, whatever follows.
-    assert question_kind("Can one worker use both a retry policy and a dead letter queue, and "
-                         "where does each go in the config?") is None
-    # "each" or "depending on" inside a question about one thing keeps it one
-    for single in ("How does each worker find out which slice of the input to process?",
-                   "How long does each sleep call wait between messages?",
-                   "What moves tasks between threads depending on how busy each thread is?",
-                   "Which trait fits a closure that mutates what it captured, and what "
-                   "does it mean that iterators are lazy?"):
-        assert question_kind(single) is None, single
+# More ways of asking (the forms whole-pack rounds 4 and 5 used, made general), by the kind
+# each is read as.
+MORE_WAYS = {
+    "across": ("Where does the book use iterators, and what does it say each time?",
+               "How do the workers read their settings, depending on how they start?",
+               "In how many different ways can a job be retried, and where is each set?",
+               "How does the queue come back in later pages, and what does each visit add?",
+               "The asterisk plays several roles. What are they, and where does each come "
+               "up?"),
+    "overview": ("What do the opening pages and the foreword cover?",
+                 "What sections make up the chapter on queues?",
+                 "What do the configuration tutorials walk you through?",
+                 "Walk me through the retries chapter heading by heading.",
+                 "What subsections do the pages of the queues chapter break down into?"),
+    "list": ("When you work with the broker directly, which kestrel or kctl subcommands do "
+             "you run?",
+             "Who are the people the book thanks?",
+             "What error codes show up in the output, and how do you read one?",
+             "I need to know every queue setting the docs mention for retries.",
+             "I'd like every type the guide says implements the Worker trait.",
+             "Give me the condition types that jobs report in their status.",
+             "Besides phase and conditions, what fields from a job's status do the docs show?",
+             "Other than kestrel.toml, what files and directories under /var/lib/kestrel do "
+             "the docs refer to?"),
+    # "each" or "depending on" inside a question about one thing keeps it one, and so does
+    # a question that opens as a yes-or-no one, whatever follows
+    None: ("How does each worker find out which slice of the input to process?",
+           "How long does each sleep call wait between messages?",
+           "What moves tasks between threads depending on how busy each thread is?",
+           "Which trait fits a closure that mutates what it captured, and what does it mean "
+           "that iterators are lazy?",
+           "Can one worker use both a retry policy and a dead letter queue, and where does "
+           "each go in the config?"),
+}
+
+
+def test_more_ways_of_asking_about_the_whole_pack():
+    read = {q: question_kind(q) for qs in MORE_WAYS.values() for q in qs}
+    assert read == {q: kind for kind, qs in MORE_WAYS.items() for q in qs}
 
 
 def _topic_tables(tables: dict) -> dict:
