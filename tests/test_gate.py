@@ -234,6 +234,19 @@ def test_decide_uses_the_calibrated_model_unless_a_threshold_is_given():
     assert not gate.decide(q, [], [], lambda: VOCAB, PARAMS, -1.0, 0.42)["passed"]
 
 
+def test_a_question_about_the_whole_pack_passes_at_a_lower_cut():
+    """A list question's items are spread over the pack, so no one section is close to it:
+    it passes at WHOLE_PACK_CUT of the cut, a question about one thing at the cut."""
+    flat = GateInfo(version=gate.GATE_VERSION, bias=-0.2, cut=0.5, weights={})  # p = 0.45
+    one = gate.decide("How does the restart policy work?", [0.3], TOP, lambda: VOCAB, flat,
+                      None, 0.42)
+    listed = gate.decide("Which restart policies do the docs name?", [0.3], TOP,
+                         lambda: VOCAB, flat, None, 0.42)
+    assert one["confidence"] == listed["confidence"] == pytest.approx(0.4502, abs=1e-4)
+    assert not one["passed"] and one["cut"] == 0.5
+    assert listed["passed"] and listed["cut"] == pytest.approx(0.5 * gate.WHOLE_PACK_CUT)
+
+
 def _manifest(model: str, **extra) -> Manifest:
     return Manifest(name="p", build_id="b", built_at="2026-01-01T00:00:00Z",
                     embedding=EmbeddingInfo(model=model, dim=4),
