@@ -19,6 +19,7 @@ from packs.retrieval import (
     whole_pack,
     whole_pack_above,
     whole_pack_claude,
+    whole_pack_commands,
     whole_pack_items,
     whole_pack_offline,
     whole_pack_questions,
@@ -489,28 +490,28 @@ def test_commands_of_the_region_code_blocks_are_items_of_a_command_question():
     sec = whole_pack_items.Sec("a", "s1", "u", "Install", "Install", content, 0, 0.5)
     q = "Which rustup commands does the book show?"
     asked = terms(q)
-    found = whole_pack_items.command_items({"s1": sec}, set(), {"rustup"}, asked, "command",
+    found = whole_pack_commands.command_items({"s1": sec}, set(), {"rustup"}, asked, "command",
                                            lambda w: 1.0)
     # the command's words up to its first argument; the program alone is the subject, a
     # program the question does not name (cargo) gives none
-    assert whole_pack_items.programs_asked({"s1": sec}, q) == {"rustup"}
+    assert whole_pack_commands.programs_asked({"s1": sec}, q) == {"rustup"}
     assert sorted(name for _, name, _ in found) == [
         "rustup override set nightly", "rustup self uninstall", "rustup update"]
-    assert "rustup update" not in {name for _, name, _ in whole_pack_items.command_items(
+    assert "rustup update" not in {name for _, name, _ in whole_pack_commands.command_items(
         {"s1": sec}, {"rustup update"}, {"rustup"}, asked, None, lambda w: 1.0)}
     # a command the question names with its subcommand: only that subcommand's lines
     sub = "Which rustup self subcommands does the book show?"
-    assert whole_pack_items.programs_asked({"s1": sec}, sub) == {"rustup self"}
-    assert [name for _, name, _ in whole_pack_items.command_items(
+    assert whole_pack_commands.programs_asked({"s1": sec}, sub) == {"rustup self"}
+    assert [name for _, name, _ in whole_pack_commands.command_items(
         {"s1": sec}, set(), {"rustup self"}, terms(sub), None, lambda w: 1.0)] == [
         "rustup self uninstall"]
     scored = [(9.0, "rustup update", [sec], "command", 1), (1.0, "rustup self uninstall", [sec],
               "command", 1)]
-    assert [x[0] for x in whole_pack_items.subcommands_first(scored, {"rustup self"})] == [
+    assert [x[0] for x in whole_pack_commands.subcommands_first(scored, {"rustup self"})] == [
         9.0, 9.0]
-    assert whole_pack_items.subcommands_first(scored, {"rustup"}) == scored
+    assert whole_pack_commands.subcommands_first(scored, {"rustup"}) == scored
     besides = "Which tools besides rustup commands does the book show?"
-    assert whole_pack_items.programs_asked({"s1": sec}, besides, set(terms("rustup"))) == set()
+    assert whole_pack_commands.programs_asked({"s1": sec}, besides, set(terms("rustup"))) == set()
 
 
 def test_a_command_run_with_sudo_is_the_command_it_runs():
@@ -518,8 +519,8 @@ def test_a_command_run_with_sudo_is_the_command_it_runs():
                "$ sudo -E systemctl restart kubelet\n```\n")
     sec = whole_pack_items.Sec("a", "s1", "u", "Kubelet", "Kubelet", content, 0, 0.5)
     q = "Which systemctl commands do the docs run on a node?"
-    assert whole_pack_items.programs_asked({"s1": sec}, q) == {"systemctl"}
-    found = whole_pack_items.command_items({"s1": sec}, set(), {"systemctl"}, terms(q),
+    assert whole_pack_commands.programs_asked({"s1": sec}, q) == {"systemctl"}
+    found = whole_pack_commands.command_items({"s1": sec}, set(), {"systemctl"}, terms(q),
                                            "command", lambda w: 1.0)
     assert sorted(name for _, name, _ in found) == [
         "systemctl daemon-reload", "systemctl restart kubelet"]
@@ -530,8 +531,8 @@ def test_a_question_about_commands_that_names_no_program_reads_every_prompted_on
                "$ git clone example.org/someproject\n$ cargo new hello\nlet x = 5;\n"
                "> dir /B\n```\n")
     sec = whole_pack_items.Sec("a", "s1", "u", "Start", "Start", content, 0, 0.5)
-    assert whole_pack_items.prompted_programs({"s1": sec}) == {"mkdir", "git", "cargo", "dir"}
-    assert whole_pack_items.prompted_programs({"s1": sec}, {"cargo"}) == {"mkdir", "git", "dir"}
+    assert whole_pack_commands.prompted_programs({"s1": sec}) == {"mkdir", "git", "cargo", "dir"}
+    assert whole_pack_commands.prompted_programs({"s1": sec}, {"cargo"}) == {"mkdir", "git", "dir"}
 
 
 def test_a_clause_is_never_cut_inside_a_code_span():

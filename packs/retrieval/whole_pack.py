@@ -38,7 +38,8 @@ Candidates come through the graph, not only the search's top sections:
   topic map (packs/topics.py): packs/retrieval/whole_pack_overview.py.
 
 The pieces that need no database (sections and items, their quotes, `page_items`,
-`table_heads`, `set_aside`) are packs/retrieval/whole_pack_items.py.
+`table_heads`, `set_aside`) are packs/retrieval/whole_pack_items.py; the commands of the
+region's code blocks, packs/retrieval/whole_pack_commands.py.
 """
 
 from __future__ import annotations
@@ -55,22 +56,24 @@ from packs.retrieval import extractive
 from packs.retrieval.segment import one_line
 from packs.retrieval.units import untagged
 from packs.retrieval.whole_pack_beyond import program_sections, typed_candidates
+from packs.retrieval.whole_pack_commands import (
+    command_items,
+    programs_asked,
+    prompted_programs,
+    subcommands_first,
+)
 from packs.retrieval.whole_pack_items import (
     HEAD_WEIGHT,
     Item,
     Sec,
     code_span_items,
-    command_items,
     names_subject,
     page_items,
-    programs_asked,
-    prompted_programs,
     quote_of,
     sec_of,
     set_aside,
     shown_span,
     spans,
-    subcommands_first,
     table_heads,
 )
 from packs.retrieval.whole_pack_overview import SECTIONS_BY_ID, heading_items, overview_items

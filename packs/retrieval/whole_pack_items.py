@@ -11,9 +11,8 @@
 - `page_items`: for an across question, each region section's best passage holding two or
   more of the question's terms;
 - `table_heads`: the first cells of table rows under a first header that names what the
-  question asks for; `code_span_items`: the code spans of the region no entity names;
-  `programs_asked`, `command_items`: the commands its code blocks run with a program the
-  question names, `subcommands_first`: those of a subcommand it names scored first;
+  question asks for; `code_span_items`: the code spans of the region no entity names (the
+  commands its code blocks run: whole_pack_commands.py);
 - `set_aside`: what a list question sets aside ("besides plain kubectl commands");
   `names_subject`: whether a name is the question's own subject, no item of it.
 """
@@ -93,12 +92,12 @@ def spans(sec: Sec) -> list[tuple[int, int]]:
     out = [(u.start, u.end) for u in segment(content)
            if u.kind in ("sentence", "item", "row", "paragraph")
            or (u.kind == "code" and "\n" not in u.display.strip())]
-    for start, end in _code_lines(content):
+    for start, end in code_lines(content):
         out.append((start, end))
     return out
 
 
-def _code_lines(content: str) -> list[tuple[int, int]]:
+def code_lines(content: str) -> list[tuple[int, int]]:
     """(start, end) of each non-blank line, 2 to 120 characters, inside a code block."""
     out = []
     for a, b in fence_spans(content):
@@ -261,7 +260,7 @@ def table_heads(by_id: dict[str, Sec], question: str, head: str | None
     return out
 
 
-def _scored(at: dict[str, list[Sec]], asked: list[str], head: str | None,
+def scored_names(at: dict[str, list[Sec]], asked: list[str], head: str | None,
             idf: Callable[[str], float]) -> list[tuple[float, str, list[Sec]]]:
     """(score, name, its sections best first) of each name of `at` (name → the sections
     that write it) but the question's own subject: the weights of its sections times its
@@ -291,97 +290,7 @@ def code_span_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
         for span in dict.fromkeys(text_rules.code_spans(sec.content)):
             if 2 <= len(span) <= MAX_SPAN and span.lower() not in known:
                 at[span].append(sec)
-    return _scored(at, asked, head, idf)
-
-
-# A command line of a code block: an optional shell prompt and "sudo", then the command's
-# words ("$ sudo systemctl enable --now kubelet": "systemctl enable").
-_PROMPT = re.compile(r"^(?:[$#>%]\s+)?(?:sudo\s+(?:-\w+\s+)*)?")
-MAX_COMMAND_WORDS = 4  # a command and its subcommands ("rustup toolchain install nightly")
-
-
-def _commands(sec: Sec) -> list[list[str]]:
-    """The words of each line of `sec`'s code blocks, after its shell prompt."""
-    return [_PROMPT.sub("", sec.content[a:b]).split() for a, b in _code_lines(sec.content)]
-
-
-_PROMPTED = re.compile(r"^[$>]\s+(?:sudo\s+(?:-\w+\s+)*)?([a-z][\w.+-]*)(?=\s|$)")
-
-
-def prompted_programs(by_id: dict[str, Sec], aside: set[str] = frozenset()) -> set[str]:
-    """The programs the code blocks of `by_id` run after a shell prompt ("$ mkdir
-    projects", "> dir /B"), lower-cased, but those whose terms a question sets aside
-    (`aside`: `set_aside`)."""
-    out = set()
-    for sec in by_id.values():
-        for a, b in _code_lines(sec.content):
-            m = _PROMPTED.match(sec.content[a:b])
-            if m and not set(text_rules.terms(m.group(1))) & aside:
-                out.add(m.group(1).lower())
-    return out
-
-
-def programs_asked(by_id: dict[str, Sec], question: str, aside: set[str] = frozenset()
-                   ) -> set[str]:
-    """The commands a question asks about, lower-cased: each word of `question` that a
-    code line of the region starts with (after its shell prompt), a program ("rustup",
-    "kubectl"), with the words the question writes after it while some such line goes on
-    with them ("Which kubectl config subcommands ...": "kubectl config"); none of a
-    program the question sets aside (`aside`, its terms: `set_aside`)."""
-    words = [w.lower() for w in question.replace("`", " ").split()]
-    words = [w.strip(".,;:?!()\"'") for w in words]
-    asked = {w for w in words if w and not set(text_rules.terms(w)) & aside}
-    asked -= text_rules.STOP_WORDS
-    lines = [[w.lower() for w in line] for sec in by_id.values() for line in _commands(sec)]
-    starts = {line[0] for line in lines if line}
-    out = set()
-    for i, w in enumerate(words):
-        if w not in asked or w not in starts:
-            continue
-        n = 1
-        while i + n < len(words) and any(line[:n + 1] == words[i:i + n + 1] for line in lines):
-            n += 1
-        out.add(" ".join(words[i:i + n]))
-    return out
-
-
-def command_items(by_id: dict[str, Sec], known: set[str], programs: set[str],
-                  asked: list[str], head: str | None, idf: Callable[[str], float]
-                  ) -> list[tuple[float, str, list[Sec]]]:
-    """(score, name, its sections best first) of the commands that code blocks of
-    `by_id` run with one of `programs` (the commands a question asks about:
-    `programs_asked`; "Which rustup commands ...": `$ rustup self uninstall`) that no
-    item of the graph names (`known`, lower-cased): the command's first words, up to its
-    first argument (a flag, a path, a value: `kubectl rollout pause deployment/nginx` →
-    "kubectl rollout pause"). Scored as `code_span_items` scores a span; the program
-    alone, or what the question names in a row, is its subject."""
-    at: dict[str, list[Sec]] = defaultdict(list)
-    prefixes = [p.split() for p in programs]
-    for sec in by_id.values():
-        for words in _commands(sec):
-            low = [w.lower() for w in words]
-            if not any(low[:len(p)] == p for p in prefixes):
-                continue
-            name = []
-            for w in words[:MAX_COMMAND_WORDS]:
-                if not re.fullmatch(r"[A-Za-z][\w.+-]*", w) or w.startswith("-"):
-                    break
-                name.append(w)
-            command = " ".join(name)
-            if len(name) >= 2 and command.lower() not in known and sec not in at[command]:
-                at[command].append(sec)
-    return _scored(at, asked, head, idf)
-
-
-def subcommands_first(scored: list[tuple], programs: set[str]) -> list[tuple]:
-    """`scored` with the candidates named after a command the question asks about with
-    its subcommand ("kubectl config view" for "Which kubectl config subcommands ...")
-    scored as the best candidate is: the graph holds every kubectl command, and the
-    question asks for these."""
-    prefixes = tuple(f"{p} " for p in programs if " " in p)
-    top = max((x[0] for x in scored), default=0.0)
-    return [(max(x[0], top) if x[1].lower().startswith(prefixes) else x[0], *x[1:])
-            for x in scored] if prefixes else scored
+    return scored_names(at, asked, head, idf)
 
 
 # "Which tools besides plain kubectl commands ...": what the question sets aside.
