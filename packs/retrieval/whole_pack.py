@@ -85,7 +85,7 @@ from packs.retrieval.whole_pack_questions import (
 )
 from packs.retrieval.whole_pack_rank import CANDIDATES, ItemModel, pick
 from packs.retrieval.whole_pack_rank import load as load_items
-from packs.retrieval.whole_pack_region import region_sections
+from packs.retrieval.whole_pack_region import question_vector, region_sections
 
 QUERY_TYPE = "whole_pack_retrieval_only"
 COMMAND = text_rules.stem("commands")  # the head noun of a question about commands
@@ -167,7 +167,7 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
     if kind == "list":  # code spans, table rows, headings: items the graph may lack
         programs = programs_asked(by_id, result.question, aside)
         scored += _unnamed(pack, by_id, result.question, {x[1].lower() for x in scored},
-                           asked, head, programs, total)
+                           asked, head, programs, aside, total)
         known = {x[1].lower() for x in scored}
         typed, beside = typed_candidates(pack, by_id, result.question, known, asked, total,
                                          OUTSIDE_WEIGHT)
@@ -192,26 +192,26 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
 
 
 def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
-             asked: list[str], head: str | None, programs: set[str], total: int
-             ) -> list[tuple]:
+             asked: list[str], head: str | None, programs: set[str], aside: set[str],
+             total: int) -> list[tuple]:
     """A list question's candidates that no entity of the graph names (`known`): the
     region's code spans, the commands it asks about (`programs`: `programs_asked`; for a
     question about commands that names no program, those of every program its code blocks
     run after a shell prompt: `prompted_programs`), the
     first cells of its tables' rows and its headings under one naming `head` (weighed as
     rows), each as (score, name, sections, type, pages); `head`: the question's head noun
-    (`head_stem`)."""
+    (`head_stem`); `aside`: what the question sets aside (`set_aside`)."""
     out: list[tuple] = []
     vocabulary = getattr(pack, "vocabulary", None)
     if callable(vocabulary):
         idf = extractive.idf_of(vocabulary())
         for score, name, secs in code_span_items(by_id, known, asked, head, idf):
             out.append((score, name, secs, "code", len({s.article_id for s in secs})))
+        shown = by_id
         if programs:
             shown = program_sections(pack, by_id, programs, OUTSIDE_WEIGHT)
-        else:  # "What other terminal commands ...": every program the region runs
-            shown, programs = by_id, prompted_programs(by_id, set_aside(question, head)) if (
-                head == COMMAND) else set()
+        elif head == COMMAND:  # "What other terminal commands ...": every program it runs
+            programs = prompted_programs(by_id, aside)
         for score, name, secs in (command_items(shown, known, programs, asked, head, idf)
                                   if programs else []):
             out.append((score, name, secs, "command", len({s.article_id for s in secs})))
@@ -241,10 +241,8 @@ def list_items(pack: Any, result: Any, kind: str, above: str = "",
 def section_sims(pack: Any, result: Any, items: list[Item]) -> dict[str, float]:
     """Section id → the similarity of the items' sections to the question (the pack's
     stored vectors: nothing is embedded but the question, when the search did not)."""
-    qvec = (result.question_vector if result.question_vector is not None
-            else pack.embed_query(result.question))
-    return {r.id: float(r.similarity or 0.0) for r in
-            pack.db.sections_by_id(list(dict.fromkeys(i.section.id for i in items)), qvec)}
+    return {r.id: float(r.similarity or 0.0) for r in pack.db.sections_by_id(
+        list(dict.fromkeys(i.section.id for i in items)), question_vector(pack, result))}
 
 
 def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = None,

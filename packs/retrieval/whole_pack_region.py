@@ -18,6 +18,7 @@ from typing import Any
 from packs import text as text_rules
 from packs.db import fts_query_text
 from packs.retrieval import extractive
+from packs.retrieval.hybrid import rrf
 from packs.retrieval.whole_pack_items import Sec, sec_of
 
 MAX_PAGES = 14
@@ -160,6 +161,12 @@ def region_sections(pack: Any, result: Any, kind: str) -> dict[str, Sec]:
     return by_id
 
 
+def question_vector(pack: Any, result: Any) -> Any:
+    """The search's vector of its question, or the question embedded when it has none."""
+    return (result.question_vector if result.question_vector is not None
+            else pack.embed_query(result.question))
+
+
 def spread(pack: Any, result: Any, by_id: dict[str, Sec]) -> list[Sec]:
     """Up to SPREAD_SECTIONS sections of pages outside the region (`by_id`) that a deeper
     search for the question ranks high, at most SPREAD_PER_PAGE of a page, weighted
@@ -167,19 +174,19 @@ def spread(pack: Any, result: Any, by_id: dict[str, Sec]) -> list[Sec]:
     SPREAD_K fused by reciprocal rank. A list question's items are spread over the pack
     ("Which sysctls ...", "Which environment variables ..."), beyond the pages near its
     first answer."""
-    qvec = (result.question_vector if result.question_vector is not None
-            else pack.embed_query(result.question))
     words = [w for w in text_rules.words(result.question) if w not in text_rules.STOP_WORDS]
-    fused: dict[str, float] = defaultdict(float)
     rows: dict[str, Sec] = {}
-    for i, r in enumerate(pack.db.vector_search(qvec, SPREAD_K)):
-        fused[r.id] += 1.0 / (60 + i)
+    by_vector = []
+    for r in pack.db.vector_search(question_vector(pack, result), SPREAD_K):
+        by_vector.append(r.id)
         rows[r.id] = Sec(r.article_id, r.id, r.url, r.title, r.heading_path, r.content,
                          r.position)
-    for i, (sid, art, url, title, heading, content, _, pos, *_) in enumerate(
-            pack.db.fts_raw(fts_query_text(words), SPREAD_K)):
-        fused[sid] += 1.0 / (60 + i)
+    by_text = []
+    for sid, art, url, title, heading, content, _, pos, *_ in pack.db.fts_raw(
+            fts_query_text(words), SPREAD_K):
+        by_text.append(sid)
         rows.setdefault(sid, sec_of([art, sid, url, title, heading, content, pos]))
+    fused = rrf([by_vector, by_text])
     inside = {s.article_id for s in by_id.values()}
     out: list[Sec] = []
     pages: dict[str, int] = defaultdict(int)
