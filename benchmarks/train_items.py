@@ -104,7 +104,7 @@ def spent_rows(corpus: str) -> list[dict]:
 def collect(pack, rows: list[dict], corpus: str, source: str, log) -> list[Row]:
     from packs import answer
     from packs.retrieval import whole_pack
-    from packs.retrieval.whole_pack_questions import question_kind
+    from packs.retrieval.question_kinds import question_kind
 
     out = []
     for n, r in enumerate(rows, start=1):

@@ -33,6 +33,7 @@ from packs.retrieval import (
     extractive,
     fewshot,
     gate,
+    question_kinds,
     reader,
     synthesis,
     whole_pack,
@@ -101,7 +102,8 @@ def _answer_dict(result: SearchResult, answer: str, citations: list[dict], query
         "query_type": query_type,
         "token_usage": usage,
         # The offline answer's learned reader (its weights' version and hash), when it
-        # chose the passages, and for a list the item model's; None when Claude answered
+        # chose the passages, and for a list the item model's and the question-kind model's
+        # that read it as one; None when Claude answered
         # or the pack abstained.
         "reader": _reader_version(query_type),
     }
@@ -109,7 +111,8 @@ def _answer_dict(result: SearchResult, answer: str, citations: list[dict], query
 
 def _reader_version(query_type: str) -> str | None:
     if query_type == whole_pack.QUERY_TYPE:
-        return f"{reader.load().version}; items {whole_pack_rank.load().version}"
+        return (f"{reader.load().version}; items {whole_pack_rank.load().version}; "
+                f"kinds {question_kinds.load().version}")
     return reader.load().version if query_type == "retrieval_only" else None
 
 

@@ -9,7 +9,7 @@ import polars as pl
 from query_fixtures import build_pack, embedder  # noqa: F401 (fixtures)
 
 from packs import format as fmt
-from packs.retrieval.whole_pack import question_kind
+from packs.retrieval.whole_pack_questions import rule_kind
 from tasks.topics import MIN_ENTITIES, SCHEMAS, topics
 
 
@@ -63,11 +63,11 @@ def test_no_topics_from_an_empty_graph():
 
 
 def test_whole_pack_questions_are_recognised():
-    assert question_kind("What are the main topics of the storage concepts?") == "overview"
-    assert question_kind("What does the chapter on closures cover?") == "overview"
-    assert question_kind("How do you enable autocompletion in each supported shell?") == "across"
-    assert question_kind("Which kubectl subcommands do the debugging pages use?") == "list"
-    assert question_kind("What kinds of containers can run inside a Pod?") == "list"
+    assert rule_kind("What are the main topics of the storage concepts?") == "overview"
+    assert rule_kind("What does the chapter on closures cover?") == "overview"
+    assert rule_kind("How do you enable autocompletion in each supported shell?") == "across"
+    assert rule_kind("Which kubectl subcommands do the debugging pages use?") == "list"
+    assert rule_kind("What kinds of containers can run inside a Pod?") == "list"
     # several things asked for in a row, or things "on" something
     for listed in ("Which functions, structs and methods does the project define?",
                    "Which container lifecycle hooks and hook handler types can you configure?",
@@ -87,15 +87,15 @@ def test_whole_pack_questions_are_recognised():
                    "What do the docs offer for keeping applications available?",
                    "What does the book's testing chapter say about test organisation?",
                    "What does the book tell Windows users that differs from macOS?"):
-        assert question_kind(listed) == "list", listed
+        assert rule_kind(listed) == "list", listed
     # the different things the docs go through (not "a different value", "for different
     # Pods")
     for across in ("How do the different tutorials have you clean up afterwards?",
                    "Where do the logs of the different parts of a cluster end up?"):
-        assert question_kind(across) == "across", across
+        assert rule_kind(across) == "across", across
     for single in ("Why would I set different RuntimeClasses for different Pods?",
                    "Why does a restarted Pod get a different IP address?"):
-        assert question_kind(single) is None, single
+        assert rule_kind(single) is None, single
     for single in ("How do I drain a node?", "Which flag sets the grace period?",
                    "What happens when a probe fails?", "What is a Pod?",
                    # a singular head noun: the "plural" after it is a verb
@@ -142,39 +142,39 @@ def test_whole_pack_questions_are_recognised():
                    # "name the" one thing, then another
                    "Name the kubelet feature gate that allows it, and the minimum containerd "
                    "version needed."):
-        assert question_kind(single) is None, single
-    assert question_kind("What other kinds of resources can a container request?") == "list"
-    assert question_kind("Name the flags that control eviction.") == "list"
-    assert question_kind("Besides writing manifests by hand, which tools do the docs mention "
+        assert rule_kind(single) is None, single
+    assert rule_kind("What other kinds of resources can a container request?") == "list"
+    assert rule_kind("Name the flags that control eviction.") == "list"
+    assert rule_kind("Besides writing manifests by hand, which tools do the docs mention "
                          "for packaging them?") == "list"
-    assert question_kind("Which DNS servers and DNS add-ons does the documentation cover?") \
+    assert rule_kind("Which DNS servers and DNS add-ons does the documentation cover?") \
         == "list"
-    assert question_kind("What does the task section on extending Kubernetes walk you "
+    assert rule_kind("What does the task section on extending Kubernetes walk you "
                          "through?") == "overview"
-    assert question_kind("List the subcommands of cargo.") == "list"
+    assert rule_kind("List the subcommands of cargo.") == "list"
     for asked in ("Give me all the feature gates the docs mention.",
                   "Show me every environment variable Cargo reads.",
                   "Enumerate the Service types.",
                   "Can you list the kubectl commands used for debugging?"):
-        assert question_kind(asked) == "list", asked
-    assert question_kind("Tell me every place the book uses the Drop trait.") == "across"
-    assert question_kind("What happens to dependents under each propagation policy?") == "across"
-    assert question_kind("Where in the book is the Drop trait implemented?") == "across"
+        assert rule_kind(asked) == "list", asked
+    assert rule_kind("Tell me every place the book uses the Drop trait.") == "across"
+    assert rule_kind("What happens to dependents under each propagation policy?") == "across"
+    assert rule_kind("Where in the book is the Drop trait implemented?") == "across"
     for across in ("Which trait objects does the book create across its chapters?",
                    "Across the setup, task and tutorial pages, what do the docs change on "
                    "existing objects with kubectl patch?",
                    "How does each of the Job task examples split parallel work across Pods?",
                    "In which different ways does the book use impl blocks across structs, "
                    "enums and traits?"):
-        assert question_kind(across) == "across", across
-    assert question_kind("How do Deployments, DaemonSets, StatefulSets and CronJobs keep a "
+        assert rule_kind(across) == "across", across
+    assert rule_kind("How do Deployments, DaemonSets, StatefulSets and CronJobs keep a "
                          "history?") == "across"
     # Three things named in a row in a question about one fact: no list.
-    assert question_kind("In what year was the book by Gamma, Helm, Johnson and Vlissides "
+    assert rule_kind("In what year was the book by Gamma, Helm, Johnson and Vlissides "
                          "published?") is None
     # A singular noun that modifies the plural one, before an auxiliary: still a list.
-    assert question_kind("Which network policy providers have their own install pages?") == "list"
-    assert question_kind("Which kubelet settings control container log rotation?") == "list"
+    assert rule_kind("Which network policy providers have their own install pages?") == "list"
+    assert rule_kind("Which kubelet settings control container log rotation?") == "list"
 
 
 # More ways of asking (the forms whole-pack rounds 4 and 5 used, made general), by the kind
@@ -214,7 +214,7 @@ MORE_WAYS = {
 
 
 def test_more_ways_of_asking_about_the_whole_pack():
-    read = {q: question_kind(q) for qs in MORE_WAYS.values() for q in qs}
+    read = {q: rule_kind(q) for qs in MORE_WAYS.values() for q in qs}
     assert read == {q: kind for kind, qs in MORE_WAYS.items() for q in qs}
 
 
@@ -335,15 +335,15 @@ def test_a_list_is_asked_after_a_preposition_or_with_a_participle_after_its_noun
                    "In which ways can you set a container's environment variables?",
                    "With which cloud vendors can Karpenter manage nodes?",
                    "Under what conditions does the scheduler use storage capacity?"):
-        assert question_kind(listed) == "list", listed
+        assert rule_kind(listed) == "list", listed
     for single in ("At what point before its certificate expires does the kubelet ask for "
                    "a new one?",
                    "In which directory does kubeadm keep its certificates?",
                    "In which list of legislative subjects does Education appear?",
                    "What are Pods?"):
-        assert question_kind(single) is None, single
+        assert rule_kind(single) is None, single
     # "In which situations ..." stays an across question (each place the pages say so).
-    assert question_kind("In which situations does the book use the move keyword?") == "across"
+    assert rule_kind("In which situations does the book use the move keyword?") == "across"
 
 
 def test_a_question_about_the_pack_itself_is_answered_by_each_packs_topic_map(

@@ -49,7 +49,7 @@ from packs.retrieval.gate_signals import (
     text_pairs,
     words_in_order,
 )
-from packs.retrieval.whole_pack_questions import question_kind
+from packs.retrieval.question_kinds import question_kind
 
 # The signals' names and helpers are read through this module by the pack, the build and
 # the benchmarks (gate.Vocabulary, gate.terms, ...): one front for the gate.

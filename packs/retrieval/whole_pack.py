@@ -5,8 +5,9 @@ packs/citations.py like any other).
     kind = question_kind("Which kubectl subcommands do the debugging pages use?")  # "list"
     text, quotes, sections = answer(pack, result, kind)
 
-`question_kind` (packs/retrieval/whole_pack_questions.py) reads the question: "overview",
-"across", "list", or None for a question about one thing (the single-passage answer).
+`question_kind` (packs/retrieval/question_kinds.py, a learned model over the question's
+words and the hand rules' reading) reads the question: "overview", "across", "list", or
+None for a question about one thing (the single-passage answer).
 
 Candidates come through the graph, not only the search's top sections:
 - the **region** (packs/retrieval/whole_pack_region.py): the pages of the search's first
@@ -53,6 +54,7 @@ from packs import text as text_rules
 from packs.citations import locate, no_marker, normalise
 from packs.markdown import fence_spans, list_marker
 from packs.retrieval import extractive
+from packs.retrieval.question_kinds import question_kind
 from packs.retrieval.segment import one_line
 from packs.retrieval.units import untagged
 from packs.retrieval.whole_pack_beyond import program_sections, typed_candidates
@@ -77,12 +79,7 @@ from packs.retrieval.whole_pack_items import (
     table_heads,
 )
 from packs.retrieval.whole_pack_overview import SECTIONS_BY_ID, heading_items, overview_items
-from packs.retrieval.whole_pack_questions import (
-    across_terms,
-    head_stem,
-    question_kind,
-    wanted_types,
-)
+from packs.retrieval.whole_pack_questions import across_terms, head_stem, wanted_types
 from packs.retrieval.whole_pack_rank import CANDIDATES, ItemModel, pick
 from packs.retrieval.whole_pack_rank import load as load_items
 from packs.retrieval.whole_pack_region import question_vector, region_sections

@@ -23,10 +23,11 @@ from typing import Any
 from packs.citations import normalise
 from packs.result import RankedSection
 from packs.retrieval.extractive import NO_MODEL_NOTE
+from packs.retrieval.question_kinds import question_kind
 from packs.retrieval.whole_pack import QUERY_TYPE, answer
 from packs.retrieval.whole_pack_above import counted_above, listed_above
 from packs.retrieval.whole_pack_overview import about_itself, topic_items
-from packs.retrieval.whole_pack_questions import question_kind, searched_question
+from packs.retrieval.whole_pack_questions import searched_question
 
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")  # an item's name in a list (whole_pack `Item.bold`)
 NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTION]->(t:Section) "

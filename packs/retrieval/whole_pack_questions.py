@@ -1,7 +1,8 @@
 """Which questions are about the whole pack, and what kind of item they ask for
 (packs/retrieval/whole_pack.py answers them).
 
-`question_kind` reads the question (an aside in parentheses left out): "overview" (what
+`rule_kind` reads the question with hand rules (an aside in parentheses left out), one feature
+of the learned model that decides (packs/retrieval/question_kinds.py): "overview" (what
 does/do X cover, what sections make up X, walk me through X, the main topics of X, what is
 this pack about), "across" (in each / across or each of the pages, chapters, releases (not
 "across zones") / in which situations / from release to release / compare / each time /
@@ -175,7 +176,7 @@ _OBJECT_ASKED = re.compile(r"^\s*what (?:is|are|were|was)\b.*\b(?:of|for|with|to
                            r"on|in|by|at|into|called|named|known as)\s*\?\s*$", re.I)
 
 
-def question_kind(question: str) -> str | None:
+def rule_kind(question: str) -> str | None:
     """"overview", "across", "list" or None (see the module docstring), read on what the
     question asks, not on the scene it sets first ("I cap object counts in each team
     namespace. Which quota ...?" asks about one thing)."""

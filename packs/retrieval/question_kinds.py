@@ -1,0 +1,155 @@
+"""Which questions are about the whole pack: a small learned model over the question's
+words and the hand rules' reading.
+
+    kind = question_kind("Give me the storage API kinds the docs name.")  # "list"
+
+The hand rules (packs/retrieval/whole_pack_questions.py `rule_kind`) read a question's form
+with patterns; they miss a question asked in a way no pattern foresaw ("The docs roll out
+a new image in several ways depending on the page. What are those ways?"). A multinomial
+logistic model (fitted by benchmarks/train_kinds.py on every labelled question of
+benchmarks/data: the whole-pack sets give "list", "across" and "overview", the
+single-passage answer, retrieval, out-of-domain and XQuAD sets give "none") reads the
+FEATURES below; its weights ship beside this module as kind_weights.json, read with the
+standard library alone. `question_kind` is its most probable class (None for "none"), but
+a question about the pack itself ("What is this pack about?", whole_pack_overview.py
+`about_itself`) is always an overview: the sets have few such questions, and the pack's
+topic map answers them.
+
+Features of the asking sentence (packs/retrieval/asks.py `asking`, an aside in parentheses
+left out), lower case, a code span or identifier read as "<code>" and a number as "<num>":
+- `w:` each word, `b:` each pair of words in a row;
+- `p0:`, `p1:`, `p2:` the first three words, `p01:`, `p012:` the opening two and three;
+- `last:` the last word;
+- `ctx`: the question sets a scene in a sentence of its own first;
+- `plurals`: how many plural words it has (at most 4, over 4);
+- `rule:` the hand rules' kind ("rule:none" for a question about one thing).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from packs.retrieval.asks import asking
+from packs.retrieval.whole_pack_overview import about_itself
+from packs.retrieval.whole_pack_questions import rule_kind
+
+WEIGHTS_FILE = Path(__file__).with_name("kind_weights.json")
+FEATURES_VERSION = "kinds-1"
+NONE = "none"  # the class of a question about one thing
+
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+_TOKEN = re.compile(r"`[^`]*`|[\w'.:<>/-]*[\w>]|[?,;]")
+# An identifier: two capitals inside a word (PodDisruptionBudget, not Kubernetes), "::",
+# "--", "_", a dot inside a word, "<".
+_CODE = re.compile(r"[A-Z].*[A-Z]|::|--|_|\.\w|<")
+_PLURAL = re.compile(r"[a-z][\w-]*[^su\W]s|[a-z]+ies")
+
+
+class KindWeightsError(ValueError):
+    """The question-kind model's weights file is missing, unreadable or for other features."""
+
+
+def tokens(question: str) -> list[str]:
+    """The asking sentence's words as the model reads them (see the module docstring)."""
+    out = []
+    for word in _TOKEN.findall(_ASIDE.sub("", asking(question))):
+        inner = word[1:] if word[:1].isupper() else word
+        if word.startswith("`") or _CODE.search(inner):
+            out.append("<code>")
+        elif word.isdigit():
+            out.append("<num>")
+        else:
+            out.append(word.lower())
+    return out
+
+
+def features(question: str, rule: str | None) -> dict[str, float]:
+    """The question's FEATURES (the module docstring), `rule` the hand rules' kind."""
+    t = tokens(question)
+    words = [w for w in t if w not in "?,;"]
+    f: dict[str, float] = {}
+    for w in t:
+        f["w:" + w] = 1.0
+    for a, b in zip(t, t[1:]):
+        f[f"b:{a} {b}"] = 1.0
+    for i, w in enumerate(t[:3]):
+        f[f"p{i}:{w}"] = 1.0
+    if len(t) > 1:
+        f["p01:" + " ".join(t[:2])] = 1.0
+    if len(t) > 2:
+        f["p012:" + " ".join(t[:3])] = 1.0
+    if words:
+        f["last:" + words[-1]] = 1.0
+    f["ctx"] = 1.0 if asking(question).strip() != question.strip() else 0.0
+    f["plurals"] = min(4, sum(1 for w in words if _PLURAL.fullmatch(w))) / 4
+    f["rule:" + (rule or NONE)] = 1.0
+    return f
+
+
+@dataclass(frozen=True)
+class KindModel:
+    classes: tuple[str, ...]
+    intercept: tuple[float, ...]
+    weights: dict[str, tuple[float, ...]]  # feature → one weight per class
+    version: str
+
+    def probabilities(self, question: str) -> dict[str, float]:
+        """Each class's probability for the question (a softmax of the linear scores)."""
+        scores = list(self.intercept)
+        for name, value in features(question, rule_kind(question)).items():
+            for i, w in enumerate(self.weights.get(name, ())):
+                scores[i] += w * value
+        top = max(scores)
+        exp = [math.exp(s - top) for s in scores]
+        total = sum(exp)
+        return {c: e / total for c, e in zip(self.classes, exp)}
+
+
+def parse(raw: bytes) -> KindModel:
+    """A KindModel from the bytes of a weights file; KindWeightsError when it does not fit
+    this code's features."""
+    try:
+        d = json.loads(raw)
+        if d.get("features_version") != FEATURES_VERSION:
+            raise KindWeightsError(
+                f"weights for {d.get('features_version')!r}, this code computes "
+                f"{FEATURES_VERSION!r}: retrain (benchmarks/train_kinds.py)")
+        classes = tuple(d["classes"])
+        intercept = tuple(float(v) for v in d["intercept"])
+        weights = {k: tuple(float(v) for v in ws) for k, ws in d["weights"].items()}
+    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+        if isinstance(exc, KindWeightsError):
+            raise
+        raise KindWeightsError(f"unreadable question-kind weights: {exc}") from exc
+    if NONE not in classes or len(intercept) != len(classes) or any(
+            len(ws) != len(classes) for ws in weights.values()):
+        raise KindWeightsError("the question-kind weights do not give one weight per class")
+    return KindModel(classes, intercept, weights,
+                     f"{d.get('version', 'kinds')}/{hashlib.sha256(raw).hexdigest()[:12]}")
+
+
+@functools.lru_cache(maxsize=4)
+def load(path: Path = WEIGHTS_FILE) -> KindModel:
+    """The model of a weights file (the shipped one by default), read once."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise KindWeightsError(f"cannot read the weights {path}: {exc}") from exc
+    return parse(raw)
+
+
+@functools.lru_cache(maxsize=512)
+def question_kind(question: str) -> str | None:
+    """"list", "across", "overview" or None (a question about one thing): the model's most
+    probable class. One ask reads it several times (the gate, the answer): cached."""
+    if about_itself(question) and rule_kind(question) == "overview":
+        return "overview"
+    probs = load().probabilities(question)
+    kind = max(probs, key=probs.__getitem__)
+    return None if kind == NONE else kind

@@ -1,0 +1,73 @@
+"""The learned question-kind model (packs/retrieval/question_kinds.py): its features, its
+weights file, and the shipped model on questions of each kind."""
+
+import json
+import math
+
+import pytest
+
+from packs.retrieval import question_kinds as qk
+
+
+def _weights(tmp_path, **changes):
+    d = {"version": "t", "features_version": qk.FEATURES_VERSION,
+         "classes": ["list", "none"], "intercept": [-1.0, 0.5],
+         "weights": {"p0:give": [3.0, -1.0], "rule:list": [1.0, 0.0]}}
+    d.update(changes)
+    path = tmp_path / "kinds.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+def test_features_read_the_asking_sentence_with_identifiers_as_code():
+    f = qk.features("I run two clusters. Give me the `kubectl` flags (all of them) like "
+                    "--v=2 that PodDisruptionBudget objects use?", "list")
+    assert f["p0:give"] == 1 and f["p01:give me"] == 1 and f["last:use"] == 1
+    assert f["w:<code>"] == 1 and "w:kubectl" not in f and "w:poddisruptionbudget" not in f
+    assert f["ctx"] == 1.0  # a scene set first
+    assert "w:all" not in f  # the aside in parentheses is left out
+    assert f["rule:list"] == 1
+    assert f["plurals"] == 0.5  # flags, objects
+    assert qk.features("What is a Pod?", None)["rule:none"] == 1
+
+
+def test_probabilities_are_the_softmax_of_the_weights(tmp_path):
+    model = qk.load(_weights(tmp_path))
+    probs = model.probabilities("Give me every flag.")
+    # rule_kind reads "Give me every flag." as a list: p0:give and rule:list both count
+    list_score, none_score = -1.0 + 3.0 + 1.0, 0.5 - 1.0
+    expected = math.exp(list_score) / (math.exp(list_score) + math.exp(none_score))
+    assert probs["list"] == pytest.approx(expected)
+    assert sum(probs.values()) == pytest.approx(1.0)
+    assert model.version.startswith("t/") and len(model.version) == 14
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"features_version": "kinds-0"}, "retrain"),
+    ({"classes": ["list", "across"]}, "one weight per class"),
+    ({"weights": {"w:x": [1.0]}}, "one weight per class"),
+    ({"intercept": "x"}, "unreadable"),
+])
+def test_bad_weights_say_what_is_wrong(tmp_path, changes, message):
+    with pytest.raises(qk.KindWeightsError, match=message):
+        qk.load(_weights(tmp_path, **changes))
+
+
+def test_missing_weights_name_the_file(tmp_path):
+    with pytest.raises(qk.KindWeightsError, match="nothing.json"):
+        qk.load(tmp_path / "nothing.json")
+
+
+def test_shipped_model_reads_each_kind():
+    # single-passage questions keep the single-passage answer
+    for single in ("What is a Pod?", "How do I drain a node?",
+                   "Which flag sets the grace period?", "Why does a restarted Pod get a "
+                   "different IP address?", "How many replicas does the example Deployment run?"):
+        assert qk.question_kind(single) is None, single
+    assert qk.question_kind("List all the feature gates the docs mention.") == "list"
+    assert qk.question_kind("Which kubectl subcommands do the debugging pages use?") == "list"
+    assert qk.question_kind("What does the chapter on closures cover?") == "overview"
+    # a question about the pack itself is an overview whatever the model's words say
+    assert qk.question_kind("What is this pack about?") == "overview"
+    assert qk.question_kind("Compare what the docs say about liveness probes from page to "
+                            "page.") == "across"
