@@ -704,3 +704,19 @@ def test_claude_maps_the_sections_of_each_pack_of_a_packset(fake, pack_dir, tmp_
     assert len(numbers) == len(set(numbers)) <= whole_pack_claude.MAX_SECTIONS
     assert answer["citations"] and all(c["verified"] for c in answer["citations"])
     assert "Invented" not in answer["answer"]
+
+
+def test_the_kind_of_item_asked_for_is_read_on_the_noun_asked_about():
+    from packs.retrieval.whole_pack_questions import wanted_types
+
+    # the noun phrase asked about decides, not a kind named in the scene before it
+    assert wanted_types("When a cluster is set up with a configuration file instead of "
+                        "flags, which fields do the examples set?") == {"setting", "code"}
+    # "command-line" says what kind of flag it is
+    assert wanted_types("I need every kubelet command-line flag the docs mention.") == {"flag"}
+    assert wanted_types("Which kubectl subcommands do the debugging pages use?") == {
+        "command", "tool"}
+    # no kind in the noun phrase: the whole question is read
+    assert wanted_types("Which tools and APIs collect resource usage metrics?") == {
+        "code", "api"}
+    assert wanted_types("What does the book say about closures?") == set()

@@ -141,7 +141,8 @@ _SINGULAR_HEAD = re.compile(
     r"(\s+of\b)?", re.I)
 # The kind of item a question asks for → entity types that are such items.
 _WANTED = (
-    (re.compile(r"\bsub-?commands?|commands?\b", re.I), {"command", "tool"}),
+    # not "command-line", which says what kind of flag or option
+    (re.compile(r"\bsub-?commands?|commands?\b(?!-line)", re.I), {"command", "tool"}),
     (re.compile(r"\bflags?|options?|arguments?\b", re.I), {"flag"}),
     (re.compile(r"\bsettings?|fields?|keys?|parameters?|attributes?\b", re.I),
      {"setting", "code"}),
@@ -306,7 +307,12 @@ def searched_question(question: str) -> str:
 
 
 def wanted_types(question: str) -> set[str]:
-    for pattern, types in _WANTED:
-        if pattern.search(question):
-            return types
+    """The entity types of the items a list question asks for (`_WANTED`), read first on the
+    noun phrase it asks about (`head_phrase`: "When a cluster is set up with a configuration
+    file instead of flags, which fields ..." asks for fields, not flags), then on the whole
+    question; set() when it names no such kind."""
+    for text in (" ".join(head_phrase(question)), question):
+        for pattern, types in _WANTED:
+            if text and pattern.search(text):
+                return types
     return set()
