@@ -58,6 +58,9 @@ WHOLE = {"kubernetes": "k8s_whole_pack.jsonl", "rust-book": "rust_whole_pack.jso
 ROUNDS = {"kubernetes": ("k8s_whole_pack_r2.jsonl", "k8s_whole_pack_r3.jsonl",
                          "k8s_whole_pack_r4.jsonl"),
           "rust-book": ("rust_whole_pack_r3.jsonl", "rust_whole_pack_r4.jsonl")}
+# The second and third whole-pack dev sets, written later (--more-dev fits on them too).
+MORE_DEV = {"kubernetes": ("k8s_whole_pack_dev2.jsonl", "k8s_whole_pack_dev3.jsonl"),
+            "rust-book": ("rust_whole_pack_dev2.jsonl", "rust_whole_pack_dev3.jsonl")}
 ALPHAS = (0.0, 0.1, 0.15, 0.2, 0.3)
 ALPHA_SLACK = 0.005
 L2 = 1.0
@@ -236,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with-spent", action="store_true",
                     help="fit on the spent whole-pack test rows too (`spent_rows`), reported "
                          "apart")
+    ap.add_argument("--more-dev", action="store_true",
+                    help="fit on the second and third whole-pack dev sets too (MORE_DEV)")
     args = ap.parse_args(argv)
     if not args.no_write and args.weights.resolve() == args.out.with_suffix(".json").resolve():
         ap.error(f"--weights {args.weights} is where the results' summary of --out {args.out} "
@@ -246,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[Row] = []
     for c in CORPORA:
-        whole = [r for r in corpora.load_rows(corpora.DATA_DIR / WHOLE[c])
-                 if r.get("split") == "dev"]
+        whole = [r for name in (WHOLE[c], *(MORE_DEV.get(c, ()) if args.more_dev else ()))
+                 for r in corpora.load_rows(corpora.DATA_DIR / name) if r.get("split") == "dev"]
         answers = [r for r in doc_answers.load_questions(c) if r.get("split") == "dev"]
         spent = spent_rows(c) if args.with_spent else []
         for source, work, qs in (("whole", args.work_whole, whole),
@@ -268,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                  np.concatenate([r.y for r in rows if len(r.y)]))
     model = model_of(params, alpha)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    trained = {"date": stamp, "questions": len(rows), "with_spent": args.with_spent, "candidates": int(sum(len(r.y) for r in rows)),
+    trained = {"date": stamp, "questions": len(rows), "with_spent": args.with_spent, "more_dev": args.more_dev, "candidates": int(sum(len(r.y) for r in rows)),
                "positives": n_pos, "l2": L2, "folds": args.folds}
     report = [
         common.machine_line(),
