@@ -101,8 +101,7 @@ def model_of(fitted, version: str = VERSION) -> qk.KindModel:
 
 
 def kind(model: qk.KindModel, question: str) -> str:
-    probs = model.probabilities(question)
-    return max(probs, key=probs.__getitem__)
+    return model.kind(question)  # as question_kind decides (RULE_TRUST included)
 
 
 def cross_validate(rows: list[dict], c: float, log) -> dict[int, str]:
@@ -134,7 +133,7 @@ def table(rows: list[dict], cv: dict[int, str]) -> list[str]:
     for name in sorted(by_set, key=lambda s: ("_whole_pack" not in s, s)):
         idx = by_set[name]
         rs = [rows[i] for i in idx]
-        if rs[0]["label"] == "list?" or all(r["label"] == "list?" for r in rs):
+        if all(r["label"] == "list?" for r in rs):
             continue
         fitted = [(i, r) for i, r in zip(idx, rs) if r["label"] != "list?"]
         want = [whole(r["label"]) for _, r in fitted]

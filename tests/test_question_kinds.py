@@ -71,3 +71,17 @@ def test_shipped_model_reads_each_kind():
     assert qk.question_kind("What is this pack about?") == "overview"
     assert qk.question_kind("Compare what the docs say about liveness probes from page to "
                             "page.") == "across"
+
+
+def test_the_hand_rules_whole_pack_reading_stands_unless_the_model_is_sure(tmp_path):
+    # a model that leans to "none" (0.57) but not past RULE_TRUST: the rules' list stands
+    weak = qk.load(_weights(tmp_path, intercept=[0.0, 0.3], weights={}))
+    assert weak.probabilities("List every flag.")["none"] < qk.RULE_TRUST
+    assert weak.kind("List every flag.") == "list"
+    sure = _weights(tmp_path, intercept=[0.0, 3.0], weights={})
+    sure_model = qk.parse(sure.read_bytes())
+    assert sure_model.kind("List every flag.") == "none"
+    # a question the rules read as about one thing keeps the model's reading
+    assert weak.kind("What is a Pod?") == "none"
+    # the release-notes forms the labelled sets lack
+    assert qk.question_kind("What changed in the scheduler from release to release?") == "across"
