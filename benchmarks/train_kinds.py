@@ -100,10 +100,6 @@ def model_of(fitted, version: str = VERSION) -> qk.KindModel:
     return qk.KindModel(tuple(classes), tuple(intercept), weights, version)
 
 
-def kind(model: qk.KindModel, question: str) -> str:
-    return model.kind(question)  # as question_kind decides (RULE_TRUST included)
-
-
 def cross_validate(rows: list[dict], c: float, log) -> dict[int, str]:
     """Each fitted row's kind by a model fitted without its group; the "list?" answer rows
     by the model fitted without the single-passage fold they fall in."""
@@ -114,7 +110,7 @@ def cross_validate(rows: list[dict], c: float, log) -> dict[int, str]:
         model = model_of(fit([r for r in fitted_rows if r["group"] != g], c))
         for i, r in enumerate(rows):
             if r["group"] == g:
-                out[i] = kind(model, r["question"])
+                out[i] = model.kind(r["question"])  # as question_kind decides
         log(f"  fold {n}/{len(groups)} ({g}) done")
     return out
 

@@ -130,7 +130,7 @@ def params_of(manifest: Manifest) -> GateInfo:
 
 
 # A question about the whole pack (a list, across or overview question: packs/retrieval/
-# whole_pack_questions.py) passes at this share of the cut. The gate is calibrated on
+# question_kinds.py) passes at this share of the cut. The gate is calibrated on
 # questions one passage answers; the items of a whole-pack question are spread over the
 # pack, and its words ("Which ... do the docs name, and in what context?") find no one
 # section close: of the 326 whole-pack questions of the dev sets and the spent blind rounds

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packs.retrieval.asks import asking
+from packs.retrieval.reader import read_weights
 from packs.retrieval.whole_pack_overview import about_itself
 from packs.retrieval.whole_pack_questions import rule_kind
 
@@ -62,8 +63,12 @@ class KindWeightsError(ValueError):
 
 def tokens(question: str) -> list[str]:
     """The asking sentence's words as the model reads them (see the module docstring)."""
+    return _words(asking(question))
+
+
+def _words(sentence: str) -> list[str]:
     out = []
-    for word in _TOKEN.findall(_ASIDE.sub("", asking(question))):
+    for word in _TOKEN.findall(_ASIDE.sub("", sentence)):
         inner = word[1:] if word[:1].isupper() else word
         if word.startswith("`") or _CODE.search(inner):
             out.append("<code>")
@@ -76,7 +81,8 @@ def tokens(question: str) -> list[str]:
 
 def features(question: str, rule: str | None) -> dict[str, float]:
     """The question's FEATURES (the module docstring), `rule` the hand rules' kind."""
-    t = tokens(question)
+    sentence = asking(question)
+    t = _words(sentence)
     words = [w for w in t if w not in "?,;"]
     f: dict[str, float] = {}
     for w in t:
@@ -91,7 +97,7 @@ def features(question: str, rule: str | None) -> dict[str, float]:
         f["p012:" + " ".join(t[:3])] = 1.0
     if words:
         f["last:" + words[-1]] = 1.0
-    f["ctx"] = 1.0 if asking(question).strip() != question.strip() else 0.0
+    f["ctx"] = 1.0 if sentence.strip() != question.strip() else 0.0
     f["plurals"] = min(4, sum(1 for w in words if _PLURAL.fullmatch(w))) / 4
     f["rule:" + (rule or NONE)] = 1.0
     return f
@@ -119,8 +125,11 @@ class KindModel:
 
     def kind(self, question: str) -> str:
         """Its class: the most probable, but the hand rules' whole-pack reading unless "none"
-        is at least RULE_TRUST probable (the module docstring)."""
+        is at least RULE_TRUST probable, and "overview" for a question about the pack itself
+        (the module docstring)."""
         rule = rule_kind(question)
+        if rule == "overview" and about_itself(question):
+            return "overview"
         probs = self.probabilities(question, rule)
         best = max(probs, key=probs.__getitem__)
         if best == NONE and rule is not None and probs[NONE] < RULE_TRUST:
@@ -133,16 +142,17 @@ def parse(raw: bytes) -> KindModel:
     this code's features."""
     try:
         d = json.loads(raw)
-        if d.get("features_version") != FEATURES_VERSION:
-            raise KindWeightsError(
-                f"weights for {d.get('features_version')!r}, this code computes "
-                f"{FEATURES_VERSION!r}: retrain (benchmarks/train_kinds.py)")
+        version = d.get("features_version")
+    except (AttributeError, json.JSONDecodeError) as exc:
+        raise KindWeightsError(f"unreadable question-kind weights: {exc}") from exc
+    if version != FEATURES_VERSION:
+        raise KindWeightsError(f"weights for {version!r}, this code computes "
+                               f"{FEATURES_VERSION!r}: retrain (benchmarks/train_kinds.py)")
+    try:
         classes = tuple(d["classes"])
         intercept = tuple(float(v) for v in d["intercept"])
         weights = {k: tuple(float(v) for v in ws) for k, ws in d["weights"].items()}
-    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
-        if isinstance(exc, KindWeightsError):
-            raise
+    except (KeyError, TypeError, ValueError) as exc:
         raise KindWeightsError(f"unreadable question-kind weights: {exc}") from exc
     if NONE not in classes or len(intercept) != len(classes) or any(
             len(ws) != len(classes) for ws in weights.values()):
@@ -154,18 +164,12 @@ def parse(raw: bytes) -> KindModel:
 @functools.lru_cache(maxsize=4)
 def load(path: Path = WEIGHTS_FILE) -> KindModel:
     """The model of a weights file (the shipped one by default), read once."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise KindWeightsError(f"cannot read the weights {path}: {exc}") from exc
-    return parse(raw)
+    return read_weights(path, parse, KindWeightsError)
 
 
 @functools.lru_cache(maxsize=512)
 def question_kind(question: str) -> str | None:
-    """"list", "across", "overview" or None (a question about one thing): the model's most
-    probable class. One ask reads it several times (the gate, the answer): cached."""
-    if about_itself(question) and rule_kind(question) == "overview":
-        return "overview"
+    """"list", "across", "overview" or None (a question about one thing): the shipped
+    model's `KindModel.kind`. One ask reads it several times (the gate, the answer): cached."""
     kind = load().kind(question)
     return None if kind == NONE else kind
