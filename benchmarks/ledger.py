@@ -83,6 +83,13 @@ def entries(ledger: Path = LEDGER) -> list[dict]:
             if line.strip()]
 
 
+def ran_splits(entries_: list[dict] | None = None) -> set[str]:
+    """The splits the ledger records a blind run of (spent: their figures stand there);
+    `entries_` when already read."""
+    return {e["split"] for e in (entries() if entries_ is None else entries_)
+            if e["event"] == "run"}
+
+
 def _commit() -> str:
     out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
                          capture_output=True, text=True, check=False)

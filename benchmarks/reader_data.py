@@ -92,7 +92,7 @@ def ran_rounds(file: str) -> set[int]:
     from benchmarks import ledger
 
     entries = ledger.entries()
-    names = {e["split"] for e in entries if e["event"] == "run"}
+    names = ledger.ran_splits(entries)
     return {e["where"]["test_round"] for e in entries
             if e["event"] == "freeze" and e["split"] in names
             and e["split"].startswith(file + ":") and "test_round" in e["where"]}

@@ -95,7 +95,7 @@ def spent_rows(corpus: str) -> list[dict]:
     blind run of (WHOLE's test split and ROUNDS): spent, their figures standing there."""
     from benchmarks import ledger
 
-    ran = {e["split"] for e in ledger.entries() if e["event"] == "run"}
+    ran = ledger.ran_splits()
     out = []
     for name in (WHOLE[corpus], *ROUNDS.get(corpus, ())):
         if f"{name}:split=test" in ran:

@@ -47,7 +47,7 @@ VERSION = "kinds-2026-11-30"
 
 def labelled_rows(data_dir: Path = corpora.DATA_DIR) -> list[dict]:
     """Each usable row as {set, id, question, label, group}; see the module docstring."""
-    ran = {e["split"] for e in ledger.entries() if e["event"] == "run"}
+    ran = ledger.ran_splits()
     rows = []
     for path in sorted(data_dir.glob("*.jsonl")):
         name = path.stem
