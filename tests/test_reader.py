@@ -213,6 +213,28 @@ def test_a_what_happens_question_reads_the_conditions_of_units():
     assert not other[:, col["condition_asked"]].any()
 
 
+def test_what_happens_is_the_asking_not_a_term_to_match():
+    # "If that happens, the final Pod will not be scheduleable." shares no term with what
+    # the question is about; "happens" was its only match.
+    q = rf.analyse("What happens when a pod goes over its memory limit?")
+    assert q.happens and "happen" not in q.terms
+    assert {"pod", "memori", "limit"} <= q.terms
+    assert all("happen" not in pair for pair in q.pairs)
+    # A question that does not ask what happens keeps the word.
+    assert "happen" in rf.analyse("Which events happen during a rollout?").terms
+
+
+def test_a_sentence_about_the_exercise_is_meta():
+    passages = [rf.Passage("In this exercise, you create a Pod that uses too much memory. "
+                           "The kernel kills the process.", similarity=0.5, rank=0)]
+    q = "What happens when a pod uses too much memory?"
+    units = extractive.units_of(q, passages)
+    x = rf.features(rf.analyse(q), passages, units)
+    meta = {u.display: x[k][rf.FEATURES.index("meta")] for k, (_, u) in enumerate(units)}
+    assert meta["In this exercise, you create a Pod that uses too much memory."] == 1.0
+    assert meta["The kernel kills the process."] == 0.0
+
+
 def test_the_parts_of_a_difference_question_ask_what_each_thing_is():
     q = "What is the difference between a liveness and a readiness probe?"
     parts = asks.parts(q)

@@ -95,8 +95,8 @@ SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feat
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
 
 _META = re.compile(
-    r"^\W*(this (page|task|document|tutorial|guide|section|chapter|example)|in this "
-    r"(page|task|document|tutorial|guide|section|chapter)|see\b|for (more|further) "
+    r"^\W*(this (page|task|document|tutorial|guide|section|chapter|example|exercise)|in this "
+    r"(page|task|document|tutorial|guide|section|chapter|exercise)|see\b|for (more|further) "
     r"(information|details)|learn (how|about)|understand\b|before you begin|what's next|"
     r"you need to have|read (about|more)|refer to|the following (sections?|pages?)|"
     r"next,|now that)", re.I)

@@ -19,6 +19,8 @@ _FILE_EXTENSIONS = frozenset("md toml yaml yml json rs go py txt html js ts lock
                              .split())
 # A name written with its value ("GODEBUG=http2client=0", "FOO_BAR=x=1"): the page may
 # write the name alone (packs/text.py's identifiers take neither the whole nor the name).
+# "What happens when ...?" asks for a consequence: "If that happens, ..." answers nothing.
+_HAPPENING = frozenset(text_rules.terms("happens occurs"))
 _ASSIGNMENT = re.compile(r"(?<![\w`=-])[A-Za-z_][\w.-]*=[^\s,;?!)`]+")
 
 
@@ -64,15 +66,18 @@ def analyse(question: str, whole: str | None = None) -> Question:
     idents += [x.lower() for x in text_rules.identifiers(question)
                if not any(a.startswith(x.lower() + "=") for a in idents)]
     idents += [f"`{m}`" for m in _SYMBOL.findall(question) if m not in _PUNCTUATION]
+    happens = asks.what_happens(whole or question)
+    terms = [t for t in text_rules.terms(question)
+             if not (happens and t in _HAPPENING)]  # the asking, not what it asks about
     return Question(
         text=question, kinds=frozenset(asks.question_types(question)),
         asked=frozenset(w.strip(".,;:?!\"'()").lower() for w in question.split()),
-        terms=frozenset(text_rules.terms(question)),
+        terms=frozenset(terms),
         idents=tuple((x, forms(x)) for x in dict.fromkeys(idents)),
         howto=asks.how_to(question),
         what_is=asks.what_is(whole or question),
-        pairs=frozenset(pairs(text_rules.terms(question))),
-        happens=asks.what_happens(whole or question),
+        pairs=frozenset(pairs(terms)),
+        happens=happens,
         elsewhere=frozenset(set(text_rules.terms(whole)) - set(text_rules.terms(question))
                             if whole else ()))
 
