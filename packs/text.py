@@ -20,8 +20,9 @@ names the `TEXT_RULES_VERSION` it was tuned on, so a change here says what to re
   mind as we\\nwork through ..." is one sentence). `sentences(text)` gives the strings,
   each on one line.
 - `identifiers(text)`: code spans and identifier-like words as written: `--flags`,
-  snake_case, camelCase / CamelCase with an inner capital, dotted names, paths, ALL_CAPS
-  names with an underscore or digit. `has_number(text)`: a digit outside a list marker.
+  snake_case, camelCase / CamelCase with an inner capital or led by an acronym
+  ("HTTPRoute", "CSIDriver"; not "PVCs"), dotted names, paths, ALL_CAPS names with an
+  underscore or digit. `has_number(text)`: a digit outside a list marker.
 - Named patterns other modules match with (NUMBER, CAPITALISED, EMPHASIS, BOLD,
   QUESTION_IDENTIFIER, PATH, QUOTED, SNAKE_CASE, TYPE_PATH, ACRONYM, SHORT_CODE_SPAN, ...):
   each rule written once, here, so a text rule changes in one module.
@@ -237,6 +238,7 @@ _IDENTIFIER = re.compile(
     r"|[A-Za-z_]\w*_\w+"  # snake_case, SNAKE_CASE
     r"|[a-z]+[A-Z]\w*"  # camelCase
     r"|[A-Z][a-z0-9]+[A-Z]\w*"  # CamelCase with an inner capital
+    r"|[A-Z]{2,}[A-Z][a-z]{2,}\w*"  # an acronym, then CamelCase: HTTPRoute, CSIDriver
     r"|[A-Za-z_][\w-]*(?:[./][A-Za-z_][\w-]*)+(?:\(\))?"  # dotted names, paths
     r"|[A-Z][A-Z0-9]*\d[A-Z0-9]*"  # ALL CAPS with a digit
     r"|\w+\(\))")  # call()

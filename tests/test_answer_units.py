@@ -83,6 +83,11 @@ def test_identifiers_and_code_spans_as_written():
     assert found == ["maxSurge", "--dry-run=client", "pack.toml", "Vec::new()", "apps/v1",
                      "HTTP2"]
     assert text.has_number("port 8080") and not text.has_number("step v2 only")
+    # A name led by an acronym is one identifier as asked ("Which HTTPRoute field ...?");
+    # an acronym's plural is no name.
+    assert text.identifiers("Attach the HTTPRoute; the CSIDriver object; OOMKilled") == [
+        "HTTPRoute", "CSIDriver", "OOMKilled"]
+    assert text.identifiers("PVCs, CRDs and URLs of GPUs") == []
 
 
 # --- candidates --------------------------------------------------------------------------------
