@@ -85,3 +85,15 @@ def test_the_hand_rules_whole_pack_reading_stands_unless_the_model_is_sure(tmp_p
     assert weak.kind("What is a Pod?") == "none"
     # the release-notes forms the labelled sets lack
     assert qk.question_kind("What changed in the scheduler from release to release?") == "across"
+
+
+def test_a_list_of_documents_is_an_overview_of_the_part_named(tmp_path):
+    # a model that reads every question as a list
+    listing = qk.load(_weights(tmp_path, intercept=[3.0, 0.0], weights={}))
+    assert listing.kind("Which guides does the Troubleshooting Applications part of the docs "
+                        "offer?") == "overview"
+    assert listing.kind("Which tutorials does the Stateful Applications section have?") == (
+        "overview")
+    # sections and topics as often name things: the list stands
+    assert listing.kind("Which Cargo.toml sections appear in the book's examples?") == "list"
+    assert listing.kind("Which flags does kubectl drain take?") == "list"

@@ -42,12 +42,16 @@ from pathlib import Path
 from packs.retrieval.asks import asking
 from packs.retrieval.reader import read_weights
 from packs.retrieval.whole_pack_overview import about_itself
-from packs.retrieval.whole_pack_questions import rule_kind
+from packs.retrieval.whole_pack_questions import head_phrase, rule_kind
 
 WEIGHTS_FILE = Path(__file__).with_name("kind_weights.json")
 FEATURES_VERSION = "kinds-1"
 NONE = "none"  # the class of a question about one thing
 RULE_TRUST = 0.6  # "none" must be this probable to overrule the hand rules' whole-pack reading
+# A list of documents ("Which guides does the Troubleshooting Applications part offer?") is
+# an overview of the part named: its items are its pages. Not "sections" or "topics",
+# which as often name things ("Cargo.toml sections", "rule sections").
+DOCUMENTS = frozenset("guides tutorials pages articles walkthroughs chapters".split())
 
 _ASIDE = re.compile(r"\s*\([^()]*\)")
 _TOKEN = re.compile(r"`[^`]*`|[\w'.:<>/-]*[\w>]|[?,;]")
@@ -125,8 +129,8 @@ class KindModel:
 
     def kind(self, question: str) -> str:
         """Its class: the most probable, but the hand rules' whole-pack reading unless "none"
-        is at least RULE_TRUST probable, and "overview" for a question about the pack itself
-        (the module docstring)."""
+        is at least RULE_TRUST probable, "overview" for a question about the pack itself (the
+        module docstring) and for a list of DOCUMENTS."""
         rule = rule_kind(question)
         if rule == "overview" and about_itself(question):
             return "overview"
@@ -134,6 +138,8 @@ class KindModel:
         best = max(probs, key=probs.__getitem__)
         if best == NONE and rule is not None and probs[NONE] < RULE_TRUST:
             return rule
+        if best == "list" and (head_phrase(question) or [""])[-1].lower() in DOCUMENTS:
+            return "overview"
         return best
 
 
