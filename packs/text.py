@@ -54,6 +54,7 @@ Rules that stay elsewhere, on purpose:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from packs.word_forms import NOT_PLURAL, singular, stem  # noqa: F401 (this module's rules)
 
@@ -141,7 +142,17 @@ def words(text: str) -> list[str]:
 
 def terms(text: str) -> list[str]:
     """Stems of the words of `text` that are not stop words, in order, repeats kept."""
-    return [stem(w) for w in words(text) if w not in STOP_WORDS]
+    return list(_terms(text))
+
+
+# The same sections' units are read for question after question (an answer reads its
+# units' terms several times): their terms are kept, as `stem` keeps stems.
+TEXT_CACHE = 32768
+
+
+@lru_cache(maxsize=TEXT_CACHE)
+def _terms(text: str) -> tuple[str, ...]:
+    return tuple(stem(w) for w in words(text) if w not in STOP_WORDS)
 
 
 # The humps of a camel-case word ("PersistentVolume" → "Persistent", "Volume"; "HTTPServer"
@@ -155,6 +166,11 @@ def name_terms(text: str) -> list[str]:
     "PersistentVolumes") and the parts of a word written in camel case ("PersistentVolume"
     also gives "persistent", "volume"), so a question that writes the name one way meets
     a heading that writes it the other."""
+    return list(_name_terms(text))
+
+
+@lru_cache(maxsize=TEXT_CACHE)
+def _name_terms(text: str) -> tuple[str, ...]:
     out = terms(text)
     for part in text.split(" > "):  # a heading path: no name runs across its headings
         plain = re.findall(r"[A-Za-z0-9]+", part)
@@ -164,7 +180,7 @@ def name_terms(text: str) -> list[str]:
         parts = CAMEL_PART.findall(word)
         if len(parts) > 1:
             out += [stem(x.lower()) for x in parts if x.lower() not in STOP_WORDS]
-    return out
+    return tuple(out)
 
 
 # --- sentences ---------------------------------------------------------------------------------

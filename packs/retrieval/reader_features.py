@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -131,6 +132,7 @@ def unit_terms_of(u: Unit) -> list[str]:
     return text_rules.terms(plain(u.display))
 
 
+@lru_cache(maxsize=32768)  # the same units recur from question to question
 def plain(display: str) -> str:
     """A unit's text as its words are counted: emphasis markers and link targets out
     (`kubectl apply -f https://k8s.io/.../memory-request-limit.yaml` is no sentence about

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import re
+from functools import lru_cache
 
 from packs import text as text_rules
 from packs.markdown import outside_code_spans
@@ -255,7 +256,14 @@ def heading_only(text: str, heading_path: str) -> bool:
 
 
 def candidates(text: str, links: bool = False) -> list[Unit]:
-    """The units an answer may quote from a section's text (see the module docstring)."""
+    """The units an answer may quote from a section's text (see the module docstring).
+    Kept per text: the same sections are read for question after question (units are
+    frozen)."""
+    return list(_candidates(text, links))
+
+
+@lru_cache(maxsize=4096)
+def _candidates(text: str, links: bool) -> tuple[Unit, ...]:
     units = segment(text, links)
     out: list[Unit] = []
     by_block: dict[int, list[Unit]] = {}
@@ -296,7 +304,7 @@ def candidates(text: str, links: bool = False) -> list[Unit]:
     # A block that is only markup (an image whose alt text has a sentence end) is none.
     markup = {b for b, parts in by_block.items() if parts[0].kind != "code"
               and not any(ch.isalnum() for ch in untagged(text[parts[0].start:parts[-1].end]))}
-    return [v for u in out if u.block not in markup and (v := _visible(u)) is not None]
+    return tuple(v for u in out if u.block not in markup and (v := _visible(u)) is not None)
 
 
 def first_sentence(text: str) -> str:
