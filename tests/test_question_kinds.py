@@ -67,6 +67,8 @@ def test_shipped_model_reads_each_kind():
     assert qk.question_kind("List all the feature gates the docs mention.") == "list"
     assert qk.question_kind("Which kubectl subcommands do the debugging pages use?") == "list"
     assert qk.question_kind("What does the chapter on closures cover?") == "overview"
+    assert qk.question_kind("Give me an outline of the ownership chapter.") == "overview"
+    assert qk.question_kind("How do I write an outline of my crate docs?") is None
     # a question about the pack itself is an overview whatever the model's words say
     assert qk.question_kind("What is this pack about?") == "overview"
     assert qk.question_kind("Compare what the docs say about liveness probes from page to "

@@ -65,6 +65,9 @@ def test_no_topics_from_an_empty_graph():
 def test_whole_pack_questions_are_recognised():
     assert rule_kind("What are the main topics of the storage concepts?") == "overview"
     assert rule_kind("What does the chapter on closures cover?") == "overview"
+    # an outline of a part asks for its sections
+    assert rule_kind("Give me a section-by-section outline of Chapter 14.") == "overview"
+    assert rule_kind("What is the table of contents of the networking docs?") == "overview"
     assert rule_kind("How do you enable autocompletion in each supported shell?") == "across"
     assert rule_kind("Which kubectl subcommands do the debugging pages use?") == "list"
     assert rule_kind("What kinds of containers can run inside a Pod?") == "list"

@@ -38,7 +38,8 @@ _OVERVIEW = re.compile(
     r"\bwhat (?:does|do) (?:the |this )?.{0,80}\bwalk (?:you|me|us|readers) through\b|"
     r"^\s*walk me through (?:the|this)\b|"
     r"\bwhat (?:sub)?sections\b.{0,120}\bbreak (?:down )?into\b|"
-    r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b",
+    r"\boverview of\b|\bsummar(?:y|ise|ize) (?:of )?(?:the|this)\b|\btopics (?:does|do|are)\b|"
+    r"\boutline of\b|\btable of contents\b|\b(?:section|chapter)[- ]by[- ](?:section|chapter)\b",
     re.I)
 _DOC_PARTS = (r"pages?|chapters?|sections?|docs|documentation|books?|guides?|packs?|"
               r"releases?|versions?|notes|tutorials?|examples?|articles?|appendix|appendices")
