@@ -64,10 +64,10 @@ from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
