@@ -206,6 +206,26 @@ def test_a_question_that_names_a_part_of_the_pages_gets_the_family_of_that_name(
         "/concepts/services-networking/")
 
 
+def test_a_folder_inside_the_first_pages_family_that_matches_more_is_the_region():
+    # "the Services tutorials": the search's first page is the tutorials index, whose
+    # family holds every tutorial; tutorials/services/ inside it matches one word more.
+    paths = ["/tutorials/_index.md", "/tutorials/hello-minikube.md",
+             "/tutorials/configuration/configure-redis.md",
+             "/tutorials/configuration/updating-configuration.md",
+             "/tutorials/services/connect-applications-service.md",
+             "/tutorials/services/source-ip.md"]
+    question = "What do the Services tutorials walk you through?"
+
+    def idf(word: str) -> float:  # "services" is common in a Kubernetes pack, "tutorials" not
+        return {"tutorials": 3.9, "services": 1.6}.get(word, 1.0)
+    assert whole_pack_region.best_family(["/tutorials/_index.md"], paths, question, idf,
+                                         named=True) == "/tutorials/services/"
+    # A folder inside that matches nothing more leaves the first page's family.
+    assert whole_pack_region.best_family(["/tutorials/_index.md"], paths,
+                                         "What do the tutorials walk you through?", idf,
+                                         named=True) == "/tutorials/"
+
+
 def test_families_that_tie_give_the_same_region_in_every_process():
     # Two guide folders match the question equally and neither holds a first page: the
     # first by name wins, whatever order the process's string hashing gives a set (a

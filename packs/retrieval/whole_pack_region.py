@@ -99,7 +99,9 @@ def best_family(firsts: list[str], paths: list[str], question: str,
     closures and iterators" → src/ch13-, but "which DNS policies can a Pod use?" stays in
     the first page's family (its page dns-pod-service names DNS). On a tie, the one
     holding the best-ranked of the first pages (`firsts`, best first); the first page's
-    family unless another shares clearly more (KEEP_FIRST). `named`: the question names a
+    family unless another shares clearly more (KEEP_FIRST) or is a folder inside it that
+    shares more ("the Services tutorials": tutorials/services/, not tutorials/, whose pages
+    come alphabetically from tutorials/configuration/). `named`: the question names a
     part of the pages ("What does the Policies section of the concepts cover?"), so the
     terms of a family's own name (its last folder: `concepts/policy/`) count NAMED_WEIGHT
     times what a page's do (`concepts/services-networking/network-policies.md`)."""
@@ -130,9 +132,10 @@ def best_family(firsts: list[str], paths: list[str], question: str,
                                  default=99))
         if key[0] > 0 and key > best_key:
             best, best_key = fam, key
-    if default and weight(default) >= KEEP_FIRST * best_key[0]:
-        return default  # the search's own first page wins unless clearly outmatched
-    return best
+    if default and weight(default) >= KEEP_FIRST * best_key[0] and not (
+            best != default and best.startswith(default) and best_key[0] > weight(default)):
+        return default  # the search's own first page wins unless clearly outmatched ...
+    return best  # ... or a folder inside its own matches more ("the Services tutorials")
 
 
 def _family_words(fam: str, paths: list[str], names: dict[str, set[str]]) -> set[str]:
