@@ -17,10 +17,10 @@ _SYMBOL = re.compile(r"(?<!\S)[^\w\s]{1,3}(?!\S)")
 _PUNCTUATION = frozenset({"-", "--", ".", ",", ";", ":", "...", "(", ")", '"', "'"})
 _FILE_EXTENSIONS = frozenset("md toml yaml yml json rs go py txt html js ts lock cfg ini conf sh"
                              .split())
-# A name written with its value ("GODEBUG=http2client=0", "FOO_BAR=x=1"): the page may
-# write the name alone (packs/text.py's identifiers take neither the whole nor the name).
 # "What happens when ...?" asks for a consequence: "If that happens, ..." answers nothing.
 _HAPPENING = frozenset(text_rules.terms("happens occurs"))
+# A name written with its value ("GODEBUG=http2client=0", "FOO_BAR=x=1"): the page may
+# write the name alone (packs/text.py's identifiers take neither the whole nor the name).
 _ASSIGNMENT = re.compile(r"(?<![\w`=-])[A-Za-z_][\w.-]*=[^\s,;?!)`]+")
 
 

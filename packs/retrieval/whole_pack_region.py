@@ -132,8 +132,9 @@ def best_family(firsts: list[str], paths: list[str], question: str,
                                  default=99))
         if key[0] > 0 and key > best_key:
             best, best_key = fam, key
-    if default and weight(default) >= KEEP_FIRST * best_key[0] and not (
-            best != default and best.startswith(default) and best_key[0] > weight(default)):
+    kept = weight(default) if default else 0.0
+    if default and kept >= KEEP_FIRST * best_key[0] and not (
+            best != default and best.startswith(default) and best_key[0] > kept):
         return default  # the search's own first page wins unless clearly outmatched ...
     return best  # ... or a folder inside its own matches more ("the Services tutorials")
 
