@@ -39,7 +39,10 @@ more phrasings ("What distinguishes A from B?", "When would I use A rather than 
 after the first was run and before the product was run on them; Kubernetes 1401+
 (`test_round` 13) and Rust book 1201+ (`test_round` 10), 20 questions each of every class
 (paraphrase with "what happens when" and "why", identifier, two-page), written by helpers
-from the pages alone and frozen before the 2026-11-30 afternoon's answer changes. The shipped
+from the pages alone and frozen before the 2026-11-30 afternoon's answer changes; Kubernetes
+1501+ (`test_round` 14) and Rust book 1301+ (`test_round` 11), written the same way with some
+facts right after a table, code block or listing, frozen before the session's final code
+was run on them. The shipped
 reader is fitted on the dev and the spent rows (benchmarks/train_reader.py --with-spent), so a
 fresh test split must be written on pages none of those rows use (the Rust book has no such
 page left: 110 of its 112 are some answer row's). The packs are the ones benchmarks/corpora.py builds (reused when cached). Each question is
