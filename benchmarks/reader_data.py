@@ -138,19 +138,18 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
                                passages[i]) for i, u in units]
     hits = [[g for g, group in enumerate(row["golds"]) if answer_eval.contains(t, [group])]
             for t in texts]
-    embedded = [embedded_text(u) for _, u in units]
-    todo = ([] if vectors is None
-            else list(dict.fromkeys(t for t in embedded if t not in vectors)))
-    if todo:  # sentence-transformers: the vectors of the pack's encoder, faster here
-        prefix = pack.embedder.spec.document_prefix
-        found = common._sentence_transformer(pack.manifest.embedding.model).encode(
-            [prefix + t for t in todo], batch_size=64, normalize_embeddings=True)
-        for t, v in zip(todo, found):
-            vectors[t] = np.asarray(v, dtype=np.float16)
-    qvec = np.asarray(result.question_vector, dtype=np.float32)
-    sims = (np.asarray([float(vectors[t].astype(np.float32) @ qvec) for t in embedded],
-                       dtype=np.float32) if vectors is not None
-            else np.zeros(len(units), dtype=np.float32))
+    sims = np.zeros(len(units), dtype=np.float32)
+    if vectors is not None:
+        embedded = [embedded_text(u) for _, u in units]
+        todo = list(dict.fromkeys(t for t in embedded if t not in vectors))
+        if todo:  # sentence-transformers: the vectors of the pack's encoder, faster here
+            prefix = pack.embedder.spec.document_prefix
+            found = common._sentence_transformer(pack.manifest.embedding.model).encode(
+                [prefix + t for t in todo], batch_size=64, normalize_embeddings=True)
+            for t, v in zip(todo, found):
+                vectors[t] = np.asarray(v, dtype=np.float16)
+        qvec = np.asarray(result.question_vector, dtype=np.float32)
+        sims[:] = [float(vectors[t].astype(np.float32) @ qvec) for t in embedded]
     weights = rf.term_weights(row["question"], [rf.unit_terms_of(u) for _, u in units], idf)
     cited = result.cited()
     turn3 = answer_eval.body(baseline.answer(row["question"], cited, pack_idf=baseline.idf_of(
@@ -191,8 +190,9 @@ def load(name: str, data: Path, work: Path, log=print, rows: list[dict] | None =
         log(f"{name}: {len(items)} dev questions (cached {cache.name})")
         return items
     vec_file = work / "reader-cache" / f"{name}-vectors.pkl"
-    vectors = (pickle.loads(vec_file.read_bytes()) if vec_file.is_file() else {}
-               ) if similarity else None
+    vectors = None  # no unit embedded
+    if similarity:
+        vectors = pickle.loads(vec_file.read_bytes()) if vec_file.is_file() else {}
     items, t0 = [], time.perf_counter()
     with KnowledgePack.open(built.pack_dir) as pack:
         for k, row in enumerate(rows, start=1):

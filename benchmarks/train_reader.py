@@ -188,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
             f"CV: {'shipped' if second else 'not shipped (the first model alone answers)'}")
     final = reader_fit.fit(items, l2, limits, second)
     cv = with_sims if second else without
+    other = ({} if with_sims is None  # the choice not shipped, beside it
+             else {"reader without unit similarity, CV": without} if second
+             else {"reader with unit similarity, CV": with_sims})
     columns = {
         "baseline: first sentence": [it.baselines["first sentence"] for it in items],
         "baseline: turn-3 product": [it.baselines["turn-3 product"] for it in items],
@@ -195,9 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         **({"reader, leave-one-corpus-out": reader_fit.cross_validate(items, corpora, l2,
                                                                        limits, second)}
            if len(set(corpora)) > 1 else {}),
-        **({("reader without unit similarity, CV" if second
-             else "reader with unit similarity, CV"): without if second else with_sims}
-           if with_sims is not None else {}),
+        **other,
         "reader, in-sample": [reader_fit.answer_of(final, it) for it in items],
     }
     if args.ablate:  # the same folds and settings, the features zeroed (their weights stay 0)
