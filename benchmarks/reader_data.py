@@ -37,6 +37,7 @@ FILES = {"kubernetes": "k8s_answers.jsonl", "rust-book": "rust_answers.jsonl",
          "cargo-book": "cargo_answers.jsonl"}
 READ_BY = ("packs/text.py", "packs/retrieval/segment.py", "packs/retrieval/units.py",
            "packs/retrieval/asks.py", "packs/retrieval/reader_features.py",
+           "packs/retrieval/reader_question.py",
            "packs/retrieval/extractive.py", "packs/answer.py", "benchmarks/reader_data.py")
 
 

@@ -315,3 +315,54 @@ def test_emphasis_marks_no_word_of_a_unit():
     assert rf.plain("call `__init__` first") == "call `__init__` first"
     q = rf.analyse("What is a PersistentVolume?")
     assert rf._defines(q, rf.plain("A _PersistentVolume_ (PV) is a piece of storage."))
+
+
+@pytest.mark.parametrize("question, nouns", [
+    ("Which finalizer is holding it back?", {"finalizer"}),
+    ("Which sysctl setting must be applied on each server?", {"sysctl", "setting"}),
+    ("What is the minimum kernel version my nodes need?", {"minimum", "kernel", "version"}),
+    ("Which directories does Cargo search?", {"directory"}),
+    ("What happens when a pod goes over its memory limit?", set()),
+    ("How do I drain a node?", set()),
+])
+def test_the_nouns_a_question_asks_for(question, nouns):
+    assert rf.analyse(question).nouns == nouns
+
+
+def test_code_that_names_or_has_the_form_of_what_is_asked():
+    text = ("Kubernetes uses a finalizer to track this. The object lists "
+            "`networking.k8s.io/service-cidr-finalizer` in its metadata. ZooKeeper keeps its "
+            "configuration in a file named `zoo.cfg`. Run `kubectl get servicecidr` to see it.")
+    passages = [rf.Passage(text, heading="Finalizers", title="Service CIDRs", similarity=0.6,
+                           rank=0)]
+    col = {f: rf.FEATURES.index(f) for f in ("noun_code", "noun_shape")}
+
+    def by_text(question):
+        units = extractive.units_of(question, passages)
+        x = rf.features(rf.analyse(question), passages, units)
+        return {u.display.split()[1]: x[k] for k, (_, u) in enumerate(units)
+                if u.kind == "sentence"}
+
+    finalizer = by_text("Which finalizer holds the ServiceCIDR back?")
+    assert finalizer["object"][col["noun_code"]] == 1.0  # inside the code span
+    assert finalizer["object"][col["noun_shape"]] == 1.0  # a/b: a finalizer's form
+    assert finalizer["uses"][col["noun_code"]] == 0.0  # says "finalizer", writes no code
+    assert finalizer["`kubectl"][col["noun_shape"]] == 0.0
+    config = by_text("Which file holds ZooKeeper's configuration?")
+    assert config["keeps"][col["noun_code"]] == 1.0  # "a file named `zoo.cfg`"
+    assert config["keeps"][col["noun_shape"]] == 1.0
+    assert config["object"][col["noun_code"]] == 0.0
+    # A question that asks for no noun has neither.
+    none = by_text("How do I see the ServiceCIDR?")
+    assert not any(v[col["noun_code"]] or v[col["noun_shape"]] for v in none.values())
+
+
+@pytest.mark.parametrize("question, asked", [
+    ("What is the default restart policy?", True),
+    ("What does maxSurge default to?", True),
+    ("Which class is used by default?", True),
+    ("Which URL lists the Pods in the default namespace?", False),
+    ("If two classes are both marked as default, what happens to a claim?", False),
+])
+def test_a_default_is_asked_for_not_only_named(question, asked):
+    assert ("default" in asks.question_types(question)) is asked

@@ -61,8 +61,11 @@ _TYPES: dict[str, re.Pattern[str]] = {
         r"subcommands?|plugins?|modes?|polic(y|ies)|values?|names?|crates?|tools?|"
         r"resources?|objects?|kinds?|fields?|operators?|syntax|extensions?|"
         r"controllers?|endpoints?|headers?|directories|directory|paths?)\b", re.I),
+    # A default asked for ("What is the default ...", "by default", "defaults to"), not
+    # "default" naming a thing ("in the default namespace", "marked as default").
     "default": re.compile(
-        r"\b(default|defaults|by default|unless|otherwise|without (any|a|an|setting)|"
+        r"\b((what|which)\b[\w\s'-]{0,25}\bdefault|default (value|setting|behaviou?r|is|"
+        r"are|for|when|if)|defaults|by default|unless|otherwise|without (any|a|an|setting)|"
         r"(if|when) (i |you )?(leave|don't set|do not set|omit|skip)|"
         r"not (set|given|specified|configured)|omitted|left out|unset|unspecified|"
         r"when nothing)", re.I),

@@ -55,6 +55,12 @@ whether it asks how to do something. A unit's features:
                        rollout undo ...", not the output it prints)
     howto_output       a how-to question and program output ("deployment.apps/nginx-
                        deployment rolled back" echoes "roll back a Deployment")
+    noun_code          a noun the question asks for ("Which finalizer ...?") inside code the
+                       unit writes (`...service-cidr-finalizer`, `finalizers:`) or beside
+                       a code span ("a file named `zoo.cfg`")
+    noun_shape         code the unit writes has the form of what the noun asks for (a flag
+                       `--x`, a path `a/b`, a file `x.cfg`, a port, a version, a label
+                       `a/b=c`, a field `spec.x`, a type `CamelCase`, a macro `x!` ...)
 and, for the units embedded with the pack's encoder (SIM_FEATURES): their cosine
 similarity to the question, that less the best unit's, and whether it is the best. A unit's
 words are counted without emphasis markers and link targets (`plain`).
@@ -76,10 +82,10 @@ from packs.retrieval import asks, code_units
 from packs.retrieval.reader_question import Question as Question  # re-exported, as are
 from packs.retrieval.reader_question import analyse as analyse  # analyse and forms: callers
 from packs.retrieval.reader_question import forms as forms  # read the question through here
-from packs.retrieval.reader_question import pairs
+from packs.retrieval.reader_question import pairs, singular
 from packs.retrieval.units import LONG_WORDS, Unit, unemphasised
 
-READER_FEATURES_VERSION = "reader-features-v7"
+READER_FEATURES_VERSION = "reader-features-v8"
 K1, B, SHORT_WORDS = 1.2, 0.75, 4  # BM25's constants; a unit of 4 words or fewer is short
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
 KINDS = ("sentence", "item", "paragraph", "leadin", "code", "row")
@@ -90,7 +96,7 @@ FEATURES = (
     *(f"type_{t}" for t in TYPES), "howto_code", "defines", "defines_asked", "meta",
     "links", "novelty", "number", "code", "bigrams", "rare_first", "fragment", "caption",
     "dangling", "output", "elsewhere", "howto_command", "condition", "condition_asked",
-    "howto_output")
+    "howto_output", "noun_code", "noun_shape")
 SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
 SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
@@ -112,6 +118,29 @@ _CLOSED = re.compile(r"[.!?:;)\]\"'”’*_`]\s*$")
 _URL = re.compile(r"\]\([^)\s]*\)|\bhttps?://\S+")
 _DANGLING = re.compile(r":[*_`\"')\]]*$")
 RARE_WORDS = 5  # the first words of a unit that say what it is about
+# The form of the name a question's noun asks for, matched against one token of code at a
+# time (anchored: a classifier of a token, not a search of running text).
+_SHAPES = {
+    ("flag", "option", "argument", "switch", "parameter"): r"^--?[a-z][\w-]*(?:=\S*)?$",
+    ("path", "url", "endpoint", "directory", "folder", "route", "uri", "location"):
+        r"^\S*\w/\S*$",
+    ("file", "filename", "manifest"): r"^[\w./~-]*\w\.[a-z]{1,5}$",
+    ("port",): r"^:?\d{2,5}(?:/\w+)?$",
+    ("variable", "env"): r"^\$?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?:=\S*)?$",
+    ("version", "release"): r"^v?\d+(?:\.\d+)+\S*$",
+    ("label", "annotation", "key", "finalizer", "taint", "selector"):
+        r"^[\w.-]+/[\w.-]+(?:=\S*)?$|^[\w.-]+=[\w.-]*$",
+    ("field", "property", "attribute", "setting", "sysctl"):
+        r"^\.?[a-z]+[A-Z]\w*:?$|^\.?[a-z]\w*(?:\.[a-z]\w*)+(?:=\S*)?$|^[a-z]\w*:$",
+    ("trait", "type", "struct", "enum", "kind", "resource", "object", "class", "gate"):
+        r"^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)*(?:<.*>)?$",
+    ("method", "function", "macro", "fn"): r"^[\w:.]*\w(?:\(\)|!)$",
+    ("image",): r"^[\w.-]+(?:/[\w.-]+)*:[\w.-]+$",
+    ("error",): r"^E\d{4}$",
+}
+SHAPES = {noun: re.compile(shape) for nouns, shape in _SHAPES.items() for noun in nouns}
+_SPAN_MARK = "\x00"
+_CODE_TOKENS = 300  # the tokens of a code block read for the nouns and shapes asked
 
 
 @dataclass(frozen=True)
@@ -286,9 +315,38 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
             "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
             "condition": (condition := _condition(u.display, weights, total)),
             "condition_asked": condition if q.happens else 0.0,
+            **_noun_features(q.nouns, raws[k], u.kind == "code"),
         }
         rows.append([row[f] for f in FEATURES])
     return np.asarray(rows, dtype=np.float32)
+
+
+def _noun_features(nouns: frozenset[str], raw: str, code: bool) -> dict[str, float]:
+    """noun_code and noun_shape of a unit whose Markdown is `raw`."""
+    if not nouns:
+        return {"noun_code": 0.0, "noun_shape": 0.0}
+    inside, beside, tokens = _code_of(raw, code)
+    shapes = [SHAPES[n] for n in nouns if n in SHAPES]
+    return {"noun_code": float(bool(nouns & (inside | beside))),
+            "noun_shape": float(any(s.match(t) for s in shapes for t in tokens))}
+
+
+@lru_cache(maxsize=32768)
+def _code_of(raw: str, code: bool) -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
+    """(the words inside a unit's code, singular; the words beside its code spans; its
+    code's tokens) for `_noun_features`; `code`: the whole unit is code."""
+    spans = [raw] if code else text_rules.code_spans(raw)
+    tokens = tuple(dict.fromkeys(t.strip(".,;:()[]{}'\"") for span in spans
+                                 for t in span.split()[:_CODE_TOKENS]))
+    inside = frozenset(singular(w) for t in tokens for w in re.split(r"[^A-Za-z0-9]+", t) if w)
+    beside: set[str] = set()
+    if not code and spans:
+        words = [w.strip(".,;:()").lower()
+                 for w in text_rules.CODE_SPAN.sub(f" {_SPAN_MARK} ", raw).split()]
+        for j, w in enumerate(words):
+            if w == _SPAN_MARK:
+                beside.update(singular(x) for x in words[max(j - 2, 0):j + 3] if x != w)
+    return inside, frozenset(beside), tuple(t for t in tokens if t)
 
 
 def _section_features(q: Question, passages: Sequence[Passage], weights: dict[str, float],

@@ -2,7 +2,8 @@
 content terms (packs/text.py stems, stop words out), its identifiers and code spans with
 their split forms (`NAME=value` also matches `NAME`, `pkg.Func` also `Func`, `a::b()` also
 `b`), what it asks for (packs/retrieval/asks.py: a number, a name, a reason, a list ...),
-whether it asks how to do something, what something is, or what happens when.
+whether it asks how to do something, what something is, or what happens when, and the
+nouns it asks for ("Which sysctl setting ...": sysctl, setting; `asked_nouns`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ _HAPPENING = frozenset(text_rules.terms("happens occurs"))
 # A name written with its value ("GODEBUG=http2client=0", "FOO_BAR=x=1"): the page may
 # write the name alone (packs/text.py's identifiers take neither the whole nor the name).
 _ASSIGNMENT = re.compile(r"(?<![\w`=-])[A-Za-z_][\w.-]*=[^\s,;?!)`]+")
+# "Which finalizer is ...", "what URL path do I ...", "What is the minimum kernel version":
+# the words after the asking word, up to the verb or preposition that ends the noun phrase.
+_ASKING_NOUN = re.compile(r"\b(?:which|what)\s+(?:(?:is|are|was|were)\s+the\s+)?"
+                          r"((?:[\w-]+\s+){0,3}[\w-]+)", re.I)
+_NOUN_END = frozenset("""is are was were be do does did can could must should will would may
+might has have had of to in for on from that which the a an i you we my your our it its this
+these those when if with by as at into so then than and or not gets get makes make between
+difference differences""".split())  # "What is the difference between ...": no noun asked
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,30 @@ class Question:
     pairs: frozenset[tuple[str, str]]  # its successive content stems
     happens: bool = False  # asks what happens when or if
     elsewhere: frozenset[str] = frozenset()  # a part's: the terms only the other parts have
+    nouns: frozenset[str] = frozenset()  # the nouns it asks for, singular (`asked_nouns`)
+
+
+def singular(word: str) -> str:
+    """A lower-cased word without its plural ending ("directories" → "directory")."""
+    w = word.lower()
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
+
+
+def asked_nouns(question: str) -> frozenset[str]:
+    """The words of the noun phrases a question asks for, singular: "Which sysctl setting
+    must be applied ...?" → {sysctl, setting}; "What is the minimum kernel version ...?" →
+    {minimum, kernel, version}; none for "What happens ...?"."""
+    found = set()
+    for m in _ASKING_NOUN.finditer(question):
+        for w in m.group(1).split():
+            if w.lower() in _NOUN_END:
+                break
+            found.add(singular(w))
+    return frozenset(found - {"happen", "happens"})
 
 
 def forms(identifier: str) -> tuple[str, ...]:
@@ -79,7 +112,8 @@ def analyse(question: str, whole: str | None = None) -> Question:
         pairs=frozenset(pairs(terms)),
         happens=happens,
         elsewhere=frozenset(set(text_rules.terms(whole)) - set(text_rules.terms(question))
-                            if whole else ()))
+                            if whole else ()),
+        nouns=asked_nouns(question))
 
 
 def pairs(terms: list[str]) -> list[tuple[str, str]]:
