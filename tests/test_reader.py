@@ -357,6 +357,24 @@ def test_code_that_names_or_has_the_form_of_what_is_asked():
     assert not any(v[col["noun_code"]] or v[col["noun_shape"]] for v in none.values())
 
 
+def test_a_block_of_configuration_or_output_is_not_the_field_or_version_asked():
+    # Its keys name every field and its columns every version: only a command line and
+    # code spans in prose are read for the noun a question asks for.
+    config = "kind: Config\nleaderElection:\n  leaderElect: true\nprofiles: []"
+    table = "NAME     STATUS   VERSION\nnode-1   Ready    v1.19.6"
+    command = "kubectl get nodes --show-labels"
+    passages = [rf.Passage(f"```\n{config}\n```\n\n```\n{table}\n```\n\n```\n{command}\n```\n",
+                           similarity=0.5, rank=0)]
+    col = [rf.FEATURES.index(f) for f in ("noun_code", "noun_shape")]
+    for question in ("Which field must I set?", "Which version shipped it?",
+                     "Which flag prints the labels?"):
+        units = extractive.units_of(question, passages)
+        x = rf.features(rf.analyse(question), passages, units)
+        found = {u.display.split()[0]: bool(x[k, col].any()) for k, (_, u) in enumerate(units)}
+        assert found["kind:"] is False and found["NAME"] is False, (question, found)
+        assert found["kubectl"] is (question == "Which flag prints the labels?"), question
+
+
 @pytest.mark.parametrize("question, asked", [
     ("What is the default restart policy?", True),
     ("What does maxSurge default to?", True),

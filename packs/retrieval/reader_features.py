@@ -55,12 +55,13 @@ whether it asks how to do something. A unit's features:
                        rollout undo ...", not the output it prints)
     howto_output       a how-to question and program output ("deployment.apps/nginx-
                        deployment rolled back" echoes "roll back a Deployment")
-    noun_code          a noun the question asks for ("Which finalizer ...?") inside code the
-                       unit writes (`...service-cidr-finalizer`, `finalizers:`) or beside
-                       a code span ("a file named `zoo.cfg`")
-    noun_shape         code the unit writes has the form of what the noun asks for (a flag
-                       `--x`, a path `a/b`, a file `x.cfg`, a port, a version, a label
-                       `a/b=c`, a field `spec.x`, a type `CamelCase`, a macro `x!` ...)
+    noun_code          a noun the question asks for ("Which finalizer ...?") in a code span
+                       or command line the unit writes (`...service-cidr-finalizer`) or
+                       beside a code span ("a file named `zoo.cfg`"); noun_shape: code of
+                       the form the noun asks for (a flag `--x`, a path `a/b`, a file
+                       `x.cfg`, a port, a version, a label `a/b=c`, a field `spec.x`, a
+                       type `CamelCase`, a macro `x!` ...). A block of configuration or
+                       output has neither (its keys and columns name every field).
 and, for the units embedded with the pack's encoder (SIM_FEATURES): their cosine
 similarity to the question, that less the best unit's, and whether it is the best. A unit's
 words are counted without emphasis markers and link targets (`plain`).
@@ -85,7 +86,7 @@ from packs.retrieval.reader_question import forms as forms  # read the question 
 from packs.retrieval.reader_question import pairs, singular
 from packs.retrieval.units import LONG_WORDS, Unit, unemphasised
 
-READER_FEATURES_VERSION = "reader-features-v8"
+READER_FEATURES_VERSION = "reader-features-v9"
 K1, B, SHORT_WORDS = 1.2, 0.75, 4  # BM25's constants; a unit of 4 words or fewer is short
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
 KINDS = ("sentence", "item", "paragraph", "leadin", "code", "row")
@@ -315,7 +316,8 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
             "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
             "condition": (condition := _condition(u.display, weights, total)),
             "condition_asked": condition if q.happens else 0.0,
-            **_noun_features(q.nouns, raws[k], u.kind == "code"),
+            **_noun_features(q.nouns if u.kind != "code" or code_units.is_command(u)
+                             else frozenset(), raws[k], u.kind == "code"),
         }
         rows.append([row[f] for f in FEATURES])
     return np.asarray(rows, dtype=np.float32)
