@@ -316,16 +316,16 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
             "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
             "condition": (condition := _condition(u.display, weights, total)),
             "condition_asked": condition if q.happens else 0.0,
-            **_noun_features(q.nouns if u.kind != "code" or code_units.is_command(u)
-                             else frozenset(), raws[k], u.kind == "code"),
+            **_noun_features(q.nouns, u, raws[k]),
         }
         rows.append([row[f] for f in FEATURES])
     return np.asarray(rows, dtype=np.float32)
 
 
-def _noun_features(nouns: frozenset[str], raw: str, code: bool) -> dict[str, float]:
-    """noun_code and noun_shape of a unit whose Markdown is `raw`."""
-    if not nouns:
+def _noun_features(nouns: frozenset[str], u: Unit, raw: str) -> dict[str, float]:
+    """noun_code and noun_shape of unit `u` (Markdown `raw`); of code, a command line only."""
+    code = u.kind == "code"
+    if not nouns or (code and not code_units.is_command(u)):
         return {"noun_code": 0.0, "noun_shape": 0.0}
     inside, beside, tokens = _code_of(raw, code)
     shapes = [SHAPES[n] for n in nouns if n in SHAPES]
@@ -338,8 +338,8 @@ def _code_of(raw: str, code: bool) -> tuple[frozenset[str], frozenset[str], tupl
     """(the words inside a unit's code, singular; the words beside its code spans; its
     code's tokens) for `_noun_features`; `code`: the whole unit is code."""
     spans = [raw] if code else text_rules.code_spans(raw)
-    tokens = tuple(dict.fromkeys(t.strip(".,;:()[]{}'\"") for span in spans
-                                 for t in span.split()[:_CODE_TOKENS]))
+    tokens = tuple(t for t in dict.fromkeys(t.strip(".,;:()[]{}'\"") for span in spans
+                                            for t in span.split()[:_CODE_TOKENS]) if t)
     inside = frozenset(singular(w) for t in tokens for w in re.split(r"[^A-Za-z0-9]+", t) if w)
     beside: set[str] = set()
     if not code and spans:
@@ -348,7 +348,7 @@ def _code_of(raw: str, code: bool) -> tuple[frozenset[str], frozenset[str], tupl
         for j, w in enumerate(words):
             if w == _SPAN_MARK:
                 beside.update(singular(x) for x in words[max(j - 2, 0):j + 3] if x != w)
-    return inside, frozenset(beside), tuple(t for t in tokens if t)
+    return inside, frozenset(beside), tokens
 
 
 def _section_features(q: Question, passages: Sequence[Passage], weights: dict[str, float],

@@ -70,7 +70,7 @@ def asked_nouns(question: str) -> frozenset[str]:
             if w.lower() in _NOUN_END:
                 break
             found.add(singular(w))
-    return frozenset(found - {"happen", "happens"})
+    return frozenset(found - {"happen"})  # "What happens ...": singular of "happens"
 
 
 def forms(identifier: str) -> tuple[str, ...]:
