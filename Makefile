@@ -14,6 +14,8 @@ LOCK = requirements.lock
 PIP_INSTALL = pip install --quiet -c $(LOCK)
 # Test processes (pytest-xdist; each file runs whole on one, so its module fixtures are
 # built once): two halve CI's time on a 2-core machine; each holds ~3 GB at its peak.
+# Files are handed out in collection order (--no-loadscope-reorder; xdist otherwise sorts
+# them by size): the browser tests' file must come last (tests/conftest.py says why).
 PYTEST_WORKERS ?= 2
 QUESTION ?= How do I choose an embedding model when I have no internet?
 export HF_HUB_OFFLINE = 1
@@ -52,7 +54,7 @@ lint: setup-dev
 
 test: setup-dev setup-runtime lint
 	KPACK_RUNTIME_PYTHON=$(abspath $(RUNTIME_VENV))/bin/python $(BIN)/python -m pytest -q \
-		-n $(PYTEST_WORKERS) --dist loadfile
+		-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The package as a wheel, for installing where this checkout is not (knowledge-packs is
 # not on PyPI yet): dist/knowledge_packs-<version>-py3-none-any.whl, then

@@ -7,13 +7,16 @@ Prefect's actions service sends the messages; for each it emits
 triggered it as related resources. `Recorder` turns those events into lines:
 
     {"at": "...", "kind": "failed", "status": "sent", "target": "webhook http://host:8123",
-     "build_id": "20261130T030001123Z", "reason": "BuildError: ...", "id": "<event id>"}
+     "build_id": "20261130T030001123Z", "reason": "BuildError: ...", "id": "<event id>",
+     "alert_id": "failed:<triggering event id>"}
 
 It reads them two ways: `follow` (a subscriber to the server's event stream, in a thread
 of `kpack serve`) as they happen, and `catch_up` (the events API) for what was sent while
 no kpack serve ran, a stale alert about a stopped serve process above all; `kpack serve`
 catches up when it starts, `kpack status` before it reports. Lines are keyed by event id:
-recording the same event twice writes one line.
+recording the same event twice writes one line. A message Prefect sent twice for one alert
+(its delivery is at least once: flows/alert_messages.py) has two action events with the
+same `alert_id`, target and status: the second writes no line.
 """
 
 from __future__ import annotations
@@ -74,6 +77,14 @@ def _details(trigger, kind: str, max_age_s: float | None) -> dict:
             "reason": ev.first_line(trigger.resource.get("prefect.state-message"))}
 
 
+def _repeat_key(line: dict) -> str | None:
+    """What a repeat of the alert of `line` has in common with it: the alert, the target
+    and the outcome (None for a line that does not name its triggering event)."""
+    if not line.get("alert_id"):
+        return None
+    return f"{line['alert_id']} {line.get('target')} {line.get('status')}"
+
+
 def read_event(client, event_id: UUID):
     """The event `event_id` from the server's events API (None when it is not stored)."""
     from prefect.events.filters import EventFilter, EventIDFilter, EventOccurredFilter
@@ -110,7 +121,8 @@ class Recorder:
 
     def __init__(self, roots: dict[str, Path]) -> None:
         self.roots = roots
-        self.seen = {a.get("id") for root in roots.values() for a in layout.read_alerts(root)}
+        lines = [a for root in roots.values() for a in layout.read_alerts(root)]
+        self.seen = ({a.get("id") for a in lines} | {_repeat_key(a) for a in lines}) - {None}
         self.recent: OrderedDict[UUID, object] = OrderedDict()  # events seen in the stream
         self.lock = threading.Lock()
 
@@ -130,7 +142,7 @@ class Recorder:
             return None
         pack, kind = named
         trig_ref = _related(event, "triggering-event")
-        trigger = None
+        trigger = trig_id = None
         if trig_ref is not None:
             trig_id = UUID(trig_ref.id.rsplit(".", 1)[-1])
             trigger = self.recent.get(trig_id) or (lookup(trig_id) if lookup else None)
@@ -143,11 +155,13 @@ class Recorder:
                 "target": shown.get(block.name if block else None)
                 or (block.name if block else None),
                 "build_id": None, "reason": None,
-                **_details(trigger, kind, watch.get("max_age_s")), "id": str(event.id)}
+                **_details(trigger, kind, watch.get("max_age_s")), "id": str(event.id),
+                "alert_id": f"{kind}:{trig_id}" if trig_id else None}
         with self.lock:
-            if line["id"] in self.seen:
+            keys = {line["id"], _repeat_key(line)} - {None}
+            if keys & self.seen:
                 return None
-            self.seen.add(line["id"])
+            self.seen |= keys
             layout.append_alerts(self.roots[pack], [line])
         return line
 

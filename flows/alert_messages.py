@@ -9,7 +9,7 @@ webhook receives the body as is, one JSON object:
      "reason": "BuildError: docs: none of the 3 URLs could be fetched (...)",
      "counts": null, "flow_run_url": "http://127.0.0.1:4200/runs/flow-run/<id>",
      "builds_url": "http://127.0.0.1:8765/builds?pack=docs",
-     "at": "2026-11-30T03:00:09.512+00:00",
+     "at": "2026-11-30T03:00:09.512+00:00", "alert_id": "failed:<event id>",
      "text": "kpack docs: build 20261130T030001123Z failed: BuildError: ..."}
 
 `kind` is failed, crashed, refused, partial, stale, published or unchanged; `counts` the
@@ -19,6 +19,12 @@ it counted anything; for stale, `build_id`, `counts` and `flow_run_url` are
 the last successful build's. A Slack webhook receives `text` and the two links as Slack
 text. Every value is written with Jinja's tojson, so the body is valid JSON whatever the
 reason says; a missing value renders as null, never as a failed action.
+
+Delivery is at least once: when the server's SQLite database is busy, Prefect's triggers
+and actions services retry a message whose handling failed after the notification went
+out, and the receiver gets the same alert again (seen under load: one partial build told
+twice, 4 s apart). `alert_id` (the kind and the id of the event that fired the alert) is
+the same on every repeat; a receiver drops repeats by it.
 """
 
 from __future__ import annotations
@@ -103,6 +109,7 @@ def json_body(kind: str, pack: str, *, ui: str, builds_url: str, max_age_s: floa
         + ', "build_id": {{ b|tojson }}, "reason": {{ r|tojson }}, "counts": {{ c|tojson }}, '
         '"flow_run_url": {{ url|tojson }}, "builds_url": ' + json.dumps(builds_url)
         + ', "at": {{ firing.triggered.isoformat()|default(none)|tojson }}, '
+        '"alert_id": {{ (k ~ ":" ~ event.id)|tojson }}, '
         '"text": {{ text|tojson }}}')
 
 

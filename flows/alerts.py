@@ -229,7 +229,10 @@ def install(plans: Sequence[PackAlerts], *, explorer_url: str = DEFAULT_EXPLORER
     ui = str(PREFECT_UI_URL.value() or "")
     blocks: dict[str, UUID] = {}
     for target in {t.block_name: t for p in plans for t in p.targets}.values():
-        blocks[target.block_name] = block_for(target).save(target.block_name, overwrite=True)
+        # _sync: Block.save dispatches on context and returns a coroutine in a thread where a
+        # run context or an event loop is current (seen under pytest-xdist); install is sync.
+        blocks[target.block_name] = block_for(target).save(target.block_name, overwrite=True,
+                                                           _sync=True)
     done: dict[str, str] = {}
     with get_client(sync_client=True) as client:
         ours = {a.name: a for a in client.read_automations()

@@ -45,9 +45,11 @@ def pytest_collection_modifyitems(config, items):
     """Browser tests (those using pytest-playwright's `page`) run last. Its sync Playwright
     is session-scoped and keeps its asyncio loop marked as running in the main thread
     until the session ends: every asyncio.run() after the first browser test (the MCP
-    client, anyio, fetches inside a running loop) would fail. Under pytest-xdist (make
-    test: --dist loadfile) every worker collects this order, so their file is the last
-    unit handed out and the worker that runs it runs nothing after it."""
+    client, anyio, fetches inside a running loop) would fail, and Prefect's sync-or-async
+    calls (Block.save) would hand back coroutines. Under pytest-xdist (make test: --dist
+    loadfile --no-loadscope-reorder) every worker collects this order, so their file is the
+    last unit handed out and the worker that runs it runs nothing after it (without
+    --no-loadscope-reorder xdist hands out files by size: smaller ones came after it)."""
     browser = [item for item in items if "page" in getattr(item, "fixturenames", ())]
     if browser:
         last = {id(item) for item in browser}

@@ -179,11 +179,12 @@ def test_every_message_is_valid_json_with_the_pack_the_build_and_the_run() -> No
     payload = {"pack": "tea", "build_id": "b7", "status": "partial", "reason": HOSTILE,
                "counts": {"articles": 3, "failed_sources": 2}, "flow_run_id": run}
     for kind in (msg.FAILED, msg.REFUSED, msg.PARTIAL, msg.PUBLISHED, msg.UNCHANGED):
-        got = json.loads(_render(kind, _event("kpack.x", payload)))
+        event = _event("kpack.x", payload)
+        got = json.loads(_render(kind, event))
         assert got == {"kpack": 1, "kind": kind, "pack": "tea", "build_id": "b7",
                        "reason": HOSTILE.split("\n")[0], "counts": payload["counts"],
                        "flow_run_url": f"{UI}/runs/flow-run/{run}", "builds_url": BUILDS,
-                       "at": "2026-11-30T03:00:09+00:00",
+                       "at": "2026-11-30T03:00:09+00:00", "alert_id": f"{kind}:{event.id}",
                        "text": f"kpack tea: build b7 {kind}: {HOSTILE.splitlines()[0]}"}
     crashed = _event(msg.RUN_CRASHED, **{
         "prefect.resource.id": f"prefect.flow-run.{run}",
@@ -248,8 +249,12 @@ def test_the_recorder_writes_each_sent_alert_once_without_secrets(tmp_path) -> N
     line = recorder.record(sent)
     assert line == {"at": "2026-11-30T03:01:00+00:00", "kind": "refused", "status": "sent",
                     "target": "webhook https://ops.example:8443", "build_id": "b9",
-                    "reason": "worse", "id": str(sent.id)}
+                    "reason": "worse", "id": str(sent.id), "alert_id": f"refused:{trigger.id}"}
     assert recorder.record(sent) is None and Recorder({"tea": root}).record(sent) is None
+    # Prefect sent the same alert again (a retried action: a new action event, the same
+    # triggering event): one line, in this recorder and in the next kpack serve's
+    again = _action("prefect.automation.action.executed", "kpack tea refused", block, trigger)
+    assert recorder.record(again) is None and Recorder({"tea": root}).record(again) is None
     last = _event(ev.UNCHANGED, {"pack": "tea", "build_id": "b8", "status": "no changes",
                                  "reason": "no changes since build b7"})
     recorder.record(last)
@@ -261,7 +266,11 @@ def test_the_recorder_writes_each_sent_alert_once_without_secrets(tmp_path) -> N
                               "build b8 (no changes) at 2026-11-30T03:00:05+00:00")
     other = _action("prefect.automation.action.executed", "kpack coffee stale", block, None)
     assert recorder.record(other) is None  # not one of this recorder's packs
-    assert [a["kind"] for a in layout.read_alerts(root)] == ["refused", "stale"]
+    unknown = [_action("prefect.automation.action.executed", "kpack tea failed", block, None)
+               for _ in range(2)]  # no triggering event named: each action is its own line
+    assert all(recorder.record(u)["alert_id"] is None for u in unknown)
+    assert [a["kind"] for a in layout.read_alerts(root)] == ["refused", "stale", "failed",
+                                                             "failed"]
     assert "sEcReT" not in (root / layout.ALERTS_FILE).read_text()
     assert parse_name("kpack tea stale") == ("tea", "stale") and parse_name("other") is None
 
