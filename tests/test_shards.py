@@ -186,6 +186,20 @@ def flow_task_runs(pack: str, build_id: str) -> list:
             id=FlowRunFilterId(any_=[run.id])))
 
 
+def _tell_where_it_waits(client) -> None:
+    """Print (captured, shown with the failure) what each Dask worker is running and
+    where, and every thread of this process."""
+    import traceback
+
+    threads = {t.ident: t.name for t in threading.enumerate()}
+    here = ["".join([f"--- thread {threads.get(ident, ident)}\n",
+                     *traceback.format_stack(frame)])
+            for ident, frame in sys._current_frames().items()]
+    print("dask build still running after 360 s; processing:", client.processing(),
+          "call stacks:", json.dumps(client.call_stack(), indent=1, default=str),
+          *here, sep="\n", file=sys.stderr, flush=True)
+
+
 def test_threads_and_a_two_process_dask_cluster_build_the_same_pack(prefect_harness,
                                                                     tmp_path) -> None:
     from distributed import Client, LocalCluster
@@ -197,8 +211,16 @@ def test_threads_and_a_two_process_dask_cluster_build_the_same_pack(prefect_harn
         threads = run_build(source, tmp_path / "out-threads", work_dir=tmp_path / "work-threads")
         with LocalCluster(host="127.0.0.1", **local_cluster_kwargs(2)) as cluster, \
                 Client(cluster) as client:
-            dask = run_build(source, tmp_path / "out-dask", work_dir=tmp_path / "work-dask",
-                             task_runner_setting=cluster.scheduler_address)
+            # once in ~20 CI runs this build waited > 10 min on one fetch shard (the other
+            # worker did the other three); if it stalls again, say where before the timeout
+            watchdog = threading.Timer(360, _tell_where_it_waits, args=(client,))
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                dask = run_build(source, tmp_path / "out-dask", work_dir=tmp_path / "work-dask",
+                                 task_runner_setting=cluster.scheduler_address)
+            finally:
+                watchdog.cancel()
             executed = client.run(lambda dask_worker: dask_worker.state.executed_count)
             worker_pids = set(client.run(os.getpid).values())
 
