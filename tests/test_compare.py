@@ -72,3 +72,27 @@ def test_each_thing_of_a_difference_question_leads_with_what_it_is():
         "What happens to a PersistentVolume when its PersistentVolumeClaim is deleted?",
         passages)]
     assert alone[0] != picked[0]
+
+
+def test_without_a_definition_a_unit_that_says_what_the_thing_does_leads():
+    live, ready = "liveness probe", "readiness probe"
+    does = compare.says_what_it_does
+    assert does(live, ready, _unit("Liveness probes determine when to restart a container."))
+    # about both things, an auxiliary or a negation after the subject, another subject
+    assert not does(live, ready, _unit("Liveness probes do not wait for readiness probes to "
+                                       "succeed."))
+    assert not does(ready, live, _unit("Readiness probes are configured similarly to liveness "
+                                       "probes."))
+    assert not does(live, ready, _unit("Liveness probes can be a powerful way to recover."))
+    assert not does(live, ready, _unit("For example, liveness probes could catch a deadlock."))
+    assert not does(live, ready, _unit("kubectl describe pod liveness-exec", "code"))
+    ranked = [_unit("Liveness probes do not wait for readiness probes to succeed."),
+              _unit("For example, liveness probes could catch a deadlock."),
+              _unit("Liveness probes determine when to restart a container.")]
+    assert compare.leader(live, ready, ranked) == 2
+    # one that says what it is leads wherever it ranks; one that says what it does only
+    # from the first DOES_DEPTH
+    defined = _unit("A liveness probe is a check that restarts the container when it fails.")
+    assert compare.leader(live, ready, [*ranked, defined]) == 3
+    deep = [ranked[0]] * compare.DOES_DEPTH + [ranked[2]]
+    assert compare.leader(live, ready, deep) is None

@@ -10,21 +10,25 @@ not for having the thing as its subject. `things(question)` reads the two things
 holds the words that tell `thing` from `other` and the kind of thing it is (its last word:
 "Liveness is a necessary ... condition" does not say what a liveness probe is), followed by
 "is a", "are the", "means a" ..., or it is a label (the words that tell it) with its
-description ("`NodePort`: Exposes the Service on each Node's IP ..."). packs/retrieval/
-extractive.py `select` lets the best such unit of each thing's own ranking lead that
-thing's units (reader.choose `first`).
+description ("`NodePort`: Exposes the Service on each Node's IP ..."). Without such a unit,
+one near the top of the thing's ranking that says what it does leads (`says_what_it_does`:
+the thing is its subject, a verb follows, "Liveness probes determine when to restart a
+container."), not one about both ("Liveness probes do not wait for readiness probes to
+succeed." matches more of the question's words). packs/retrieval/extractive.py `select`
+lets `leader` pick the unit that leads each thing's units (reader.choose `first`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from packs import text as text_rules
 from packs.retrieval import asks
 from packs.retrieval.reader_features import plain
 from packs.retrieval.units import Unit
 
-__all__ = ["says_what", "things"]
+__all__ = ["leader", "says_what", "says_what_it_does", "things"]
 
 # Where the second thing's words end and what both share begins ("... policies | for a Pod").
 _CONTEXT = re.compile(r"\s+(?=(?:in|for|of|on|at|inside|within|under|when|and)\s)", re.I)
@@ -38,6 +42,12 @@ _COPULA = re.compile(r"^(?:is|are|means|represents|refers to)\s+(?:a|an|the|one|
                      re.I)
 _LABEL = re.compile(r"^([^:;.]{1,60}?)\s?:\s+[A-Z]")  # "NodePort: Exposes the Service ..."
 SUBJECT_WORDS = 5  # the most words a subject may have before what it is
+DOES_DEPTH = 3  # how far down a thing's ranking a unit that says what it does may lead
+# Words after a subject that start no statement of what it does: auxiliaries, negations,
+# joins ("Liveness probes do not wait", "... are configured", "... and readiness probes").
+_NOT_A_VERB = frozenset("""is are was were be been being am do does did not no can could may
+might must shall should will would has have had and or but nor also only just then that which
+who whose where when while if than as""".split())
 LABEL_WORDS = 4  # ... and a label before its description
 _PREPOSITIONS = frozenset("of in for with on at by from to as about into like than".split())
 
@@ -51,7 +61,7 @@ def things(question: str) -> tuple[str, str] | None:
         return None
     a, b = paired
     b = _CONTEXT.split(b, maxsplit=1)[0]
-    a = asks.with_kind(a, b)
+    a = asks.with_kind(a, b, whole=True)
     a, b = (_ARTICLE.sub("", x.strip(" ,;:")) for x in (a, b))
     return (a, b) if a and b else None
 
@@ -88,6 +98,38 @@ def says_what(thing: str, other: str, unit: Unit) -> bool:
         if _subject(" ".join(words[:k]), named):
             return _COPULA.match(" ".join(words[k:])) is not None
     return False
+
+
+def says_what_it_does(thing: str, other: str, unit: Unit) -> bool:
+    """Whether a unit of prose opens with `thing` as its subject followed by a verb, and
+    does not name `other` (see the module docstring)."""
+    if unit.kind == "code" or (unit.inner == "code" and unit.kind != "leadin"):
+        return False
+    want = _own_terms(thing, other)
+    theirs = _own_terms(other, thing)
+    if not want:
+        return False
+    named = want | set(text_rules.terms(thing.split()[-1]))
+    text = _MARKER.sub("", _MARKUP.sub("", plain(unit.display)), count=1).strip()
+    if theirs & set(text_rules.terms(text)):
+        return False
+    words = _ASIDE.sub("", _ARTICLE.sub("", text)).split()
+    for k in range(1, min(len(words) - 1, SUBJECT_WORDS) + 1):
+        if _subject(" ".join(words[:k]), named):
+            verb = words[k].strip(",;:").lower()
+            return verb.isalpha() and verb not in _NOT_A_VERB and verb not in _PREPOSITIONS
+    return False
+
+
+def leader(thing: str, other: str, ranked: Sequence[Unit]) -> int | None:
+    """Which of `thing`'s units (its part's ranking, best first) leads its part of a
+    difference answer: the best that says what it is, else the best of the first
+    DOES_DEPTH that says what it does; None: the ranking's own first."""
+    found = next((k for k, u in enumerate(ranked) if says_what(thing, other, u)), None)
+    if found is None:
+        found = next((k for k, u in enumerate(ranked[:DOES_DEPTH])
+                      if says_what_it_does(thing, other, u)), None)
+    return found
 
 
 def _subject(words: str, want: set[str]) -> bool:

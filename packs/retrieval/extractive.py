@@ -139,7 +139,7 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
     term_w = rf.term_weights(question, [rf.unit_terms_of(u) for _, u in units], pack_idf)
     paired = compare.things(question) if len(parts) == 2 else None
     first = [] if paired is None else [
-        lambda u, a=a, b=b: compare.says_what(a, b, u) for a, b in (paired, paired[::-1])]
+        lambda us, a=a, b=b: compare.leader(a, b, us) for a, b in (paired, paired[::-1])]
     chosen = reader.choose(model, x, units, term_w, reader.memo(similarity, units), parts, limits,
                            listing="list" in question_types(question), first=first)
     return [Pick(units[s.index][0], units[s.index][1], s.score) for s in chosen]

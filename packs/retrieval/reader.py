@@ -188,20 +188,19 @@ def memo(similarity: Similarity | None, units: Sequence[tuple[int, Unit]]
 def choose(reader: Reader, x: np.ndarray, units: Sequence[tuple[int, Unit]],
            weights: dict[str, float], sims: Callable[[list[int]], np.ndarray] | None = None,
            parts: Sequence[np.ndarray] = (), limits: Limits | None = None,
-           listing: bool = False, first: Sequence[Callable[[Unit], bool]] = ()
-           ) -> list[Scored]:
+           listing: bool = False,
+           first: Sequence[Callable[[list[Unit]], int | None]] = ()) -> list[Scored]:
     """The units an answer quotes, in order: with `parts` (the FEATURES of the units for
     each thing the question asks about, packs/retrieval/asks.py `parts`), the best unit
     for each part first, then the best for the whole question (`pick`). `first`: for each
-    part, which units say what its thing is (packs/retrieval/compare.py): the best of them
-    leads that part's units."""
+    part, given its ranked units, the position of the one that leads that part's units
+    (packs/retrieval/compare.py `leader`; None: the best ranked)."""
     limits = limits or reader.limits
     leads = [ranked(reader, xp, units, sims) for xp in parts]
-    for lead, says in zip(leads, first):
-        best = next((s for s in lead if says(units[s.index][1])), None)
-        if best is not None:
-            lead.remove(best)
-            lead.insert(0, best)
+    for lead, leader in zip(leads, first):
+        k = leader([units[s.index][1] for s in lead])
+        if k:
+            lead.insert(0, lead.pop(k))
     if leads:
         limits = dataclasses.replace(limits, max_units=max(limits.max_units, limits.multi_units),
                                      max_words=max(limits.max_words, limits.multi_words))
