@@ -96,3 +96,11 @@ def test_without_a_definition_a_unit_that_says_what_the_thing_does_leads():
     assert compare.leader(live, ready, [*ranked, defined]) == 3
     deep = [ranked[0]] * compare.DOES_DEPTH + [ranked[2]]
     assert compare.leader(live, ready, deep) is None
+
+
+def test_a_kind_written_once_for_both_things_goes_with_the_first_whole():
+    assert compare.things("What's the difference between the NoSchedule and NoExecute taint "
+                          "effects?") == ("NoSchedule taint effects", "NoExecute taint effects")
+    # "differ from" writes each thing whole: no words of the second join the first
+    assert compare.things("How do init containers differ from sidecar containers?") == (
+        "init containers", "sidecar containers")

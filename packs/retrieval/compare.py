@@ -56,12 +56,14 @@ def things(question: str) -> tuple[str, str] | None:
     """The two things a question asks how they differ (asks.py `pair`: "the difference
     between A and B", "How is A different from B?", "A vs B", "compare A and B"), without
     their articles and the context they share; None for a question of another kind."""
-    paired = asks.pair(" ".join(question.split()))
+    question = " ".join(question.split())
+    paired = asks.pair(question)
     if paired is None:
         return None
     a, b = paired
     b = _CONTEXT.split(b, maxsplit=1)[0]
-    a = asks.with_kind(a, b, whole=True)
+    # "A and B" may write B's kind once for both; "A differs from B", "A vs B" do not
+    a = asks.with_kind(a, b, whole=f" and {paired[1]}" in question)
     a, b = (_ARTICLE.sub("", x.strip(" ,;:")) for x in (a, b))
     return (a, b) if a and b else None
 
