@@ -81,46 +81,49 @@ def _words(text: str) -> list[str]:
     return [w for w in text.split() if not w.startswith("-") and not any(c in w for c in "/=")]
 
 
+def _prose(unit: Unit) -> str | None:
+    """A unit's text without its list marker, code, bold and link marks; None for code."""
+    if unit.kind == "code" or (unit.inner == "code" and unit.kind != "leadin"):
+        return None
+    return _MARKER.sub("", _MARKUP.sub("", plain(unit.display)), count=1).strip()
+
+
+def _subject_end(words: list[str], named: set[str]) -> int | None:
+    """How many of `words` make the subject that names the thing whose terms are `named`
+    (at most SUBJECT_WORDS; None: it is not the subject)."""
+    return next((k for k in range(1, min(len(words), SUBJECT_WORDS) + 1)
+                 if _subject(" ".join(words[:k]), named)), None)
+
+
 def says_what(thing: str, other: str, unit: Unit) -> bool:
     """Whether a unit of prose opens by saying what `thing` is (see the module docstring)."""
-    if unit.kind == "code" or (unit.inner == "code" and unit.kind != "leadin"):
-        return False
-    want = _own_terms(thing, other)
-    if not want:
+    text, want = _prose(unit), _own_terms(thing, other)
+    if text is None or not want:
         return False
     named = want | set(text_rules.terms(thing.split()[-1]))  # and what kind of thing it is
-    text = _MARKER.sub("", _MARKUP.sub("", plain(unit.display)), count=1).strip()
     label = _LABEL.match(text)
     if (label and len(label.group(1).split()) <= LABEL_WORDS
             and not any(c in label.group(1) for c in "()[]{}<>#")
             and _subject(label.group(1), want)):
         return True
     words = _ASIDE.sub("", _ARTICLE.sub("", text)).split()
-    for k in range(1, min(len(words), SUBJECT_WORDS) + 1):
-        if _subject(" ".join(words[:k]), named):
-            return _COPULA.match(" ".join(words[k:])) is not None
-    return False
+    k = _subject_end(words, named)
+    return k is not None and _COPULA.match(" ".join(words[k:])) is not None
 
 
 def says_what_it_does(thing: str, other: str, unit: Unit) -> bool:
     """Whether a unit of prose opens with `thing` as its subject followed by a verb, and
     does not name `other` (see the module docstring)."""
-    if unit.kind == "code" or (unit.inner == "code" and unit.kind != "leadin"):
-        return False
-    want = _own_terms(thing, other)
-    theirs = _own_terms(other, thing)
-    if not want:
+    text, want = _prose(unit), _own_terms(thing, other)
+    if text is None or not want or _own_terms(other, thing) & set(text_rules.terms(text)):
         return False
     named = want | set(text_rules.terms(thing.split()[-1]))
-    text = _MARKER.sub("", _MARKUP.sub("", plain(unit.display)), count=1).strip()
-    if theirs & set(text_rules.terms(text)):
-        return False
     words = _ASIDE.sub("", _ARTICLE.sub("", text)).split()
-    for k in range(1, min(len(words) - 1, SUBJECT_WORDS) + 1):
-        if _subject(" ".join(words[:k]), named):
-            verb = words[k].strip(",;:").lower()
-            return verb.isalpha() and verb not in _NOT_A_VERB and verb not in _PREPOSITIONS
-    return False
+    k = _subject_end(words[:-1], named)  # a verb must follow
+    if k is None:
+        return False
+    verb = words[k].strip(",;:").lower()
+    return verb.isalpha() and verb not in _NOT_A_VERB and verb not in _PREPOSITIONS
 
 
 def leader(thing: str, other: str, ranked: Sequence[Unit]) -> int | None:
