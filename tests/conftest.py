@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections import Counter
 
 # Before anything imports prefect or sentence-transformers.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -42,15 +43,20 @@ def prefect_harness():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Browser tests (those using pytest-playwright's `page`) run last. Its sync Playwright
-    is session-scoped and keeps its asyncio loop marked as running in the main thread
-    until the session ends: every asyncio.run() after the first browser test (the MCP
-    client, anyio, fetches inside a running loop) would fail, and Prefect's sync-or-async
-    calls (Block.save) would hand back coroutines. Under pytest-xdist (make test: --dist
-    loadfile --no-loadscope-reorder) every worker collects this order, so their file is the
-    last unit handed out and the worker that runs it runs nothing after it (without
-    --no-loadscope-reorder xdist hands out files by size: smaller ones came after it)."""
-    browser = [item for item in items if "page" in getattr(item, "fixturenames", ())]
-    if browser:
-        last = {id(item) for item in browser}
-        items[:] = [item for item in items if id(item) not in last] + browser
+    """Files with more tests first, and the browser tests (those using pytest-playwright's
+    `page`) last. Its sync Playwright is session-scoped and keeps its asyncio loop marked as
+    running in the main thread until the session ends: every asyncio.run() after the first
+    browser test (the MCP client, anyio, fetches inside a running loop) would fail, and
+    Prefect's sync-or-async calls (Block.save) would hand back coroutines. Under
+    pytest-xdist (make test: --dist loadfile --no-loadscope-reorder) every worker collects
+    this order and files are handed out in it: the browser file is the last unit, and the
+    worker that runs it runs nothing after it. (xdist's own reorder, by test count, put
+    files of fewer tests after it; handing out in plain file order instead made CI 5 min
+    longer: the big files came last.)"""
+    # pytest-playwright's `page` needs its `browser` (a test parametrized by "page" does not)
+    browser = [item for item in items if "browser" in getattr(item, "fixturenames", ())]
+    last = {id(item) for item in browser}
+    rest = [item for item in items if id(item) not in last]
+    per_file = Counter(item.nodeid.split("::")[0] for item in rest)
+    rest.sort(key=lambda item: -per_file[item.nodeid.split("::")[0]])  # stable: files stay whole
+    items[:] = rest + browser
