@@ -51,8 +51,7 @@ def pytest_collection_modifyitems(config, items):
     pytest-xdist (make test: --dist loadfile --no-loadscope-reorder) every worker collects
     this order and files are handed out in it: the browser file is the last unit, and the
     worker that runs it runs nothing after it. (xdist's own reorder, by test count, put
-    files of fewer tests after it; handing out in plain file order instead made CI 5 min
-    longer: the big files came last.)"""
+    files of fewer tests after it; this is that reorder with the browser file kept last.)"""
     # pytest-playwright's `page` needs its `browser` (a test parametrized by "page" does not)
     browser = [item for item in items if "browser" in getattr(item, "fixturenames", ())]
     last = {id(item) for item in browser}
