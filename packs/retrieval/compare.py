@@ -88,11 +88,15 @@ def _prose(unit: Unit) -> str | None:
     return _MARKER.sub("", _MARKUP.sub("", plain(unit.display)), count=1).strip()
 
 
-def _subject_end(words: list[str], named: set[str]) -> int | None:
-    """How many of `words` make the subject that names the thing whose terms are `named`
-    (at most SUBJECT_WORDS; None: it is not the subject)."""
-    return next((k for k in range(1, min(len(words), SUBJECT_WORDS) + 1)
-                 if _subject(" ".join(words[:k]), named)), None)
+def _after_subject(text: str, thing: str, want: set[str]) -> list[str] | None:
+    """The words of `text` after its subject when that subject (at most SUBJECT_WORDS,
+    articles and asides left out) names `thing`: the words `want` that tell it from the
+    other thing and the kind of thing it is (its last word); None: it is not the subject."""
+    named = want | set(text_rules.terms(thing.split()[-1]))
+    words = _ASIDE.sub("", _ARTICLE.sub("", text)).split()
+    k = next((k for k in range(1, min(len(words), SUBJECT_WORDS) + 1)
+              if _subject(" ".join(words[:k]), named)), None)
+    return None if k is None else words[k:]
 
 
 def says_what(thing: str, other: str, unit: Unit) -> bool:
@@ -100,15 +104,13 @@ def says_what(thing: str, other: str, unit: Unit) -> bool:
     text, want = _prose(unit), _own_terms(thing, other)
     if text is None or not want:
         return False
-    named = want | set(text_rules.terms(thing.split()[-1]))  # and what kind of thing it is
     label = _LABEL.match(text)
     if (label and len(label.group(1).split()) <= LABEL_WORDS
             and not any(c in label.group(1) for c in "()[]{}<>#")
             and _subject(label.group(1), want)):
         return True
-    words = _ASIDE.sub("", _ARTICLE.sub("", text)).split()
-    k = _subject_end(words, named)
-    return k is not None and _COPULA.match(" ".join(words[k:])) is not None
+    rest = _after_subject(text, thing, want)
+    return rest is not None and _COPULA.match(" ".join(rest)) is not None
 
 
 def says_what_it_does(thing: str, other: str, unit: Unit) -> bool:
@@ -117,12 +119,10 @@ def says_what_it_does(thing: str, other: str, unit: Unit) -> bool:
     text, want = _prose(unit), _own_terms(thing, other)
     if text is None or not want or _own_terms(other, thing) & set(text_rules.terms(text)):
         return False
-    named = want | set(text_rules.terms(thing.split()[-1]))
-    words = _ASIDE.sub("", _ARTICLE.sub("", text)).split()
-    k = _subject_end(words[:-1], named)  # a verb must follow
-    if k is None:
+    rest = _after_subject(text, thing, want)
+    if not rest:  # not the subject, or nothing follows it
         return False
-    verb = words[k].strip(",;:").lower()
+    verb = rest[0].strip(",;:").lower()
     return verb.isalpha() and verb not in _NOT_A_VERB and verb not in _PREPOSITIONS
 
 
