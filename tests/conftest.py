@@ -42,20 +42,37 @@ def prefect_harness():
         yield
 
 
+# The slowest files, in seconds of one worker (`--durations=0`, summed per file, a quiet
+# full run on the 2-core VM, 2026-12-01). Handed out first, longest first: a long file
+# that starts last keeps one worker busy after the other has finished (the alerts e2e
+# file, 150 s in one test, ran near the end when files were ordered by test count).
+SLOW_FILES = {
+    "tests/test_benchmarks_tiny.py": 377, "tests/test_build_safety.py": 172,
+    "tests/test_alerts_e2e.py": 153, "tests/test_shards.py": 146, "tests/test_server.py": 102,
+    "tests/test_runtime_install.py": 101, "tests/test_integrity.py": 83,
+    "tests/test_server_auth.py": 83, "tests/test_prefect_server.py": 71,
+    "tests/test_query_pack.py": 69, "tests/test_warm.py": 63, "tests/test_build_e2e.py": 57,
+}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Files with more tests first, and the browser tests (those using pytest-playwright's
-    `page`) last. Its sync Playwright is session-scoped and keeps its asyncio loop marked as
-    running in the main thread until the session ends: every asyncio.run() after the first
-    browser test (the MCP client, anyio, fetches inside a running loop) would fail, and
-    Prefect's sync-or-async calls (Block.save) would hand back coroutines. Under
-    pytest-xdist (make test: --dist loadfile --no-loadscope-reorder) every worker collects
-    this order and files are handed out in it: the browser file is the last unit, and the
-    worker that runs it runs nothing after it. (xdist's own reorder, by test count, put
-    files of fewer tests after it; this is that reorder with the browser file kept last.)"""
+    """The slowest files first (SLOW_FILES, longest first), then files with more tests
+    first, and the browser tests (those using pytest-playwright's `page`) last. Its sync
+    Playwright is session-scoped and keeps its asyncio loop marked as running in the main
+    thread until the session ends: every asyncio.run() after the first browser test (the
+    MCP client, anyio, fetches inside a running loop) would fail, and Prefect's
+    sync-or-async calls (Block.save) would hand back coroutines. Under pytest-xdist (make
+    test: --dist loadfile --no-loadscope-reorder) every worker collects this order and
+    files are handed out in it: the browser file is the last unit, and the worker that
+    runs it runs nothing after it."""
     # pytest-playwright's `page` needs its `browser` (a test parametrized by "page" does not)
     browser = [item for item in items if "browser" in getattr(item, "fixturenames", ())]
     last = {id(item) for item in browser}
     rest = [item for item in items if id(item) not in last]
     per_file = Counter(item.nodeid.split("::")[0] for item in rest)
-    rest.sort(key=lambda item: -per_file[item.nodeid.split("::")[0]])  # stable: files stay whole
+
+    def order(item) -> tuple[float, int]:
+        file = item.nodeid.split("::")[0]
+        return -SLOW_FILES.get(file, 0), -per_file[file]
+    rest.sort(key=order)  # stable: files stay whole
     items[:] = rest + browser
