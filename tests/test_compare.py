@@ -104,3 +104,11 @@ def test_a_kind_written_once_for_both_things_goes_with_the_first_whole():
     # "differ from" writes each thing whole: no words of the second join the first
     assert compare.things("How do init containers differ from sidecar containers?") == (
         "init containers", "sidecar containers")
+    # ... and a shorter first thing is whole there, not given the second's last word
+    assert compare.things("How are containers different from virtual machines?") == (
+        "containers", "virtual machines")
+    assert compare.things("How does a newtype differ from a type alias?") == (
+        "newtype", "type alias")
+    # "vs" and "and" may write the kind once for both
+    assert compare.things("Static vs dynamic provisioning of volumes: how do they differ?") == (
+        "Static provisioning", "dynamic provisioning")

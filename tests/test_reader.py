@@ -247,6 +247,9 @@ def test_the_parts_of_a_difference_question_ask_what_each_thing_is():
         "What is a ReplicaSet?", "What is a ReplicationController?"]
     assert asks.parts("How is an emptyDir volume different from a hostPath volume?") == [
         "What is an emptyDir volume?", "What is a hostPath volume?"]
+    assert asks.parts("How is a const different from an immutable variable declared with "
+                      "let?") == ["What is a const?",
+                                  "What is an immutable variable declared with let?"]
     assert asks.parts("What's the difference between a statement and an expression in "
                       "Rust?") == ["What is a statement in Rust?", "What is an expression in Rust?"]
     # A difference with a second question after it is read by its clauses, not as a pair.

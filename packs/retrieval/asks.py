@@ -15,7 +15,7 @@ from packs import text as text_rules
 from packs.retrieval.segment import Unit
 
 __all__ = ["asking", "has", "how_to", "pair", "parts", "question_types", "what_happens", "what_is",
-           "with_kind"]
+           "shares_kind", "with_kind"]
 
 _HOW_DO = re.compile(r"^\s*how (do|can|should|would) (i|you|we)\b|\bhow to\b", re.I)
 _COMMAND = re.compile(r"\bwhat command\b|\bwhich command\b", re.I)
@@ -171,6 +171,16 @@ def pair(question: str) -> tuple[str, str] | None:
 
 
 _ARTICLES = frozenset(("a", "an", "the"))
+# "How is A different from B?", "How does A differ from B?": each thing written whole.
+_DIFFERENT_FROM = re.compile(r"\b(?:different|differs?)\s+from\b", re.I)
+
+
+def shares_kind(question: str) -> bool:
+    """Whether a pair question may write the things' kind once for both ("a liveness and a
+    readiness probe", "Static vs dynamic provisioning"): not one that asks how A differs
+    from B, where a shorter first thing is whole ("How are containers different from
+    virtual machines?" is not about "containers machines")."""
+    return _DIFFERENT_FROM.search(question) is None
 
 
 def with_kind(a: str, own: str, whole: bool = False) -> str:
@@ -206,7 +216,7 @@ def parts(question: str) -> list[str]:
     if paired:
         a, b = paired
         own = _CONTEXT.split(b, maxsplit=1)
-        a = with_kind(a, own[0])
+        a = with_kind(a, own[0]) if shares_kind(question) else a
         if len(own) > 1 and own[1].lower() not in a.lower():
             a = f"{a} {own[1]}"  # "a statement [in Rust] and an expression in Rust"
         found = [f"What is {a}?", f"What is {b}?"]  # each thing defined on its own

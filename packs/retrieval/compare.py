@@ -63,7 +63,8 @@ def things(question: str) -> tuple[str, str] | None:
     a, b = paired
     b = _CONTEXT.split(b, maxsplit=1)[0]
     # "A and B" may write B's kind once for both; "A differs from B", "A vs B" do not
-    a = asks.with_kind(a, b, whole=f" and {paired[1]}" in question)
+    if asks.shares_kind(question):
+        a = asks.with_kind(a, b, whole=f" and {paired[1]}" in question)
     a, b = (_ARTICLE.sub("", x.strip(" ,;:")) for x in (a, b))
     return (a, b) if a and b else None
 
