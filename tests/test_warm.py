@@ -153,3 +153,26 @@ def test_ctrl_c_stops_a_build_run_in_process_and_leaves_the_pack_buildable(
         again = _build(source, out, env)
     assert again.returncode == 0, again.stderr[-3000:]
     assert (out / "tea" / fmt.CURRENT_FILE).exists()
+
+
+def test_ctrl_c_that_surfaces_as_another_error_still_ends_the_build_as_interrupted() -> None:
+    """A Ctrl-C that lands while Prefect imports its task engine reaches the flow as a
+    RuntimeError (Python wraps errors raised in `__set_name__`); the build still ends as
+    interrupted (exit 130 in `kpack build`), and other errors pass as they are."""
+    from flows.cli.build import interrupts_stay_interrupts
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught, interrupts_stay_interrupts():
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)  # the interrupt lands here
+            except KeyboardInterrupt as exc:
+                raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
+        assert isinstance(caught.value.__cause__, RuntimeError)
+        with pytest.raises(RuntimeError, match="not an interrupt"), \
+                interrupts_stay_interrupts():
+            raise RuntimeError("not an interrupt")
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
+    finally:
+        signal.signal(signal.SIGINT, before)

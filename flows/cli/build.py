@@ -3,9 +3,12 @@ what the Claude extraction would cost instead. Exit codes: see packs/cli/common.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -99,6 +102,40 @@ def _interrupted() -> int:
     return EXIT_INTERRUPTED
 
 
+@contextlib.contextmanager
+def interrupts_stay_interrupts() -> Iterator[None]:
+    """Ctrl-C pressed during the block ends it as KeyboardInterrupt, even when the interrupt
+    surfaced as another error: Python 3.11 wraps an exception raised while a class is being
+    created (`__set_name__`) in a RuntimeError, Prefect imports its task engine when the
+    first task starts, and its flow engine then fails the run with that error (seen in a
+    full test run: Ctrl-C right after the flow began gave exit 1, "Error calling
+    __set_name__ on 'Field' instance 'logger' in 'BaseTaskRunEngine'", not 130). Only in
+    the main thread (where signal handlers live) and where SIGINT is not ignored."""
+    previous = signal.getsignal(signal.SIGINT)
+    if (threading.current_thread() is not threading.main_thread()
+            or previous in (signal.SIG_IGN, None)):
+        yield
+        return
+    pressed = threading.Event()
+
+    def on_sigint(signum, frame):
+        pressed.set()
+        if callable(previous):
+            previous(signum, frame)
+        else:  # SIG_DFL: Python's own reading of Ctrl-C
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    except Exception as exc:
+        if pressed.is_set():
+            raise KeyboardInterrupt from exc
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run_request(request: dict, inputs=None) -> int:
     """Run the build `request` (the options of a `kpack build` command line, as built in
     `build`) in this process and print its outcome; the exit code. `inputs` are the
@@ -114,14 +151,15 @@ def run_request(request: dict, inputs=None) -> int:
             request["source"], request["out"], request["work_dir"],
             embedding_model=request["embedding_model"], extractor=request["extractor"],
             allow_private_hosts=request["allow_private_hosts"], run_preflight=False)
-        summary = run_build(
-            request["source"], request["out"], work_dir=request["work_dir"],
-            embedding_model=request["embedding_model"], extractor=request["extractor"],
-            allow_private_hosts=request["allow_private_hosts"],
-            max_cost_usd=request["max_cost"], task_runner_setting=request["task_runner"],
-            force=request["force"], retry_failed=request["retry_failed"], inputs=inputs,
-            log=lambda line: typer.echo(line, err=True),
-        )
+        with interrupts_stay_interrupts():
+            summary = run_build(
+                request["source"], request["out"], work_dir=request["work_dir"],
+                embedding_model=request["embedding_model"], extractor=request["extractor"],
+                allow_private_hosts=request["allow_private_hosts"],
+                max_cost_usd=request["max_cost"], task_runner_setting=request["task_runner"],
+                force=request["force"], retry_failed=request["retry_failed"], inputs=inputs,
+                log=lambda line: typer.echo(line, err=True),
+            )
     except Exception as exc:  # the CLI edge: one clear line, KPACK_DEBUG re-raises
         try:
             _fail(exc)
