@@ -71,7 +71,7 @@ def pytest_collection_modifyitems(config, items):
     rest = [item for item in items if id(item) not in last]
     per_file = Counter(item.nodeid.split("::")[0] for item in rest)
 
-    def order(item) -> tuple[float, int]:
+    def order(item) -> tuple[int, int]:
         file = item.nodeid.split("::")[0]
         return -SLOW_FILES.get(file, 0), -per_file[file]
     rest.sort(key=order)  # stable: files stay whole

@@ -143,8 +143,8 @@ _AND_THE = re.compile(r",\s*and\s+(?=the\b)", re.I)
 _PAIR = re.compile(r"\b(?:difference|differences) between (.+?) and (.+?)\s*[?.!]*$|"
                    r"^(?:.*?\b)?(?:compare|comparing) (.+?) (?:and|with|to) (.+?)\s*[?.!]*$|"
                    r"^(.+?)\s+(?:vs\.?|versus)\s+([^:;,?]+?)\s*(?:[:;,].*)?[?.!]*$|"
-                   r"^(?:how|in what ways?)\s+(?:is|are|does|do)\s+(.+?)\s+"
-                   r"(?:different from|differ from)\s+([^,;]+?)\s*[?.!]*$", re.I)
+                   r"^(?:how|in what ways?)\s+(?:is|are|does|do)\s+(?P<from_a>.+?)\s+"
+                   r"(?:different from|differ from)\s+(?P<from_b>[^,;]+?)\s*[?.!]*$", re.I)
 # Where the second thing's own words end and the context the pair shares begins ("an
 # expression | in Rust", "OnFailure restart policies | for a Pod").
 _CONTEXT = re.compile(r"\s+(?=(?:in|for|of|on|at|inside|within|under)\s)", re.I)
@@ -171,16 +171,15 @@ def pair(question: str) -> tuple[str, str] | None:
 
 
 _ARTICLES = frozenset(("a", "an", "the"))
-# "How is A different from B?", "How does A differ from B?": each thing written whole.
-_DIFFERENT_FROM = re.compile(r"\b(?:different|differs?)\s+from\b", re.I)
 
 
 def shares_kind(question: str) -> bool:
     """Whether a pair question may write the things' kind once for both ("a liveness and a
-    readiness probe", "Static vs dynamic provisioning"): not one that asks how A differs
-    from B, where a shorter first thing is whole ("How are containers different from
-    virtual machines?" is not about "containers machines")."""
-    return _DIFFERENT_FROM.search(question) is None
+    readiness probe", "Static vs dynamic provisioning"): not one of _PAIR's "How is A
+    different from B?" form, where a shorter first thing is whole ("How are containers
+    different from virtual machines?" is not about "containers machines")."""
+    m = _PAIR.search(question)
+    return m is None or m["from_a"] is None
 
 
 def with_kind(a: str, own: str, whole: bool = False) -> str:

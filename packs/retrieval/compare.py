@@ -62,7 +62,8 @@ def things(question: str) -> tuple[str, str] | None:
         return None
     a, b = paired
     b = _CONTEXT.split(b, maxsplit=1)[0]
-    # "A and B" may write B's kind once for both; "A differs from B", "A vs B" do not
+    # "A and B" and "A vs B" may write B's kind once for both ("A and B": all of it),
+    # "How is A different from B?" does not (asks.shares_kind)
     if asks.shares_kind(question):
         a = asks.with_kind(a, b, whole=f" and {paired[1]}" in question)
     a, b = (_ARTICLE.sub("", x.strip(" ,;:")) for x in (a, b))
