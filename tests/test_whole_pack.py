@@ -396,6 +396,25 @@ def test_code_spans_the_graph_lacks_are_items_of_a_list_question():
     assert all(secs == [sec] for _, _, secs in found)
 
 
+def test_the_keys_a_code_block_sets_are_items_of_a_question_about_fields():
+    content = ("A claim asks for storage:\n\n```yaml\nkind: PersistentVolumeClaim\nspec:\n"
+               "  storageClassName: manual\n  accessModes:\n    - ReadWriteOnce\n```\n\n"
+               "And the runtime's file:\n\n```toml\nSystemdCgroup = true\n```\n\n"
+               "```rust\nlet total = 5;\ncount = count + 1;\n```\n\n"
+               "```json\n{\n  \"serving\": true\n}\n```\n")
+    sec = whole_pack_items.Sec("a", "s1", "u", "Volumes", "Volumes > Claims", content, 0,
+                               weight=1.0)
+    found = whole_pack_items.config_key_items({"s1": sec}, {"kind"}, ["field"], "field",
+                                              lambda w: 2.0)
+    # YAML, TOML and JSON keys; not what the graph names already (`kind`), not a statement
+    # of code ("count = count + 1;"), not a list item's value ("- ReadWriteOnce").
+    assert sorted(name for _, name, _ in found) == [
+        "SystemdCgroup", "accessModes", "serving", "spec", "storageClassName"]
+    a, b = whole_pack_items.key_line(sec, "storageClassName")
+    assert content[a:b] == "storageClassName: manual"
+    assert whole_pack_items.key_line(sec, "replicas") is None
+
+
 def test_an_across_question_is_itemised_by_its_subject_not_by_how_it_asks():
     q = "What changed in the tern command from release to release?"
     intro = whole_pack_items.Sec("r19", "s1", "u1", "Tern 1.19", "Tern 1.19 > Introduction",

@@ -69,6 +69,8 @@ from packs.retrieval.whole_pack_items import (
     Item,
     Sec,
     code_span_items,
+    config_key_items,
+    key_line,
     names_subject,
     page_items,
     quote_of,
@@ -180,6 +182,8 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
         if name.lower() in seen:
             continue
         sec, span = (secs[0], spans(secs[0])[0]) if etype == "heading" else quote_of(secs, name)
+        if span is None and etype == "code":  # a key ("capacity:"): its line, however short
+            sec, span = secs[0], key_line(secs[0], name)
         if span is None:
             continue
         seen.add(name.lower())
@@ -204,6 +208,10 @@ def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
         idf = extractive.idf_of(vocabulary())
         for score, name, secs in code_span_items(by_id, known, asked, head, idf):
             out.append((score, name, secs, "code", len({s.article_id for s in secs})))
+        if "setting" in wanted_types(question):  # fields, settings, keys: a manifest's keys
+            spanned = known | {x[1].lower() for x in out}
+            for score, name, secs in config_key_items(by_id, spanned, asked, head, idf):
+                out.append((score, name, secs, "code", len({s.article_id for s in secs})))
         shown = by_id
         if programs:
             shown = program_sections(pack, by_id, programs, OUTSIDE_WEIGHT)

@@ -293,6 +293,40 @@ def code_span_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
     return scored_names(at, asked, head, idf)
 
 
+# A key a configuration file in a code block sets: YAML ("storageClassName: manual",
+# "- capacity:"), JSON ('"serving": true') or TOML ("SystemdCgroup = true").
+_KEY_LINE = re.compile(r"""^\s*(?:-\s+)?(?:"([A-Za-z_][\w.-]{1,50})"\s*:|([A-Za-z_][\w./-]{1,50})"""
+                       r"""\s*:(?=\s|$)|([A-Za-z_][\w.-]{1,50})\s*=\s*[^\s=][^;]*$)""")
+
+
+def config_key_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
+                     head: str | None, idf: Callable[[str], float]
+                     ) -> list[tuple[float, str, list[Sec]]]:
+    """(score, name, its sections best first) of the keys the region's code blocks set
+    (`_KEY_LINE`: a manifest's `capacity`, a config.toml's `SystemdCgroup`) that no item
+    of the graph or code span names (`known`, lower-cased), scored as code spans are
+    (`scored_names`): a question about fields or settings asks for them, and a manifest
+    writes a field once, as a key, not in prose."""
+    at: dict[str, list[Sec]] = defaultdict(list)
+    for sec in by_id.values():
+        for start, end in code_lines(sec.content):
+            m = _KEY_LINE.match(sec.content[start:end])
+            key = m and next(g for g in m.groups() if g)
+            if key and key.lower() not in known and sec not in at[key]:
+                at[key].append(sec)
+    return scored_names(at, asked, head, idf)
+
+
+def key_line(sec: Sec, key: str) -> tuple[int, int] | None:
+    """The span of the first code line of `sec` that sets `key` (`config_key_items`): a
+    key's quote when no passage of 3 words or more names it (`quote_span`)."""
+    for start, end in code_lines(sec.content):
+        m = _KEY_LINE.match(sec.content[start:end])
+        if m and next(g for g in m.groups() if g) == key:
+            return start, end
+    return None
+
+
 # "Which tools besides plain kubectl commands ...": what the question sets aside.
 ASIDE_WORDS = r"besides|other than|apart from|aside from|except(?: for)?"
 EXCEPT = re.compile(rf"\b(?:{ASIDE_WORDS}|beyond)"
