@@ -48,6 +48,13 @@ def test_a_unit_says_what_a_thing_is_when_the_thing_is_its_subject():
     assert says(node, lb, _unit("- [`NodePort`](#type-nodeport) : Exposes the Service on each "
                                 "Node's IP at a static port.", "item"))
     assert not says(node, lb, _unit("The default for `--nodeport-addresses` is an empty list."))
+    # ... or a dash between them, in a list of terms ("`Metadata` - log request metadata").
+    level = _unit("- `Metadata` - log request metadata (requesting user, timestamp, resource, "
+                  "verb, etc.) but not request or response body.", "item")
+    assert says("Metadata", "RequestResponse", level)
+    assert not says("RequestResponse", "Metadata", level)
+    assert not says("Metadata", "RequestResponse", _unit(
+        "Audit events carry the request's metadata - who asked, when - at every level."))
     assert not says("macro", "function", _unit("macro_rules! vec {\n    () => {};\n}", "code"))
 
 

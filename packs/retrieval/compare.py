@@ -40,7 +40,9 @@ _ASIDE = re.compile(r"\s*\([^()]{1,40}\)")  # "(PV)", "(also called ...)"
 # storage", "are the secondary containers"), not a passive ("is used to mount").
 _COPULA = re.compile(r"^(?:is|are|means|represents|refers to)\s+(?:a|an|the|one|another)\b",
                      re.I)
-_LABEL = re.compile(r"^([^:;.]{1,60}?)\s?:\s+[A-Z]")  # "NodePort: Exposes the Service ..."
+# "NodePort: Exposes the Service ...", "`Metadata` - log request metadata ..." (a dash
+# sets a label off from its description in a list of terms: any letter may follow it).
+_LABEL = re.compile(r"^([^:;.]{1,60}?)(?:\s?:\s+[A-Z]|\s+[-–—]\s+[A-Za-z])")
 SUBJECT_WORDS = 5  # the most words a subject may have before what it is
 DOES_DEPTH = 3  # how far down a thing's ranking a unit that says what it does may lead
 # Words after a subject that start no statement of what it does: auxiliaries, negations,
