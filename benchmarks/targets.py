@@ -100,7 +100,8 @@ TARGETS: tuple[Target, ...] = (
         "--out benchmarks/results/answers-xquad.md",
         blind=("answers-xquad",),
         blind_command="python benchmarks/xquad_answers.py --questions "
-                      "benchmarks/data/xquad_fresh.jsonl --split test"),
+                      "benchmarks/data/xquad_fresh.jsonl --split test "
+                      "--out benchmarks/results/xquad_answers.md"),
     Target(
         "whole-pack", "Whole-pack questions (item recall of the offline answer)",
         "item recall >= 0.70 and >= +0.20 over the best non-graph baseline (the top-k "

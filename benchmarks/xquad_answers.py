@@ -15,8 +15,10 @@ with the plain rule "best similarity >= the model's base threshold" (0.42), whic
 this benchmark's `gate on` measured before 2026-11-27. 95% bootstrap intervals in
 brackets. Also printed: the mean words per answer and how often the gold paragraph was
 among the first 5 cited sections (a reference: the answer also reads cited sections 6-7
-and the other paragraphs of the first 3 articles). Writes the output
-to benchmarks/results/xquad_answers.md. Tune on dev, report test.
+and the other paragraphs of the first 3 articles). Writes the output to --out when given
+(the standing dev table is benchmarks/results/answers-xquad.md: `make bench`); without it,
+it only prints, so a look at a split never writes over a recorded test figure. Tune on
+dev, report test.
 
 `--questions FILE`: the questions of a separate file instead of the articles' own (a fresh
 split written on the same pack), one JSON row each: {"id", "article" (its index in
@@ -37,7 +39,6 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import answer_eval, common, xquad  # noqa: E402
 
 COLS = ("gate on", "gate off", "old rule", "words")
-RESULTS = ROOT / "benchmarks" / "results" / "xquad_answers.md"
 
 
 def items(articles: list[dict], base_url: str, dev_articles: int):
@@ -110,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=("dev", "test", "both"), default="both")
     ap.add_argument("--questions", type=Path, default=None,
                     help="a question file to use instead of the articles' own questions")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="Markdown file for the output")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="Markdown file for the output (none: printed only)")
     args = ap.parse_args(argv)
     data = args.data / "qa" / "xquad"
     if not (data / "xquad.en.json").is_file():
@@ -139,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                 "text is in the answer:")
             rows = run(pack, split[name], log)
             log(answer_eval.table(rows, COLS))
+    if args.out is None:
+        return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         "# XQuAD (English): gold answer text in the offline answer\n\n"
