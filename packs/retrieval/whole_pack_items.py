@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from packs import text as text_rules
@@ -309,10 +309,8 @@ def config_key_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
     writes a field once, as a key, not in prose."""
     at: dict[str, list[Sec]] = defaultdict(list)
     for sec in by_id.values():
-        for start, end in code_lines(sec.content):
-            m = _KEY_LINE.match(sec.content[start:end])
-            key = m and next(g for g in m.groups() if g)
-            if key and key.lower() not in known and sec not in at[key]:
+        for key, _ in _set_keys(sec.content):
+            if key.lower() not in known and sec not in at[key]:
                 at[key].append(sec)
     return scored_names(at, asked, head, idf)
 
@@ -320,11 +318,16 @@ def config_key_items(by_id: dict[str, Sec], known: set[str], asked: list[str],
 def key_line(sec: Sec, key: str) -> tuple[int, int] | None:
     """The span of the first code line of `sec` that sets `key` (`config_key_items`): a
     key's quote when no passage of 3 words or more names it (`quote_span`)."""
-    for start, end in code_lines(sec.content):
-        m = _KEY_LINE.match(sec.content[start:end])
-        if m and next(g for g in m.groups() if g) == key:
-            return start, end
-    return None
+    return next((span for found, span in _set_keys(sec.content) if found == key), None)
+
+
+def _set_keys(content: str) -> Iterator[tuple[str, tuple[int, int]]]:
+    """(key, the span of its line) of each code line of `content` that sets a key
+    (`_KEY_LINE`), in order."""
+    for start, end in code_lines(content):
+        m = _KEY_LINE.match(content[start:end])
+        if m:
+            yield next(g for g in m.groups() if g), (start, end)
 
 
 # "Which tools besides plain kubectl commands ...": what the question sets aside.
