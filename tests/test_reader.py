@@ -387,3 +387,30 @@ def test_a_block_of_configuration_or_output_is_not_the_field_or_version_asked():
 ])
 def test_a_default_is_asked_for_not_only_named(question, asked):
     assert ("default" in asks.question_types(question)) is asked
+
+
+@pytest.mark.parametrize("question, asked", [
+    ("Why is the port 7878?", True),
+    ("After I turned on auditing, the server used more RAM. Why does that happen?", True),
+    ("In the storage example, why would an admin set a minimum?", True),
+    ("Which hashing function does HashMap use, and why?", True),
+    ("What is the main reason to introduce a type synonym?", True),
+    ("Which variable gives diagnostics about why Cargo is rebuilding?", False),
+])
+def test_why_is_asked_wherever_a_clause_opens_with_it(question, asked):
+    assert ("why" in asks.question_types(question)) is asked
+
+
+def test_a_reason_and_a_unit_that_asks_are_features_of_a_why_question():
+    passages = [rf.Passage("Audit logging uses more memory, as context is stored per request. "
+                           "Removing finalizers by hand can lead to issues. "
+                           "What happened? The server logs the stages.",
+                           similarity=0.5, rank=0)]
+    q = "Auditing is on and the server takes more RAM. Why does that happen?"
+    units = extractive.units_of(q, passages)
+    x = rf.features(rf.analyse(q), passages, units)
+    col = {f: rf.FEATURES.index(f) for f in ("type_why", "asks")}
+    got = {u.display.split()[0]: (x[k][col["type_why"]], x[k][col["asks"]])
+           for k, (_, u) in enumerate(units)}
+    assert got == {"Audit": (1.0, 0.0), "Removing": (1.0, 0.0), "What": (0.0, 1.0),
+                   "The": (0.0, 0.0)}

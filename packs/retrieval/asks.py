@@ -71,7 +71,10 @@ _TYPES: dict[str, re.Pattern[str]] = {
         r"when nothing)", re.I),
     "term": re.compile(r"\b(called|what do (we|you|they|people) call|known as|(term|word) for)\b",
                        re.I),
-    "why": re.compile(r"^\s*why\b|\b(what is the (reason|purpose)|for what purpose)\b", re.I),
+    # "why" opening the question or one of its clauses ("After I turned auditing on, the
+    # server used more RAM. Why does that happen?", "..., and why?"), not "about why X".
+    "why": re.compile(r"(?:^|[.?!;:,(]\s*|\b(?:and|but|or|explain)\s+)why\b|\bfor what "
+                      r"purpose\b|\bwhat(?:'s| is| are) the (?:\w+ )?(?:reasons?|purpose)\b", re.I),
     "list": re.compile(
         r"\b(what|which) are (the|some)\b|^\s*list\b|\blist (of|all|the|every)\b|"
         r"\b(what|which) (\w+ ){0,2}"
@@ -80,7 +83,9 @@ _TYPES: dict[str, re.Pattern[str]] = {
 }
 _DEFAULT = re.compile(r"\bdefault", re.I)
 _REASON = re.compile(r"\b(because|so that|since|in order to|to avoid|to prevent|otherwise|"
-                     r"this means|that way|the reason|due to|so it|so the)\b", re.I)
+                     r"this means|that way|reasons?|due to|so it|so the|leads? to|lead to|"
+                     r"can cause|causes?|to ensure|ensures?|to enable|prevents?|preventing)\b|"
+                     r",\s+(?:as|so)\s", re.I)
 
 
 # "Which effects can a taint have?": several things of one kind, asked by a plural noun.

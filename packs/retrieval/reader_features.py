@@ -1,8 +1,7 @@
 """What the learned reader (packs/retrieval/reader.py) knows of a question and of each
 answer unit: one row of numbers per unit, named by FEATURES (and SIM_FEATURES once the
-best units are embedded). The same code computes them for training
-(benchmarks/train_reader.py) and at query time, so a weight always meets the number it was
-fitted on; READER_FEATURES_VERSION names them.
+best units are embedded), the same code for training (benchmarks/train_reader.py) and at
+query time, so a weight meets the number it was fitted on; READER_FEATURES_VERSION names them.
 
 A question (`Question`, read by packs/retrieval/reader_question.py) is read for its content
 terms (packs/text.py stems, stop words out), its identifiers and code spans with their
@@ -14,8 +13,7 @@ whether it asks how to do something. A unit's features:
                        IDF in the pack times its IDF among the candidates, over the total
                        weight (a lead-in scores at least as its best part; `parts`: how
                        many more of its parts match)
-    coverage, weighted_coverage   share of the question's terms the unit has (plain, and
-                       by weight)
+    coverage, weighted_coverage   share of the question's terms the unit has (plain; weighted)
     ident, ident_part  share of the question's identifiers the unit writes as asked, or only
                        in a split form; each weighted by its rarity among the candidates
     heading, title, heading_ident   the same BM25 share for the section's heading path and
@@ -44,7 +42,8 @@ whether it asks how to do something. A unit's features:
                        in a row
     rare_first         the question's rarest term among the unit's first words (what the
                        unit is about)
-    fragment, caption  no closing punctuation (a title-like line); "Listing 8-6: ..."
+    fragment, caption, asks   no closing punctuation (a title-like line); "Listing 8-6:
+                       ..."; a unit that is itself a question ("what happened?")
     dangling           a sentence that ends with ":" but introduces nothing the section
                        holds (a listing the page included from a file)
     output             code that a program printed ("The output is similar to this:"
@@ -86,7 +85,7 @@ from packs.retrieval.reader_question import forms as forms  # read the question 
 from packs.retrieval.reader_question import pairs, singular
 from packs.retrieval.units import LONG_WORDS, Unit, unemphasised
 
-READER_FEATURES_VERSION = "reader-features-v9"
+READER_FEATURES_VERSION = "reader-features-v10"
 K1, B, SHORT_WORDS = 1.2, 0.75, 4  # BM25's constants; a unit of 4 words or fewer is short
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
 KINDS = ("sentence", "item", "paragraph", "leadin", "code", "row")
@@ -97,7 +96,7 @@ FEATURES = (
     *(f"type_{t}" for t in TYPES), "howto_code", "defines", "defines_asked", "meta",
     "links", "novelty", "number", "code", "bigrams", "rare_first", "fragment", "caption",
     "dangling", "output", "elsewhere", "howto_command", "condition", "condition_asked",
-    "howto_output", "noun_code", "noun_shape")
+    "howto_output", "noun_code", "noun_shape", "asks")
 SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
 SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
@@ -309,6 +308,7 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
             "fragment": float(u.kind in ("sentence", "item", "paragraph")
                               and _CLOSED.search(u.display) is None),
             "caption": float(_CAPTION.search(u.display) is not None),
+            "asks": float(u.kind != "code" and u.display.rstrip("*_ ").endswith("?")),
             "dangling": float(u.kind != "leadin" and _DANGLING.search(u.display) is not None),
             "output": float(output := code_units.is_output(passages[i].content, u)),
             "howto_output": float(q.howto and output),
