@@ -99,3 +99,28 @@ def test_a_list_of_documents_is_an_overview_of_the_part_named(tmp_path):
     # sections and topics as often name things: the list stands
     assert listing.kind("Which Cargo.toml sections appear in the book's examples?") == "list"
     assert listing.kind("Which flags does kubectl drain take?") == "list"
+
+
+@pytest.mark.parametrize("question", [
+    "Compare static dispatch and dynamic dispatch.",
+    "Compare the Guaranteed and BestEffort QoS classes for Pods.",
+    "internalTrafficPolicy: Local vs Cluster on a Service: which endpoints does kube-proxy "
+    "route to in each case?",
+    "In an HPA Object metric, the target can be of type Value or AverageValue. How is the "
+    "metric checked against the target in each case?",
+    "The example is built with trait objects and then with types. How do the two versions "
+    "differ in what outside code knows?",
+])
+def test_how_two_things_differ_is_one_answer_not_a_whole_pack_list(question):
+    assert qk.two_things(question)
+    assert qk.question_kind(question) is None
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("Several pages show a way to force an operation. What are these forced operations "
+     "across the docs, and what does forcing do in each case?", "across"),
+    ("Which C or C++ tools does the book compare Rust with along the way?", "list"),
+    ("Compare what the docs say about liveness probes from page to page.", "across"),
+])
+def test_comparing_across_the_pages_stays_a_whole_pack_question(question, kind):
+    assert qk.question_kind(question) == kind

@@ -39,6 +39,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from packs.retrieval import compare
 from packs.retrieval.asks import asking
 from packs.retrieval.reader import read_weights
 from packs.retrieval.whole_pack_overview import about_itself
@@ -130,17 +131,47 @@ class KindModel:
     def kind(self, question: str) -> str:
         """Its class: the most probable, but the hand rules' whole-pack reading unless "none"
         is at least RULE_TRUST probable, "overview" for a question about the pack itself (the
-        module docstring) and for a list of DOCUMENTS."""
+        module docstring) and for a list of DOCUMENTS, "none" for how two things differ
+        (`two_things`) read as across the pack (or a list, asked "Compare A and B")."""
         rule = rule_kind(question)
         if rule == "overview" and about_itself(question):
             return "overview"
         probs = self.probabilities(question, rule)
         best = max(probs, key=probs.__getitem__)
-        if best == NONE and rule is not None and probs[NONE] < RULE_TRUST:
+        if (best == NONE and rule is not None and probs[NONE] < RULE_TRUST
+                and not _differs(rule, question)):
             return rule
         if best == "list" and (head_phrase(question) or [""])[-1].lower() in DOCUMENTS:
             return "overview"
-        return best
+        return NONE if _differs(best, question) else best
+
+
+# How two things differ, asked "in each case" or "compare A and B": the hand rules read
+# "compare" and "in each case" as across the pack's pages, but two named things are one
+# answer's two parts (packs/retrieval/compare.py), not a whole-pack list.
+_COMPARE = re.compile(r"^\s*compare\b", re.I)
+_TWO = re.compile(r"\bthe two (?:[\w-]+ ){0,3}?(?:differ|compare)|"
+                  r"\b(?:vs\.?|versus|compared (?:with|to))\s[^?]*\bin each case\b|"
+                  r"\b(?:or|and)\s+`?[\w.-]+`?\.\s+(?:how|what|which)\b[^?]*\bin each case\b", re.I)
+
+
+def _differs(kind: str, question: str) -> bool:
+    """Whether `kind`, read for `question`, is how two things differ read as across the
+    pack (or as a list, asked "Compare A and B")."""
+    return (kind == "across" or (kind == "list" and _COMPARE.match(question) is not None)
+            ) and two_things(question)
+
+
+def two_things(question: str) -> bool:
+    """Whether `question` asks about two named things ("Compare static dispatch and
+    dynamic dispatch.", "Local vs Cluster: ... in each case?", "How do the two versions
+    differ ...?"), not about the pack's pages ("across the docs")."""
+    if re.search(r"\bacross\b", question, re.I):
+        return False
+    pair = compare.things(question)
+    if pair and all(len(x.split()) <= 4 and "," not in x for x in pair):
+        return True
+    return _TWO.search(question) is not None
 
 
 def parse(raw: bytes) -> KindModel:
