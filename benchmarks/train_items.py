@@ -54,10 +54,10 @@ CORPORA = ("kubernetes", "rust-book", "cargo-book")
 WHOLE = {"kubernetes": "k8s_whole_pack.jsonl", "rust-book": "rust_whole_pack.jsonl",
          "cargo-book": "cargo_whole_pack.jsonl"}
 # Whole-pack test rounds of a corpus, beside WHOLE's own test split: spent once the ledger
-# records their run (`spent_rows`).
-ROUNDS = {"kubernetes": ("k8s_whole_pack_r2.jsonl", "k8s_whole_pack_r3.jsonl",
-                         "k8s_whole_pack_r4.jsonl"),
-          "rust-book": ("rust_whole_pack_r3.jsonl", "rust_whole_pack_r4.jsonl")}
+# records their run (`spent_rows`); a round frozen but not yet run is read by nothing here.
+ROUNDS = {c: tuple(sorted((p.name for p in corpora.DATA_DIR.glob(f"{prefix}_whole_pack_r*.jsonl")),
+                          key=lambda n: int(n.rsplit("_r", 1)[1].split(".")[0])))
+          for c, prefix in (("kubernetes", "k8s"), ("rust-book", "rust"))}
 # The second and third whole-pack dev sets, written later (--more-dev fits on them too).
 MORE_DEV = {"kubernetes": ("k8s_whole_pack_dev2.jsonl", "k8s_whole_pack_dev3.jsonl"),
             "rust-book": ("rust_whole_pack_dev2.jsonl", "rust_whole_pack_dev3.jsonl")}
@@ -197,18 +197,23 @@ def cross_validate(rows: list[Row], folds: int) -> dict[float, dict[str, tuple]]
     return out
 
 
-def table(rows: list[Row], cv: dict[float, dict[str, tuple]]) -> tuple[list[str], float]:
-    lines = ["| questions | corpus | n | hand order | " +
-             " | ".join(f"alpha {a}" for a in ALPHAS) + " |",
-             "|---|---|---|---|" + "---|" * len(ALPHAS)]
+def table(rows: list[Row], cv: dict[float, dict[str, tuple]],
+          shipped: rank.ItemModel | None = None) -> tuple[list[str], float]:
+    """The report's table (`shipped`: the model shipped before, its own alpha, a column
+    beside the hand order) and the chosen alpha."""
+    lines = ["| questions | corpus | n | hand order | " + ("shipped before | " if shipped else "")
+             + " | ".join(f"alpha {a}" for a in ALPHAS) + " |",
+             "|---|---|---|---|" + "---|" * (len(ALPHAS) + bool(shipped))]
     for source in ("whole", "spent", "answer"):
         for c in CORPORA:
             group = [r for r in rows if r.corpus == c and r.source == source]
             if not group:
                 continue
-            base = [outcome(r, hand(r)) for r in group]
+            bases = [[outcome(r, hand(r)) for r in group]]
+            if shipped:
+                bases.append([outcome(r, *picked(shipped, r)) for r in group])
             cells = [f"{statistics.fmean(s for s, _ in base):.3f} @ "
-                     f"{statistics.fmean(w for _, w in base):.0f} w"]
+                     f"{statistics.fmean(w for _, w in base):.0f} w" for base in bases]
             for a in ALPHAS:
                 got = [cv[a][r.id] for r in group]
                 cells.append(f"{statistics.fmean(s for s, _ in got):.3f} @ "
@@ -268,7 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{len(rows)} list or across questions, {sum(len(r.y) for r in rows)} candidates, "
         f"{n_pos} with a new gold item; cross-validating ({args.folds} folds)")
     cv = cross_validate(rows, args.folds)
-    lines, alpha = table(rows, cv)
+    try:  # the weights shipped before, beside the new ones (a file for other features: none)
+        shipped = rank.load()
+    except rank.ItemWeightsError as exc:
+        shipped = None
+        log(f"the item model shipped before is not compared: {exc}")
+    lines, alpha = table(rows, cv, shipped)
     params = fit(np.vstack([r.x for r in rows if len(r.y)]),
                  np.concatenate([r.y for r in rows if len(r.y)]))
     model = model_of(params, alpha)
@@ -282,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{trained['candidates']}, of which {n_pos} name a gold item the passages do not.",
         "Each figure: the mean over the questions, the passages above plus the listed items "
         f"(words: both). Model columns by {args.folds}-fold cross-validation by question; "
-        "the hand order is the rule it replaces, on the same candidates.",
+        "the hand order is the rule it replaces, on the same candidates; `shipped before`: "
+        "the weights packs/retrieval/item_weights.json held when this ran (in-sample on the "
+        "rows it was fitted on: see its `trained`).",
         "",
         *lines,
         "",
