@@ -82,10 +82,9 @@ _TYPES: dict[str, re.Pattern[str]] = {
         r"components|categories|levels|classes)\b", re.I),
 }
 _DEFAULT = re.compile(r"\bdefault", re.I)
-_REASON = re.compile(r"\b(because|so that|since|in order to|to avoid|to prevent|otherwise|"
-                     r"this means|that way|reasons?|due to|so it|so the|leads? to|lead to|"
-                     r"can cause|causes?|to ensure|ensures?|to enable|prevents?|preventing)\b|"
-                     r",\s+(?:as|so)\s", re.I)
+_REASON = re.compile(r"\b(because|so that|since|in order to|to avoid|otherwise|this means|"
+                     r"that way|reasons?|due to|so it|so the|leads? to|causes?|ensures?|"
+                     r"to enable|prevents?|preventing)\b|,\s+(?:as|so)\s", re.I)
 
 
 # "Which effects can a taint have?": several things of one kind, asked by a plural noun.
