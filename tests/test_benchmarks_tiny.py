@@ -139,7 +139,8 @@ FACT_DISJOINT_ROUNDS = {("rust_answers", 7), ("k8s_answers", 11), ("k8s_answers"
                         ("rust_answers", 13), ("k8s_answers", 17), ("rust_answers", 14),
                         ("k8s_answers", 18), ("rust_answers", 15), ("k8s_answers", 19),
                         ("rust_answers", 16), ("k8s_answers", 20), ("rust_answers", 17),
-                        ("k8s_answers", 21), ("rust_answers", 18)}
+                        ("k8s_answers", 21), ("rust_answers", 18), ("k8s_answers", 22),
+                        ("rust_answers", 19)}
 
 
 def test_the_answer_sets_are_well_formed():
@@ -183,10 +184,12 @@ def test_the_answer_sets_are_well_formed():
         # question moves tuning by less; each later pass retired the test split it reported
         # and had a fresh one written: into dev where its pages stay apart from the fresh
         # split's, else `spent`, used by nothing); test keeps 35 questions at least.
-        dev = sum(r["split"] == "dev" for r in qs)
-        test = sum(r["split"] == "test" for r in qs)
         # (at most 85%: issue 47 retired the fifth Kubernetes split into dev and added 45
-        # dev questions per corpus to train the reader on; test keeps 50 at least)
+        # dev questions per corpus to train the reader on; test keeps 50 at least). Since
+        # the reader is fitted on the spent rows too (train_reader.py --with-spent), the
+        # share counts what can be tuned on: dev and spent.
+        dev = sum(r["split"] in ("dev", "spent") for r in qs)
+        test = sum(r["split"] == "test" for r in qs)
         assert 0.4 <= dev / (dev + test) <= 0.85 and test >= 50, name
         # Classes (issue 47): the questions that carry one are identifier, paraphrase,
         # two-page or two-part (two things asked, one gold page), or compare (how two
