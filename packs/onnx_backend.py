@@ -176,6 +176,10 @@ class OnnxEncoder:
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=max_len)
+        # A tokenizer.json may pad every text to a fixed length (all-MiniLM-L6-v2's pads
+        # to 128 tokens, so a 15-token question cost 128 tokens of the model's time):
+        # `_run` pads each batch to its longest text instead.
+        self.tokenizer.no_padding()
         self.pooling = pooling
         self.max_seq_length = max_len
         self.dim = int(self.session.get_outputs()[0].shape[-1])

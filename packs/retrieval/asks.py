@@ -10,6 +10,8 @@ not write itself. packs/retrieval/extractive.py gives a unit TYPE_BONUS for each
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from functools import lru_cache
 
 from packs import text as text_rules
 from packs.retrieval.segment import Unit
@@ -101,30 +103,48 @@ def question_types(question: str) -> set[str]:
     return kinds
 
 
-def _novel(found: list[str], asked: set[str]) -> bool:
-    """Whether `found` (names, numbers, identifiers of a unit) has one the question does
-    not write itself: the answer to "who ..." is a name the question lacks."""
-    return any(w not in asked and w not in text_rules.STOP_WORDS
-               for w in (f.lower().strip(".,") for f in found))
+def _novel(found: Iterable[str], asked: set[str]) -> bool:
+    """Whether `found` (names, numbers, identifiers of a unit, as `_found` gives them) has
+    one the question does not write itself: the answer to "who ..." is a name the question
+    lacks."""
+    return any(w not in asked for w in found)
+
+
+@lru_cache(maxsize=65536)  # the same units recur for each part of a question, and across
+def _found(kind: str, display: str, raw: str) -> tuple[str, ...]:
+    """The numbers, identifiers, capitalised names or emphasised terms (by `kind`) that a
+    unit writes (`display`; `raw`: its Markdown), lower-cased, stop words out."""
+    if kind == "number":
+        found = text_rules.NUMBER.findall(display) + text_rules.NUMBER_WORD.findall(display)
+    elif kind == "name":
+        found = text_rules.identifiers(raw)
+    elif kind == "term":
+        found = text_rules.EMPHASIS.findall(raw)
+    else:  # person, place
+        found = text_rules.CAPITALISED.findall(" " + display)
+    return tuple(w for w in (f.lower().strip(".,") for f in found)
+                 if w not in text_rules.STOP_WORDS)
+
+
+@lru_cache(maxsize=65536)
+def _says(pattern: re.Pattern[str], display: str) -> bool:
+    return pattern.search(display) is not None
 
 
 def has(kind: str, u: Unit, raw: str, asked: set[str], term_bonus: bool = True) -> bool:
     """Whether unit `u` (`raw`: its Markdown) has what a question of `kind` asks for;
     `asked`: the question's words as written, lower-cased; `term_bonus`: whether a term
     the unit introduces in italics or bold answers "what is X called"."""
-    if kind == "number":
-        return _novel(text_rules.NUMBER.findall(u.display)
-                      + text_rules.NUMBER_WORD.findall(u.display), asked)
+    if kind in ("number", "person", "place"):
+        return _novel(_found(kind, u.display, raw), asked)
     if kind == "name":
-        return u.kind == "code" or _novel(text_rules.identifiers(raw), asked)
-    if kind in ("person", "place"):
-        return _novel(text_rules.CAPITALISED.findall(" " + u.display), asked)
+        return u.kind == "code" or _novel(_found(kind, u.display, raw), asked)
     if kind == "term":
-        return term_bonus and _novel(text_rules.EMPHASIS.findall(raw), asked)
+        return term_bonus and _novel(_found(kind, u.display, raw), asked)
     if kind == "why":
-        return _REASON.search(u.display) is not None
+        return _says(_REASON, u.display)
     if kind == "default":
-        return _DEFAULT.search(u.display) is not None
+        return _says(_DEFAULT, u.display)
     return u.kind == "leadin" and "\n- " in u.display
 
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from packs import text as text_rules
 from packs.retrieval import asks
-from packs.retrieval.reader_features import plain
+from packs.retrieval.unit_facts import plain
 from packs.retrieval.units import Unit
 
 __all__ = ["leader", "says_what", "says_what_it_does", "things"]

@@ -82,13 +82,14 @@ from packs.retrieval import asks, code_units
 from packs.retrieval.reader_question import Question as Question  # re-exported, as are
 from packs.retrieval.reader_question import analyse as analyse  # analyse and forms: callers
 from packs.retrieval.reader_question import forms as forms  # read the question through here
-from packs.retrieval.reader_question import pairs, singular
-from packs.retrieval.units import LONG_WORDS, Unit, unemphasised
+from packs.retrieval.reader_question import singular
+from packs.retrieval.unit_facts import KINDS, SHAPE, facts, opening, terms_of
+from packs.retrieval.unit_facts import plain as plain  # re-exported: callers read it here
+from packs.retrieval.units import Unit
 
 READER_FEATURES_VERSION = "reader-features-v10"
-K1, B, SHORT_WORDS = 1.2, 0.75, 4  # BM25's constants; a unit of 4 words or fewer is short
+K1, B = 1.2, 0.75  # BM25's constants
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
-KINDS = ("sentence", "item", "paragraph", "leadin", "code", "row")
 FEATURES = (
     "bm25", "parts", "coverage", "weighted_coverage", "ident", "ident_part", "heading",
     "title", "heading_ident", "sec_sim", "sec_sim_rel", "sec_rank", "extra", "prior",
@@ -101,23 +102,6 @@ SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
 SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
 
-_META = re.compile(
-    r"^\W*(this (page|task|document|tutorial|guide|section|chapter|example|exercise)|in this "
-    r"(page|task|document|tutorial|guide|section|chapter|exercise)|see\b|for (more|further) "
-    r"(information|details)|learn (how|about)|understand\b|before you begin|what's next|"
-    r"you need to have|read (about|more)|refer to|the following (sections?|pages?)|"
-    r"next,|now that)", re.I)
-_LINK = re.compile(r"\[[^\]]*\]\([^)]*\)")
-_DEFINES = re.compile(r"\b(is|are|means|refers to|describes|represents|lets you|allows|"
-                      r"determines?|indicates?|decides?|controls?)\b")
-_NUMBER = re.compile(r"(?<![\w.])\d")
-# A unit's condition: from "if", "when" ... to the comma or "then" that ends it.
-_CONDITION = re.compile(r"(?i)\b(if|when|whenever|once|unless|after)\b([^,;:.]*?)(,|\bthen\b|$)")
-_CAPTION = re.compile(r"^\W*(listing|figure|table|example)\s+[\d-]+[a-z]?\b", re.I)
-_CLOSED = re.compile(r"[.!?:;)\]\"'”’*_`]\s*$")
-_URL = re.compile(r"\]\([^)\s]*\)|\bhttps?://\S+")
-_DANGLING = re.compile(r":[*_`\"')\]]*$")
-RARE_WORDS = 5  # the first words of a unit that say what it is about
 # The form of the name a question's noun asks for, matched against one token of code at a
 # time (anchored: a classifier of a token, not a search of running text).
 _SHAPES = {
@@ -157,16 +141,8 @@ class Passage:
 
 
 def unit_terms_of(u: Unit) -> list[str]:
-    """The terms of a unit as the reader counts them (`plain`)."""
-    return text_rules.terms(plain(u.display))
-
-
-@lru_cache(maxsize=32768)  # the same units recur from question to question
-def plain(display: str) -> str:
-    """A unit's text as its words are counted: emphasis markers and link targets out
-    (`kubectl apply -f https://k8s.io/.../memory-request-limit.yaml` is no sentence about
-    memory limits; "A _PersistentVolume_ is ..." defines a PersistentVolume)."""
-    return _URL.sub(" ", unemphasised(display))
+    """The terms of a unit as the reader counts them (unit_facts.py `plain`)."""
+    return list(terms_of(u.display))
 
 
 def term_weights(question: str, units: list[list[str]],
@@ -239,21 +215,7 @@ def _ident_shares(q: Question, lows: list[str]) -> tuple[list[float], list[float
 
 
 def _defines(q: Question, display: str) -> bool:
-    head = display.split()[:12]
-    if len(head) < 3:
-        return False
-    opening = " ".join(head[:6])
-    return (bool(q.terms & set(text_rules.terms(opening)))
-            and _DEFINES.search(" ".join(head).lower()) is not None)
-
-
-def _condition(display: str, weights: dict[str, float], total: float) -> float:
-    """The weight share of the question's terms in the conditions ("If the container tries
-    to allocate more memory than this limit, ...") of a unit's first sentence or line."""
-    first = ((text_rules.sentences(display.split("\n", 1)[0]) or [""])[0]
-             if _CONDITION.search(display) else "")  # no condition anywhere: none to split
-    terms = {t for m in _CONDITION.finditer(first) for t in text_rules.terms(m.group(2))}
-    return sum(w for t, w in weights.items() if t in terms) / total
+    return bool(q.terms & opening(display))
 
 
 def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int, Unit]],
@@ -261,24 +223,25 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
     """One row of FEATURES per unit of `units` ((passage index, unit), in passage order)."""
     if not units:
         return np.zeros((0, len(FEATURES)), dtype=np.float32)
-    unit_terms = [unit_terms_of(u) for _, u in units]
-    weights = term_weights(q.text, unit_terms, pack_idf)
-    total = sum(weights.values()) or 1.0
-    avg = sum(map(len, unit_terms)) / len(unit_terms) or 1.0
-    matched = [bm25(Counter(ts), len(ts), avg, weights) / total for ts in unit_terms]
     raws = [passages[i].content[u.start:u.end] for i, u in units]
-    lows = [r.lower() for r in raws]
-    full, part = _ident_shares(q, lows)
+    known = [facts(u, raw) for (_, u), raw in zip(units, raws)]
+    weights = term_weights(q.text, [f.terms for f in known], pack_idf)
+    total = sum(weights.values()) or 1.0
+    avg = sum(len(f.terms) for f in known) / len(known) or 1.0
+    matched = [bm25(f.tf, len(f.terms), avg, weights) / total for f in known]
+    full, part = _ident_shares(q, [f.low for f in known])
     sec = _section_features(q, passages, weights, total)
-    present = set().union(*map(set, unit_terms)) & set(weights)
+    present = set().union(*(f.term_set for f in known)) & set(weights)
     rare = max(present, key=weights.get) if present else None  # the rarest term written
     count = Counter(i for i, _ in units)
+    children = _children(units)
+    asked = set(q.asked)
     seen: Counter[int] = Counter()
     rows = []
     for k, (i, u) in enumerate(units):
-        terms = set(unit_terms[k])
-        words = len(u.display.split())
-        top, hits = _composite(units, matched, k)
+        f = known[k]
+        terms = f.term_set
+        top, hits = _composite(units, matched, k, children)
         place = seen[i]
         seen[i] += 1
         row = {
@@ -287,38 +250,25 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
             "weighted_coverage": sum(w for t, w in weights.items() if t in terms) / total,
             "ident": full[k], "ident_part": part[k], **sec[i],
             "position": place / max(count[i] - 1, 1), "first": float(place == 0),
-            **{f"kind_{x}": float(u.kind == x) for x in KINDS},
-            "log_words": math.log1p(words), "short": float(words < SHORT_WORDS),
-            "long": float(words > LONG_WORDS),
-            **{f"type_{t}": float(t in q.kinds and asks.has(t, u, raws[k], set(q.asked)))
+            **dict(zip(SHAPE, f.shape)),
+            **{f"type_{t}": float(t in q.kinds and asks.has(t, u, raws[k], asked))
                for t in TYPES},
-            "howto_code": float(q.howto and (u.kind == "code" or u.inner == "code"
-                                             or "`" in raws[k])),
-            "defines": float(defines := _defines(q, plain(u.display))),
+            "howto_code": float(q.howto and f.has_code),
+            "defines": float(defines := bool(q.terms & f.opening)),
             "defines_asked": float(defines and q.what_is),
-            "meta": float(_META.search(u.display) is not None),
-            "links": sum(len(m) for m in _LINK.findall(raws[k])) / max(len(raws[k]), 1),
             "novelty": len(terms - q.terms) / max(len(terms), 1),
-            "number": float(_NUMBER.search(u.display) is not None),
-            "code": float(u.kind == "code" or "`" in raws[k]),
-            "bigrams": (len(q.pairs & set(pairs(unit_terms[k]))) / len(q.pairs)
-                        if q.pairs else 0.0),
-            "rare_first": float(rare is not None and rare in text_rules.terms(
-                " ".join(u.display.split()[:RARE_WORDS]))),
-            "fragment": float(u.kind in ("sentence", "item", "paragraph")
-                              and _CLOSED.search(u.display) is None),
-            "caption": float(_CAPTION.search(u.display) is not None),
-            "asks": float(u.kind != "code" and u.display.rstrip("*_ ").endswith("?")),
-            "dangling": float(u.kind != "leadin" and _DANGLING.search(u.display) is not None),
+            "bigrams": len(q.pairs & f.pairs) / len(q.pairs) if q.pairs else 0.0,
+            "rare_first": float(rare is not None and rare in f.first),
             "output": float(output := code_units.is_output(passages[i].content, u)),
             "howto_output": float(q.howto and output),
-            "howto_command": float(q.howto and code_units.is_command(u)),
+            "howto_command": float(q.howto and f.command),
             "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
-            "condition": (condition := _condition(u.display, weights, total)),
+            "condition": (condition := sum(w for t, w in weights.items()
+                                           if t in f.condition) / total),
             "condition_asked": condition if q.happens else 0.0,
             **_noun_features(q.nouns, u, raws[k]),
         }
-        rows.append([row[f] for f in FEATURES])
+        rows.append([row[name] for name in FEATURES])
     return np.asarray(rows, dtype=np.float32)
 
 
@@ -378,16 +328,25 @@ def _section_features(q: Question, passages: Sequence[Passage], weights: dict[st
 
 
 
-def _composite(units: Sequence[tuple[int, Unit]], matched: list[float], k: int
-               ) -> tuple[float, int]:
+def _children(units: Sequence[tuple[int, Unit]]) -> dict[int, list[int]]:
+    """Each lead-in's parts (the lead-in sentence, its items or rows): the units of its
+    section inside it, by index."""
+    by_section: dict[int, list[int]] = {}
+    for j, (i, _) in enumerate(units):
+        by_section.setdefault(i, []).append(j)
+    return {k: [j for j in by_section[i] if j != k and u.start <= units[j][1].start
+                and units[j][1].end <= u.end]
+            for k, (i, u) in enumerate(units) if u.kind == "leadin"}
+
+
+def _composite(units: Sequence[tuple[int, Unit]], matched: list[float], k: int,
+               children: dict[int, list[int]]) -> tuple[float, int]:
     """(the term score of unit k, how many of its parts match): a lead-in scores at least
-    as its best part (the lead-in sentence, an item, a row), whose BM25 its length
-    dilutes."""
-    i, u = units[k]
-    if u.kind != "leadin":
+    as its best part (the lead-in sentence, an item, a row; `children`), whose BM25 its
+    length dilutes."""
+    if units[k][1].kind != "leadin":
         return matched[k], int(matched[k] > 0)
-    parts = [matched[j] for j, (s, p) in enumerate(units)
-             if s == i and j != k and u.start <= p.start and p.end <= u.end]
+    parts = [matched[j] for j in children[k]]
     return max([matched[k], *parts]), sum(m > 0 for m in parts)
 
 
