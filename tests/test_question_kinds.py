@@ -110,6 +110,8 @@ def test_a_list_of_documents_is_an_overview_of_the_part_named(tmp_path):
     "metric checked against the target in each case?",
     "The example is built with trait objects and then with types. How do the two versions "
     "differ in what outside code knows?",
+    "Inside a loop body, break or continue: what happens in each case?",
+    "Scaling a Deployment up by hand or through an autoscaler: what changes in each case?",
 ])
 def test_how_two_things_differ_is_one_answer_not_a_whole_pack_list(question):
     assert qk.two_things(question)
@@ -124,3 +126,15 @@ def test_how_two_things_differ_is_one_answer_not_a_whole_pack_list(question):
 ])
 def test_comparing_across_the_pages_stays_a_whole_pack_question(question, kind):
     assert qk.question_kind(question) == kind
+
+
+def test_a_question_that_opens_with_why_asks_for_one_reason():
+    question = ("Why do the Kubernetes docs discourage keeping application data, end-user "
+                "records or monitoring data inside custom resources?")
+    model = qk.load()
+    probs = model.probabilities(question, qk.rule_kind(question))
+    assert max(probs, key=probs.__getitem__) != qk.NONE  # the model alone reads it whole-pack
+    assert qk.question_kind(question) is None
+    # Asked after what it lists, the why stays part of a whole-pack question.
+    assert qk.question_kind("Which Pod and container fields control how a container is shut "
+                            "down or how it reports why it terminated?") == "list"

@@ -132,18 +132,19 @@ class KindModel:
         """Its class: the most probable, but the hand rules' whole-pack reading unless "none"
         is at least RULE_TRUST probable, "overview" for a question about the pack itself (the
         module docstring) and for a list of DOCUMENTS, "none" for how two things differ
-        (`two_things`) read as across the pack (or a list, asked "Compare A and B")."""
+        (`two_things`) read as across the pack (or a list, asked "Compare A and B" or "...
+        in each case") and for a question that opens with "why" (`_one_answer`)."""
         rule = rule_kind(question)
         if rule == "overview" and about_itself(question):
             return "overview"
         probs = self.probabilities(question, rule)
         best = max(probs, key=probs.__getitem__)
         if (best == NONE and rule is not None and probs[NONE] < RULE_TRUST
-                and not _differs(rule, question)):
+                and not _one_answer(rule, question)):
             return rule
         if best == "list" and (head_phrase(question) or [""])[-1].lower() in DOCUMENTS:
             return "overview"
-        return NONE if _differs(best, question) else best
+        return NONE if _one_answer(best, question) else best
 
 
 # How two things differ, asked "in each case" or "compare A and B": the hand rules read
@@ -152,13 +153,24 @@ class KindModel:
 _COMPARE = re.compile(r"^\s*compare\b", re.I)
 _TWO = re.compile(r"\bthe two (?:[\w-]+ ){0,3}?(?:differ|compare)|"
                   r"\b(?:vs\.?|versus|compared (?:with|to))\s[^?]*\bin each case\b|"
-                  r"\b(?:or|and)\s+`?[\w.-]+`?\.\s+(?:how|what|which)\b[^?]*\bin each case\b", re.I)
+                  r"\b(?:or|and)\s+`?[\w.-]+`?\.\s+(?:how|what|which)\b[^?]*\bin each case\b|"
+                  # "break or continue: what happens in each case?"
+                  r"\b(?:or|and)\s+[^.:;?]{1,40}:\s+(?:how|what|which)\b[^?]*\bin each case\b",
+                  re.I)
+_EACH = re.compile(r"\bin each case\b", re.I)
+# A question that opens by asking why asks for a reason: one answer, whatever it names
+# ("Why do the Kubernetes docs discourage keeping ... inside custom resources?").
+_WHY = re.compile(r"^\s*why\b", re.I)
 
 
-def _differs(kind: str, question: str) -> bool:
-    """Whether `kind`, read for `question`, is how two things differ read as across the
-    pack (or as a list, asked "Compare A and B")."""
-    return (kind == "across" or (kind == "list" and _COMPARE.match(question) is not None)
+def _one_answer(kind: str, question: str) -> bool:
+    """Whether `kind`, read for `question`, is a whole-pack reading of a question one
+    answer answers: how two things differ read as across the pack (or as a list, asked
+    "Compare A and B" or "... in each case"), or a question that opens with "why"."""
+    if kind in ("across", "list") and _WHY.match(question):
+        return True
+    return (kind == "across" or (kind == "list" and (_COMPARE.match(question) is not None
+                                                     or _EACH.search(question) is not None))
             ) and two_things(question)
 
 
