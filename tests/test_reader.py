@@ -414,3 +414,25 @@ def test_a_reason_and_a_unit_that_asks_are_features_of_a_why_question():
            for k, (_, u) in enumerate(units)}
     assert got == {"Audit": (1.0, 0.0), "Removing": (1.0, 0.0), "What": (0.0, 1.0),
                    "The": (0.0, 0.0)}
+
+
+def test_a_why_answer_quotes_the_reason_that_follows_its_sentence():
+    content = ("The CronJob may not be scheduled when startingDeadlineSeconds is below 10 "
+               "seconds. This is because the controller checks things every 10 seconds. "
+               "Jobs run Pods to completion. They stop when done.")
+    passages = [rf.Passage(content, similarity=0.5, rank=0)]
+    q = "Why is my CronJob not scheduled?"
+    units = extractive.units_of(q, passages)
+    first, jobs = (next(u for _, u in units if u.kind == "sentence"
+                        and u.display.startswith(w)) for w in ("The CronJob", "Jobs run"))
+    joined = extractive.with_reason(extractive.Pick(0, first, 1.0), units, passages, set())
+    assert joined.unit.display == ("The CronJob may not be scheduled when "
+                                   "startingDeadlineSeconds is below 10 seconds. This is "
+                                   "because the controller checks things every 10 seconds.")
+    assert content[joined.unit.start:joined.unit.end] == joined.unit.display
+    # The reason already picked on its own, or a next sentence that gives none: unchanged.
+    reason = next(u for _, u in units if u.display.startswith("This is because"))
+    assert extractive.with_reason(extractive.Pick(0, first, 1.0), units, passages,
+                                  {(0, reason.start)}).unit == first
+    assert extractive.with_reason(extractive.Pick(0, jobs, 1.0), units, passages,
+                                  set()).unit == jobs

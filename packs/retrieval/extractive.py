@@ -13,7 +13,9 @@ The learned reader (packs/retrieval/reader.py) scores them, with the pack's enco
 best few when it is given (`similarity`), and picks the units the answer quotes: for a
 question that asks about two things (packs/retrieval/asks.py `parts`: "..., and which
 ...?", "the difference between A and B") the best unit for each first, then the best for
-the whole question; whole units only, within the word budget.
+the whole question; whole units only, within the word budget. For a why question, a
+picked sentence whose reason is the next sentence of its paragraph ("... This is because
+...") is quoted with it (`with_reason`).
 Each is one bullet with its [n] ([n, pack] with several packs); a bullet whose value lives
 in its section's heading or page title (a release, a version, a name the unit does not
 write) opens with that heading. Each quote is the unit's span of its section, so
@@ -142,7 +144,41 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
         lambda us, a=a, b=b: compare.leader(a, b, us) for a, b in (paired, paired[::-1])]
     chosen = reader.choose(model, x, units, term_w, reader.memo(similarity, units), parts, limits,
                            listing="list" in question_types(question), first=first)
-    return [Pick(units[s.index][0], units[s.index][1], s.score) for s in chosen]
+    picks = [Pick(units[s.index][0], units[s.index][1], s.score) for s in chosen]
+    if "why" in question_types(question):
+        taken = {(p.section, p.unit.start) for p in picks}
+        picks = [with_reason(p, units, passages, taken) for p in picks]
+    return picks
+
+
+# A sentence that gives the reason for the one before it: "This is because ...", "This is
+# to ensure ...", "That's why ...", "The reason is ...".
+_REASON_NEXT = re.compile(r"^(?:this|that|it)(?: is|'s|’s| was) (?:because|so|to|done|"
+                          r"required|needed|necessary|why|due)\b|^(?:because|the reason)\b",
+                          re.I)
+
+
+def with_reason(pick: Pick, units: Sequence[tuple[int, Unit]], passages: Sequence[rf.Passage],
+                taken: set[tuple[int, int]]) -> Pick:
+    """For a why question, a picked sentence that gives no reason itself, followed in its
+    paragraph by one that gives the reason for it ("... the CronJob may not be scheduled.
+    This is because the CronJob controller checks things every 10 seconds."), quoted with
+    that sentence: the answer says the why whole. `taken`: the picks' (section, start), a
+    sentence already picked is not quoted twice."""
+    i, u = pick.section, pick.unit
+    content = passages[i].content
+    if u.kind != "sentence" or asks.has("why", u, content[u.start:u.end], set()):
+        return pick
+    after = [v for j, v in units if j == i and v.kind == "sentence" and v.start >= u.end]
+    if not after:
+        return pick
+    nxt = min(after, key=lambda v: v.start)
+    if (content[u.end:nxt.start].strip() or (i, nxt.start) in taken
+            or not _REASON_NEXT.match(nxt.display)):
+        return pick
+    joined = Unit(u.start, nxt.end, "sentence", f"{u.display} {nxt.display}", block=u.block,
+                  group=u.group)
+    return dataclasses.replace(pick, unit=joined)
 
 
 # --- the answer text ---------------------------------------------------------------------------
