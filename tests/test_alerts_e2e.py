@@ -14,7 +14,7 @@ One pass observes every scenario, each on a small pack of its own:
 - `steady`: built before serving, nothing changes: no message at all;
 - `stale`: max_age 60 s, served by a second `kpack serve` (so that its window does not
   depend on how busy the first one is), stopped after its first successful run: one
-  "stale" message within 2 minutes of the stop.
+  "stale" message within `STALE_WITHIN` (4 minutes) of the stop.
 
 Every message is valid JSON naming its pack and its flow run's URL; the webhook's secret
 (a query parameter) appears in no log, no pack folder and not in the server's log, even
@@ -46,6 +46,11 @@ pytestmark = pytest.mark.prefect_server
 PAGE = "# {title}\n\n{title} pages say one thing about {pack}.\n\n## More\n\nAnd {n} more.\n"
 EVERY_S = 20
 SECRET = "hush-8c1f0e5a"  # the webhook's token: must never be written down anywhere
+# How soon after serve B stops the stale alert must come: the stale pack's max_age is 60 s,
+# Prefect evaluates its proactive trigger periodically, and on a busy 2-core CI run the
+# webhook has been called 139 s after the stop. What is promised is one alert after
+# max_age, not a latency: 4x max_age.
+STALE_WITHIN = 240
 
 
 def _source(root: Path, name: str, urls: list[str], **toml: object) -> Path:
@@ -195,7 +200,7 @@ def test_serve_sends_one_message_per_failed_refused_partial_and_stale_build(tmp_
                 assert got["builds_url"].endswith(f"/builds?pack={got['pack']}")
             until("the stale message", lambda: [
                 (at, m) for at, m in hook.messages() if m["kind"] == "stale" and at > stopped],
-                120 - (datetime.now(UTC) - stopped).total_seconds(), log_b)
+                STALE_WITHIN - (datetime.now(UTC) - stopped).total_seconds(), log_b)
             runs = {p: _runs(client, p) for p in ("broken", "refused", "partial", "steady")}
             # ...serve, with alerts to send, keeps it for good: it sends the stale alert
             assert home["server"]()["kind"] == "started"
@@ -257,7 +262,7 @@ def test_serve_sends_one_message_per_failed_refused_partial_and_stale_build(tmp_
     assert len({m["alert_id"] for _, m in after}) == 1, stale
     at, msg = after[0]
     assert msg["pack"] == "stale" and msg["flow_run_url"] == f"{ui}/runs/flow-run/{last.id}"
-    assert (at - stopped).total_seconds() < 120 and msg["build_id"] == last.name[6:]
+    assert (at - stopped).total_seconds() < STALE_WITHIN and msg["build_id"] == last.name[6:]
     assert "no successful build for more than 60 s" in msg["reason"]
     # On a loaded machine B's first run may end over 60 s after B started: that window is
     # stale too, told once, with no build to name (none had succeeded under B).
