@@ -183,7 +183,7 @@ def test_the_answer_sets_are_well_formed():
         # Dev may be larger than test (issue 34b added Rust book dev questions so that one
         # question moves tuning by less; each later pass retired the test split it reported
         # and had a fresh one written: into dev where its pages stay apart from the fresh
-        # split's, else `spent`, used by nothing); test keeps 35 questions at least.
+        # split's, else `spent`); test keeps 35 questions at least.
         # (at most 85%: issue 47 retired the fifth Kubernetes split into dev and added 45
         # dev questions per corpus to train the reader on; test keeps 50 at least). Since
         # the reader is fitted on the spent rows too (train_reader.py --with-spent), the

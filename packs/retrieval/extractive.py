@@ -142,10 +142,11 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
     paired = compare.things(question) if len(parts) == 2 else None
     first = [] if paired is None else [
         lambda us, a=a, b=b: compare.leader(a, b, us) for a, b in (paired, paired[::-1])]
+    types = question_types(question)
     chosen = reader.choose(model, x, units, term_w, reader.memo(similarity, units), parts, limits,
-                           listing="list" in question_types(question), first=first)
+                           listing="list" in types, first=first)
     picks = [Pick(units[s.index][0], units[s.index][1], s.score) for s in chosen]
-    if "why" in question_types(question):
+    if "why" in types:
         taken = {(p.section, p.unit.start) for p in picks}
         picks = [with_reason(p, units, passages, taken) for p in picks]
     return picks
