@@ -436,3 +436,23 @@ def test_a_why_answer_quotes_the_reason_that_follows_its_sentence():
                                   {(0, reason.start)}).unit == first
     assert extractive.with_reason(extractive.Pick(0, jobs, 1.0), units, passages,
                                   set()).unit == jobs
+
+
+def test_a_why_answers_first_quote_comes_with_the_short_sentence_after_it():
+    """The answer's first quote takes the next sentence of its paragraph whatever that opens
+    with (a book says "This way, ..." for its reason), the others only a stated reason, and
+    a long next sentence is left."""
+    content = ("We want to borrow the struct rather than take ownership of it. This way, "
+               "main retains its ownership and can keep using it. " + "Long " * 45 + "end.")
+    passages = [rf.Passage(content, similarity=0.5, rank=0)]
+    units = extractive.units_of("Why does area borrow the struct?", passages)
+    want, way = (next(u for _, u in units if u.kind == "sentence" and u.display.startswith(w))
+                 for w in ("We want", "This way"))
+    pick = extractive.Pick(0, want, 1.0)
+    lead = extractive.with_reason(pick, units, passages, set(), lead=True)
+    assert lead.unit.display == f"{want.display} {way.display}"
+    assert content[lead.unit.start:lead.unit.end] == lead.unit.display
+    assert extractive.with_reason(pick, units, passages, set()).unit == want
+    # The next sentence runs over LEAD_NEXT_WORDS words: the first quote stays as it was.
+    assert extractive.with_reason(extractive.Pick(0, way, 1.0), units, passages, set(),
+                                  lead=True).unit == way

@@ -15,7 +15,8 @@ question that asks about two things (packs/retrieval/asks.py `parts`: "..., and 
 ...?", "the difference between A and B") the best unit for each first, then the best for
 the whole question; whole units only, within the word budget. For a why question, a
 picked sentence whose reason is the next sentence of its paragraph ("... This is because
-...") is quoted with it (`with_reason`).
+...") is quoted with it, and the answer's first quote with the short sentence after it,
+whatever it opens with (`with_reason`).
 Each is one bullet with its [n] ([n, pack] with several packs); a bullet whose value lives
 in its section's heading or page title (a release, a version, a name the unit does not
 write) opens with that heading. Each quote is the unit's span of its section, so
@@ -148,7 +149,8 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
     picks = [Pick(units[s.index][0], units[s.index][1], s.score) for s in chosen]
     if "why" in types:
         taken = {(p.section, p.unit.start) for p in picks}
-        picks = [with_reason(p, units, passages, taken) for p in picks]
+        picks = [with_reason(p, units, passages, taken, lead=k == 0)
+                 for k, p in enumerate(picks)]
     return picks
 
 
@@ -157,15 +159,20 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
 _REASON_NEXT = re.compile(r"^(?:this|that|it)(?: is|'s|’s| was) (?:because|so|to|done|"
                           r"required|needed|necessary|why|due)\b|^(?:because|the reason)\b",
                           re.I)
+LEAD_NEXT_WORDS = 40  # the most words of the sentence after a why answer's first quote
 
 
 def with_reason(pick: Pick, units: Sequence[tuple[int, Unit]], passages: Sequence[rf.Passage],
-                taken: set[tuple[int, int]]) -> Pick:
+                taken: set[tuple[int, int]], lead: bool = False) -> Pick:
     """For a why question, a picked sentence that gives no reason itself, followed in its
     paragraph by one that gives the reason for it ("... the CronJob may not be scheduled.
     This is because the CronJob controller checks things every 10 seconds."), quoted with
-    that sentence: the answer says the why whole. `taken`: the picks' (section, start), a
-    sentence already picked is not quoted twice."""
+    that sentence: the answer says the why whole. The `lead` pick (the answer's first) is
+    quoted with the next sentence of its paragraph whatever that opens with, when it runs
+    to LEAD_NEXT_WORDS words at most: a book gives its reasons without saying so ("... we
+    want to borrow the struct rather than take ownership of it. This way, `main` retains
+    its ownership"). `taken`: the picks' (section, start), a sentence already picked is not
+    quoted twice."""
     i, u = pick.section, pick.unit
     content = passages[i].content
     if u.kind != "sentence" or asks.has("why", u, content[u.start:u.end], set()):
@@ -175,7 +182,8 @@ def with_reason(pick: Pick, units: Sequence[tuple[int, Unit]], passages: Sequenc
         return pick
     nxt = min(after, key=lambda v: v.start)
     if (content[u.end:nxt.start].strip() or (i, nxt.start) in taken
-            or not _REASON_NEXT.match(nxt.display)):
+            or not (_REASON_NEXT.match(nxt.display)
+                    or (lead and len(nxt.display.split()) <= LEAD_NEXT_WORDS))):
         return pick
     joined = Unit(u.start, nxt.end, "sentence", f"{u.display} {nxt.display}", block=u.block,
                   group=u.group)
