@@ -236,27 +236,34 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
                 f" and {why or 'no language model is configured (ANTHROPIC_API_KEY unset)'}.",
                 [], GATED, result)
     answer, quotes, used = passages(pack, result, note)
-    if used:
-        result = dataclasses.replace(result, related=[*result.related, *used])
+    shown = dataclasses.replace(result, related=[*result.related, *used])
     # Issue 48: a list, across or overview question also gets a list of cited items
     # gathered through the graph (packs/retrieval/whole_pack_offline.py), after these
     # passages; from each pack of a PackSet.
-    listed = whole_pack_offline.offline_answer(pack, result, (answer, quotes)) if whole else None
-    if listed is not None:
-        return listed
-    return answer, quotes, "retrieval_only", result
+    listed = whole_pack_offline.offline_answer(pack, shown, (answer, quotes)) if whole else None
+    if listed is None:  # a question about one thing, or passages that quote the list asked
+        return answer, quotes, "retrieval_only", shown
+    budget = whole_pack_offline.passage_budget(result.question)
+    if budget:  # the list stands: a list or across question's passages may quote more
+        answer, quotes, used = passages(pack, result, note, **budget)
+        shown = dataclasses.replace(result, related=[*result.related, *used])
+        listed = whole_pack_offline.offline_answer(pack, shown, (answer, quotes)) or listed
+    return listed
 
 
-def passages(pack: Any, result: SearchResult, note: str | None = None
+def passages(pack: Any, result: SearchResult, note: str | None = None,
+             max_units: int | None = None, max_words: int | None = None
              ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
     """The offline answer's passages (packs/retrieval/extractive.py): (text, quotes, the
-    sections it quotes that the context lacks). A whole-pack answer lists its items after
+    sections it quotes that the context lacks); at most `max_units` units in `max_words`
+    words (the reader's limits by default). A whole-pack answer lists its items after
     them (benchmarks/train_items.py fits the item model on what they already say)."""
     kw = {"note": note} if note else {}
     return extractive.answer(result.question, result.cited(), pack_idf=idf(pack),
                              extra=page_sections(pack, result),
                              similarity=_similarity(pack, result),
-                             part_similarity=_part_similarity(pack, result), **kw)
+                             part_similarity=_part_similarity(pack, result),
+                             max_units=max_units, max_words=max_words, **kw)
 
 
 def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, Any],

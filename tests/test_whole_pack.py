@@ -16,6 +16,7 @@ from test_query_claude import assert_citations_match_the_pack
 from packs import KnowledgePack, PackSet
 from packs.explore.render import answer_html
 from packs.retrieval import (
+    reader,
     whole_pack,
     whole_pack_above,
     whole_pack_claude,
@@ -65,6 +66,29 @@ def test_offline_list_answer_cites_every_item(monkeypatch, pack):
     names = sum(line.count("**") // 2 for line in named)
     assert len(bullets(text)) + names == len(answer["citations"])
     assert unverified_lines(text, answer["citations"]) == []
+
+
+def _passages(text: str) -> list[str]:
+    """The bullets of an offline answer before its list of items."""
+    head = re.split(r"\n\n(?:The items the pack names|Across the pack's pages)", text)[0]
+    return [line for line in head.splitlines() if line.startswith("- ")]
+
+
+def test_a_list_questions_passages_have_the_list_budget(monkeypatch, pack):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert whole_pack_offline.passage_budget(QUESTION) == {
+        "max_units": whole_pack_offline.LIST_PASSAGES[0],
+        "max_words": whole_pack_offline.LIST_PASSAGES[1]}
+    assert whole_pack_offline.passage_budget("How many times is a failed job retried?") == {}
+    question = "List every setting the docs describe for workers and retries."
+    wide = pack.ask(question, use_cache=False)
+    # More passages than the reader's own limit for a question about one thing, each
+    # verified; then the list.
+    assert len(_passages(wide["answer"])) > reader.load().limits.max_units
+    assert wide["query_type"] == "whole_pack_retrieval_only"
+    assert all(c["verified"] for c in wide["citations"])
+    monkeypatch.setattr(whole_pack_offline, "LIST_PASSAGES", (1, 300))
+    assert len(_passages(pack.ask(question, use_cache=False)["answer"])) == 1
 
 
 def test_a_question_that_sets_something_aside_gets_its_list_from_the_search_without_it(

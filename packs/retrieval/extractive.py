@@ -281,12 +281,14 @@ def passages_of(cited: Sequence[RankedSection], extra: Sequence[RankedSection] =
 def answer(question: str, cited: Sequence[RankedSection], max_units: int | None = None,
            note: str = RETRIEVAL_ONLY_NOTE, pack_idf: Callable[[str], float] | None = None,
            extra: Sequence[RankedSection] = (), similarity=None,
-           weights: reader.Reader | None = None, part_similarity=None
+           weights: reader.Reader | None = None, part_similarity=None,
+           max_words: int | None = None
            ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
     """(answer, quotes, extra sections quoted): the units of the cited sections and of the
     `extra` sections (the rest of their pages, not in the context) that best answer the
-    question (`select`), in answer order, one bullet each with its [n] ([n, pack] with
-    several packs), under the `note` line. `similarity(sections, texts)`: the cosine
+    question (`select`: at most `max_units` units in `max_words` words, the reader's limits
+    by default), in answer order, one bullet each with its [n] ([n, pack] with several
+    packs), under the `note` line. `similarity(sections, texts)`: the cosine
     similarities of unit texts to the question, each embedded with the encoder of its
     section's pack (None: the reader's first model alone); `part_similarity(sections,
     part)`: each section's similarity to one part of a question about several things.
@@ -303,7 +305,7 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
         def per_part(part):
             return part_similarity(sections, part)
     picks = select(question, passages, max_units, pack_idf=pack_idf, similarity=sims,
-                   weights=weights, part_similarity=per_part)
+                   weights=weights, part_similarity=per_part, max_words=max_words)
     if not picks:
         return "The pack has no passages relevant to this question.", [], []
     lines, quotes, used = [note, ""], [], []

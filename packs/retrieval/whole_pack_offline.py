@@ -1,6 +1,7 @@
 """ask()'s offline answer to a whole-pack question (packs/retrieval/whole_pack.py), for one
 pack or for several (a PackSet): the single-passage answer first, then the list of items,
-each citing its own section.
+each citing its own section. Once a list or across question gets its list, its passages
+are chosen again with a larger budget (`LIST_PASSAGES`, packs/answer.py `_offline`).
 
     text, quotes, query_type, result = offline_answer(pack, result, (passages, quotes))
 
@@ -30,10 +31,23 @@ from packs.retrieval.whole_pack_overview import about_itself, topic_items
 from packs.retrieval.whole_pack_questions import searched_question
 
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")  # an item's name in a list (whole_pack `Item.bold`)
+# A list or across question's passages, before its list: at most this many units in this
+# many words (a question about one thing: the reader's 5 in 120). On the 32 whole-pack dev
+# and spent sets item recall rose on 29 and fell on none (0.418 -> 0.446) for 150 words
+# more (p50 340 -> 497); 8 units in 220 words: 0.436 (results/issue48ba_list_passages.md).
+LIST_PASSAGES = (10, 300)
 NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTION]->(t:Section) "
                 "WHERE s.id = $id AND (t.position > s.position OR "
                 "t.position = s.position AND t.chunk > s.chunk) "
                 "RETURN t.content ORDER BY t.position, t.chunk LIMIT 1")
+
+
+def passage_budget(question: str) -> dict[str, int]:
+    """The limits of the passages that answer `question` before its list (`LIST_PASSAGES`
+    for a list or across question; none for another: the reader's own)."""
+    if question_kind(question) not in ("list", "across"):
+        return {}
+    return dict(zip(("max_units", "max_words"), LIST_PASSAGES))
 
 
 def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = None
