@@ -235,20 +235,21 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
         return (f"The pack has nothing relevant enough to answer this ({gate.reason(result)}),"
                 f" and {why or 'no language model is configured (ANTHROPIC_API_KEY unset)'}.",
                 [], GATED, result)
-    answer, quotes, used = passages(pack, result, note)
-    shown = dataclasses.replace(result, related=[*result.related, *used])
     # Issue 48: a list, across or overview question also gets a list of cited items
     # gathered through the graph (packs/retrieval/whole_pack_offline.py), after these
-    # passages; from each pack of a PackSet.
-    listed = whole_pack_offline.offline_answer(pack, shown, (answer, quotes)) if whole else None
-    if listed is None:  # a question about one thing, or passages that quote the list asked
-        return answer, quotes, "retrieval_only", shown
-    budget = whole_pack_offline.passage_budget(result.question)
-    if budget:  # the list stands: a list or across question's passages may quote more
-        answer, quotes, used = passages(pack, result, note, **budget)
+    # passages; from each pack of a PackSet. A list or across question's passages are
+    # chosen first with a larger budget (whole_pack_offline.LIST_PASSAGES); when those
+    # already quote the whole list asked for, again with the reader's own (a narrow list
+    # question keeps its short answer).
+    budget = whole_pack_offline.passage_budget(result.question) if whole else {}
+    for limits in ((budget, {}) if budget else ({},)):
+        answer, quotes, used = passages(pack, result, note, **limits)
         shown = dataclasses.replace(result, related=[*result.related, *used])
-        listed = whole_pack_offline.offline_answer(pack, shown, (answer, quotes)) or listed
-    return listed
+        listed = (whole_pack_offline.offline_answer(pack, shown, (answer, quotes)) if whole
+                  else None)
+        if listed is not None:
+            return listed
+    return answer, quotes, "retrieval_only", shown
 
 
 def passages(pack: Any, result: SearchResult, note: str | None = None,

@@ -1,7 +1,7 @@
 """ask()'s offline answer to a whole-pack question (packs/retrieval/whole_pack.py), for one
 pack or for several (a PackSet): the single-passage answer first, then the list of items,
-each citing its own section. Once a list or across question gets its list, its passages
-are chosen again with a larger budget (`LIST_PASSAGES`, packs/answer.py `_offline`).
+each citing its own section. A list or across question's passages are chosen with a
+larger budget (`LIST_PASSAGES`, packs/answer.py `_offline`).
 
     text, quotes, query_type, result = offline_answer(pack, result, (passages, quotes))
 
@@ -32,7 +32,7 @@ from packs.retrieval.whole_pack_questions import searched_question
 
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")  # an item's name in a list (whole_pack `Item.bold`)
 # A list or across question's passages, before its list: at most this many units in this
-# many words (a question about one thing: the reader's 5 in 120). On the 32 whole-pack dev
+# many words (a question about one thing: the reader's 5 in 110). On the 32 whole-pack dev
 # and spent sets item recall rose on 29 and fell on none (0.418 -> 0.446) for 150 words
 # more (p50 340 -> 497); 8 units in 220 words: 0.436 (results/issue48ba_list_passages.md).
 LIST_PASSAGES = (10, 300)
