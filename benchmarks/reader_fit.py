@@ -89,24 +89,28 @@ def _targets(labels: np.ndarray) -> np.ndarray:
     return labels / labels.sum()
 
 
+def cases(items: Sequence) -> list[tuple]:
+    """(item, features, labels, weight) of each question a fit learns from, and of each
+    part of a question about several things whose gold groups follow its parts (the part's
+    own ranking must find its group); questions with no unit that holds a gold group teach
+    nothing and are left out. Each corpus weighs the same (`_corpus_weights`)."""
+    usable = [it for it in items if it.labels.sum() > 0]
+    return [(it, x, labels, wq) for it, wq in zip(usable, _corpus_weights(usable))
+            for x, labels in [(it.x, it.labels), *zip(it.parts, it.part_labels())]
+            if labels.sum() > 0]
+
+
 def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True
         ) -> reader.Reader:
-    """The reader fitted on `items` (questions with no unit that holds a gold group teach
-    nothing and are left out)."""
-    usable = [it for it in items if it.labels.sum() > 0]
-    w = _corpus_weights(usable)
-    # Each question, and each part of a question about several things whose gold groups
-    # follow its parts (the part's own ranking must find its group).
-    cases = [(it, x, labels, wq) for it, wq in zip(usable, w)
-             for x, labels in [(it.x, it.labels), *zip(it.parts, it.part_labels())]
-             if labels.sum() > 0]
-    first = fit_logit([x for _, x, _, _ in cases], [_targets(lab) for _, _, lab, _ in cases],
-                      [wq for *_, wq in cases], l2, rf.FEATURES)
+    """The reader fitted on `items` (their `cases`)."""
+    taught = cases(items)
+    first = fit_logit([x for _, x, _, _ in taught], [_targets(lab) for _, _, lab, _ in taught],
+                      [wq for *_, wq in taught], l2, rf.FEATURES)
     model = reader.Reader("fit", first, None, limits)
     if not second:
         return model
     blocks, targets, weights = [], [], []
-    for it, x, labels, wq in cases:
+    for it, x, labels, wq in taught:
         top = [s.index for s in reader.ranked(model, x, it.units)[:limits.top_n]]
         if labels[top].sum() == 0:
             continue

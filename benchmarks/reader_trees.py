@@ -60,14 +60,13 @@ class Boosted:
 
 
 def _cases(items: list, linear: reader.Reader, top: int) -> list:
-    """(features, labels, weight) of each question and part, its best `top` units only."""
-    usable = [it for it in items if it.labels.sum() > 0]
+    """(features, labels, weight) of each case the linear fit learns from
+    (reader_fit.cases), its best `top` units only."""
     out = []
-    for it, w in zip(usable, reader_fit._corpus_weights(usable)):
-        for x, labels in [(it.x, it.labels), *zip(it.parts, it.part_labels())]:
-            best = np.argsort(-linear.first.score(x), kind="stable")[:top]
-            if labels[best].sum() > 0:
-                out.append((x[best], labels[best], w))
+    for _, x, labels, w in reader_fit.cases(items):
+        best = np.argsort(-linear.first.score(x), kind="stable")[:top]
+        if labels[best].sum() > 0:
+            out.append((x[best], labels[best], w))
     return out
 
 
