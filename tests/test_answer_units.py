@@ -202,6 +202,22 @@ def test_whole_short_items_and_short_paragraphs_are_units():
 # --- selection ---------------------------------------------------------------------------------
 
 
+def test_a_paragraph_indented_under_an_item_is_that_items_and_the_list_goes_on():
+    md = ("To protect your nodes, you can:\n\n"
+          "1. Run a specialized operating system on your nodes.\n\n"
+          "   Such systems present a reduced attack surface.\n"
+          "1. Define resource quotas.\n\n"
+          "Unindented text ends the list.\n")
+    units = candidates(md)
+    kinds = [(u.kind, u.display) for u in units]
+    assert ("item", "Run a specialized operating system on your nodes. Such systems present "
+            "a reduced attack surface.") in kinds
+    lead = next(u for u in units if u.kind == "leadin")
+    assert "Define resource quotas." in lead.display  # the list did not stop at the paragraph
+    assert "Unindented" not in lead.display
+    assert ("sentence", "Unindented text ends the list.") in kinds
+
+
 def test_a_list_question_gets_the_lead_in_with_its_list():
     picks = extractive.select("What are the ownership rules?", [RULES])
     assert picks[0].unit.kind == "leadin" and "only be one owner" in picks[0].unit.display

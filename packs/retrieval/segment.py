@@ -8,7 +8,10 @@
   "header: cell; ..." so it reads without the table;
 - a list item (with its indented continuation lines) is split into sentences of its own,
   so items are never run together (`item`); so is a definition-list entry (a term line,
-  then a line starting with ": ");
+  then a line starting with ": "). A paragraph indented under an item after a blank line
+  (CommonMark's second paragraph of the item: "1. Run a specialized operating system ..."
+  then "   Container-specific operating systems help to ...") is the same item's, and the
+  list goes on after it;
 - a link reference definition line ("[label]: url") is no unit (the page does not show it);
 - a paragraph is split at sentence ends (packs/text.py: never at a soft line break or an
   abbreviation, never inside `code`), and always at a hard break (two trailing spaces or a
@@ -90,6 +93,10 @@ class _Segmenter:
         self.block = self.group = 0
         self.header: list[str] | None = None
         self.last_kind = ""
+        # The column where the last list item's text starts, while a paragraph indented to
+        # it after a blank line would still be that item's (None: no item open).
+        self.item_indent: int | None = None
+        self.continued = False  # the open paragraph continues the last item
 
     def _next(self, kind: str) -> None:
         """A new block; a new group unless it continues a list or a table."""
@@ -111,10 +118,21 @@ class _Segmenter:
             a += marker.end() if marker else 0
         if text[a:b].endswith("\\"):  # a hard line break, not part of the text
             b -= 1
-        self._next(kind)
+        if not self.continued:
+            self._next(kind)
         for s, e in text_rules.sentence_spans(text, a, b):
             self.add(s, e, kind, one_line(text[s:e]))
         self.para = []
+        self.continued = False
+
+    def start_paragraph(self, line: str) -> None:
+        """The open paragraph's kind, from its first line `line`: the last item's own when
+        indented under it after a blank line (`item_indent`), else a paragraph."""
+        indent = len(line) - len(line.lstrip())
+        if self.item_indent is not None and indent >= self.item_indent > 0:
+            self.para_kind, self.continued = "item", True
+        else:
+            self.para_kind, self.item_indent = "sentence", None
 
     def row(self, i: int, lines: list[tuple[int, int, bool]]) -> None:
         text = self.text
@@ -146,6 +164,7 @@ def segment(text: str, links: bool = False) -> list[Unit]:
         fence = opening_fence(line)
         if fence:
             seg.flush()
+            seg.item_indent = None
             j = i + 1
             while j < len(lines) and not fence.closed_by(text[lines[j][0]:lines[j][1]]):
                 j += 1
@@ -168,20 +187,23 @@ def segment(text: str, links: bool = False) -> list[Unit]:
                 seg.last_kind = ""
         elif heading(line):
             seg.flush()
+            seg.item_indent = None
             seg._next("heading")
             seg.add(*text_rules.trim_span(text, a, b), "heading", line.strip("# \t"))
         elif not links and _LINK_DEFINITION.match(line):
             seg.flush()
         elif TABLE_ROW.match(line):
             seg.flush()
+            seg.item_indent = None
             seg.row(i, lines)
-        elif list_marker(line):
+        elif marker := list_marker(line):
             seg.flush()
             seg.para_kind = "item"
+            seg.item_indent = marker.end()
             seg.para = [(a, b)]
         else:
             if not seg.para:
-                seg.para_kind = "sentence"
+                seg.start_paragraph(line)
             elif len(seg.para) == 1 and _DEFINITION.match(line):
                 seg.para_kind = "item"  # "term" then ": definition": a definition list
             seg.para.append((a, b))
