@@ -141,6 +141,17 @@ def summary(values: dict[str, list[float]]) -> dict[str, str]:
             "words": f"{statistics.fmean(values['words']):.1f}" if values["words"] else "-"}
 
 
+def report(log, label: str, items: Sequence, answers: Sequence[str], width: int = 12) -> None:
+    """One line: each corpus's containment (gate off) and mean words of `answers`."""
+    cells = []
+    for corpus in sorted({it.corpus for it in items}):
+        idx = [k for k, it in enumerate(items) if it.corpus == corpus]
+        s = scores([answers[k] for k in idx], [items[k] for k in idx])
+        cells.append(f"{corpus} {statistics.fmean(s['gate off']):.3f} "
+                     f"({statistics.fmean(s['words']):.1f} words, {len(idx)} q)")
+    log(f"{label:{width}s} " + " | ".join(cells))
+
+
 def folds_by_page(items: Sequence, k: int, seed: int = 0) -> list[int]:
     """A fold (0..k-1) per item: the pages (groups) of each corpus dealt to the folds in a
     seeded random order, so no page has questions on both sides."""

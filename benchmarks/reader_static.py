@@ -21,7 +21,6 @@ the whole question's two features.)
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -111,16 +110,6 @@ def soft_features(it, words: Words) -> np.ndarray:
     return out
 
 
-def _report(log, label: str, items: list, answers: list[str]) -> None:
-    cells = []
-    for corpus in sorted({it.corpus for it in items}):
-        idx = [k for k, it in enumerate(items) if it.corpus == corpus]
-        s = reader_fit.scores([answers[k] for k in idx], [items[k] for k in idx])
-        cells.append(f"{corpus} {statistics.fmean(s['gate off']):.3f} "
-                     f"({statistics.fmean(s['words']):.1f} words, {len(idx)} q)")
-    log(f"{label:28s} " + " | ".join(cells))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
@@ -157,12 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         for it in items:
             it.x, it.parts = table[id(it)]
         rf.FEATURES = names  # the fitted model's feature names (the columns of x)
-        _report(log, f"{label}, CV", rest,
-                reader_fit.cross_validate(rest, folds, L2, limits, second=False))
+        reader_fit.report(log, f"{label}, CV", rest,
+                          reader_fit.cross_validate(rest, folds, L2, limits, second=False), 28)
         model = reader_fit.fit(rest, L2, limits, second=False)
         if test:
-            _report(log, f"{label}, held out", test,
-                    [reader_fit.answer_of(model, it) for it in test])
+            reader_fit.report(log, f"{label}, held out", test,
+                              [reader_fit.answer_of(model, it) for it in test], 28)
         if names != base:
             w = dict(zip(model.first.features, model.first.weights))
             log("  weights (standardised): " + ", ".join(f"{n} {w[n]:+.3f}" for n in SOFT))

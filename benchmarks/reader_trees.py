@@ -19,7 +19,6 @@ that round's: rounds spent after the shipped reader was fitted, as a blind round
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -94,16 +93,6 @@ def fit(items: list, limits: reader.Limits, args) -> tuple[reader.Reader, reader
                                  None, limits)
 
 
-def report(log, label: str, items: list, answers: list[str]) -> None:
-    cells = []
-    for corpus in sorted({it.corpus for it in items}):
-        idx = [k for k, it in enumerate(items) if it.corpus == corpus]
-        s = reader_fit.scores([answers[k] for k in idx], [items[k] for k in idx])
-        cells.append(f"{corpus} {statistics.fmean(s['gate off']):.3f} "
-                     f"({statistics.fmean(s['words']):.1f} words, {len(idx)} q)")
-    log(f"{label:12s} " + " | ".join(cells))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
@@ -134,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
             trees_cv[k] = reader_fit.answer_of(boosted, items[k])
         log(f"  fold {part + 1}/5 done, {time.perf_counter() - t0:.0f} s")
     log("containment, gate off, 5-fold CV by page:")
-    report(log, "linear", items, linear_cv)
-    report(log, "with trees", items, trees_cv)
+    reader_fit.report(log, "linear", items, linear_cv)
+    reader_fit.report(log, "with trees", items, trees_cv)
     held = set()
     for spec in args.held_out:
         name, _, round_ = spec.partition(":")
@@ -145,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         test = [it for it in items if it.id in held]
         linear, boosted = fit([it for it in items if it.id not in held], limits, args)
         log(f"held out ({len(test)} questions), fitted on the others:")
-        report(log, "linear", test, [reader_fit.answer_of(linear, it) for it in test])
-        report(log, "with trees", test, [reader_fit.answer_of(boosted, it) for it in test])
+        reader_fit.report(log, "linear", test,
+                          [reader_fit.answer_of(linear, it) for it in test])
+        reader_fit.report(log, "with trees", test,
+                          [reader_fit.answer_of(boosted, it) for it in test])
     log(f"done in {time.perf_counter() - t0:.0f} s")
     return 0
 
