@@ -4,11 +4,12 @@ All statements are constants with `$parameters` (user text never becomes Cypher)
 call records the statement it ran in a `QueryLog`, which `ask()` reports as `cypher_query`.
 A Kuzu connection is not safe for concurrent use, so calls are serialised with a lock.
 
-The statements of every search (HNSW, full-text, multi-document expansion, graph facts)
-are prepared once per connection and reused: Kuzu's parse-and-plan costs 1-3 ms a
-statement, as much as a small query itself. Only those: Kuzu 0.11.3 crashes the process
-(a segfault) preparing some statements, e.g. a UNION that uses one parameter twice
-(SECTION_TRIPLES); the prepared ones are run by the tests on a real database.
+The statements of every search (HNSW, full-text, multi-document expansion, a page's
+sections, graph facts) are prepared once per connection and reused: Kuzu's parse-and-plan
+costs 1-3 ms a statement, as much as a small query itself. Only those: Kuzu 0.11.3
+crashes the process (a segfault) preparing some statements, e.g. a UNION that uses one
+parameter twice (SECTION_TRIPLES); the prepared ones are run by the tests on a real
+database.
 """
 
 from __future__ import annotations
@@ -295,14 +296,19 @@ class PackDB:
                          filters: Filters | None = None) -> list[Row]:
         """Every section of the articles (that the filters admit), in article then document
         order."""
-        statement, params = ARTICLE_SECTIONS, {"ids": list(article_ids)}
+        statement = ARTICLE_SECTIONS
+        params = {"ids": list(article_ids), "q": np.asarray(qvec, dtype=np.float32).tolist()}
         if filters:
             clause, extra = where(filters, self.has_languages)
             statement = ARTICLE_SECTIONS.replace("WHERE a.id IN $ids",
                                                  f"WHERE a.id IN $ids AND {clause}")
             params.update(extra)
-        rows = self._run(statement, params, log)
-        return [self._with_similarity(v, 0, qvec) for v in rows]
+        out = []
+        for values in self._run(statement, params, log, prepare=not filters):
+            row = row_of(values)
+            row.similarity = None if values[8] is None else float(values[8])
+            out.append(row)
+        return out
 
     def linked_sections(self, article_ids: list[str], qvec: np.ndarray, direction: str,
                         log: QueryLog | None = None) -> list[Row]:

@@ -8,7 +8,6 @@ which tasks/extract/entities.py makes an entity name's merge key with, so a chan
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 # Words ending in "s" that are not plurals (checked after lower-casing).
@@ -50,31 +49,31 @@ def singular(word: str) -> str:
 _VOWELS = frozenset("aeiou")
 
 
-def _cons(w: str, i: int) -> bool:
-    if w[i] in _VOWELS:
-        return False
-    if w[i] == "y":
-        return i == 0 or not _cons(w, i - 1)
-    return True
+def _forms(w: str) -> str:
+    """"c" or "v" for each letter of `w`: Porter's consonants and vowels, "y" a vowel after
+    a consonant and a consonant first or after a vowel."""
+    out, cons = [], False
+    for i, ch in enumerate(w):
+        cons = ch not in _VOWELS and (ch != "y" or i == 0 or not cons)
+        out.append("c" if cons else "v")
+    return "".join(out)
 
 
 def _m(w: str) -> int:
     """Porter's measure: the number of vowel-consonant sequences in `w`."""
-    forms = "".join("c" if _cons(w, i) else "v" for i in range(len(w)))
-    return len(re.findall(r"v+c+", forms))
+    return _forms(w).count("vc")
 
 
 def _has_vowel(w: str) -> bool:
-    return any(not _cons(w, i) for i in range(len(w)))
+    return "v" in _forms(w)
 
 
 def _double_cons(w: str) -> bool:
-    return len(w) >= 2 and w[-1] == w[-2] and _cons(w, len(w) - 1)
+    return len(w) >= 2 and w[-1] == w[-2] and _forms(w)[-1] == "c"
 
 
 def _cvc(w: str) -> bool:
-    return (len(w) >= 3 and _cons(w, len(w) - 3) and not _cons(w, len(w) - 2)
-            and _cons(w, len(w) - 1) and w[-1] not in "wxy")
+    return len(w) >= 3 and _forms(w)[-3:] == "cvc" and w[-1] not in "wxy"
 
 
 def _replace(w: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
@@ -116,8 +115,11 @@ def _step1(w: str) -> str:
     return w
 
 
+_STEP4_LONGEST_FIRST = tuple(sorted(_STEP4, key=len, reverse=True))
+
+
 def _step4(w: str) -> str:
-    for suffix in sorted(_STEP4, key=len, reverse=True):
+    for suffix in _STEP4_LONGEST_FIRST:
         if w.endswith(suffix):
             base = w[: len(w) - len(suffix)]
             if suffix == "ion" and not base.endswith(("s", "t")):

@@ -35,7 +35,12 @@ def test_a_hard_wrapped_paragraph_is_one_sentence_until_its_end():
 @pytest.mark.parametrize("word, stem", [
     ("configuring", "configur"), ("configured", "configur"), ("configuration", "configur"),
     ("ponies", "poni"), ("caresses", "caress"), ("hopping", "hop"), ("relational", "relat"),
-    ("pods", "pod"), ("k8s", "k8s"), ("max_surge", "max_surge"), ("api", "api")])
+    ("pods", "pod"), ("k8s", "k8s"), ("max_surge", "max_surge"), ("api", "api"),
+    # a "y" after a consonant is a vowel, first or after a vowel a consonant; a final
+    # consonant-vowel-consonant gets its "e" back; a double consonant is undoubled
+    ("happy", "happi"), ("enjoying", "enjoi"), ("yielding", "yield"), ("boyish", "boyish"),
+    ("filing", "file"), ("fizzed", "fizz"), ("controlling", "control"),
+    ("generalization", "gener")])
 def test_porter_stems_and_words_left_alone(word, stem):
     assert text.stem(word) == stem
 

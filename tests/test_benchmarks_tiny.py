@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks import (
     answer_eval,
+    cold_answers,
     corpora,
     doc_answers,
     extract_calls,
@@ -355,7 +356,7 @@ def data(tmp_path_factory):
 def test_benchmarks_skip_without_data(tmp_path, capsys):
     for module in (scifact, xquad, gate_calibration, gate_experiments, gate_small_packs,
                    xquad_answers, doc_answers, retrieval_defaults, query_latency, whole_pack,
-                   graph_share):
+                   graph_share, cold_answers):
         assert module.main(["--data", str(tmp_path / "none"), "--work", str(tmp_path)]) == 0
         assert capsys.readouterr().out.startswith("skipped:")
     for module in (k8s_build, k8s_runners):

@@ -79,3 +79,23 @@ def test_full_text_rows_carry_their_bm25_score_and_similarity(pack):
             float(np.dot(np.asarray(values[9], dtype=np.float32), qvec)), abs=1e-5)
     assert [r.bm25 for r in rows] == sorted((r.bm25 for r in rows), reverse=True)
     assert db.score_fts([], qvec) == []
+
+
+def test_a_pages_sections_come_with_their_similarity_computed_by_the_database(pack):
+    """article_sections asks Kuzu for each section's inner product with the question, not
+    for its vector: the figures must be the vectors' own, in page then document order."""
+    db = pack.db
+    qvec = pack.embed_query("How do retries back off?")
+    vectors = {r[0]: r[1] for r in db._run(
+        "MATCH (s:Section) RETURN s.id, s.embedding", {}, None)}
+    articles = sorted({r[0] for r in db._run("MATCH (s:Section) RETURN s.article_id", {},
+                                             None)})[:2]
+    rows = db.article_sections(articles, qvec)
+    assert rows and {r.article_id for r in rows} == set(articles)
+    assert [(r.article_id, r.position) for r in rows] == sorted(
+        (r.article_id, r.position) for r in rows)
+    for r in rows:
+        want = float(np.dot(np.asarray(vectors[r.id], dtype=np.float32), qvec))
+        assert r.similarity == pytest.approx(want, abs=1e-5)
+    assert db_mod.ARTICLE_SECTIONS in db._prepared  # prepared once, reused
+    assert [r.id for r in db.article_sections(articles, qvec)] == [r.id for r in rows]
