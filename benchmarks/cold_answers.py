@@ -3,15 +3,16 @@ again (warm): what one `kpack ask` pays, and what a long-lived process (MCP, the
 pays once the sections it reads are analysed.
 
     python benchmarks/cold_answers.py [--data ../shared/data] [--work out/bench]
-        [--corpus kubernetes] [--round N] [--out FILE]
+        [--corpus kubernetes] [--round N] [--without-stored-units] [--out FILE]
 
 The questions are one spent test round of the answer set (--round: questions that share
 few pages) or, by default, its first 40 dev questions; one set per process, since what the
 first pass analyses stays in the process. Each is searched first
 (cache off, not timed), then `ask()` without an API key is timed for every question in
 turn, twice: the first pass reads every section for the first time in this process (its
-units, their terms and stems), the second finds them analysed. Prints p50 and mean of
-both passes.
+units, their terms and stems, unless the pack's tables/units.jsonl holds them), the second
+finds them analysed. --without-stored-units leaves that file unread (the units are worked
+out as for a pack built before it). Prints p50 and mean of both passes.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", default="kubernetes")
     ap.add_argument("--round", type=int, default=None,
                     help="a spent test round of the answer set")
+    ap.add_argument("--without-stored-units", action="store_true",
+                    help="do not read the pack's tables/units.jsonl")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     if not corpora.available(args.data, args.corpus):
@@ -72,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     built = corpora.load(args.data, args.corpus, args.work).built
     with KnowledgePack.open(built.pack_dir) as pack:
+        if args.without_stored_units:
+            from packs import format as fmt
+            from packs.retrieval import unit_store
+
+            unit_store.unregister(pack.path / fmt.TABLES_DIR / fmt.UNITS_FILE)
+            label += ", without stored units"
         times = timed_passes(pack, questions)
     lines.append(f"{args.corpus} {label} ({len(questions)} q): " + "; ".join(
         f"{k} p50 {statistics.median(v):.0f} ms, mean {statistics.mean(v):.0f} ms"

@@ -109,6 +109,11 @@ OPTIONAL_TABLES = (TOPICS, TOPIC_ENTITIES, TOPIC_SECTIONS)
 # "pairs" or "code_sections".
 # JSON, not Parquet: the query runtime reads it without polars or pyarrow.
 TERMS_FILE = "terms.json"
+# Derived at build time from the sections (absent before 2026-12-02): tables/units.jsonl,
+# each distinct section text's answer units and what the reader reads of each whatever
+# the question (packs/retrieval/unit_store.py, which also reads it). Made by other rules
+# than the reader's (its "version"), or missing, the units are worked out at query time.
+UNITS_FILE = "units.jsonl"
 
 # Section columns a pack may lack: derived when missing (languages, from the content; graph,
 # from the entity tables) or present only when the build made them (keyword_embedding: a

@@ -36,7 +36,7 @@ from packs.layout import resolve_build_dir
 from packs.manifest import Manifest, read_manifest
 from packs.options import SearchOptions
 from packs.result import SearchResult
-from packs.retrieval import analysis, fewshot, gate, titles
+from packs.retrieval import analysis, fewshot, gate, titles, unit_store
 from packs.retrieval.cache import TTLCache
 
 EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
@@ -120,6 +120,7 @@ class KnowledgePack:
         except RuntimeError as exc:
             raise PackFormatError(f"{db_path}: cannot open the database: {exc}") from exc
         pack = cls(build_dir, manifest, db, requested or needed)
+        unit_store.register(build_dir / fmt.TABLES_DIR / fmt.UNITS_FILE)
         pack.signature = signing.signature_status(build_dir, trust is not None)
         if pack.signature and not pack.signature["checked"]:
             log.warning("%s", signing.unchecked_note(build_dir, pack.signature))
@@ -130,6 +131,7 @@ class KnowledgePack:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+        unit_store.unregister(self.path / fmt.TABLES_DIR / fmt.UNITS_FILE)
         self.db.close()
         self.cache.clear()
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from packs import text as text_rules
 from packs.citations import no_marker
-from packs.retrieval import asks, compare, reader
+from packs.retrieval import asks, compare, reader, unit_store
 from packs.retrieval import reader_features as rf
 from packs.retrieval.asks import question_types
 from packs.retrieval.units import (
@@ -93,7 +93,8 @@ def units_of(question: str, passages: Sequence[rf.Passage]) -> list[tuple[int, U
     listing = "list" in question_types(question)
     asked = set(text_rules.terms(question))
     return [(i, _shortened(u, listing, asked)) for i, p in enumerate(passages)
-            if not heading_only(p.content, p.heading) for u in candidates(p.content)]
+            if not heading_only(p.content, p.heading)
+            for u in unit_store.candidates(p.content)]
 
 
 def part_passages(passages: Sequence[rf.Passage], similarities: Sequence[float | None]

@@ -58,7 +58,13 @@ def plain(display: str) -> str:
 @lru_cache(maxsize=65536)
 def terms_of(display: str) -> tuple[str, ...]:
     """The terms of a unit's text (`display`) as the reader counts them (`plain`)."""
+    if (found := _PRIMED_TERMS.pop(display, None)) is not None:
+        return found
     return tuple(text_rules.terms(plain(display)))
+
+
+# Terms read from a pack's stored analysis (`prime`), for `terms_of`'s first call.
+_PRIMED_TERMS: dict[str, tuple[str, ...]] = {}
 
 
 def opening(display: str) -> frozenset[str]:
@@ -96,9 +102,39 @@ class Facts:
     command: bool  # code that is a command line (code_units.is_command)
 
 
+# Facts read from a pack's stored analysis (packs/retrieval/unit_store.py) that `facts`
+# has not cached yet; at most PRIMED_LIMIT, the oldest dropped all at once.
+_PRIMED: dict[tuple[Unit, str], Facts] = {}
+PRIMED_LIMIT = 8192
+
+
+def prime(found: list[tuple[Unit, str, Facts]]) -> None:
+    """Let `facts(u, raw)` answer `f`, and `terms_of(u.display)` its terms, for each (u,
+    raw, f) the first time each is asked."""
+    if len(_PRIMED) + len(found) > PRIMED_LIMIT:
+        _PRIMED.clear()
+        _PRIMED_TERMS.clear()
+    for u, raw, f in found:
+        _PRIMED[(u, raw)] = f
+        _PRIMED_TERMS[u.display] = f.terms
+
+
+def stored(u: Unit, raw: str, terms: tuple[str, ...], shape: tuple[float, ...],
+           opening: frozenset[str], first: frozenset[str], condition: frozenset[str],
+           has_code: bool, command: bool) -> Facts:
+    """The Facts of unit `u` (Markdown `raw`) from what a pack stored of them; the rest is
+    derived here as `facts` derives it."""
+    return Facts(terms=terms, tf=Counter(terms), term_set=frozenset(terms),
+                 pairs=frozenset(pairs(list(terms))), low=raw.lower(), shape=shape,
+                 opening=opening, first=first, condition=condition, has_code=has_code,
+                 command=command)
+
+
 @lru_cache(maxsize=32768)
 def facts(u: Unit, raw: str) -> Facts:
     """The Facts of unit `u` (`raw`: its Markdown in its section)."""
+    if (found := _PRIMED.pop((u, raw), None)) is not None:
+        return found
     terms = terms_of(u.display)
     words = len(u.display.split())
     code = u.kind == "code" or "`" in raw

@@ -40,13 +40,16 @@ def write_build(
     tables: dict[str, pl.DataFrame | pl.LazyFrame],
     manifest: Manifest,
     source_folder: Path | None = None,
+    previous: Path | None = None,
 ) -> dict[str, int]:
-    """Fill an empty build directory: tables, Kuzu database, manifest, extras.
+    """Fill an empty build directory: tables, Kuzu database, manifest, extras. `previous`:
+    the build before (its stored answer units are reused for unchanged sections).
 
     Returns the database's row counts (also written into the manifest).
     """
     dim = manifest.embedding.dim
-    write_tables(tables, build_dir / fmt.TABLES_DIR, dim)
+    write_tables(tables, build_dir / fmt.TABLES_DIR, dim,
+                 None if previous is None else previous / fmt.TABLES_DIR)
     result = load_kuzu_isolated(build_dir / fmt.DB_FILE, build_dir / fmt.TABLES_DIR, dim)
     if source_folder is not None:
         for rel in (fmt.EVAL_QUESTIONS, fmt.FEWSHOT_EXAMPLES):

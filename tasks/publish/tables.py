@@ -22,6 +22,7 @@ import polars as pl
 from packs import format as fmt
 from packs import text as text_rules
 from packs.filters import fence_languages
+from packs.retrieval import unit_store
 from packs.retrieval.gate import encode_pairs, has_code, text_pairs
 
 Frame = pl.DataFrame | pl.LazyFrame
@@ -128,10 +129,13 @@ def _complete(tables: dict[str, Frame]) -> dict[str, Frame]:
     return out
 
 
-def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[str, Path]:
+def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int,
+                 previous: Path | None = None) -> dict[str, Path]:
     """Write every pack table as tables/<name>.parquet (lazy frames are streamed, so a
     large pack never sits in memory whole); returns the paths. Section.graph and URL-only
-    article titles are derived first (see `_complete`); tables/terms.json last."""
+    article titles are derived first (see `_complete`); tables/terms.json and
+    tables/units.jsonl last (`previous`: the tables folder of the build before, whose
+    units of unchanged sections are copied)."""
     tables_dir.mkdir(parents=True, exist_ok=True)
     tables = _complete(tables)
     paths = {}
@@ -144,7 +148,20 @@ def write_tables(tables: dict[str, Frame], tables_dir: Path, dim: int) -> dict[s
         conform(name, tables[name], dim).sink_parquet(path)
         paths[name] = path
     paths["terms"] = write_terms(paths[fmt.SECTIONS], tables_dir / fmt.TERMS_FILE)
+    paths["units"] = write_units(paths[fmt.SECTIONS], tables_dir / fmt.UNITS_FILE,
+                                 None if previous is None else previous / fmt.UNITS_FILE)
     return paths
+
+
+def write_units(sections_path: Path, path: Path, reuse: Path | None = None) -> Path:
+    """tables/units.jsonl (packs.format.UNITS_FILE): each distinct section text's answer
+    units and their question-independent facts, worked out by the query side's own code
+    (packs/retrieval/unit_store.py), so that a fresh process reads them instead; those of
+    texts `reuse` (the build before's file) holds under the same rules are copied."""
+    contents = (pl.scan_parquet(sections_path).select(pl.col("content").fill_null(""))
+                .unique(maintain_order=True).collect()["content"])
+    unit_store.write(path, contents, reuse)
+    return path
 
 
 def write_terms(sections_path: Path, path: Path) -> Path:

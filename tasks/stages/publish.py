@@ -21,6 +21,7 @@ from packs import format as fmt
 from packs import layout
 from packs.diff import diff_builds, diff_tables, summary_line
 from packs.manifest import ExtractorInfo, Freshness, Manifest, SourceRecord, read_manifest
+from packs.retrieval import unit_store
 from packs.retrieval.gate import gate_info
 from tasks.encoder_export import write_encoder
 from tasks.extract.core import extractor_info
@@ -106,6 +107,12 @@ class Publish(Stage):
         """None: never cached, it runs whenever the inputs changed."""
         return None
 
+    def settings(self, ctx: BuildContext) -> tuple:
+        """Its version and the rules of the answer units it stores (tables/units.jsonl):
+        the first build after those rules change publishes again, unchanged pages and all,
+        so that readers get units they can use (others they work out again)."""
+        return (self.VERSION, unit_store.VERSION)
+
     def unchanged(self, ctx: BuildContext, fingerprint: str) -> dict | None:
         """The published build's summary if it was made from exactly these inputs."""
         return unchanged_build(Path(ctx.out_dir), ctx.pack, fingerprint)
@@ -139,7 +146,9 @@ class Publish(Stage):
         changes: dict = {}
 
         def fill(tmp: Path) -> None:
-            publish_core.write_build(tmp, tables, manifest, Path(ctx.source_folder))
+            before = pack_root / fmt.BUILDS_DIR / previous if previous else None
+            publish_core.write_build(tmp, tables, manifest, Path(ctx.source_folder),
+                                     before if before is not None and before.is_dir() else None)
             manifest.encoder = write_encoder(tmp, ctx.model, ctx.query_encoder)
             if previous and (pack_root / fmt.BUILDS_DIR / previous).is_dir():
                 changes.update(diff_builds(pack_root / fmt.BUILDS_DIR / previous, tmp))
