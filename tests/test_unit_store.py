@@ -100,7 +100,10 @@ def test_a_built_pack_ships_its_units_and_opening_it_registers_them(pack_dir):
             assert [u for u, _ in pairs] == units.candidates(content)
             for u, stored in pairs:
                 _same(stored, unit_facts.facts(u, content[u.start:u.end]))
-    assert path not in unit_store._stores  # closed: forgotten
+        with KnowledgePack.open(pack_dir):
+            pass
+        assert path in unit_store._stores  # the other open pack still reads it
+    assert path not in unit_store._stores  # the last one closed: forgotten
 
 
 def test_a_rebuild_copies_the_units_of_unchanged_texts_from_the_build_before(tmp_path):

@@ -145,12 +145,13 @@ class Store:
             return None
         try:
             return decode(content, document.decode("utf-8"))
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             log.warning("%s: a damaged entry (%s); its units worked out again", self.path, exc)
             return None
 
 
 _stores: dict[Path, Store] = {}
+_opened: dict[Path, int] = {}  # how many open packs registered each file
 _served: set[int] = set()  # hash() of the texts met (a collision only skips the file)
 _lock = threading.Lock()
 
@@ -160,11 +161,18 @@ def register(path: Path) -> None:
     if path.is_file():
         with _lock:
             _stores.setdefault(path, Store(path))
+            _opened[path] = _opened.get(path, 0) + 1
 
 
 def unregister(path: Path) -> None:
+    """One pack that registered `path` is closed: the file is forgotten with the last."""
     with _lock:
-        _stores.pop(path, None)
+        left = _opened.get(path, 1) - 1
+        if left > 0:
+            _opened[path] = left
+        else:
+            _opened.pop(path, None)
+            _stores.pop(path, None)
 
 
 def candidates(content: str) -> list[Unit]:
