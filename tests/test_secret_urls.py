@@ -157,6 +157,8 @@ def test_a_build_stores_no_secret_of_its_urls_anywhere(tmp_path) -> None:
         assert db.execute("select count(*) from log").fetchone()[0] > 0
     assert _hits(out) + _hits(work) + _hits(home) == []
     # What a page says is its own: a link in its text keeps its query (the links table
-    # records it REDACTED); only the secrets the build was given or sent are scrubbed.
+    # records it REDACTED); only the secrets the build was given or sent are scrubbed. The
+    # text is in the sections and in the answer units quoting them (tables/units.jsonl).
     tables = next((out / "tea" / "builds").glob("*/tables"))
-    assert _hits(tables, [PAGE_SIGNATURE]) == [f"{tables / 'sections.parquet'}: {PAGE_SIGNATURE}"]
+    assert sorted(_hits(tables, [PAGE_SIGNATURE])) == [
+        f"{tables / name}: {PAGE_SIGNATURE}" for name in ("sections.parquet", "units.jsonl")]
