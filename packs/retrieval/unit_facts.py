@@ -122,8 +122,9 @@ def prime(found: list[tuple[Unit, str, Facts]]) -> None:
 def stored(u: Unit, raw: str, terms: tuple[str, ...], shape: tuple[float, ...],
            opening: frozenset[str], first: frozenset[str], condition: frozenset[str],
            has_code: bool, command: bool) -> Facts:
-    """The Facts of unit `u` (Markdown `raw`) from what a pack stored of them; the rest is
-    derived here as `facts` derives it."""
+    """The Facts of unit `u` (Markdown `raw`) from what is worked out of it (`facts`) or
+    what a pack stored of that; the counts, sets, pairs and lower-cased text are derived
+    here, for both."""
     return Facts(terms=terms, tf=Counter(terms), term_set=frozenset(terms),
                  pairs=frozenset(pairs(list(terms))), low=raw.lower(), shape=shape,
                  opening=opening, first=first, condition=condition, has_code=has_code,
@@ -148,9 +149,7 @@ def facts(u: Unit, raw: str) -> Facts:
              float(_CAPTION.search(u.display) is not None),
              float(u.kind != "code" and u.display.rstrip("*_ ").endswith("?")),
              float(u.kind != "leadin" and _DANGLING.search(u.display) is not None))
-    return Facts(terms=terms, tf=Counter(terms), term_set=frozenset(terms),
-                 pairs=frozenset(pairs(list(terms))), low=raw.lower(), shape=shape,
-                 opening=opening(plain(u.display)),
-                 first=frozenset(text_rules.terms(" ".join(u.display.split()[:RARE_WORDS]))),
-                 condition=condition_terms(u.display), has_code=code or u.inner == "code",
-                 command=code_units.is_command(u))
+    return stored(u, raw, terms, shape, opening(plain(u.display)),
+                  frozenset(text_rules.terms(" ".join(u.display.split()[:RARE_WORDS]))),
+                  condition_terms(u.display), code or u.inner == "code",
+                  code_units.is_command(u))

@@ -139,8 +139,10 @@ class Store:
                 fh.seek(self._start + at[0])
                 return fh.read(at[1])
 
-    def get(self, content: str) -> list[tuple[Unit, unit_facts.Facts]] | None:
-        document = self.document(key(content))
+    def get(self, content: str, k: str | None = None
+            ) -> list[tuple[Unit, unit_facts.Facts]] | None:
+        """The stored units and facts of `content` (`k`: its key, when known)."""
+        document = self.document(k or key(content))
         if document is None:
             return None
         try:
@@ -184,8 +186,9 @@ def candidates(content: str) -> list[Unit]:
             if len(_served) >= SERVED_LIMIT:
                 _served.clear()
             _served.add(hash(content))
+        k = key(content) if stores else ""
         for store in stores:
-            pairs = store.get(content)
+            pairs = store.get(content, k)
             if pairs is not None:
                 unit_facts.prime([(u, content[u.start:u.end], f) for u, f in pairs])
                 return units.candidates_primed(content, tuple(u for u, _ in pairs))
