@@ -220,7 +220,9 @@ def _defines(q: Question, display: str) -> bool:
 
 def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int, Unit]],
              pack_idf: Callable[[str], float] | None = None) -> np.ndarray:
-    """One row of FEATURES per unit of `units` ((passage index, unit), in passage order)."""
+    """One row of FEATURES per unit of `units` ((passage index, unit), in passage order),
+    built a column at a time (a question reads a few hundred units, once for each of its
+    parts too)."""
     if not units:
         return np.zeros((0, len(FEATURES)), dtype=np.float32)
     raws = [passages[i].content[u.start:u.end] for i, u in units]
@@ -237,50 +239,61 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
     children = _children(units)
     asked = set(q.asked)
     seen: Counter[int] = Counter()
-    rows = []
-    for k, (i, u) in enumerate(units):
-        f = known[k]
-        terms = f.term_set
-        top, hits = _composite(units, matched, k, children)
-        place = seen[i]
+    places = []
+    for i, _ in units:
+        places.append(seen[i])
         seen[i] += 1
-        row = {
-            "bm25": top, "parts": min(max(hits - 1, 0), 3) / 3,
-            "coverage": len(q.terms & terms) / max(len(q.terms), 1),
-            "weighted_coverage": sum(w for t, w in weights.items() if t in terms) / total,
-            "ident": full[k], "ident_part": part[k], **sec[i],
-            "position": place / max(count[i] - 1, 1), "first": float(place == 0),
-            **dict(zip(SHAPE, f.shape)),
-            **{f"type_{t}": float(t in q.kinds and asks.has(t, u, raws[k], asked))
-               for t in TYPES},
-            "howto_code": float(q.howto and f.has_code),
-            "defines": float(defines := bool(q.terms & f.opening)),
-            "defines_asked": float(defines and q.what_is),
-            "novelty": len(terms - q.terms) / max(len(terms), 1),
-            "bigrams": len(q.pairs & f.pairs) / len(q.pairs) if q.pairs else 0.0,
-            "rare_first": float(rare is not None and rare in f.first),
-            "output": float(output := code_units.is_output(passages[i].content, u)),
-            "howto_output": float(q.howto and output),
-            "howto_command": float(q.howto and f.command),
-            "elsewhere": len(q.elsewhere & terms) / len(q.elsewhere) if q.elsewhere else 0.0,
-            "condition": (condition := sum(w for t, w in weights.items()
-                                           if t in f.condition) / total),
-            "condition_asked": condition if q.happens else 0.0,
-            **_noun_features(q.nouns, u, raws[k]),
-        }
-        rows.append([row[name] for name in FEATURES])
-    return np.asarray(rows, dtype=np.float32)
+    n, zeros = len(units), [0.0] * len(units)
+    scored = [_composite(units, matched, k, children) for k in range(n)]
+    said = list(weights.items())
+    col: dict[str, list[float]] = {
+        "bm25": [top for top, _ in scored],
+        "parts": [min(max(hits - 1, 0), 3) / 3 for _, hits in scored],
+        "coverage": [len(q.terms & f.term_set) / max(len(q.terms), 1) for f in known],
+        "weighted_coverage": [sum(w for t, w in said if t in f.term_set) / total
+                              for f in known],
+        "ident": full, "ident_part": part,
+        "position": [place / max(count[i] - 1, 1) for place, (i, _) in zip(places, units)],
+        "first": [float(place == 0) for place in places],
+        "howto_code": [float(q.howto and f.has_code) for f in known],
+        "defines": (defines := [float(bool(q.terms & f.opening)) for f in known]),
+        "defines_asked": defines if q.what_is else zeros,
+        "novelty": [len(f.term_set - q.terms) / max(len(f.term_set), 1) for f in known],
+        "bigrams": ([len(q.pairs & f.pairs) / len(q.pairs) for f in known] if q.pairs
+                    else zeros),
+        "rare_first": [float(rare is not None and rare in f.first) for f in known],
+        "output": (output := [float(code_units.is_output(passages[i].content, u))
+                              for i, u in units]),
+        "howto_output": output if q.howto else zeros,
+        "howto_command": [float(q.howto and f.command) for f in known],
+        "elsewhere": ([len(q.elsewhere & f.term_set) / len(q.elsewhere) for f in known]
+                      if q.elsewhere else zeros),
+        "condition": (condition := [sum(w for t, w in said if t in f.condition) / total
+                                    for f in known]),
+        "condition_asked": condition if q.happens else zeros,
+    }
+    for name in _SECTION_FEATURES:
+        col[name] = [sec[i][name] for i, _ in units]
+    for j, name in enumerate(SHAPE):
+        col[name] = [f.shape[j] for f in known]
+    for t in TYPES:
+        col[f"type_{t}"] = ([float(asks.has(t, u, raw, asked)) for (_, u), raw in zip(units, raws)]
+                            if t in q.kinds else zeros)
+    nouns = [_noun_features(q.nouns, u, raw) for (_, u), raw in zip(units, raws)]
+    col["noun_code"] = [code for code, _ in nouns]
+    col["noun_shape"] = [shape for _, shape in nouns]
+    return np.asarray([col[name] for name in FEATURES], dtype=np.float32).T.copy()
 
 
-def _noun_features(nouns: frozenset[str], u: Unit, raw: str) -> dict[str, float]:
-    """noun_code and noun_shape of unit `u` (Markdown `raw`); of code, a command line only."""
+def _noun_features(nouns: frozenset[str], u: Unit, raw: str) -> tuple[float, float]:
+    """(noun_code, noun_shape) of unit `u` (Markdown `raw`); of code, a command line only."""
     code = u.kind == "code"
     if not nouns or (code and not code_units.is_command(u)):
-        return {"noun_code": 0.0, "noun_shape": 0.0}
+        return 0.0, 0.0
     inside, beside, tokens = _code_of(raw, code)
     shapes = [SHAPES[n] for n in nouns if n in SHAPES]
-    return {"noun_code": float(bool(nouns & (inside | beside))),
-            "noun_shape": float(any(s.match(t) for s in shapes for t in tokens))}
+    return (float(bool(nouns & (inside | beside))),
+            float(any(s.match(t) for s in shapes for t in tokens)))
 
 
 @lru_cache(maxsize=32768)
@@ -299,6 +312,10 @@ def _code_of(raw: str, code: bool) -> tuple[frozenset[str], frozenset[str], tupl
             if w == _SPAN_MARK:
                 beside.update(singular(x) for x in words[max(j - 2, 0):j + 3] if x != w)
     return inside, frozenset(beside), tokens
+
+
+_SECTION_FEATURES = ("heading", "title", "heading_ident", "sec_sim", "sec_sim_rel", "sec_rank",
+                     "extra", "prior")
 
 
 def _section_features(q: Question, passages: Sequence[Passage], weights: dict[str, float],
