@@ -40,13 +40,16 @@ ARTICLE_SECTIONS = (
     f"RETURN {SECTION_COLS}, array_inner_product(s.embedding, $q) "
     "ORDER BY s.article_id, s.position"
 )
+
+
 def article_similarities(n: int) -> str:
     """The id of every section of some articles ($ids) with its similarity to each of `n`
     vectors ($q0 ... $q{n-1}), computed by Kuzu: an answer to a question about several
     things ranks the cited pages' sections for each of them (~180 sections; their columns
     and vectors fetched by id, once a part, took 62 ms for two parts, this 9 ms)."""
     scores = ", ".join(f"array_inner_product(s.embedding, $q{i})" for i in range(n))
-    return f"MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids RETURN s.id, {scores}"
+    return ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section) WHERE a.id IN $ids "
+            f"RETURN s.id, {scores}")
 
 
 _LINKED = ("MATCH (a:Article)-[:LINKS_TO]->(b:Article)-[:HAS_SECTION]->(s:Section) "
