@@ -43,8 +43,16 @@ MAX_NAME = 60  # characters of a name read as an item
 MAX_SECTIONS = 2000  # sections read for one question (a pack writes "type" everywhere)
 MIN_SECTIONS = 2  # sections that write a name so, unless the search ranks one high
 
-SECTIONS_WRITING = ("MATCH (s:Section) WHERE regexp_matches(lower(s.content), $p) "
-                    "RETURN s.id, s.content LIMIT $k")
+
+def sections_writing(n: int) -> str:
+    """The sections whose lower-cased text contains one of `n` words ($w0 ...): those that
+    may write a form of the noun asked for, for `typed_names` to match as whole words here
+    (Kuzu's regexp_matches on every section's text took 150 ms a question on the
+    Kubernetes pack, this 60 ms with the same sections)."""
+    return ("MATCH (s:Section) WHERE "
+            + " OR ".join(f"lower(s.content) CONTAINS $w{i}" for i in range(n))
+            + " RETURN s.id, s.content")
+
 
 _CODE = r"`[^`\n]{1,60}`"
 _CAP = r"[A-Z][\w+#-]*(?:\.[\w+#-]+)*"
@@ -119,8 +127,11 @@ def typed_names(pack: Any, question: str) -> dict[str, tuple[str, list[str], boo
     forms = head_forms(question)
     if not forms:
         return {}
-    written = r"\b(" + "|".join(sorted(map(re.escape, forms))) + r")\b"
-    rows = pack.db.read(SECTIONS_WRITING, {"p": written, "k": MAX_SECTIONS})
+    words = sorted(forms)
+    written = re.compile(r"\b(" + "|".join(map(re.escape, words)) + r")\b", re.ASCII)
+    rows = [(sid, content) for sid, content in pack.db.read(
+        sections_writing(len(words)), {f"w{i}": w for i, w in enumerate(words)})
+        if written.search((content or "").lower())][:MAX_SECTIONS]
     found: dict[str, tuple[str, list[str], bool]] = {}
     before = modifier(question)
     wholly = _patterns(forms, before, whole=True) if before else []

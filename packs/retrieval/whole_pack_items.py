@@ -23,6 +23,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from packs import text as text_rules
 from packs.citations import no_marker
@@ -86,15 +87,19 @@ def spans(sec: Sec) -> list[tuple[int, int]]:
     sentences of whole paragraphs, list items, table rows, one-line code), not lead-ins,
     and the lines of its code blocks (`source <(kubectl completion bash)`); none when its
     text is only its heading (`units.heading_only`)."""
-    content = sec.content
-    if heading_only(content, sec.heading_path):
-        return []
+    return list(_spans(sec.content, sec.heading_path))
+
+
+@lru_cache(maxsize=4096)  # a list question quotes each of its items from the same sections
+def _spans(content: str, heading_path: str) -> tuple[tuple[int, int], ...]:
+    if heading_only(content, heading_path):
+        return ()
     out = [(u.start, u.end) for u in segment(content)
            if u.kind in ("sentence", "item", "row", "paragraph")
            or (u.kind == "code" and "\n" not in u.display.strip())]
     for start, end in code_lines(content):
         out.append((start, end))
-    return out
+    return tuple(out)
 
 
 def code_lines(content: str) -> list[tuple[int, int]]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from packs import text as text_rules
@@ -106,7 +107,7 @@ def best_family(firsts: list[str], paths: list[str], question: str,
     terms of a family's own name (its last folder: `concepts/policy/`) count NAMED_WEIGHT
     times what a page's do (`concepts/services-networking/network-policies.md`)."""
     default = family(firsts[0], paths) if firsts else ""
-    names = {p: set(text_rules.terms(re.sub(r"[/_.-]+", " ", p))) for p in paths}
+    families, names, members, own_words = _layout(tuple(paths))
     asked: dict[str, float] = {}
     for w in text_rules.words(question):
         if w not in text_rules.STOP_WORDS:
@@ -115,7 +116,7 @@ def best_family(firsts: list[str], paths: list[str], question: str,
     rank = {p: i for i, p in enumerate(firsts)}
 
     def weight(fam: str) -> float:
-        words = _family_words(fam, paths, names)
+        words = set(own_words[fam]) if fam in own_words else _family_words(fam, paths, names)
         lead = min((p for p in firsts if p.startswith(fam)), key=rank.get, default=None)
         if lead is not None:  # the search's best page there names it too
             words |= names.get(lead, set())
@@ -127,9 +128,8 @@ def best_family(firsts: list[str], paths: list[str], question: str,
         return total
 
     best, best_key = default, (0.0, 0)
-    for fam in sorted({family(p, paths) for p in paths} - {""}):  # ties: the first by name
-        key = (weight(fam), -min((rank.get(p, 99) for p in paths if p.startswith(fam)),
-                                 default=99))
+    for fam in families:  # ties: the first by name
+        key = (weight(fam), -min((rank.get(p, 99) for p in members[fam]), default=99))
         if key[0] > 0 and key > best_key:
             best, best_key = fam, key
     kept = weight(default) if default else 0.0
@@ -139,11 +139,27 @@ def best_family(firsts: list[str], paths: list[str], question: str,
     return best  # ... or a folder inside its own matches more ("the Services tutorials")
 
 
-def _family_words(fam: str, paths: list[str], names: dict[str, set[str]]) -> set[str]:
+def _family_words(fam: str, paths: Sequence[str], names: Mapping[str, frozenset[str]]
+                  ) -> set[str]:
     """The terms of a family's prefix and of its first page's path (a chapter's index page
     names it: "src/ch13-00-functional-features.md")."""
     head = min(p for p in paths if p.startswith(fam))
     return set(text_rules.terms(re.sub(r"[/_.-]+", " ", fam))) | names[head]
+
+
+@lru_cache(maxsize=8)
+def _layout(paths: tuple[str, ...]) -> tuple[
+        tuple[str, ...], dict[str, frozenset[str]], dict[str, tuple[str, ...]],
+        dict[str, frozenset[str]]]:
+    """What `best_family` reads of a pack's page paths whatever the question, worked out
+    once per pack (each page's `family` scans every path: 405 pages cost 330,000 prefix
+    tests a question): (its families, sorted by name; each path's terms; each family's
+    pages; each family's words, `_family_words`)."""
+    names = {p: frozenset(text_rules.terms(re.sub(r"[/_.-]+", " ", p))) for p in paths}
+    families = tuple(sorted({family(p, list(paths)) for p in paths} - {""}))
+    members = {fam: tuple(p for p in paths if p.startswith(fam)) for fam in families}
+    words = {fam: frozenset(_family_words(fam, paths, names)) for fam in families}
+    return families, names, members, words
 
 
 def region_sections(pack: Any, result: Any, kind: str) -> dict[str, Sec]:
