@@ -25,8 +25,10 @@ that names no excerpt are all kept as citations with `verified: False`, and
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Protocol
 
 from packs.markdown import CODE_SPAN, replace_fences
@@ -84,23 +86,28 @@ def locate(quote: str, text: str) -> tuple[int, int] | None:
     q = normalise(quote)
     if not q:
         return None
-    norm: list[str] = []
-    origin: list[int] = []  # origin[i]: offset in `text` of norm[i]
-    pending_space = False
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            pending_space = bool(norm)
-            continue
-        if pending_space:
-            norm.append(" ")
-            origin.append(i - 1)
-            pending_space = False
-        norm.append(ch)
-        origin.append(i)
-    found = "".join(norm).find(q)
+    norm, starts, spans = _words(text)
+    found = norm.find(q)
     if found < 0:
         return None
-    return origin[found], origin[found + len(q) - 1] + 1
+    last = found + len(q) - 1  # neither end is a space: `q` is trimmed
+    k, j = bisect_right(starts, found) - 1, bisect_right(starts, last) - 1
+    return spans[k][0] + found - starts[k], spans[j][0] + last - starts[j] + 1
+
+
+_NON_SPACE = re.compile(r"\S+")
+
+
+@lru_cache(maxsize=1024)  # an answer cites a section for several of its lines
+def _words(text: str) -> tuple[str, list[int], list[tuple[int, int]]]:
+    """`text` normalised (its words joined by one space), where each word starts in that,
+    and each word's (start, end) in `text`."""
+    spans = [m.span() for m in _NON_SPACE.finditer(text)]
+    starts, at = [], 0
+    for a, b in spans:
+        starts.append(at)
+        at += b - a + 1
+    return " ".join(text[a:b] for a, b in spans), starts, spans
 
 
 def citation(n: int, section: CitedSection | None, quote: str, pack: str | None) -> dict:

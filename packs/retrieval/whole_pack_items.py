@@ -102,7 +102,8 @@ def _spans(content: str, heading_path: str) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def code_lines(content: str) -> list[tuple[int, int]]:
+@lru_cache(maxsize=4096)  # the region's sections are read for spans, commands and programs
+def code_lines(content: str) -> tuple[tuple[int, int], ...]:
     """(start, end) of each non-blank line, 2 to 120 characters, inside a code block."""
     out = []
     for a, b in fence_spans(content):
@@ -111,7 +112,7 @@ def code_lines(content: str) -> list[tuple[int, int]]:
             if 2 <= len(line) <= 120 and not line.startswith(("```", "~~~")):
                 at = a + m.start() + m.group(0).find(line)
                 out.append((at, at + len(line)))
-    return out
+    return tuple(out)
 
 
 # A span that ends by introducing something ("... will fail:"): quoted alone, it shows a
