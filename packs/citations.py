@@ -98,7 +98,7 @@ def locate(quote: str, text: str) -> tuple[int, int] | None:
 _NON_SPACE = re.compile(r"\S+")
 
 
-@lru_cache(maxsize=1024)  # an answer cites a section for several of its lines
+@lru_cache(maxsize=256)  # an answer cites a section for several of its lines
 def _words(text: str) -> tuple[str, list[int], list[tuple[int, int]]]:
     """`text` normalised (its words joined by one space), where each word starts in that,
     and each word's (start, end) in `text`."""

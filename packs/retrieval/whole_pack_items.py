@@ -90,7 +90,7 @@ def spans(sec: Sec) -> list[tuple[int, int]]:
     return list(_spans(sec.content, sec.heading_path))
 
 
-@lru_cache(maxsize=4096)  # a list question quotes each of its items from the same sections
+@lru_cache(maxsize=2048)  # a list question quotes each of its items from the same sections
 def _spans(content: str, heading_path: str) -> tuple[tuple[int, int], ...]:
     if heading_only(content, heading_path):
         return ()
@@ -102,7 +102,7 @@ def _spans(content: str, heading_path: str) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=4096)  # the region's sections are read for spans, commands and programs
+@lru_cache(maxsize=2048)  # the region's sections are read for spans, commands and programs
 def code_lines(content: str) -> tuple[tuple[int, int], ...]:
     """(start, end) of each non-blank line, 2 to 120 characters, inside a code block."""
     out = []
