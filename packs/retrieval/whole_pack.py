@@ -110,6 +110,24 @@ def map_sections(pack: Any, result: Any, limit: int) -> list[Sec]:
     return sorted(by_id.values(), key=lambda s: (-s.weight, s.article_id, s.position))[:limit]
 
 
+def _named_mentions(pack: Any, ident: str, by_id: dict[str, Sec],
+                    mentions: dict[str, list[tuple[str, str, str]]]) -> None:
+    """Add to `mentions` the entities named like `ident` ("flag" → "flag --x ...") and
+    their sections, those outside the region to `by_id` (weighted OUTSIDE_WEIGHT), read
+    at once (one scan each cost 143 ms a list question on the Kubernetes pack)."""
+    named = pack.db.read(NAMED_LIKE, {"p": ident.lower() + " "})
+    missing = list(dict.fromkeys(sid for sid, *_ in named if sid not in by_id))
+    outside = ({r[1]: r for r in pack.db.read(SECTIONS_BY_ID, {"ids": missing})}
+               if missing else {})
+    for sid, eid, name, etype in named:
+        if sid not in by_id:
+            if sid not in outside:
+                continue
+            by_id[sid] = sec_of(outside[sid])
+            by_id[sid].weight = OUTSIDE_WEIGHT
+        mentions[eid].append((sid, name, etype))
+
+
 def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item]]:
     """(page items, candidate items) of a list or across question (see the module
     docstring): for an across question each page's best passage (`page_items`; [] for a
@@ -130,19 +148,7 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
                                             *words]))[:8]
              if not set(text_rules.terms(x)) & aside]
     for ident in seeds:
-        named = pack.db.read(NAMED_LIKE, {"p": ident.lower() + " "})
-        # The sections outside the region that mention them, read at once (one scan each
-        # cost 143 ms a list question on the Kubernetes pack).
-        missing = list(dict.fromkeys(sid for sid, *_ in named if sid not in by_id))
-        outside = ({r[1]: r for r in pack.db.read(SECTIONS_BY_ID, {"ids": missing})}
-                   if missing else {})
-        for sid, eid, name, etype in named:
-            if sid not in by_id:
-                if sid not in outside:
-                    continue
-                by_id[sid] = sec_of(outside[sid])
-                by_id[sid].weight = OUTSIDE_WEIGHT
-            mentions[eid].append((sid, name, etype))
+        _named_mentions(pack, ident, by_id, mentions)
     if not mentions:
         return per_page, []
     total = pack.db.read(COUNT_SECTIONS, {})[0][0] or 1
