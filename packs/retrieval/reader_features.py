@@ -272,7 +272,7 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
                                     for f in known]),
         "condition_asked": condition if q.happens else zeros,
     }
-    for name in _SECTION_FEATURES:
+    for name in sec[units[0][0]]:  # the section's features, as `_section_features` names them
         col[name] = [sec[i][name] for i, _ in units]
     for j, name in enumerate(SHAPE):
         col[name] = [f.shape[j] for f in known]
@@ -312,10 +312,6 @@ def _code_of(raw: str, code: bool) -> tuple[frozenset[str], frozenset[str], tupl
             if w == _SPAN_MARK:
                 beside.update(singular(x) for x in words[max(j - 2, 0):j + 3] if x != w)
     return inside, frozenset(beside), tokens
-
-
-_SECTION_FEATURES = ("heading", "title", "heading_ident", "sec_sim", "sec_sim_rel", "sec_rank",
-                     "extra", "prior")
 
 
 def _section_features(q: Question, passages: Sequence[Passage], weights: dict[str, float],

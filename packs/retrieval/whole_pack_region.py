@@ -46,7 +46,7 @@ ARTICLES = "MATCH (a:Article) RETURN a.id, a.url, a.title"
 LINKED = "MATCH (a:Article {id: $id})-[:LINKS_TO]->(b:Article) RETURN b.id"
 
 
-def family(path: str, paths: list[str]) -> str:
+def family(path: str, paths: Sequence[str]) -> str:
     """The prefix the pages beside `path` share: its file name's numbered stem ("src/ch03-"
     for "src/ch03-01-variables.md") when other pages have it, else its folder when that
     holds 2 to REGION_PAGES pages; "" when neither."""
@@ -156,7 +156,7 @@ def _layout(paths: tuple[str, ...]) -> tuple[
     tests a question): (its families, sorted by name; each path's terms; each family's
     pages; each family's words, `_family_words`)."""
     names = {p: frozenset(text_rules.terms(re.sub(r"[/_.-]+", " ", p))) for p in paths}
-    families = tuple(sorted({family(p, list(paths)) for p in paths} - {""}))
+    families = tuple(sorted({family(p, paths) for p in paths} - {""}))
     members = {fam: tuple(p for p in paths if p.startswith(fam)) for fam in families}
     words = {fam: frozenset(_family_words(fam, paths, names)) for fam in families}
     return families, names, members, words
