@@ -144,7 +144,8 @@ FACT_DISJOINT_ROUNDS = {("rust_answers", 7), ("k8s_answers", 11), ("k8s_answers"
                         ("rust_answers", 19), ("k8s_answers", 23), ("rust_answers", 20),
                         ("k8s_answers", 24), ("rust_answers", 21), ("k8s_answers", 25),
                         ("rust_answers", 22), ("k8s_answers", 26), ("rust_answers", 23),
-                        ("k8s_answers", 27), ("rust_answers", 24)}
+                        ("k8s_answers", 27), ("rust_answers", 24),
+                        ("k8s_answers", 28), ("rust_answers", 25)}
 
 
 def test_the_answer_sets_are_well_formed():
