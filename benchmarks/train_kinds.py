@@ -8,7 +8,9 @@ of benchmarks/data, and say how well it reads questions of sets it was not fitte
 Labelled rows: every whole-pack set (*_whole_pack*.jsonl: its row's "list", "across" or
 "overview") and every set of single-passage questions (answers, retrieval, out-of-domain,
 XQuAD: "none"), dev rows and the test rows of splits benchmarks/ledger.jsonl records a
-blind run of (spent: their figures stand there); a frozen split not yet run is never read.
+blind run of (spent: their figures stand there; an answer set's rounds are split by
+test_round); a frozen split not yet run is never read. A set of LABELLED_SETS gives each
+row's own label (release notes: both whole-pack and single-passage questions).
 An answer row of kind "list" ("What are the three stable API kinds?") asks for a list one
 passage gives: either path may answer it, so it is left out of the fit and reported apart.
 
@@ -40,9 +42,20 @@ from packs.retrieval.whole_pack_questions import rule_kind  # noqa: E402
 
 SINGLE_SETS = ("k8s_answers", "rust_answers", "cargo_answers", "k8s_questions", "rust_questions",
                "ood_questions", "xquad_fresh", "k8s_issue47")
+# Sets whose rows carry their own label ("list", "across", "overview" or "none"): the forms
+# of corpora no other set has, written as dev data. release_kinds: release notes ("What
+# changed in the scheduler from release to release?", the issue's example).
+LABELLED_SETS = ("release_kinds",)
 MIN_DF = 2
 FOLDS = 8
 VERSION = "kinds-2026-11-30"
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the repository when it is inside it (weights written elsewhere
+    to compare fits are named as given)."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def labelled_rows(data_dir: Path = corpora.DATA_DIR) -> list[dict]:
@@ -52,12 +65,19 @@ def labelled_rows(data_dir: Path = corpora.DATA_DIR) -> list[dict]:
     for path in sorted(data_dir.glob("*.jsonl")):
         name = path.stem
         whole = "_whole_pack" in name
-        if not whole and name not in SINGLE_SETS:
+        if not whole and name not in SINGLE_SETS and name not in LABELLED_SETS:
             continue
         for r in corpora.load_rows(path):
             split = r.get("split")
-            if split == "test" and f"{path.name}:split=test" not in ran:
+            if split == "test" and not {f"{path.name}:split=test",
+                                        f"{path.name}:test_round={r.get('test_round')}"} & ran:
                 continue  # frozen (or never frozen) and not run: never read
+            if name in LABELLED_SETS:  # its own label, the set held out whole
+                label = r["kind"]
+                rows.append({"set": f"{name}:{split}:{'one' if label == qk.NONE else 'whole'}",
+                             "id": r.get("id"), "question": r["question"], "label": label,
+                             "group": f"{name}:{split}", "rule": rule_kind(r["question"])})
+                continue
             if whole:
                 label = r["kind"]
             elif name.endswith("_answers") and r.get("kind") == "list":
@@ -184,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Shipped: fitted on all {sum(counts.values()) - counts.get('list?', 0)} rows, C "
         f"{args.c}, {len(fitted[2])} features"
-        + ("" if args.no_write else f", written to {args.weights.relative_to(ROOT)}") + ".",
+        + ("" if args.no_write else f", written to {_shown(args.weights)}") + ".",
     ]
     if not args.no_write:
         payload = {"version": VERSION, "features_version": qk.FEATURES_VERSION,

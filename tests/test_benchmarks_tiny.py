@@ -237,6 +237,30 @@ def test_every_frozen_blind_split_is_intact_in_the_ledger():
     assert ledger.verify() == []
 
 
+def test_the_kind_model_reads_spent_rounds_and_never_a_frozen_one(monkeypatch):
+    """benchmarks/train_kinds.py: an answer round the ledger records a run of is read (as
+    about one thing), a frozen round not yet run never is, and a LABELLED_SETS row keeps
+    its own label with its whole set held out together."""
+    from benchmarks import ledger, train_kinds
+
+    unrun = "k8s_answers.jsonl:test_round=27"  # as if it were frozen and not yet run
+    ran = ledger.ran_splits() - {unrun}
+    monkeypatch.setattr(train_kinds.ledger, "ran_splits", lambda: ran)
+    rows = train_kinds.labelled_rows()
+    spent = {r["id"] for r in rows if r["set"] == "k8s_answers:test"}
+    answers = [json.loads(line) for line in
+               (corpora.DATA_DIR / "k8s_answers.jsonl").read_text().splitlines()]
+    tested = [r for r in answers if r["split"] == "test" and r.get("kind") != "list"]
+    assert any(r["test_round"] == 27 for r in tested) and spent
+    for r in tested:
+        assert (r["id"] in spent) == (f"k8s_answers.jsonl:test_round={r['test_round']}"
+                                      in ran), r["id"]
+    release = [r for r in rows if r["set"].startswith("release_kinds:")]
+    assert {r["group"] for r in release} == {"release_kinds:dev"}
+    assert {r["label"] for r in release} == {"list", "across", "overview", "none"}
+    assert all(r["set"].endswith(":one") == (r["label"] == "none") for r in release)
+
+
 def test_the_ledger_refuses_a_changed_split_and_an_unfrozen_run(tmp_path):
     from benchmarks import ledger
 

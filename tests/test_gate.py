@@ -247,6 +247,32 @@ def test_a_question_about_the_whole_pack_passes_at_a_lower_cut():
     assert listed["passed"] and listed["cut"] == pytest.approx(0.5 * gate.WHOLE_PACK_CUT)
 
 
+def test_a_whole_pack_question_the_pack_writes_the_words_of_passes_whatever_its_confidence():
+    """A list's items are spread thin, so no section comes close to the question: it passes
+    when the pack writes every term of it and some of its word pairs, not when a term is
+    unknown to the pack or its words are never written together; a question about one
+    thing never passes this way."""
+    listed = "List every restart policy a pod container can have."
+    one = "How does the restart policy of a pod container work?"
+    known = {t: 3 for q in (listed, one) for t in gate.question_terms(q)}
+    paired = gate.Vocabulary(known, 100, [gate.pair_hash(stem("restart"), stem("policy"))])
+    unpaired = gate.Vocabulary(known, 100, [])
+    low = GateInfo(version=gate.GATE_VERSION, bias=-5.0, cut=0.5, weights={})  # p = 0.0067
+
+    def verdict(question, vocab):
+        return gate.decide(question, [0.3], TOP, lambda: vocab, low, None, 0.42)
+
+    passed = verdict(listed, paired)
+    assert passed["passed"] and passed["writes_subject"]
+    assert passed["confidence"] < passed["cut"]  # it passed on the pack's words
+    assert not verdict(listed, unpaired)["passed"]  # no pair of its words in the pack
+    absent = verdict(listed.replace("pod", "Nomad"), paired)  # a word the pack lacks
+    assert absent["signals"]["unknown"] > 0 and not absent["passed"]
+    single = verdict(one, paired)
+    assert not single["passed"] and not single["writes_subject"]
+    assert not gate.decide(listed, [], [], lambda: paired, low, None, 0.42)["passed"]
+
+
 def _manifest(model: str, **extra) -> Manifest:
     return Manifest(name="p", build_id="b", built_at="2026-01-01T00:00:00Z",
                     embedding=EmbeddingInfo(model=model, dim=4),

@@ -128,12 +128,15 @@ def test_comparing_across_the_pages_stays_a_whole_pack_question(question, kind):
     assert qk.question_kind(question) == kind
 
 
-def test_a_question_that_opens_with_why_asks_for_one_reason():
+def test_a_question_that_opens_with_why_asks_for_one_reason(tmp_path):
     question = ("Why do the Kubernetes docs discourage keeping application data, end-user "
                 "records or monitoring data inside custom resources?")
-    model = qk.load()
-    probs = model.probabilities(question, qk.rule_kind(question))
-    assert max(probs, key=probs.__getitem__) != qk.NONE  # the model alone reads it whole-pack
+    # a model that reads it as a list (the shipped model once did) still answers one reason
+    listing = qk.load(_weights(tmp_path, intercept=[2.0, 0.0], weights={}))
+    probs = listing.probabilities(question, qk.rule_kind(question))
+    assert max(probs, key=probs.__getitem__) == "list"
+    assert listing.kind(question) == qk.NONE
+    assert listing.kind("Which fields do the docs say control shutdown?") == "list"
     assert qk.question_kind(question) is None
     # Asked after what it lists, the why stays part of a whole-pack question.
     assert qk.question_kind("Which Pod and container fields control how a container is shut "
