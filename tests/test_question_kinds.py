@@ -141,3 +141,18 @@ def test_a_question_that_opens_with_why_asks_for_one_reason(tmp_path):
     # Asked after what it lists, the why stays part of a whole-pack question.
     assert qk.question_kind("Which Pod and container fields control how a container is shut "
                             "down or how it reports why it terminated?") == "list"
+
+
+def test_two_parts_that_open_alike_are_one_answer_not_an_across_list():
+    """Two things side by side ("When do you use A, and when do you use B?") are one
+    answer's two parts, even read as across the pack; read as a list they may ask for two
+    lists, and stay one."""
+    dot = ("In C and C++ there are two different operators for calling methods. When do "
+           "you use the dot, and when do you use the arrow?")
+    logging = "Compare a node-level logging agent with a sidecar container that runs its own logging agent."
+    assert qk.parallel_parts(dot) and qk.parallel_parts(logging)
+    assert qk.question_kind(dot) is None and qk.question_kind(logging) is None
+    assert not qk.parallel_parts("Which flags does kubectl take, and what does each do?")
+    assert not qk.parallel_parts("How do I drain a node?")
+    lists = "Which flags does kubectl take, and which flags does kubeadm take?"
+    assert qk.parallel_parts(lists) and qk.question_kind(lists) == "list"

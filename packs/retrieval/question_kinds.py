@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packs.retrieval import compare
-from packs.retrieval.asks import asking
+from packs.retrieval.asks import asking, parts
 from packs.retrieval.reader import read_weights
 from packs.retrieval.whole_pack_overview import about_itself
 from packs.retrieval.whole_pack_questions import head_phrase, rule_kind
@@ -166,12 +166,29 @@ _WHY = re.compile(r"^\s*why\b", re.I)
 def _one_answer(kind: str, question: str) -> bool:
     """Whether `kind`, read for `question`, is a whole-pack reading of a question one
     answer answers: how two things differ read as across the pack (or as a list, asked
-    "Compare A and B" or "... in each case"), or a question that opens with "why"."""
+    "Compare A and B" or "... in each case"), a question that opens with "why", or one
+    read as across the pack whose two parts open alike (`parallel_parts`; read as a list,
+    "Which flags does A take, and which flags does B take?" may ask for two lists)."""
     if kind in ("across", "list") and _WHY.match(question):
+        return True
+    if kind == "across" and parallel_parts(question):
         return True
     return (kind == "across" or (kind == "list" and (_COMPARE.match(question) is not None
                                                      or _EACH.search(question) is not None))
             ) and two_things(question)
+
+
+def parallel_parts(question: str) -> bool:
+    """Whether `question` falls into two parts (packs/retrieval/asks.py `parts`) that open
+    with the same three words: "When do you use the dot, and when do you use the arrow?",
+    "Compare A with B" (its parts "What is A?" and "What is B?"). Two things side by side
+    are one answer's two parts: of the labelled questions, 48 single-passage ones read so
+    and no whole-pack one (benchmarks/results/issue47zx_parallel_parts.md)."""
+    found = parts(question)
+    if len(found) != 2:
+        return False
+    first, second = (p.lower().split()[:3] for p in found)
+    return len(first) == 3 and first == second
 
 
 def two_things(question: str) -> bool:
