@@ -83,6 +83,7 @@ def test_whole_pack_questions_are_recognised():
                    # an aside in parentheses; a modifier that is a head noun elsewhere
                    "Which admission controllers (plugins) do the docs name?",
                    "Which port fields appear on containers?",
+                   "What are the scalar types in Rust?",
                    "Which Job spec fields decide when the Job is complete?",
                    # what the pages say about a topic, said in several places
                    "What does the book say about the two halves of a channel?",
@@ -109,6 +110,8 @@ def test_whole_pack_questions_are_recognised():
                    "What does Kubernetes use Lease objects for?",
                    "What happens to spawned threads when the main thread finishes?",
                    "What range of numbers can a u8 hold?",
+                   # what a thing is, bare plural scoped to the pack's subject
+                   "What are traits in Rust?", "What are device plugins for in Kubernetes?",
                    "Through what kind of references does Rc<T> share data?",
                    # it counts what it asks for: one set, named together
                    "What two kinds of label selector does the API support?",

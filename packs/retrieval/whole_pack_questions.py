@@ -158,6 +158,13 @@ _WANTED = (
 # A list question that says how many it asks for: one set, named together.
 _COUNTED = re.compile(r"\b(?:(?:which|what)(?: are)?(?: the)?|(?:name|list) the) "
                       r"(?:two|three|four|five|six|seven|eight|nine|ten)\b", re.I)
+# What a thing is, its name plural and bare, scoped to the pack's subject: "What are traits
+# in Rust?", "What are device plugins for in Kubernetes?" ask for a definition, not for the
+# traits of the book ("What are the scalar types in Rust?", with its article, is a list).
+_DEFINITION = re.compile(
+    r"^\s*what (?:are|is) (?!(?:the|all|some|any|its|their|these|those|other|different|"
+    r"main|various|each|every)\b)(?:[\w.:<>'-]+ ){0,3}?"
+    rf"(?:{_PLURAL_WORD})(?: for)? (?:in|within) [\w.:<>'-]+(?: [\w.:<>'-]+)?\s*\?\s*$", re.I)
 
 
 _ASIDE = re.compile(r"\s*\([^()]*\)")
@@ -192,7 +199,8 @@ def rule_kind(question: str) -> str | None:
     if _ACROSS.search(question):
         return "across"
     question = ASIDE_FIRST.sub("", _LEADING.sub("", question))  # "Besides A and B, what ..."
-    if _COUNTED.search(question) or _OBJECT_ASKED.search(question):
+    if (_COUNTED.search(question) or _OBJECT_ASKED.search(question)
+            or _DEFINITION.match(question)):
         return None
     if how_to(question, commands=False):  # "How do I list all pods?": one way, no list
         return None
