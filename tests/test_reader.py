@@ -6,6 +6,7 @@ is shown with the quote. No real data and no retraining on it."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -456,3 +457,29 @@ def test_a_why_answers_first_quote_comes_with_the_short_sentence_after_it():
     # The next sentence runs over LEAD_NEXT_WORDS words: the first quote stays as it was.
     assert extractive.with_reason(extractive.Pick(0, way, 1.0), units, passages, set(),
                                   lead=True).unit == way
+
+
+def test_equally_rare_terms_give_the_same_features_whatever_the_hash_seed():
+    """Of two question terms as rare as each other, the question's first is the rarest
+    (`rare_first`): a set's order changes with the process's hash seed, and the same
+    question got other answers from one process to the next."""
+    import subprocess
+    import sys
+
+    script = (
+        "from packs.retrieval import extractive, reader_features as rf\n"
+        "text = 'Iran gave an interview about the Shah. The Shah gave an interview on Iran.'\n"
+        "p = [rf.Passage(text, rank=0)]\n"
+        "q = 'Why did the Shah of Iran give an interview?'\n"
+        "units = extractive.units_of(q, p)\n"
+        "x = rf.features(rf.analyse(q), p, units)\n"
+        "col = x[:, rf.FEATURES.index('rare_first')]\n"
+        "print([(u.display[:9], float(v)) for (_, u), v in zip(units, col)])\n")
+    seen = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}, check=True, timeout=120)
+        seen.add(out.stdout.strip())
+    assert len(seen) == 1, seen
+    firsts = dict(eval(seen.pop()))  # noqa: S307 - the list of pairs printed above
+    assert firsts["The Shah "] == 1.0 and firsts["Iran gave"] == 0.0

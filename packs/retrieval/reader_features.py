@@ -233,8 +233,10 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
     matched = [bm25(f.tf, len(f.terms), avg, weights) / total for f in known]
     full, part = _ident_shares(q, [f.low for f in known])
     sec = _section_features(q, passages, weights, total)
-    present = set().union(*(f.term_set for f in known)) & set(weights)
-    rare = max(present, key=weights.get) if present else None  # the rarest term written
+    present = set().union(*(f.term_set for f in known))
+    # the rarest term written; of equally rare ones the question's first (a set's order
+    # changes with the process's hash seed, and the same question got other answers)
+    rare = max((t for t in weights if t in present), key=weights.__getitem__, default=None)
     count = Counter(i for i, _ in units)
     children = _children(units)
     asked = set(q.asked)
