@@ -72,23 +72,29 @@ def labelled_rows(data_dir: Path = corpora.DATA_DIR) -> list[dict]:
             if split == "test" and not {f"{path.name}:split=test",
                                         f"{path.name}:test_round={r.get('test_round')}"} & ran:
                 continue  # frozen (or never frozen) and not run: never read
-            if name in LABELLED_SETS:  # its own label, the set held out whole
-                label = r["kind"]
-                rows.append({"set": f"{name}:{split}:{'one' if label == qk.NONE else 'whole'}",
-                             "id": r.get("id"), "question": r["question"], "label": label,
-                             "group": f"{name}:{split}", "rule": rule_kind(r["question"])})
-                continue
-            if whole:
-                label = r["kind"]
-            elif name.endswith("_answers") and r.get("kind") == "list":
-                label = "list?"  # either path may answer it (the module docstring)
-            else:
-                label = qk.NONE
-            digest = int(hashlib.sha256(str(r.get("id", r["question"])).encode()).hexdigest(), 16)
-            group = f"{name}:{split}" if whole else f"single{digest % FOLDS}"
-            rows.append({"set": f"{name}:{split}", "id": r.get("id"), "question": r["question"],
+            label, set_name, group = _label(name, split, r, whole)
+            rows.append({"set": set_name, "id": r.get("id"), "question": r["question"],
                          "label": label, "group": group, "rule": rule_kind(r["question"])})
     return rows
+
+
+def _label(name: str, split: str, r: dict, whole: bool) -> tuple[str, str, str]:
+    """(label, set, group) of row `r` of set `name`: a whole-pack set's row its kind, held
+    out with its set; a LABELLED_SETS row its own label, the set held out whole (reported
+    as its whole-pack and its single-passage rows); any other row "none" (or "list?"), in
+    one of FOLDS groups."""
+    if name in LABELLED_SETS:
+        label = r["kind"]
+        return (label, f"{name}:{split}:{'one' if label == qk.NONE else 'whole'}",
+                f"{name}:{split}")
+    if whole:
+        return r["kind"], f"{name}:{split}", f"{name}:{split}"
+    if name.endswith("_answers") and r.get("kind") == "list":
+        label = "list?"  # either path may answer it (the module docstring)
+    else:
+        label = qk.NONE
+    digest = int(hashlib.sha256(str(r.get("id", r["question"])).encode()).hexdigest(), 16)
+    return label, f"{name}:{split}", f"single{digest % FOLDS}"
 
 
 def fit(rows: list[dict], c: float):

@@ -165,8 +165,8 @@ def decide(question: str, similarities: Sequence[float], top_texts: Sequence[str
     """The gate's verdict on one search, as reported in `SearchResult.gate`:
 
     {rule, passed, confidence, cut, calibrated_passed, writes_subject, signals}.
-    `writes_subject`: a whole-pack question the pack writes the words of, which passes
-    whatever its confidence (`writes_subject`). `rule` is "calibrated"
+    `writes_subject`: the question is read as whole-pack and the pack writes its words, so
+    it passes whatever its confidence (`writes_subject` above). `rule` is "calibrated"
     (the logistic model of `params`, a manifest GateInfo) unless `option` (an explicit
     similarity threshold) asks for the plain rule ("similarity"); the calibrated verdict
     is computed either way (several packs searched together use it). `vocabulary_of` is
