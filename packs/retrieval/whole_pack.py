@@ -91,7 +91,7 @@ COMMAND = text_rules.stem("commands")  # the head noun of a question about comma
 OUTSIDE_WEIGHT = 0.3  # a section outside the region that names a question identifier
 TABLE_WEIGHT = 3.0  # a table row's first cell under a header naming what is asked
 ASIDE_WEIGHT = 0.25  # an item named after what the question sets aside ("besides kubectl")
-QUOTED_ITEMS = 8  # a list answer quotes its first bullets and names the others with their [n]
+QUOTED_ITEMS = 4  # a list answer quotes its first bullets and names the others with their [n]
 
 SECTION_MENTIONS = ("MATCH (s:Section)-[:MENTIONS]->(e:Entity) WHERE s.id IN $ids "
                     "RETURN s.id, e.id, e.name, e.type")

@@ -35,7 +35,12 @@ _BOLD = re.compile(r"\*\*([^*]+)\*\*")  # an item's name in a list (whole_pack `
 # many words (a question about one thing: the reader's 5 in 110). On the 32 whole-pack dev
 # and spent sets item recall rose on 29 and fell on none (0.418 -> 0.446) for 150 words
 # more (p50 340 -> 497); 8 units in 220 words: 0.436 (results/issue48ba_list_passages.md).
-LIST_PASSAGES = (10, 300)
+# Words spent here find more items than words spent quoting list items (whole_pack
+# QUOTED_ITEMS): 16 units in 480 words with 4 quoted items rose on 97 of the 578 spent
+# questions and fell on 10 (Kubernetes 0.397 -> 0.420, Rust book 0.339 -> 0.357) for 100
+# words more (p50 523 -> 625 and 515 -> 627); 8 quoted items cost 47 words more for 0.003
+# (results/issue48bd_list_budget.md).
+LIST_PASSAGES = (16, 480)
 NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTION]->(t:Section) "
                 "WHERE s.id = $id AND (t.position > s.position OR "
                 "t.position = s.position AND t.chunk > s.chunk) "
