@@ -99,7 +99,10 @@ resources:
 ```
 
 First line with a hard break\x20\x20
-second line.
+Second line.
+
+A sentence broken by a hard break\x20\x20
+runs on in lower case.
 
 #### Heading inside a section
 Done."""
@@ -118,7 +121,10 @@ def test_segment_respects_markdown():
         ("row", "Class: BestEffort; Evicted: first"),
         ("code", "resources:\n  limits:\n    memory: 1Gi"),
         ("sentence", "First line with a hard break"),
-        ("sentence", "second line."),
+        ("sentence", "Second line."),
+        # A hard break inside a sentence (the next line goes on in lower case) is no end of
+        # the unit: "... compatible control plane" then "components automatically use ...".
+        ("sentence", "A sentence broken by a hard break runs on in lower case."),
         ("heading", "Heading inside a section"),
         ("sentence", "Done."),
     ]

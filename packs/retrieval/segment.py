@@ -14,8 +14,8 @@
   list goes on after it;
 - a link reference definition line ("[label]: url") is no unit (the page does not show it);
 - a paragraph is split at sentence ends (packs/text.py: never at a soft line break or an
-  abbreviation, never inside `code`), and always at a hard break (two trailing spaces or a
-  backslash);
+  abbreviation, never inside `code`), and at a hard break (two trailing spaces or a
+  backslash) unless the sentence runs on into a line in lower case (`_runs_on`);
 - inside a blockquote ("> Note: ... add this:" then "> ```toml"), each line is read without
   its "> " marker, so a quoted fence, list or table is one as well, and a ">" line alone
   ends a paragraph as a blank line does.
@@ -151,6 +151,20 @@ class _Segmenter:
         self.add(*text_rules.trim_span(text, a, b), "row", shown)
 
 
+def _runs_on(line: str, lines: list, i: int, text: str) -> bool:
+    """Whether a line ending in a hard break (two trailing spaces) runs on into the next:
+    the sentence is not over ("... compatible control plane␣␣" then "components
+    automatically use ..."): the line ends with no sentence end and the next line goes on
+    in lower case or with "(". Only a lowercase continuation is read so, so a poem or an
+    address (each line opening with a capital) keeps a unit per line."""
+    if line.endswith("\\") or line.rstrip().endswith((".", "!", "?", ":", ";")):
+        return False
+    if i + 1 >= len(lines):
+        return False
+    after = text[lines[i + 1][0]:lines[i + 1][1]].lstrip()
+    return bool(after) and (after[0].islower() or after[0] == "(")
+
+
 def segment(text: str, links: bool = False) -> list[Unit]:
     """The units of a section's Markdown text, in order (see the module docstring);
     `links`: keep link reference definitions as text (how issue 34's first version read
@@ -207,8 +221,8 @@ def segment(text: str, links: bool = False) -> list[Unit]:
             elif len(seg.para) == 1 and _DEFINITION.match(line):
                 seg.para_kind = "item"  # "term" then ": definition": a definition list
             seg.para.append((a, b))
-            if line.endswith(("  ", "\\")):  # a hard line break ends the unit
-                seg.flush()
+            if line.endswith(("  ", "\\")) and not _runs_on(line, lines, i, text):
+                seg.flush()  # a hard line break ends the unit
         i += 1
     seg.flush()
     return seg.units
