@@ -230,6 +230,26 @@ def test_a_question_that_names_a_part_of_the_pages_gets_the_family_of_that_name(
         "/concepts/services-networking/")
 
 
+def test_an_overview_of_a_topic_stays_with_the_pages_the_search_found():
+    # "tools" is the last folder of setup/production-environment/tools/, but the question
+    # asks what the docs say about ServiceAccounts, not about a part of the pages: the
+    # family of the search's first page stays.
+    paths = ["/concepts/security/_index.md", "/concepts/security/rbac.md",
+             "/concepts/security/service-accounts.md",
+             "/setup/production-environment/tools/_index.md",
+             "/setup/production-environment/tools/kops.md",
+             "/setup/production-environment/tools/kubeadm.md"]
+    firsts = ["/concepts/security/service-accounts.md"]
+    question = ("Our apps and tools need their own identities in the cluster. What does the "
+                "documentation cover about ServiceAccounts?")
+    assert whole_pack_region.best_family(firsts, paths, question, named=True) == (
+        "/concepts/security/")
+    # A question that names a part of the pages still gets it.
+    named = "What does the tools section of the setup docs cover?"
+    assert whole_pack_region.best_family(firsts, paths, named, named=True) == (
+        "/setup/production-environment/tools/")
+
+
 def test_a_folder_inside_the_first_pages_family_that_matches_more_is_the_region():
     # "the Services tutorials": the search's first page is the tutorials index, whose
     # family holds every tutorial; tutorials/services/ inside it matches one word more.

@@ -26,6 +26,9 @@ MAX_PAGES = 14
 REGION_PAGES = 40
 CANDIDATE_PAGES = 5  # the first pages whose families compete
 NAMED_WEIGHT = 1.5  # a family's own name, for a question that names a part (`best_family`)
+# Words that name a part of the pages (`_names_a_part`), stemmed as the question's are.
+PART_WORDS = frozenset(text_rules.stem(w) for w in (
+    "section", "sections", "part", "chapter", "tutorials", "guide"))
 KEEP_FIRST = 0.75  # the first page's family stays unless another matches 1/0.75 as well
 _HOST = re.compile(r"^[a-z]+://[^/]+")
 
@@ -105,7 +108,9 @@ def best_family(firsts: list[str], paths: list[str], question: str,
     come alphabetically from tutorials/configuration/). `named`: the question names a
     part of the pages ("What does the Policies section of the concepts cover?"), so the
     terms of a family's own name (its last folder: `concepts/policy/`) count NAMED_WEIGHT
-    times what a page's do (`concepts/services-networking/network-policies.md`)."""
+    times what a page's do (`concepts/services-networking/network-policies.md`), and a
+    family none of `firsts` is in competes only when the question names a part of the
+    pages (`_names_a_part`)."""
     default = family(firsts[0], paths) if firsts else ""
     families, names, members, own_words = _layout(tuple(paths))
     asked: dict[str, float] = {}
@@ -129,6 +134,9 @@ def best_family(firsts: list[str], paths: list[str], question: str,
 
     best, best_key = default, (0.0, 0)
     for fam in families:  # ties: the first by name
+        if named and not _names_a_part(asked, fam) and not any(
+                p.startswith(fam) for p in firsts):
+            continue  # "What does the documentation cover about X?" asks of X's pages
         key = (weight(fam), -min((rank.get(p, 99) for p in members[fam]), default=99))
         if key[0] > 0 and key > best_key:
             best, best_key = fam, key
@@ -137,6 +145,17 @@ def best_family(firsts: list[str], paths: list[str], question: str,
             best != default and best.startswith(default) and best_key[0] > kept):
         return default  # the search's own first page wins unless clearly outmatched ...
     return best  # ... or a folder inside its own matches more ("the Services tutorials")
+
+
+def _names_a_part(asked: Mapping[str, float], fam: str) -> bool:
+    """Whether the question's terms (`asked`, stemmed) name a part of the pages: a section,
+    part, chapter, tutorial or guide, or the top folder of `fam` ("the configuration
+    concepts" for concepts/configuration/). A family none of the search's first pages is
+    in is the region of an overview question only then: "Our apps and tools need their own
+    identities in the cluster. What does the documentation cover about ServiceAccounts?"
+    named setup/production-environment/tools/ by its last folder."""
+    top = fam.strip("/").split("/")[0]
+    return any(t in asked for t in (*PART_WORDS, *text_rules.terms(top)))
 
 
 def _family_words(fam: str, paths: Sequence[str], names: Mapping[str, frozenset[str]]
