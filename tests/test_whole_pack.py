@@ -250,6 +250,27 @@ def test_an_overview_of_a_topic_stays_with_the_pages_the_search_found():
         "/setup/production-environment/tools/")
 
 
+def test_a_part_named_by_its_index_pages_title_is_that_family():
+    # "the 'Troubleshooting Clusters' part" is the title of debug-cluster's index page;
+    # its path says only "debug cluster", while "tools" is tasks/tools/'s own folder.
+    paths = ["/tasks/debug/debug-cluster/_index.md", "/tasks/debug/debug-cluster/audit.md",
+             "/tasks/debug/debug-cluster/crictl.md", "/tasks/tools/_index.md",
+             "/tasks/tools/install-kubectl.md", "/tasks/tools/install-kubeadm.md"]
+    titles = {"/tasks/debug/debug-cluster/_index.md": "Troubleshooting Clusters",
+              "/tasks/tools/_index.md": "Install Tools"}
+    firsts = ["/tasks/debug/debug-cluster/audit.md"]
+    question = ("Give me an overview of the 'Troubleshooting Clusters' part of the task docs: "
+                "which topics and tools does it walk through?")
+
+    def idf(word: str) -> float:  # "clusters" is everywhere in a Kubernetes pack
+        return {"clusters": 0.5, "tools": 2.0, "troubleshooting": 3.0}.get(word.lower(), 1.0)
+    assert whole_pack_region.best_family(firsts, paths, question, idf, named=True,
+                                         titles=titles) == "/tasks/debug/debug-cluster/"
+    # Without the titles, the folder the question writes the name of wins.
+    assert whole_pack_region.best_family(firsts, paths, question, idf, named=True) == (
+        "/tasks/tools/")
+
+
 def test_a_folder_inside_the_first_pages_family_that_matches_more_is_the_region():
     # "the Services tutorials": the search's first page is the tutorials index, whose
     # family holds every tutorial; tutorials/services/ inside it matches one word more.

@@ -76,13 +76,15 @@ def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = F
     first = list(dict.fromkeys(s.article_id for s in cited))
     if not first:
         return [], weights
-    arts = [(a, _HOST.sub("", url or "")) for a, url, _ in pack.db.read(ARTICLES, {})]
+    rows = pack.db.read(ARTICLES, {})
+    arts = [(a, _HOST.sub("", url or "")) for a, url, _ in rows]
     path_of = dict(arts)
     paths = [p for _, p in arts]
     vocabulary = getattr(pack, "vocabulary", None)
     idf = extractive.idf_of(vocabulary()) if callable(vocabulary) else (lambda w: 1.0)
+    titles = {path_of[a]: title or "" for a, _, title in rows} if family_only else None
     family = best_family([path_of.get(a, "") for a in first[:CANDIDATE_PAGES]], paths,
-                         result.question, idf, named=family_only)
+                         result.question, idf, named=family_only, titles=titles)
     if family and not path_of.get(first[0], "").startswith(family):
         lead = next((a for a in first if path_of.get(a, "").startswith(family)),
                     min((a for a, p in arts if p.startswith(family)), key=path_of.get))
@@ -95,7 +97,8 @@ def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = F
 
 
 def best_family(firsts: list[str], paths: list[str], question: str,
-                idf: Callable[[str], float] = lambda w: 1.0, named: bool = False) -> str:
+                idf: Callable[[str], float] = lambda w: 1.0, named: bool = False,
+                titles: Mapping[str, str] | None = None) -> str:
     """The family (`family`) of the pack's pages whose prefix, first page and best-ranked
     search page (of `firsts`) share the most with `question`, each shared term weighed by
     `idf` (its rarity in the pack, so "kubernetes" in a Kubernetes pack counts for
@@ -110,7 +113,8 @@ def best_family(firsts: list[str], paths: list[str], question: str,
     terms of a family's own name (its last folder: `concepts/policy/`) count NAMED_WEIGHT
     times what a page's do (`concepts/services-networking/network-policies.md`), and a
     family none of `firsts` is in competes only when the question names a part of the
-    pages (`_names_a_part`)."""
+    pages (`_names_a_part`); `titles` (page path -> title), with `named`: the title of a
+    family's first page (its index: "Troubleshooting Clusters") is part of its own name."""
     default = family(firsts[0], paths) if firsts else ""
     families, names, members, own_words = _layout(tuple(paths))
     asked: dict[str, float] = {}
@@ -126,10 +130,15 @@ def best_family(firsts: list[str], paths: list[str], question: str,
         if lead is not None:  # the search's best page there names it too
             words |= names.get(lead, set())
         total = sum(asked.get(t, 0.0) for t in words)
-        if named:  # its own name: its last folder ("concepts/policy/")
+        if named:  # its own name: its last folder ("concepts/policy/") and its first
+            # page's title, the section's name as the docs show it ("Troubleshooting
+            # Clusters" for tasks/debug/debug-cluster/)
             last = re.sub(r"[_.-]+", " ", fam.rstrip("/").rsplit("/")[-1])
-            total += (NAMED_WEIGHT - 1) * sum(asked.get(t, 0.0) for t in set(
-                text_rules.terms(last)))
+            own = set(text_rules.terms(last))
+            if titles:
+                own |= set(text_rules.terms(titles.get(min(members[fam]), "")))
+                total += sum(asked.get(t, 0.0) for t in own - words)
+            total += (NAMED_WEIGHT - 1) * sum(asked.get(t, 0.0) for t in own)
         return total
 
     best, best_key = default, (0.0, 0)
