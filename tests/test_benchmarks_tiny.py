@@ -146,7 +146,8 @@ FACT_DISJOINT_ROUNDS = {("rust_answers", 7), ("k8s_answers", 11), ("k8s_answers"
                         ("rust_answers", 22), ("k8s_answers", 26), ("rust_answers", 23),
                         ("k8s_answers", 27), ("rust_answers", 24),
                         ("k8s_answers", 28), ("rust_answers", 25),
-                        ("k8s_answers", 29), ("rust_answers", 26)}
+                        ("k8s_answers", 29), ("rust_answers", 26),
+                        ("k8s_answers", 30), ("rust_answers", 27)}
 
 
 def test_the_answer_sets_are_well_formed():
