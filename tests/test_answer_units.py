@@ -614,6 +614,24 @@ def test_a_sentence_ending_in_a_comma_leads_the_list_it_goes_on_in():
     assert [u.inner for u in leadins] == ["item", "item"]  # "pears," introduces no code
 
 
+def test_a_sentence_that_stops_mid_clause_goes_on_in_the_block_after_it():
+    # Kubernetes' container runtimes page: "... with `runc`, set" and then the code block
+    # that holds `SystemdCgroup = true`; quoted alone, the answer stopped at "set".
+    text = ("To use the `systemd` cgroup driver with `runc`, set\n\n"
+            "```\n[plugins.runc.options]\n  SystemdCgroup = true\n```\n\n"
+            "To list all events you can use\n\n- `kubectl get events`\n- the dashboard\n\n"
+            "A sentence that stops mid-clause before prose is a sentence, as written\n\n"
+            "Another paragraph.")
+    units = candidates(text)
+    leadins = [u for u in units if u.kind == "leadin"]
+    assert [u.inner for u in leadins] == ["code", "item"]
+    assert leadins[0].display.endswith("SystemdCgroup = true")
+    assert "the dashboard" in leadins[1].display
+    shown = [u.display for u in units]
+    assert "To use the `systemd` cgroup driver with `runc`, set" not in shown  # never alone
+    assert "A sentence that stops mid-clause before prose is a sentence, as written" in shown
+
+
 def test_a_bare_connective_in_a_long_paragraph_is_read_with_the_sentence_before_it():
     # A paragraph too long to lead its list whole: "In particular," alone ranked 60th for
     # "How do taints and tolerations keep pods off nodes?"; with its sentence it names them.

@@ -53,6 +53,9 @@ _INTRODUCED = ("item", "row", "code")  # what a lead-in is quoted with
 # either only when it ends its paragraph and a list, table or code block follows.
 _LEADIN_END = re.compile(r":[*_`\"')\]]*$")
 _COMMA_END = re.compile(r",[*_`\"')\]]*$")
+# A sentence that stops mid-clause, with no mark at all ("... with `runc`, set", "To list
+# all events you can use"), goes on in the code block or list after it, as a lead-in does.
+_OPEN_END = re.compile(r"[A-Za-z0-9`][*_\"')\]]*$")
 
 
 # --- candidates --------------------------------------------------------------------------------
@@ -65,6 +68,10 @@ def _words(u: Unit) -> int:
 def _is_leadin(u: Unit) -> bool:
     return ((u.kind in ("sentence", "item") and _LEADIN_END.search(u.display) is not None)
             or (u.kind == "sentence" and _COMMA_END.search(u.display) is not None))
+
+
+def _goes_on(u: Unit) -> bool:
+    return u.kind == "sentence" and _OPEN_END.search(u.display) is not None
 
 
 def _merged(text: str, parts: list[Unit], kind: str) -> Unit:
@@ -290,7 +297,7 @@ def _candidates(text: str, links: bool) -> tuple[Unit, ...]:
     # introduced is not in the text, and the paragraphs after it would only fill the
     # answer ('in his article "X", published in 1937, he stated:' still says something).
     leads = {u.start: lead for k, u in enumerate(units)
-             if _is_leadin(u) and by_block[u.block][-1] is u
+             if (_is_leadin(u) or _goes_on(u)) and by_block[u.block][-1] is u
              and (lead := _leadin(text, units, k, by_block[u.block])) is not None}
     done: set[int] = set()
     for u in units:
