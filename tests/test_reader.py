@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from benchmarks import reader_fit
-from packs.retrieval import asks, code_units, extractive, reader
+from packs.retrieval import asks, code_units, extractive, reader, units
 from packs.retrieval import reader_features as rf
 from packs.retrieval.units import Unit
 from packs.text import stem, terms
@@ -385,9 +385,23 @@ def test_a_block_of_configuration_or_output_is_not_the_field_or_version_asked():
     ("Which class is used by default?", True),
     ("Which URL lists the Pods in the default namespace?", False),
     ("If two classes are both marked as default, what happens to a claim?", False),
+    ("My constraint doesn't set minDomains at all. What value is it treated as having?", True),
 ])
 def test_a_default_is_asked_for_not_only_named(question, asked):
     assert ("default" in asks.question_types(question)) is asked
+
+
+@pytest.mark.parametrize("said, tells", [
+    ("The value defaults to 1.", True),
+    ("When `minDomains` is not specified (nil), the constraint behaves as if it is 1.", True),
+    ("If omitted, the Pod's namespace is used.", True),
+    ("The constraint is not settled by the scheduler.", False),
+])
+def test_a_unit_tells_a_default_by_what_happens_when_nothing_is_given(said, tells):
+    # "... doesn't set minDomains at all. What value ...?" is answered by the sentence that
+    # says what happens when it "is not specified", without the word default.
+    unit = next(u for u in units.candidates(said))
+    assert asks.has("default", unit, said, set()) is tells
 
 
 @pytest.mark.parametrize("question, asked", [

@@ -69,6 +69,7 @@ _TYPES: dict[str, re.Pattern[str]] = {
         r"\b((what|which)\b[\w\s'-]{0,25}\bdefault|default (value|setting|behaviou?r|is|"
         r"are|for|when|if)|defaults|by default|unless|otherwise|without (any|a|an|setting)|"
         r"(if|when) (i |you )?(leave|don't set|do not set|omit|skip)|"
+        r"(does|do|did|has|have|is|are)n't (set|give|specify|provide|configure)|"
         r"not (set|given|specified|configured)|omitted|left out|unset|unspecified|"
         r"when nothing)", re.I),
     "term": re.compile(r"\b(called|what do (we|you|they|people) call|known as|(term|word) for)\b",
@@ -83,7 +84,10 @@ _TYPES: dict[str, re.Pattern[str]] = {
         r"(rules|steps|kinds|types|ways|phases|stages|states|conditions|requirements|"
         r"components|categories|levels|classes)\b", re.I),
 }
-_DEFAULT = re.compile(r"\bdefault", re.I)
+# What a unit says when no value is given: "defaults to", "When `minDomains` is not specified
+# (nil), the constraint behaves as if ...", "If omitted, ...".
+_DEFAULT = re.compile(r"\bdefault|\b(?:not|n't) (?:specified|set|given|provided)\b|\bunset\b|"
+                      r"\bunspecified\b|\bomitted\b|\bleft (?:empty|out|unset)\b", re.I)
 _REASON = re.compile(r"\b(because|so that|since|in order to|to avoid|otherwise|this means|"
                      r"that way|reasons?|due to|so it|so the|leads? to|causes?|ensures?|"
                      r"to enable|prevents?|preventing)\b|,\s+(?:as|so)\s", re.I)
