@@ -143,6 +143,26 @@ def test_a_question_that_opens_with_why_asks_for_one_reason(tmp_path):
                             "down or how it reports why it terminated?") == "list"
 
 
+@pytest.mark.parametrize("question", [
+    "Why shouldn't I just create Pods directly? Gather what the different pages say about "
+    "bare Pods that no controller manages.",
+    "Is it OK to use hostPath volumes? Collect what the storage, security and task pages say "
+    "about the risks and the safer alternatives.",
+])
+def test_a_request_to_gather_what_the_pages_say_is_across_them(tmp_path, question):
+    # Read as one question (a why, a yes-or-no), these were answered from one passage, or
+    # refused by the gate; what they ask for is what several pages say.
+    sure_of_none = qk.load(_weights(tmp_path, intercept=[-5.0, 5.0], weights={}))
+    assert qk.rule_kind(question) == "across"
+    assert sure_of_none.kind(question) == "across"
+    assert qk.question_kind(question) == "across"
+    # Only a sentence that opens with the request is one: "that slower compile ... release
+    # builds" (a Rust book answer row) asks for one reason.
+    assert qk.question_kind("Building with --release takes longer. Why does the book "
+                            "consider that slower compile a good trade for release "
+                            "builds?") is None
+
+
 def test_two_parts_that_open_alike_are_one_answer_not_an_across_list():
     """Two things side by side ("When do you use A, and when do you use B?") are one
     answer's two parts, even read as across the pack; read as a list they may ask for two

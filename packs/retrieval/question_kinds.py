@@ -43,7 +43,7 @@ from packs.retrieval import compare
 from packs.retrieval.asks import asking, parts
 from packs.retrieval.reader import read_weights
 from packs.retrieval.whole_pack_overview import about_itself
-from packs.retrieval.whole_pack_questions import head_phrase, rule_kind
+from packs.retrieval.whole_pack_questions import gathers, head_phrase, rule_kind
 
 WEIGHTS_FILE = Path(__file__).with_name("kind_weights.json")
 FEATURES_VERSION = "kinds-1"
@@ -131,12 +131,16 @@ class KindModel:
     def kind(self, question: str) -> str:
         """Its class: the most probable, but the hand rules' whole-pack reading unless "none"
         is at least RULE_TRUST probable, "overview" for a question about the pack itself (the
-        module docstring) and for a list of DOCUMENTS, "none" for how two things differ
-        (`two_things`) read as across the pack (or a list, asked "Compare A and B" or "...
-        in each case") and for a question that opens with "why" (`_one_answer`)."""
+        module docstring) and for a list of DOCUMENTS, "across" for a question that asks to
+        gather what the pages say (whole_pack_questions.py `gathers`), "none" for how two
+        things differ (`two_things`) read as across the pack (or a list, asked "Compare A
+        and B" or "... in each case") and for a question that opens with "why"
+        (`_one_answer`)."""
         rule = rule_kind(question)
         if rule == "overview" and about_itself(question):
             return "overview"
+        if rule == "across" and gathers(question):  # "... Gather what the pages say about X."
+            return "across"
         probs = self.probabilities(question, rule)
         best = max(probs, key=probs.__getitem__)
         if (best == NONE and rule is not None and probs[NONE] < RULE_TRUST

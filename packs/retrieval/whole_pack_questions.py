@@ -172,6 +172,12 @@ _WHICH = re.compile(r"^\s*which\b", re.I)
 # Why something is so, or how many there are: one answer, whatever the plural or "each" in
 # the question ("Why does the kubelet manage the hosts file for each container?").
 _ONE_ANSWER = re.compile(r"^\s*(?:why|how (?:many|much))\b", re.I)
+# A request to gather what several pages say ("Is it OK to use hostPath volumes? Collect what
+# the storage, security and task pages say about ...", "Gather what the different pages say
+# about bare Pods") asks across them, whatever the question before it asks.
+_GATHER = re.compile(r"^\s*(?:(?:please|now|also|then),?\s+)?"
+                     r"(?:gather|collect|pull together|compile|round up)\b[^.?!]{0,80}?"
+                     rf"\b(?:{_DOC_PARTS})\b", re.I)
 # A question that opens as a yes-or-no one ("Can one container be confined by both ...,
 # and where does each go?") asks about one thing, whatever follows.
 _YES_NO = re.compile(r"^\s*(?:can|could|does|do|did|is|are|was|were|should|will|would|must|"
@@ -191,6 +197,8 @@ def rule_kind(question: str) -> str | None:
     namespace. Which quota ...?" asks about one thing)."""
     # an aside in parentheses ("Which admission controllers (admission plugins) do ...")
     # is no part of the question's form
+    if gathers(question):
+        return "across"
     question = _ASIDE.sub("", asking(question))
     if _ONE_ANSWER.search(question) or _YES_NO.match(question):
         return None
@@ -224,6 +232,12 @@ def rule_kind(question: str) -> str | None:
                  or _CLAUSE.search(m.group(1)[head.end():])):
         return None
     return "list"
+
+
+def gathers(question: str) -> bool:
+    """Whether one of the question's sentences asks to gather what several pages say
+    (`_GATHER`): an across question whatever else it asks."""
+    return any(_GATHER.search(said) for said in text_rules.sentences(question))
 
 
 def _plural(word: str) -> bool:
