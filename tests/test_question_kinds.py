@@ -163,6 +163,25 @@ def test_a_request_to_gather_what_the_pages_say_is_across_them(tmp_path, questio
                             "builds?") is None
 
 
+@pytest.mark.parametrize("question, kind", [
+    ("When do the setup pages have me restart the kubelet on a node? List the situations.",
+     "list"),
+    ("What does Rust give you for reusing code and avoiding duplication? Give the main parts.",
+     "overview"),
+    ("How is Rust itself developed and released? Summarize what the book says.", "overview"),
+])
+def test_a_list_or_summary_asked_for_in_a_sentence_of_its_own_is_one(tmp_path, question, kind):
+    # asked after a question, whatever a model reads in that question
+    sure_of_none = qk.load(_weights(tmp_path, intercept=[-5.0, 5.0], weights={}))
+    assert sure_of_none.kind(question) == kind
+    assert qk.question_kind(question) is not None
+
+
+def test_naming_one_thing_is_no_request_for_a_list():
+    assert qk.question_kind("I lost the discovery hash that kubeadm init printed. Name the "
+                            "file on the control-plane node that holds the CA.") is None
+
+
 def test_two_parts_that_open_alike_are_one_answer_not_an_across_list():
     """Two things side by side ("When do you use A, and when do you use B?") are one
     answer's two parts, even read as across the pack; read as a list they may ask for two

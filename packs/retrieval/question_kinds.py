@@ -43,7 +43,7 @@ from packs.retrieval import compare
 from packs.retrieval.asks import asking, parts
 from packs.retrieval.reader import read_weights
 from packs.retrieval.whole_pack_overview import about_itself
-from packs.retrieval.whole_pack_questions import gathers, head_phrase, rule_kind
+from packs.retrieval.whole_pack_questions import gathers, head_phrase, requested, rule_kind
 
 WEIGHTS_FILE = Path(__file__).with_name("kind_weights.json")
 FEATURES_VERSION = "kinds-1"
@@ -148,7 +148,10 @@ class KindModel:
             return rule
         if best == "list" and (head_phrase(question) or [""])[-1].lower() in DOCUMENTS:
             return "overview"
-        return NONE if _one_answer(best, question) else best
+        kind = NONE if _one_answer(best, question) else best
+        # "..., or how it is configured? List the settings.": a list asked for in so many
+        # words stays one, whatever the model reads in the question before it.
+        return rule if kind == NONE and rule is not None and requested(question) else kind
 
 
 # How two things differ, asked "in each case" or "compare A and B": the hand rules read

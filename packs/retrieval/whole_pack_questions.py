@@ -175,9 +175,17 @@ _ONE_ANSWER = re.compile(r"^\s*(?:why|how (?:many|much))\b", re.I)
 # A request to gather what several pages say ("Is it OK to use hostPath volumes? Collect what
 # the storage, security and task pages say about ...", "Gather what the different pages say
 # about bare Pods") asks across them, whatever the question before it asks.
-_GATHER = re.compile(r"^\s*(?:(?:please|now|also|then),?\s+)?"
-                     r"(?:gather|collect|pull together|compile|round up)\b[^.?!]{0,80}?"
+_PLEASE = r"^\s*(?:(?:please|now|also|then),?\s+)?"
+_GATHER = re.compile(_PLEASE + r"(?:gather|collect|pull together|compile|round up)\b[^.?!]{0,80}?"
                      rf"\b(?:{_DOC_PARTS})\b", re.I)
+# A sentence of its own that asks for the list or the summary ("How do I control when the
+# kubelet evicts Pods? List the eviction-related kubelet settings.", "What does Rust give you
+# for reusing code? Give the main parts."); not "Name the file that ...", which as often
+# asks for one thing.
+_REQUESTS = (("list", re.compile(_PLEASE + r"(?:list|enumerate)\s+(?:the|all|every|each|them|"
+                                 r"those|these)\b", re.I)),
+             ("overview", re.compile(_PLEASE + r"(?:summari[sz]e|give (?:me )?(?:the|an?) "
+                                     r"(?:main|overview|summary|rundown)\b)", re.I)))
 # A question that opens as a yes-or-no one ("Can one container be confined by both ...,
 # and where does each go?") asks about one thing, whatever follows.
 _YES_NO = re.compile(r"^\s*(?:can|could|does|do|did|is|are|was|were|should|will|would|must|"
@@ -197,8 +205,8 @@ def rule_kind(question: str) -> str | None:
     namespace. Which quota ...?" asks about one thing)."""
     # an aside in parentheses ("Which admission controllers (admission plugins) do ...")
     # is no part of the question's form
-    if gathers(question):
-        return "across"
+    if (asked := requested(question)) is not None:
+        return asked
     question = _ASIDE.sub("", asking(question))
     if _ONE_ANSWER.search(question) or _YES_NO.match(question):
         return None
@@ -238,6 +246,16 @@ def gathers(question: str) -> bool:
     """Whether one of the question's sentences asks to gather what several pages say
     (`_GATHER`): an across question whatever else it asks."""
     return any(_GATHER.search(said) for said in text_rules.sentences(question))
+
+
+def requested(question: str) -> str | None:
+    """"across" when the question asks to gather what the pages say (`gathers`), else the
+    kind a sentence of its own after the first asks for ("When do ...? List the situations.":
+    "list"; "Summarize what the book says.": "overview"), else None."""
+    if gathers(question):
+        return "across"
+    said = text_rules.sentences(question)[1:]
+    return next((kind for kind, pattern in _REQUESTS if any(map(pattern.search, said))), None)
 
 
 def _plural(word: str) -> bool:
