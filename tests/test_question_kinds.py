@@ -169,6 +169,8 @@ def test_a_request_to_gather_what_the_pages_say_is_across_them(tmp_path, questio
     ("What does Rust give you for reusing code and avoiding duplication? Give the main parts.",
      "overview"),
     ("How is Rust itself developed and released? Summarize what the book says.", "overview"),
+    ("How do I tell Kubernetes how many of my Pods must stay up during disruptions? Which "
+     "PodDisruptionBudget fields and values do the docs describe?", "list"),
 ])
 def test_a_list_or_summary_asked_for_in_a_sentence_of_its_own_is_one(tmp_path, question, kind):
     # asked after a question, whatever a model reads in that question

@@ -251,11 +251,16 @@ def gathers(question: str) -> bool:
 def requested(question: str) -> str | None:
     """"across" when the question asks to gather what the pages say (`gathers`), else the
     kind a sentence of its own after the first asks for ("When do ...? List the situations.":
-    "list"; "Summarize what the book says.": "overview"), else None."""
+    "list"; "Summarize what the book says.": "overview"; "...? Which fields do the docs
+    describe?": "list"), else None."""
     if gathers(question):
         return "across"
     said = text_rules.sentences(question)[1:]
-    return next((kind for kind, pattern in _REQUESTS if any(map(pattern.search, said))), None)
+    asked = next((kind for kind, pattern in _REQUESTS if any(map(pattern.search, said))), None)
+    # "How do I tell Kubernetes how many Pods must stay up? Which PodDisruptionBudget fields
+    # and values do the docs describe?": a list asked in a question sentence of its own
+    return asked or next(("list" for one in said
+                          if one.endswith("?") and rule_kind(one) == "list"), None)
 
 
 def _plural(word: str) -> bool:
