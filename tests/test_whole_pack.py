@@ -496,6 +496,22 @@ def test_an_across_question_is_itemised_by_its_subject_not_by_how_it_asks():
     assert {i.section.id for i in whole_pack_items.page_items(by_id, q)} == {"s1", "s2"}
 
 
+def test_the_words_that_name_the_pages_are_no_part_of_an_across_subject():
+    # "In this chapter and throughout the book, we'll show some commands" held two of the
+    # question's terms, "chapter" and "book", and was listed as what the book says about
+    # its for loops.
+    q = "What does the book point out about iterator loops in the various chapters?"
+    assert whole_pack_questions.across_terms(q) == set(terms("book point various chapters"))
+    install = whole_pack_items.Sec("a1", "s1", "u1", "Installation", "Installation",
+                                   "In this chapter and throughout the book, we show commands.",
+                                   0, weight=1.0)
+    loops = whole_pack_items.Sec("a2", "s2", "u2", "Loops", "Loops > Iterators",
+                                 "Iterator loops take ownership of the iterator.", 0, weight=0.5)
+    found = whole_pack_items.page_items({"s1": install, "s2": loops}, q,
+                                        scaffold=whole_pack_questions.across_terms(q))
+    assert [i.section.id for i in found] == ["s2"]
+
+
 def test_a_list_names_the_less_likely_items_after_it_each_cited(monkeypatch, pack):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     shipped = whole_pack_rank.load()

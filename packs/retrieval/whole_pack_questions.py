@@ -326,10 +326,20 @@ def head_phrase(question: str) -> list[str]:
     return phrase[:plural[-1] + 1] if plural else []
 
 
+# The words a question names the pages with and asks what they say with ("What does the
+# book point out about for loops in the various chapters ...?"): how it asks, not what about.
+_SCAFFOLD = frozenset(text_rules.terms(
+    "book books chapter chapters page pages docs documentation section sections guide guides "
+    "tutorial tutorials say says point points mention mentions describe describes explain "
+    "explains various different"))
+
+
 def across_terms(question: str) -> set[str]:
     """The terms of the words that make a question an across question ("from release to
-    release", "what changed", "in each", "across"): how it asks, not what about."""
-    return {t for m in _ACROSS.finditer(asking(question)) for t in text_rules.terms(m.group(0))}
+    release", "what changed", "in each", "across") and of those it names the pages and
+    what they say with (`_SCAFFOLD`): how it asks, not what about."""
+    return ({t for m in _ACROSS.finditer(asking(question)) for t in text_rules.terms(m.group(0))}
+            | (_SCAFFOLD & set(text_rules.terms(question))))
 
 
 # What a question sets aside, where it stands: "Besides CPU and memory, what ...", "...,
