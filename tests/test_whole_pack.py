@@ -271,6 +271,19 @@ def test_a_part_named_by_its_index_pages_title_is_that_family():
         "/tasks/tools/")
 
 
+def test_a_chapter_named_by_its_number_is_the_family_of_that_number():
+    # "Chapter 13's page titles just say closures, iterators, improving the I/O project
+    # ..." went to chapter 12 (the I/O project), the search's first page's chapter.
+    paths = ["/src/ch12-00-an-io-project.md", "/src/ch12-03-improving-error-handling.md",
+             "/src/ch13-00-functional-features.md", "/src/ch13-01-closures.md",
+             "/src/ch13-02-iterators.md"]
+    firsts = ["/src/ch12-03-improving-error-handling.md"]
+    question = "Go below Chapter 13's page titles: what subsections do its pages break into?"
+    assert whole_pack_region.best_family(firsts, paths, question, named=True) == "/src/ch13-"
+    assert whole_pack_region._number("/src/ch13-") == {"13"}
+    assert whole_pack_region._number("/concepts/workloads/") == set()
+
+
 def test_a_folder_inside_the_first_pages_family_that_matches_more_is_the_region():
     # "the Services tutorials": the search's first page is the tutorials index, whose
     # family holds every tutorial; tutorials/services/ inside it matches one word more.

@@ -132,9 +132,9 @@ def best_family(firsts: list[str], paths: list[str], question: str,
         total = sum(asked.get(t, 0.0) for t in words)
         if named:  # its own name: its last folder ("concepts/policy/") and its first
             # page's title, the section's name as the docs show it ("Troubleshooting
-            # Clusters" for tasks/debug/debug-cluster/)
+            # Clusters" for tasks/debug/debug-cluster/), and a chapter's number ("13")
             last = re.sub(r"[_.-]+", " ", fam.rstrip("/").rsplit("/")[-1])
-            own = set(text_rules.terms(last))
+            own = set(text_rules.terms(last)) | _number(fam)
             if titles:
                 own |= set(text_rules.terms(titles.get(min(members[fam]), "")))
                 total += sum(asked.get(t, 0.0) for t in own - words)
@@ -173,6 +173,13 @@ def _family_words(fam: str, paths: Sequence[str], names: Mapping[str, frozenset[
     names it: "src/ch13-00-functional-features.md")."""
     head = min(p for p in paths if p.startswith(fam))
     return set(text_rules.terms(re.sub(r"[/_.-]+", " ", fam))) | names[head]
+
+
+def _number(fam: str) -> set[str]:
+    """The chapter number a numbered family's prefix carries ({"13"} for "src/ch13-",
+    which a question names "Chapter 13"), else none."""
+    m = re.search(r"(?:^|/)(?:ch|chapter)?0*(\d+)[-_.]$", fam, re.I)
+    return {m.group(1)} if m else set()
 
 
 @lru_cache(maxsize=8)
