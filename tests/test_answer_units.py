@@ -596,6 +596,12 @@ def test_when_asks_for_a_time_only_at_the_start():
     assert extractive.question_types("Why must tests not share state when they run?") == {"why"}
 
 
+def _with_leadins(text: str) -> tuple[list, list]:
+    """(the candidates of `text`, its lead-ins among them)."""
+    units = list(candidates(text))
+    return units, [u for u in units if u.kind == "leadin"]
+
+
 def test_a_sentence_ending_in_a_comma_leads_the_list_it_goes_on_in():
     # Kubernetes' taints page: "... the indicated effects on the pod. In particular," and
     # then the list of what each effect does; the list is what answers.
@@ -604,8 +610,7 @@ def test_a_sentence_ending_in_a_comma_leads_the_list_it_goes_on_in():
             "- with effect `NoExecute` the pod is evicted from the node\n\n"
             "Items that end in commas are no lead-ins:\n\n"
             "- apples,\n- pears,\n\n```\nfruit = 1\n```")
-    units = candidates(text)
-    leadins = [u for u in units if u.kind == "leadin"]
+    units, leadins = _with_leadins(text)
     assert leadins[0].display.startswith(
         "The remaining taints have the indicated effects on the pod. In particular,\n"
         "- with effect `NoSchedule`")
@@ -622,8 +627,7 @@ def test_a_sentence_that_stops_mid_clause_goes_on_in_the_block_after_it():
             "To list all events you can use\n\n- `kubectl get events`\n- the dashboard\n\n"
             "A sentence that stops mid-clause before prose is a sentence, as written\n\n"
             "Another paragraph.")
-    units = candidates(text)
-    leadins = [u for u in units if u.kind == "leadin"]
+    units, leadins = _with_leadins(text)
     assert [u.inner for u in leadins] == ["code", "item"]
     assert leadins[0].display.endswith("SystemdCgroup = true")
     assert "the dashboard" in leadins[1].display
