@@ -115,6 +115,34 @@ def test_the_closing_line_of_items_named_above_follows_the_list():
     assert re.search(r"</ul>\s*<p>Also named in the passages above: ", html), html
 
 
+def test_an_overview_shows_what_a_page_covers_though_its_lead_is_quoted_above(monkeypatch,
+                                                                              pack):
+    # "What does the documentation cover about extending kubectl with plugins?" named the
+    # plugins page on the closing line, its lead sentence being quoted above, and so
+    # without the headings that answer an overview question.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    answer = pack.ask("What does the documentation cover about Kestrel?", use_cache=False)
+    text = answer["answer"]
+    assert answer["query_type"] == "whole_pack_retrieval_only", text
+    assert "**Kestrel overview** (covers: Architecture; Installation)" in text
+    assert "Also named in the passages above: **Kestrel overview**" not in text
+    assert all(c["verified"] for c in answer["citations"])
+
+
+def test_an_overview_of_a_page_of_its_own_is_that_pages():
+    # tasks/extend-kubectl/ holds only the plugins page: no family of its own, so the
+    # overview went to concepts/extend-kubernetes/, the second page's family.
+    paths = ["/tasks/extend-kubectl/kubectl-plugins.md", "/concepts/extend-kubernetes/_index.md",
+             "/concepts/extend-kubernetes/operator.md", "/concepts/extend-kubernetes/api.md"]
+    firsts = ["/tasks/extend-kubectl/kubectl-plugins.md", "/concepts/extend-kubernetes/_index.md"]
+    question = "What does the documentation cover about extending kubectl with plugins?"
+    assert whole_pack_region.best_family(firsts, paths, question, named=True) == ""
+    # A family that names the question clearly better still wins.
+    assert whole_pack_region.best_family(
+        firsts, paths, "What does the documentation cover about the extend kubernetes "
+        "operator api pages?", named=True) == "/concepts/extend-kubernetes/"
+
+
 def test_a_single_fact_question_keeps_the_single_passage_answer(monkeypatch, pack):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert pack.ask("How many times is a failed job retried?",

@@ -301,8 +301,8 @@ def answer(pack: Any, result: Any, kind: str, numbers: dict[str, int] | None = N
             continue
         n = number(sec)
         folded = normalise(quote)
-        if any(folded in q for q in above):
-            named.append(f"{item.bold()} [{n}]")
+        if kind != "overview" and any(folded in q for q in above):  # an overview's page
+            named.append(f"{item.bold()} [{n}]")  # keeps its bullet: what it covers
             named_quotes.append((n, quote))
         else:
             bullets.setdefault((sec.id, item.start, item.end), []).append(item)

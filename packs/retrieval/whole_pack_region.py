@@ -149,6 +149,12 @@ def best_family(firsts: list[str], paths: list[str], question: str,
         key = (weight(fam), -min((rank.get(p, 99) for p in members[fam]), default=99))
         if key[0] > 0 and key > best_key:
             best, best_key = fam, key
+    if not default and named and firsts:  # a page of its own ("kubectl plugins" in
+        # tasks/extend-kubectl/): its overview is that page's, unless a family beats it
+        lone = names.get(firsts[0], frozenset()) | set(text_rules.terms(
+            (titles or {}).get(firsts[0], "")))
+        if sum(asked.get(t, 0.0) for t in lone) >= KEEP_FIRST * best_key[0]:
+            return ""
     kept = weight(default) if default else 0.0
     if default and kept >= KEEP_FIRST * best_key[0] and not (
             best != default and best.startswith(default) and best_key[0] > kept):
