@@ -129,6 +129,20 @@ def test_an_overview_shows_what_a_page_covers_though_its_lead_is_quoted_above(mo
     assert all(c["verified"] for c in answer["citations"])
 
 
+def test_an_overview_names_more_headings_of_its_first_page(monkeypatch, pack):
+    # The first page is often the one the question is about ("the kubectl plugins page"):
+    # its headings past the eighth ("Name conflicts and overshadowing") were items.
+    from packs.retrieval import whole_pack_overview
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setattr(whole_pack_overview, "HEADINGS", 1)
+    monkeypatch.setattr(whole_pack_overview, "FIRST_HEADINGS", 2)
+    text = pack.ask("What does the documentation cover about Kestrel?", use_cache=False)["answer"]
+    assert "**Kestrel overview** (covers: Architecture; Installation)" in text
+    others = re.findall(r"\(covers: ([^)]*)\)", text)[1:]
+    assert others and not any(";" in c for c in others), text
+
+
 def test_an_overview_of_a_page_of_its_own_is_that_pages():
     # tasks/extend-kubectl/ holds only the plugins page: no family of its own, so the
     # overview went to concepts/extend-kubernetes/, the second page's family.

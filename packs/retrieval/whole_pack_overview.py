@@ -62,6 +62,10 @@ def topic_sections(pack: Any, limit: int) -> list[Sec]:
     return [by_id[i] for i in ids if i in by_id]
 
 
+HEADINGS = 8  # the headings an overview names of a page ...
+FIRST_HEADINGS = 16  # ... and of its first page, often the one the question is about
+
+
 def overview_items(pack: Any, result: Any) -> list[Item]:
     """One item per page of the question's region: its title, lead sentence and headings;
     for a question about the pack itself ("what is this documentation about?"), its
@@ -85,7 +89,7 @@ def overview_items(pack: Any, result: Any) -> list[Item]:
         heads = list(dict.fromkeys(h.split(" > ")[-1] for h in (s.heading_path for s in secs)
                                    if " > " in h))
         items.append(Item(sec.title or sec.heading_path.split(" > ")[0], sec, start, end,
-                          1.0 / (1 + k), heads[:8]))
+                          1.0 / (1 + k), heads[:FIRST_HEADINGS if k == 0 else HEADINGS]))
     return items
 
 
