@@ -203,10 +203,10 @@ def rule_kind(question: str) -> str | None:
     """"overview", "across", "list" or None (see the module docstring), read on what the
     question asks, not on the scene it sets first ("I cap object counts in each team
     namespace. Which quota ...?" asks about one thing)."""
-    # an aside in parentheses ("Which admission controllers (admission plugins) do ...")
-    # is no part of the question's form
     if (asked := requested(question)) is not None:
         return asked
+    # an aside in parentheses ("Which admission controllers (admission plugins) do ...")
+    # is no part of the question's form
     question = _ASIDE.sub("", asking(question))
     if _ONE_ANSWER.search(question) or _YES_NO.match(question):
         return None

@@ -114,7 +114,11 @@ def best_family(firsts: list[str], paths: list[str], question: str,
     times what a page's do (`concepts/services-networking/network-policies.md`), and a
     family none of `firsts` is in competes only when the question names a part of the
     pages (`_names_a_part`); `titles` (page path -> title), with `named`: the title of a
-    family's first page (its index: "Troubleshooting Clusters") is part of its own name."""
+    family's first page (its index: "Troubleshooting Clusters") is part of its own name.
+    "" (no family: the region is the first page and the pages it links to) when the first
+    page has no family and, with `named`, its own path and title match the question as
+    well as a family would have to beat a first page's family ("kubectl plugins", alone in
+    tasks/extend-kubectl/)."""
     default = family(firsts[0], paths) if firsts else ""
     families, names, members, own_words = _layout(tuple(paths))
     asked: dict[str, float] = {}
