@@ -62,7 +62,7 @@ def topic_sections(pack: Any, limit: int) -> list[Sec]:
     return [by_id[i] for i in ids if i in by_id]
 
 
-HEADINGS = 8  # the headings an overview names of a page ...
+HEADINGS = 12  # the headings an overview names of a page ...
 FIRST_HEADINGS = 16  # ... and of its first page, often the one the question is about
 
 
