@@ -43,7 +43,7 @@ from packs.retrieval import compare
 from packs.retrieval.asks import asking, parts
 from packs.retrieval.reader import read_weights
 from packs.retrieval.whole_pack_overview import about_itself
-from packs.retrieval.whole_pack_questions import gathers, head_phrase, requested, rule_kind
+from packs.retrieval.whole_pack_questions import head_phrase, requested, rule_kind
 
 WEIGHTS_FILE = Path(__file__).with_name("kind_weights.json")
 FEATURES_VERSION = "kinds-1"
@@ -132,14 +132,15 @@ class KindModel:
         """Its class: the most probable, but the hand rules' whole-pack reading unless "none"
         is at least RULE_TRUST probable, "overview" for a question about the pack itself (the
         module docstring) and for a list of DOCUMENTS, "across" for a question that asks to
-        gather what the pages say (whole_pack_questions.py `gathers`), "none" for how two
-        things differ (`two_things`) read as across the pack (or a list, asked "Compare A
-        and B" or "... in each case") and for a question that opens with "why"
-        (`_one_answer`)."""
-        rule = rule_kind(question)
+        gather what the pages say, the kind a sentence of its own asks for where it would be
+        "none" (whole_pack_questions.py `requested`), "none" for how two things differ
+        (`two_things`) read as across the pack (or a list, asked "Compare A and B" or "...
+        in each case") and for a question that opens with "why" (`_one_answer`)."""
+        rule = rule_kind(question)  # a request (`asked`) when the question makes one
         if rule == "overview" and about_itself(question):
             return "overview"
-        if rule == "across" and gathers(question):  # "... Gather what the pages say about X."
+        asked = requested(question)
+        if asked == "across":  # "... Gather what the pages say about X."
             return "across"
         probs = self.probabilities(question, rule)
         best = max(probs, key=probs.__getitem__)
@@ -151,7 +152,7 @@ class KindModel:
         kind = NONE if _one_answer(best, question) else best
         # "..., or how it is configured? List the settings.": a list asked for in so many
         # words stays one, whatever the model reads in the question before it.
-        return rule if kind == NONE and rule is not None and requested(question) else kind
+        return asked if kind == NONE and asked is not None else kind
 
 
 # How two things differ, asked "in each case" or "compare A and B": the hand rules read

@@ -242,20 +242,15 @@ def rule_kind(question: str) -> str | None:
     return "list"
 
 
-def gathers(question: str) -> bool:
-    """Whether one of the question's sentences asks to gather what several pages say
-    (`_GATHER`): an across question whatever else it asks."""
-    return any(_GATHER.search(said) for said in text_rules.sentences(question))
-
-
 def requested(question: str) -> str | None:
-    """"across" when the question asks to gather what the pages say (`gathers`), else the
-    kind a sentence of its own after the first asks for ("When do ...? List the situations.":
-    "list"; "Summarize what the book says.": "overview"; "...? Which fields do the docs
-    describe?": "list"), else None."""
-    if gathers(question):
+    """"across" when one of the question's sentences asks to gather what several pages say
+    (`_GATHER`), whatever else it asks; else the kind a sentence of its own after the first
+    asks for ("When do ...? List the situations.": "list"; "Summarize what the book
+    says.": "overview"; "...? Which fields do the docs describe?": "list"); else None."""
+    sentences = text_rules.sentences(question)
+    if any(map(_GATHER.search, sentences)):
         return "across"
-    said = text_rules.sentences(question)[1:]
+    said = sentences[1:]
     asked = next((kind for kind, pattern in _REQUESTS if any(map(pattern.search, said))), None)
     # "How do I tell Kubernetes how many Pods must stay up? Which PodDisruptionBudget fields
     # and values do the docs describe?": a list asked in a question sentence of its own
