@@ -147,14 +147,15 @@ FACT_DISJOINT_ROUNDS = {("rust_answers", 7), ("k8s_answers", 11), ("k8s_answers"
                         ("k8s_answers", 27), ("rust_answers", 24),
                         ("k8s_answers", 28), ("rust_answers", 25),
                         ("k8s_answers", 29), ("rust_answers", 26),
-                        ("k8s_answers", 30), ("rust_answers", 27)}
+                        ("k8s_answers", 30), ("rust_answers", 27),
+                        ("k8s_answers", 31), ("rust_answers", 28)}
 
 
 def test_the_answer_sets_are_well_formed():
     """benchmarks/data/*_answers.jsonl: 60+ questions each, every gold group non-empty, no
     page with both dev and test (or spent) questions (a fact-disjoint round aside, which
-    asks no fact a dev row on its pages asks), 35+ test questions and dev 40-80% of
-    the questions in use (dev and test: spent ones are used by nothing), several kinds."""
+    asks no fact a dev row on its pages asks), 50+ test questions, 200+ dev and spent
+    questions and at most 85% of them dev or spent, several kinds."""
     for name, corpus in (("k8s_answers", "kubernetes"), ("rust_answers", "rust-book")):
         qs = corpora.load_rows(corpora.DATA_DIR / f"{name}.jsonl")
         assert len(qs) >= 60 and len({r["id"] for r in qs}) == len(qs), name
@@ -194,10 +195,12 @@ def test_the_answer_sets_are_well_formed():
         # (at most 85%: issue 47 retired the fifth Kubernetes split into dev and added 45
         # dev questions per corpus to train the reader on; test keeps 50 at least). Since
         # the reader is fitted on the spent rows too (train_reader.py --with-spent), the
-        # share counts what can be tuned on: dev and spent.
+        # share counts what can be tuned on: dev and spent. Every session adds a blind round
+        # of 20 test rows and no dev rows, so the floor is a count (200 rows to tune on),
+        # not a share: the share fell below 40% at Kubernetes round 31.
         dev = sum(r["split"] in ("dev", "spent") for r in qs)
         test = sum(r["split"] == "test" for r in qs)
-        assert 0.4 <= dev / (dev + test) <= 0.85 and test >= 50, name
+        assert dev >= 200 and dev / (dev + test) <= 0.85 and test >= 50, name
         # Classes (issue 47): the questions that carry one are identifier, paraphrase,
         # two-page or two-part (two things asked, one gold page), or compare (how two
         # things differ: one gold group per thing), and a two-page question has two gold
