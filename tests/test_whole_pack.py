@@ -567,6 +567,26 @@ def test_the_words_that_name_the_pages_are_no_part_of_an_across_subject():
     assert [i.section.id for i in found] == ["s2"]
 
 
+
+def test_an_across_passage_counts_the_question_s_rare_terms_above_its_common_ones():
+    # "What does the book say about the u8 type ..., from integer basics to strings and the
+    # web server?" listed five web-server sentences (two terms each) before any holding
+    # `u8`: a term counts by its IDF in the pack, the rarest the question has counting 1.
+    q = "What does the book say about the u8 type, from integers to the web server?"
+    idf = {"u8": 5.0, "type": 1.0, "integ": 3.5, "web": 3.0, "server": 3.0}.get
+    web = whole_pack_items.Sec("a1", "s1", "u1", "Web", "Web", "Our web server answers.", 0,
+                               weight=0.5)
+    byte = whole_pack_items.Sec("a2", "s2", "u2", "Types", "Types",
+                                "A u8 integer holds 0 to 255.", 0, weight=0.5)
+    secs = {"s1": web, "s2": byte}
+    scaffold = whole_pack_questions.across_terms(q)
+    weighed = whole_pack_items.page_items(secs, q, scaffold=scaffold,
+                                          idf=lambda t: idf(t, 2.0))
+    assert [i.section.id for i in weighed] == ["s2", "s1"]
+    # Counted alike (no IDF), two terms each: the order is the pages'.
+    assert [i.section.id for i in whole_pack_items.page_items(secs, q, scaffold=scaffold)
+            ] == ["s1", "s2"]
+
 def test_a_list_names_the_less_likely_items_after_it_each_cited(monkeypatch, pack):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     shipped = whole_pack_rank.load()

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from packs import text as text_rules
@@ -135,8 +135,8 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
     at most whole_pack_rank.CANDIDATES, each with its quote."""
     by_id = region_sections(pack, result, kind)
     cited = {s.id for s in result.cited()}
-    per_page = (page_items(by_id, result.question, scaffold=across_terms(result.question))
-                if kind == "across" else [])
+    per_page = (page_items(by_id, result.question, scaffold=across_terms(result.question),
+                           idf=_idf(pack)) if kind == "across" else [])
     mentions: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for sid, eid, name, etype in pack.db.read(SECTION_MENTIONS, {"ids": list(by_id)}):
         mentions[eid].append((sid, name, etype))
@@ -201,6 +201,12 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
         items.append(Item(name, sec, span[0], span[1], score, etype=etype, pages=n_pages,
                           typed=name.lower() in typed))
     return per_page, items
+
+
+def _idf(pack: Any) -> Callable[[str], float] | None:
+    """A word's IDF over the pack's sections, or None for a pack without a vocabulary."""
+    vocabulary = getattr(pack, "vocabulary", None)
+    return extractive.idf_of(vocabulary()) if callable(vocabulary) else None
 
 
 def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],

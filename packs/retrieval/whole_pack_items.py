@@ -212,21 +212,27 @@ def shown_span(group: list[Item]) -> tuple[int, int]:
 
 
 def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
-               per_page: int = 3, scaffold: set[str] = frozenset()) -> list[Item]:
+               per_page: int = 3, scaffold: set[str] = frozenset(),
+               idf: Callable[[str], float] | None = None) -> list[Item]:
     """For an across question: the region's sections whose best passage (sentence, list
     item, table row, code line) holds at least two of the question's terms, less the
     `scaffold` (the words that make it an across question: "what changed ... from release
     to release" asks about its subject, not about releases), each an item named by its
-    heading with that passage, best first, at most `per_page` of a page."""
+    heading with that passage, best first, at most `per_page` of a page. A term found
+    counts its `idf` in the pack over the question's rarest term's (1 each without `idf`):
+    "the u8 type ... from integers to the web server" is about `u8` more than servers."""
     asked = set(text_rules.terms(question)) - scaffold
+    rarest = max((idf(t) for t in asked), default=0.0) if idf else 0.0
+    weight = {t: idf(t) / rarest if idf and rarest > 0 else 1.0 for t in asked}
     best: list[tuple[float, Sec, tuple[int, int]]] = []
     for sec in by_id.values():
         top = None
         for start, end in spans(sec):
-            hits = len(asked & set(text_rules.terms(sec.content[start:end])))
+            found = asked & set(text_rules.terms(sec.content[start:end]))
             heading = len(asked & set(text_rules.terms(sec.heading_path.split(" > ")[-1])))
+            hits = sum(weight[t] for t in found)
             score = hits + 0.5 * heading + sec.weight
-            if hits >= 2 and (top is None or score > top[0]):
+            if len(found) >= 2 and (top is None or score > top[0]):
                 top = (score, sec, (start, end))
         if top:
             best.append(top)
