@@ -259,18 +259,20 @@ def _offline(pack: Any, result: SearchResult, note: str | None = None, why: str 
 
 
 def passages(pack: Any, result: SearchResult, note: str | None = None,
-             max_units: int | None = None, max_words: int | None = None
+             max_units: int | None = None, max_words: int | None = None,
+             reach: float = extractive.EXTRA_REACH
              ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
     """The offline answer's passages (packs/retrieval/extractive.py): (text, quotes, the
     sections it quotes that the context lacks); at most `max_units` units in `max_words`
-    words (the reader's limits by default). A whole-pack answer lists its items after
+    words (the reader's limits by default), the other sections of the cited pages read
+    within `reach` of the best similarity. A whole-pack answer lists its items after
     them (benchmarks/train_items.py fits the item model on what they already say)."""
     kw = {"note": note} if note else {}
     return extractive.answer(result.question, result.cited(), pack_idf=idf(pack),
                              extra=page_sections(pack, result),
                              similarity=_similarity(pack, result),
                              part_similarity=_part_similarity(pack, result),
-                             max_units=max_units, max_words=max_words, **kw)
+                             max_units=max_units, max_words=max_words, reach=reach, **kw)
 
 
 def _offline_dict(pack: Any, result: SearchResult, usage: dict[str, Any],

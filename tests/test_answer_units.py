@@ -567,6 +567,9 @@ def test_an_extra_section_far_less_similar_than_the_best_is_not_read():
     near, far = _probe_sections(0.55), _probe_sections(0.45)  # best 0.70, reach 0.2
     assert "1 second by default" in extractive.answer(q, near[0], extra=near[1])[0]
     assert "1 second by default" not in extractive.answer(q, far[0], extra=far[1])[0]
+    # A list's passages reach further (whole_pack_offline.LIST_REACH): its items sit in
+    # other sections of the pages it cites.
+    assert "1 second by default" in extractive.answer(q, far[0], extra=far[1], reach=1.0)[0]
 
 
 def test_list_as_a_verb_does_not_ask_for_a_list():

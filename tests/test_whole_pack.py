@@ -78,7 +78,7 @@ def test_a_list_questions_passages_have_the_list_budget(monkeypatch, pack):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert whole_pack_offline.passage_budget(QUESTION) == {
         "max_units": whole_pack_offline.LIST_PASSAGES[0],
-        "max_words": whole_pack_offline.LIST_PASSAGES[1]}
+        "max_words": whole_pack_offline.LIST_PASSAGES[1], "reach": whole_pack_offline.LIST_REACH}
     assert whole_pack_offline.passage_budget("How many times is a failed job retried?") == {}
     question = "List every setting the docs describe for workers and retries."
     wide = pack.ask(question, use_cache=False)

@@ -266,14 +266,14 @@ def bullet(question: str, unit: Unit, raw: str, passage: rf.Passage) -> str:
     return ("*" + no_marker(head) + "*: " if head else "") + shown(unit)
 
 
-def passages_of(cited: Sequence[RankedSection], extra: Sequence[RankedSection] = ()
-                ) -> tuple[list[RankedSection], list[rf.Passage]]:
+def passages_of(cited: Sequence[RankedSection], extra: Sequence[RankedSection] = (),
+                reach: float = EXTRA_REACH) -> tuple[list[RankedSection], list[rf.Passage]]:
     """(the sections read, as passages): every cited section, then the `extra` sections
-    whose similarity is within EXTRA_REACH of the best one's."""
+    whose similarity is within `reach` of the best one's."""
     best = max((s.similarity for s in [*cited, *extra] if s.similarity is not None),
                default=None)
     extra = [s for s in extra if best is None or (s.similarity is not None
-                                                  and s.similarity >= best - EXTRA_REACH)]
+                                                  and s.similarity >= best - reach)]
     sections = [*cited, *extra]
     return sections, [rf.Passage(s.content, s.heading_path or "", getattr(s, "title", "") or "",
                                  None if s.similarity is None or math.isnan(s.similarity)
@@ -285,7 +285,7 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
            note: str = RETRIEVAL_ONLY_NOTE, pack_idf: Callable[[str], float] | None = None,
            extra: Sequence[RankedSection] = (), similarity=None,
            weights: reader.Reader | None = None, part_similarity=None,
-           max_words: int | None = None
+           max_words: int | None = None, reach: float = EXTRA_REACH
            ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
     """(answer, quotes, extra sections quoted): the units of the cited sections and of the
     `extra` sections (the rest of their pages, not in the context) that best answer the
@@ -294,11 +294,12 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
     packs), under the `note` line. `similarity(sections, texts)`: the cosine
     similarities of unit texts to the question, each embedded with the encoder of its
     section's pack (None: the reader's first model alone); `part_similarity(sections,
-    parts)`: each section's similarity to each part of a question about several things.
-    An extra section the answer
+    parts)`: each section's similarity to each part of a question about several things;
+    `reach`: an extra section is read within this of the best similarity. An extra section
+    the answer
     quotes is numbered after the cited ones and returned (a copy, `citation` set) so that
     the caller lists it among the sources."""
-    sections, passages = passages_of(cited, extra)
+    sections, passages = passages_of(cited, extra, reach)
     sims = None
     if similarity is not None:
         def sims(indices, texts):

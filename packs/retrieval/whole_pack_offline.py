@@ -41,6 +41,14 @@ _BOLD = re.compile(r"\*\*([^*]+)\*\*")  # an item's name in a list (whole_pack `
 # words more (p50 523 -> 625 and 515 -> 627); 8 quoted items cost 47 words more for 0.003
 # (results/issue48bd_list_budget.md).
 LIST_PASSAGES = (16, 480)
+# ... read from every section of the cited pages, not only those within extractive's
+# EXTRA_REACH (0.2) of the best similarity: a list's items sit in other sections of the pages
+# it cites (of the items of spent whole-pack rounds 19 to 21, 94 of 447 Kubernetes and 95 of
+# 315 Rust book items were missed so; 60 and 40 sat in a cited section). Spent rounds 0.424
+# -> 0.426 (17 up, 16 down) and 0.356 -> 0.358 (10 up, 5 down), dev 0.832 -> 0.835 and
+# 0.581 -> 0.589; for a question about one thing the wider reach costs (spent answer rows
+# 0.704 -> 0.701, 0.646 -> 0.644), so it stays there.
+LIST_REACH = 1.0  # in effect every section of the page (cosine similarities)
 NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTION]->(t:Section) "
                 "WHERE s.id = $id AND (t.position > s.position OR "
                 "t.position = s.position AND t.chunk > s.chunk) "
@@ -49,10 +57,10 @@ NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTIO
 
 def passage_budget(question: str) -> dict[str, int]:
     """The limits of the passages that answer `question` before its list (`LIST_PASSAGES`
-    for a list or across question; none for another: the reader's own)."""
+    and `LIST_REACH` for a list or across question; none for another: the reader's own)."""
     if question_kind(question) not in ("list", "across"):
         return {}
-    return dict(zip(("max_units", "max_words"), LIST_PASSAGES))
+    return {**dict(zip(("max_units", "max_words"), LIST_PASSAGES)), "reach": LIST_REACH}
 
 
 def offline_answer(pack: Any, result: Any, single: tuple[str, list] | None = None
