@@ -665,22 +665,3 @@ def test_a_section_that_is_only_its_heading_gives_no_unit():
     # A section whose text says more than its heading keeps its units.
     kept = [rf.Passage("Scaling", "ReplicaSet > Working with ReplicaSets", rank=0)]
     assert [u.display for _, u in extractive.units_of("scaling", kept)] == ["Scaling"]
-
-
-def test_a_list_questions_long_lead_in_shows_whole_the_item_that_holds_what_it_asks():
-    # "Which spec fields will the API let me change on a running Pod?" quoted this list with
-    # each item cut at its head, the fields it asks for behind the "…".
-    md = ("Pod update operations have some limitations:\n\n"
-          "- Most of the metadata about an object is immutable: you cannot edit its "
-          "`namespace`, `name`, `uid` or `creationTimestamp` once it is created.\n"
-          "- If the `metadata.deletionTimestamp` is set, no new entry can be added to the "
-          "`metadata.finalizers` list of the object at all.\n"
-          "- Pod updates may not change fields other than `spec.containers[*].image`, "
-          "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds` or "
-          "`spec.tolerations`.\n")
-    question = "Which spec fields can a Pod update change?"
-    assert "list" in extractive.question_types(question)
-    (lead,) = [u for _, u in extractive.units_of(question, [rf.Passage(md, rank=0)])
-               if u.kind == "leadin"]
-    assert "`spec.tolerations`" in lead.display  # three of its terms: whole
-    assert "creationTimestamp" not in lead.display  # the others by their heads

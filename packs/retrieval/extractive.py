@@ -74,26 +74,17 @@ def idf_of(vocabulary) -> Callable[[str], float]:
                             default=0.0)
 
 
-# A list question's long lead-in shows whole the items that hold this many of its terms:
-# "Pod updates may not change fields other than `spec.containers[*].image`, ..." was cut
-# at its head before the fields asked for ("which spec fields will the API let me
-# change?"). Spent answer rows Kubernetes 0.704 -> 0.706, dev 0.839 -> 0.842, Rust book
-# unchanged; spent whole-pack rounds 0.426 -> 0.428 (5 up), Rust book 1 up, Kubernetes dev
-# 1 up 2 down. Two terms: Rust book spent answers 1 down.
-LIST_ITEM_TERMS = 3
-
-
 def _shortened(u: Unit, listing: bool, asked: set[str]) -> Unit:
     """Unit `u`, or when it is a lead-in whose list or table runs over LONG_WORDS words
-    (it would crowd out the other passages) its brief: with the items that have a term of
-    the question (`asked`) whole and the others by their heads; for a question that asks
-    for the list (`listing`), the items that have LIST_ITEM_TERMS of its terms whole."""
+    (it would crowd out the other passages) its brief: with each item's head for a
+    question that asks for the list (`listing`), else with the items that have a term of
+    the question (`asked`) whole and the others by their heads."""
     if u.brief is None or len(u.display.split()) <= LONG_WORDS:
         return u
-    need = LIST_ITEM_TERMS if listing else 1
+    if listing:
+        return u.brief
     lead = u.brief.display.split("\n")[0]
-    lines = [text if len(asked & set(text_rules.terms(text))) >= need else head
-             for text, head in u.brief.items]
+    lines = [text if asked & set(text_rules.terms(text)) else head for text, head in u.brief.items]
     return dataclasses.replace(u.brief, display="\n".join([lead, *("- " + x for x in lines)]))
 
 
