@@ -220,9 +220,8 @@ def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
     rows), each as (score, name, sections, type, pages); `head`: the question's head noun
     (`head_stem`); `aside`: what the question sets aside (`set_aside`)."""
     out: list[tuple] = []
-    vocabulary = getattr(pack, "vocabulary", None)
-    if callable(vocabulary):
-        idf = extractive.idf_of(vocabulary())
+    idf = _idf(pack)
+    if idf is not None:
         for score, name, secs in code_span_items(by_id, known, asked, head, idf):
             out.append((score, name, secs, "code", len({s.article_id for s in secs})))
         if "setting" in wanted_types(question):  # fields, settings, keys: a manifest's keys

@@ -222,8 +222,9 @@ def page_items(by_id: dict[str, Sec], question: str, limit: int = 12,
     counts its `idf` in the pack over the question's rarest term's (1 each without `idf`):
     "the u8 type ... from integers to the web server" is about `u8` more than servers."""
     asked = set(text_rules.terms(question)) - scaffold
-    rarest = max((idf(t) for t in asked), default=0.0) if idf else 0.0
-    weight = {t: idf(t) / rarest if idf and rarest > 0 else 1.0 for t in asked}
+    rarity = {t: idf(t) if idf else 1.0 for t in asked}
+    rarest = max(rarity.values(), default=0.0)
+    weight = {t: v / rarest if rarest > 0 else 1.0 for t, v in rarity.items()}
     best: list[tuple[float, Sec, tuple[int, int]]] = []
     for sec in by_id.values():
         top = None

@@ -55,7 +55,7 @@ NEXT_SECTION = ("MATCH (a:Article)-[:HAS_SECTION]->(s:Section), (a)-[:HAS_SECTIO
                 "RETURN t.content ORDER BY t.position, t.chunk LIMIT 1")
 
 
-def passage_budget(question: str) -> dict[str, int]:
+def passage_budget(question: str) -> dict[str, float]:
     """The limits of the passages that answer `question` before its list (`LIST_PASSAGES`
     and `LIST_REACH` for a list or across question; none for another: the reader's own)."""
     if question_kind(question) not in ("list", "across"):
