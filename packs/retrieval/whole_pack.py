@@ -47,13 +47,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import Any
 
 from packs import text as text_rules
 from packs.citations import locate, no_marker, normalise
 from packs.markdown import fence_spans, list_marker
-from packs.retrieval import extractive
 from packs.retrieval.question_kinds import question_kind
 from packs.retrieval.segment import one_line
 from packs.retrieval.units import untagged
@@ -84,7 +83,7 @@ from packs.retrieval.whole_pack_overview import SECTIONS_BY_ID, heading_items, o
 from packs.retrieval.whole_pack_questions import across_terms, head_stem, wanted_types
 from packs.retrieval.whole_pack_rank import CANDIDATES, ItemModel, pick
 from packs.retrieval.whole_pack_rank import load as load_items
-from packs.retrieval.whole_pack_region import question_vector, region_sections
+from packs.retrieval.whole_pack_region import pack_idf, question_vector, region_sections
 
 QUERY_TYPE = "whole_pack_retrieval_only"
 COMMAND = text_rules.stem("commands")  # the head noun of a question about commands
@@ -136,7 +135,7 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
     by_id = region_sections(pack, result, kind)
     cited = {s.id for s in result.cited()}
     per_page = (page_items(by_id, result.question, scaffold=across_terms(result.question),
-                           idf=_idf(pack)) if kind == "across" else [])
+                           idf=pack_idf(pack)) if kind == "across" else [])
     mentions: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for sid, eid, name, etype in pack.db.read(SECTION_MENTIONS, {"ids": list(by_id)}):
         mentions[eid].append((sid, name, etype))
@@ -203,12 +202,6 @@ def candidates(pack: Any, result: Any, kind: str) -> tuple[list[Item], list[Item
     return per_page, items
 
 
-def _idf(pack: Any) -> Callable[[str], float] | None:
-    """A word's IDF over the pack's sections, or None for a pack without a vocabulary."""
-    vocabulary = getattr(pack, "vocabulary", None)
-    return extractive.idf_of(vocabulary()) if callable(vocabulary) else None
-
-
 def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
              asked: list[str], head: str | None, programs: set[str], aside: set[str],
              total: int) -> list[tuple]:
@@ -220,7 +213,7 @@ def _unnamed(pack: Any, by_id: dict[str, Sec], question: str, known: set[str],
     rows), each as (score, name, sections, type, pages); `head`: the question's head noun
     (`head_stem`); `aside`: what the question sets aside (`set_aside`)."""
     out: list[tuple] = []
-    idf = _idf(pack)
+    idf = pack_idf(pack)
     if idf is not None:
         for score, name, secs in code_span_items(by_id, known, asked, head, idf):
             out.append((score, name, secs, "code", len({s.article_id for s in secs})))

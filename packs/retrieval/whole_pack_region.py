@@ -65,6 +65,12 @@ def family(path: str, paths: Sequence[str]) -> str:
     return ""
 
 
+def pack_idf(pack: Any) -> Callable[[str], float] | None:
+    """A word's IDF over the pack's sections, or None for a pack without a vocabulary."""
+    vocabulary = getattr(pack, "vocabulary", None)
+    return extractive.idf_of(vocabulary()) if callable(vocabulary) else None
+
+
 def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = False
            ) -> tuple[list[str], dict[str, float]]:
     """(article ids of the question's region, best first; {section id: weight} of the
@@ -80,8 +86,7 @@ def region(pack: Any, result: Any, limit: int = MAX_PAGES, family_only: bool = F
     arts = [(a, _HOST.sub("", url or "")) for a, url, _ in rows]
     path_of = dict(arts)
     paths = [p for _, p in arts]
-    vocabulary = getattr(pack, "vocabulary", None)
-    idf = extractive.idf_of(vocabulary()) if callable(vocabulary) else (lambda w: 1.0)
+    idf = pack_idf(pack) or (lambda w: 1.0)
     titles = {path_of[a]: title or "" for a, _, title in rows} if family_only else None
     family = best_family([path_of.get(a, "") for a in first[:CANDIDATE_PAGES]], paths,
                          result.question, idf, named=family_only, titles=titles)
