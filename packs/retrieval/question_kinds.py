@@ -43,7 +43,7 @@ from packs.retrieval import compare
 from packs.retrieval.asks import asking, parts
 from packs.retrieval.reader import read_weights
 from packs.retrieval.whole_pack_overview import about_itself
-from packs.retrieval.whole_pack_questions import head_phrase, requested, rule_kind
+from packs.retrieval.whole_pack_questions import form_kind, head_phrase, requested, rule_kind
 
 WEIGHTS_FILE = Path(__file__).with_name("kind_weights.json")
 FEATURES_VERSION = "kinds-1"
@@ -136,10 +136,10 @@ class KindModel:
         "none" (whole_pack_questions.py `requested`), "none" for how two things differ
         (`two_things`) read as across the pack (or a list, asked "Compare A and B" or "...
         in each case") and for a question that opens with "why" (`_one_answer`)."""
-        rule = rule_kind(question)  # a request (`asked`) when the question makes one
+        asked = requested(question)  # rule_kind, its request read once
+        rule = asked if asked is not None else form_kind(question)
         if rule == "overview" and about_itself(question):
             return "overview"
-        asked = requested(question)
         if asked == "across":  # "... Gather what the pages say about X."
             return "across"
         probs = self.probabilities(question, rule)

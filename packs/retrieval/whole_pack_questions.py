@@ -202,9 +202,14 @@ _OBJECT_ASKED = re.compile(r"^\s*what (?:is|are|were|was)\b.*\b(?:of|for|with|to
 def rule_kind(question: str) -> str | None:
     """"overview", "across", "list" or None (see the module docstring), read on what the
     question asks, not on the scene it sets first ("I cap object counts in each team
-    namespace. Which quota ...?" asks about one thing)."""
-    if (asked := requested(question)) is not None:
-        return asked
+    namespace. Which quota ...?" asks about one thing): what a sentence of it requests
+    (`requested`), else its form (`form_kind`)."""
+    asked = requested(question)
+    return asked if asked is not None else form_kind(question)
+
+
+def form_kind(question: str) -> str | None:
+    """`rule_kind` read on the question's form alone, whatever a sentence of it requests."""
     # an aside in parentheses ("Which admission controllers (admission plugins) do ...")
     # is no part of the question's form
     question = _ASIDE.sub("", asking(question))
@@ -255,7 +260,7 @@ def requested(question: str) -> str | None:
     # "How do I tell Kubernetes how many Pods must stay up? Which PodDisruptionBudget fields
     # and values do the docs describe?": a list asked in a question sentence of its own
     return asked or next(("list" for one in said
-                          if one.endswith("?") and rule_kind(one) == "list"), None)
+                          if one.endswith("?") and form_kind(one) == "list"), None)
 
 
 def _plural(word: str) -> bool:
