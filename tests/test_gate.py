@@ -273,6 +273,29 @@ def test_a_whole_pack_question_the_pack_writes_the_words_of_passes_whatever_its_
     assert not gate.decide(listed, [], [], lambda: paired, low, None, 0.42)["passed"]
 
 
+def test_a_whole_pack_question_with_a_plain_word_the_pack_lacks_passes_but_not_a_name():
+    """A user's own word ("rundown") is not the pack's: the question still passes when most
+    of its pairs are in the pack; a name the pack lacks ("Nomad") is another subject."""
+    listed = "List every restart policy a pod container can have."
+    plain = "List every restart policy a pod container can have, in a rundown."
+    named = listed.replace("pod", "Nomad")
+    known = {t: 3 for t in gate.question_terms(listed)}
+    pairs = [gate.pair_hash(stem(a), stem(b)) for a, b in
+             (("restart", "policy"), ("policy", "pod"), ("pod", "container"))]
+    vocab = gate.Vocabulary(known, 100, pairs)
+    low = GateInfo(version=gate.GATE_VERSION, bias=-5.0, cut=0.5, weights={})
+
+    def verdict(question):
+        return gate.decide(question, [0.3], TOP, lambda: vocab, low, None, 0.42)
+
+    mended = verdict(plain)
+    assert 0 < mended["signals"]["unknown"] <= gate.WHOLE_PACK_UNKNOWN
+    assert mended["passed"] and mended["writes_subject"]
+    other = verdict(named)
+    assert 0 < other["signals"]["unknown"] <= gate.WHOLE_PACK_UNKNOWN
+    assert not other["passed"]
+
+
 def _manifest(model: str, **extra) -> Manifest:
     return Manifest(name="p", build_id="b", built_at="2026-01-01T00:00:00Z",
                     embedding=EmbeddingInfo(model=model, dim=4),

@@ -150,13 +150,35 @@ WHOLE_PACK_CUT = 0.65
 # questions read as whole-pack does ("What are good names for a golden retriever puppy?":
 # every word in the Rust book, no pair of them): benchmarks/results/issue48bc_whole_pack_gate.md.
 WHOLE_PACK_PAIRS = 0.1
+# A user's words are not all the pack's ("subsections", "mottos", "a rundown of"): a
+# question passes too when the terms the pack lacks are plain words, not names
+# (`_names_unknown`: "Nomad", "GOMAXPROCS", "ClusterIssuer"), at most WHOLE_PACK_UNKNOWN of its IDF
+# weight, and at least WHOLE_PACK_UNKNOWN_PAIRS of its word pairs are in the pack. Of the
+# whole-pack questions of the dev sets and spent rounds still refused, 12 of 31 (Rust
+# book) pass this way, each lacking one word; of the 353 absent and unrelated questions of
+# the two packs, none reads as whole-pack and meets it:
+# benchmarks/results/issue48bq_gate_unknown.md.
+WHOLE_PACK_UNKNOWN = 0.25
+WHOLE_PACK_UNKNOWN_PAIRS = 0.15
 
 
-def writes_subject(values: Mapping[str, float]) -> bool:
-    """Whether the pack writes every term of the question, no name it lacks, and enough of
+def writes_subject(values: Mapping[str, float], names_unknown: bool = False) -> bool:
+    """Whether the pack writes every term of the question (or all but a few plain words:
+    `names_unknown` says whether one it lacks is a name), no name it lacks, and enough of
     its word pairs (the gate's `unknown`, `names` and `pack_pairs` signals)."""
-    return (values["unknown"] == 0.0 and values["names"] == 0.0
-            and values["pack_pairs"] >= WHOLE_PACK_PAIRS)
+    if values["names"] != 0.0:
+        return False
+    if values["unknown"] == 0.0:
+        return values["pack_pairs"] >= WHOLE_PACK_PAIRS
+    return (not names_unknown and values["unknown"] <= WHOLE_PACK_UNKNOWN
+            and values["pack_pairs"] >= WHOLE_PACK_UNKNOWN_PAIRS)
+
+
+def _names_unknown(question: str, vocab: Vocabulary) -> bool:
+    """Whether a term of the question the pack never uses is written as a name there
+    (`specific_words`: capitalised after the first word, an acronym, code-like)."""
+    named = {t for w in specific_words(question) for t in words_in_order(w)}
+    return any(not vocab.df.get(t) for t in named)
 
 
 def decide(question: str, similarities: Sequence[float], top_texts: Sequence[str],
@@ -172,12 +194,13 @@ def decide(question: str, similarities: Sequence[float], top_texts: Sequence[str
     is computed either way (several packs searched together use it). `vocabulary_of` is
     called for the pack's Vocabulary (loaded once by the pack). No candidate at all never
     passes."""
-    values = signals(question, similarities, top_texts, vocabulary_of(), base_similarity)
+    vocab = vocabulary_of()
+    values = signals(question, similarities, top_texts, vocab, base_similarity)
     p = probability(values, params.weights, params.bias)
     best = similarities[0] if similarities else None
     whole = question_kind(question) is not None
     cut = params.cut * (WHOLE_PACK_CUT if whole else 1.0)
-    written = whole and writes_subject(values)
+    written = whole and writes_subject(values, _names_unknown(question, vocab))
     calibrated = best is not None and (p >= cut or written)
     if option is not None:
         rule, passed = "similarity", passes(best, float(option))
