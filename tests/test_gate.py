@@ -247,6 +247,26 @@ def test_a_question_about_the_whole_pack_passes_at_a_lower_cut():
     assert listed["passed"] and listed["cut"] == pytest.approx(0.5 * gate.WHOLE_PACK_CUT)
 
 
+def test_a_question_that_asks_two_things_passes_at_a_lower_cut():
+    """Two things asked are often answered on two pages, each holding half the question's
+    terms: such a question passes at PARTS_CUT of the cut; the same words asked as one
+    question, or a second clause that asks nothing, keep the cut."""
+    flat = GateInfo(version=gate.GATE_VERSION, bias=-0.2, cut=0.5, weights={})  # p = 0.45
+
+    def verdict(question):
+        return gate.decide(question, [0.3], TOP, lambda: VOCAB, flat, None, 0.42)
+
+    two = verdict("How does the restart policy work, and which node runs the pod?")
+    one = verdict("How does the restart policy work on the node that runs the pod?")
+    assert two["confidence"] == one["confidence"]
+    assert two["passed"] and two["cut"] == pytest.approx(0.5 * gate.PARTS_CUT)
+    assert not one["passed"] and one["cut"] == 0.5
+    # below the lower cut it is refused all the same
+    low = GateInfo(version=gate.GATE_VERSION, bias=-1.5, cut=0.5, weights={})  # p = 0.18
+    assert not gate.decide("How does the restart policy work, and which node runs the pod?",
+                           [0.3], TOP, lambda: VOCAB, low, None, 0.42)["passed"]
+
+
 def test_a_whole_pack_question_the_pack_writes_the_words_of_passes_whatever_its_confidence():
     """A list's items are spread thin, so no section comes close to the question: it passes
     when the pack writes every term of it and some of its word pairs, not when a term is
