@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from packs import text as text_rules
 from packs.manifest import GateInfo, Manifest
+from packs.retrieval.asks import parts
 from packs.retrieval.gate_signals import (
     FITTED_SIGNALS,
     MAX_NAMES,
@@ -49,7 +50,6 @@ from packs.retrieval.gate_signals import (
     text_pairs,
     words_in_order,
 )
-from packs.retrieval.asks import parts
 from packs.retrieval.question_kinds import question_kind
 
 # The signals' names and helpers are read through this module by the pack, the build and
@@ -199,12 +199,12 @@ def decide(question: str, similarities: Sequence[float], top_texts: Sequence[str
     {rule, passed, confidence, cut, calibrated_passed, writes_subject, signals}.
     `writes_subject`: the question is read as whole-pack and the pack writes its words, so
     it passes whatever its confidence (`writes_subject` above); the cut is WHOLE_PACK_CUT
-    of the model's for a whole-pack question, PARTS_CUT for one that asks two things. `rule` is "calibrated"
-    (the logistic model of `params`, a manifest GateInfo) unless `option` (an explicit
-    similarity threshold) asks for the plain rule ("similarity"); the calibrated verdict
-    is computed either way (several packs searched together use it). `vocabulary_of` is
-    called for the pack's Vocabulary (loaded once by the pack). No candidate at all never
-    passes."""
+    of the model's for a whole-pack question, PARTS_CUT for one that asks two things.
+    `rule` is "calibrated" (the logistic model of `params`, a manifest GateInfo) unless
+    `option` (an explicit similarity threshold) asks for the plain rule ("similarity");
+    the calibrated verdict is computed either way (several packs searched together use
+    it). `vocabulary_of` is called for the pack's Vocabulary (loaded once by the pack). No
+    candidate at all never passes."""
     vocab = vocabulary_of()
     values = signals(question, similarities, top_texts, vocab, base_similarity)
     p = probability(values, params.weights, params.bias)
