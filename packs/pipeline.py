@@ -20,6 +20,7 @@ and gated answers).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,8 +32,9 @@ from packs.retrieval import candidates, finish, gate, graph, selection
 from packs.retrieval.candidates import BM25_CANDIDATES, CANDIDATES
 from packs.retrieval.state import PackReader, QueryState
 
-__all__ = ["ASK_FIELDS", "BM25_CANDIDATES", "CANDIDATES", "SEARCH", "TAIL", "QuestionError",
-           "Stage", "ask", "ask_stream", "clean_question", "run", "search"]
+__all__ = ["ASK_FIELDS", "BM25_CANDIDATES", "CANDIDATES", "FIND", "SEARCH", "TAIL",
+           "QuestionError", "Stage", "ask", "ask_stream", "clean_question", "confidence_gate",
+           "run", "search"]
 
 # ask() lives in packs/answer.py; these names stay importable from here.
 ASK_FIELDS, ask, ask_stream = answer.ASK_FIELDS, answer.ask, answer.ask_stream
@@ -63,7 +65,8 @@ TAIL: tuple[Stage, ...] = (
     Stage("context", finish.context, finishes=True),
 )
 
-SEARCH: tuple[Stage, ...] = (
+# The stages that find the candidates, up to the gate.
+FIND: tuple[Stage, ...] = (
     Stage("analysis", candidates.analyse),
     Stage("bm25_start", candidates.start_bm25, _on("hybrid")),
     Stage("embed", candidates.embed),
@@ -74,7 +77,29 @@ SEARCH: tuple[Stage, ...] = (
     Stage("titles", candidates.title_match, lambda st, pack: (
         st.opts.enabled("hybrid") and st.opts.enabled("title_match")
         and st.opts.fusion == "rrf")),
-    Stage("gate", selection.confidence_gate),
+)
+
+
+def confidence_gate(st: QueryState, pack: PackReader) -> None:
+    """selection.confidence_gate; a question that asks several things and that the
+    calibrated gate refuses passes when each thing it asks, searched alone (FIND, without
+    Claude's rephrasings), passes (gate.parts_to_search, gate.with_parts): its halves may
+    sit on two pages, each as close to its half as any question about one thing."""
+    selection.confidence_gate(st, pack)
+    asked = gate.parts_to_search(st.question, st.verdict) if len(st.sims) else []
+    if not asked:
+        return
+    opts = dataclasses.replace(st.opts, multi_query=False)
+    alone = (*FIND, Stage("gate", selection.confidence_gate))
+    verdicts = [run(QueryState(part, opts, usage=zero_query_usage()), pack, alone).verdict
+                for part in asked]
+    st.verdict = gate.with_parts(st.verdict, verdicts)
+    st.gated = not st.verdict["passed"]
+
+
+SEARCH: tuple[Stage, ...] = (
+    *FIND,
+    Stage("gate", confidence_gate),
     Stage("pool", selection.pool),
     Stage("cross_encoder", selection.cross_encoder, _on("cross_encoder")),
     Stage("diversify", selection.diversify),

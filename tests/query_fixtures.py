@@ -16,7 +16,7 @@ import pytest
 
 from packs import format as fmt
 from packs.embedding import Embedder
-from packs.manifest import EmbeddingInfo, ExtractorInfo, Manifest
+from packs.manifest import EmbeddingInfo, ExtractorInfo, GateInfo, Manifest
 from tasks.publish.atomic import publish, write_build
 
 BASE = "https://docs.kestrel.test"
@@ -184,10 +184,12 @@ def build_pack(
     gate_threshold: float = 0.2,
     pages=ARTICLES,
     extra=None,
+    gate: GateInfo | None = None,
 ) -> Path:
     """Publish a complete pack under `root/name` through the build's own publish path
     (tables, Kuzu, manifest, checksums, verification, the `current` pointer); returns
-    that folder. `extra(tables)`: more tables to publish (the topic map), from the others."""
+    that folder. `extra(tables)`: more tables to publish (the topic map), from the others;
+    `gate`: the manifest's gate parameters (none: the model's calibration)."""
     pack_dir = root / name
     tables = make_tables(embedder, links, pages)
     if extra is not None:
@@ -207,6 +209,7 @@ def build_pack(
         kuzu_version="0.11.3",
         query_module_version="0.1.0",
         avg_links_per_article=len(links) / tables[fmt.ARTICLES].height,
+        gate=gate,
     )
     publish(pack_dir, build_id, lambda tmp: write_build(tmp, tables, manifest, source))
     return pack_dir

@@ -426,3 +426,25 @@ def test_words_that_name_the_corpus_itself_are_no_terms_of_the_question():
     # Without the corpus named, the same words count.
     book = gate.signals("Which book covers a pod restart policy?", [0.6], TOP, VOCAB, 0.42)
     assert book["unknown"] > 0
+
+
+def test_a_refused_question_asking_two_things_is_searched_part_by_part():
+    """parts_to_search: the parts of a refused question that asks two things, not of one
+    that passed, asks one thing or is read as whole-pack; with_parts: it passes when every
+    part does, and an explicit threshold's verdict stays that rule's."""
+    refused = {"rule": "calibrated", "passed": False, "calibrated_passed": False}
+    two = "Which port does the scheduler use, and which command lists the dead jobs?"
+    assert gate.parts_to_search(two, refused) == ["Which port does the scheduler use",
+                                                  "which command lists the dead jobs?"]
+    assert gate.parts_to_search(two, {**refused, "calibrated_passed": True}) == []
+    assert gate.parts_to_search("Which port does the scheduler use?", refused) == []
+    assert gate.parts_to_search("Which restart policies do the docs name?", refused) == []
+    ok, no = ({"confidence": c, "cut": 0.46, "calibrated_passed": c >= 0.46} for c in (0.9, 0.1))
+    both = gate.with_parts(refused, [ok, ok])
+    assert both["passed"] and both["calibrated_passed"] and len(both["parts"]) == 2
+    assert gate.parts_to_search(two, both) == []  # searched once
+    half = gate.with_parts(refused, [ok, no])
+    assert not half["passed"] and not half["calibrated_passed"]
+    assert [p["passed"] for p in half["parts"]] == [True, False]
+    plain = gate.with_parts({**refused, "rule": "similarity"}, [ok, ok])
+    assert plain["calibrated_passed"] and not plain["passed"]

@@ -515,3 +515,29 @@ def test_a_recounted_vocabulary_is_kept_per_database_checksum(pack_dir, monkeypa
     assert again.df.get("zzsentinel") == 1
     assert list(again.pairs) == list(recount.pairs)
     assert again.code_sections == recount.code_sections
+
+
+def test_a_question_asking_two_things_passes_when_each_passes_searched_alone(tmp_path,
+                                                                              embedder):
+    """A gate that reads how much of the question the best single section holds refuses a
+    question whose two halves sit on two pages; searched alone, each half passes, so the
+    question does. A half about another tool keeps it refused."""
+    from packs import KnowledgePack
+    from packs.manifest import GateInfo
+    from packs.retrieval import gate
+
+    strict = GateInfo(version=gate.GATE_VERSION, bias=-7.0, cut=0.5,
+                      weights={"section_coverage": 10.0})
+    with KnowledgePack.open(build_pack(tmp_path, embedder, gate=strict)) as p:
+        both = p.search("Which port does the scheduler listen on by default, and which "
+                        "command lists the jobs in the dead letter queue?", use_cache=False)
+        assert both.gate["confidence"] < both.gate["cut"] == 0.5 * gate.PARTS_CUT
+        assert [x["passed"] for x in both.gate["parts"]] == [True, True]
+        assert not both.gated and both.gate["calibrated_passed"] and both.sections
+        other = p.search("Which port does the scheduler listen on by default, and how do I "
+                         "set autoretry_for on a Celery task?", use_cache=False)
+        assert [x["passed"] for x in other.gate["parts"]] == [True, False]
+        assert other.gated and not other.sections
+        # a question about one thing is not searched again
+        one = p.search("How do I set autoretry_for on a Celery task?", use_cache=False)
+        assert one.gated and "parts" not in one.gate

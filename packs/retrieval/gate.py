@@ -55,12 +55,13 @@ from packs.retrieval.question_kinds import question_kind
 # The signals' names and helpers are read through this module by the pack, the build and
 # the benchmarks (gate.Vocabulary, gate.terms, ...): one front for the gate.
 __all__ = ["CALIBRATED", "DEFAULT_THRESHOLD", "FITTED_SIGNALS", "GATE_VERSION", "MAX_NAMES",
-           "MAX_SPECIFIC", "MINILM", "RARE_SECTIONS", "SIGNALS", "SMALLEST_MEASURED",
-           "SMALL_PACK", "TECHNICAL_SHARE", "TOP_SECTIONS", "Vocabulary", "count_vocabulary",
-           "decide", "decode_pairs", "encode_pairs", "gate_info", "has_code", "name_runs",
-           "pair_hash", "params_for", "params_of", "passes", "probability", "question_terms",
-           "rare_names", "reason", "signals", "smallness", "specific_words", "terms",
-           "text_pairs", "threshold", "words_in_order"]
+           "MAX_PARTS", "MAX_SPECIFIC", "MINILM", "PARTS_CUT", "RARE_SECTIONS", "SIGNALS",
+           "SMALLEST_MEASURED", "SMALL_PACK", "TECHNICAL_SHARE", "TOP_SECTIONS", "Vocabulary",
+           "count_vocabulary", "decide", "decode_pairs", "encode_pairs", "gate_info",
+           "has_code", "name_runs", "pair_hash", "params_for", "params_of", "parts_to_search",
+           "passes", "probability", "question_terms", "rare_names", "reason", "signals",
+           "smallness", "specific_words", "terms", "text_pairs", "threshold", "with_parts",
+           "words_in_order"]
 
 DEFAULT_THRESHOLD = 0.5
 # gate-v8: the words of packs/text.py (Porter stems instead of a plural fold), refitted.
@@ -170,6 +171,12 @@ WHOLE_PACK_UNKNOWN_PAIRS = 0.15
 # unrelated questions asking two things passes that the full cut refused:
 # benchmarks/results/issue47_gate_parts.md.
 PARTS_CUT = 0.65
+# ... and one still refused passes when every thing it asks (at most MAX_PARTS), searched
+# alone, passes: of the answer rows asking two things still refused at PARTS_CUT, 6 of 8
+# (Kubernetes) and 6 of 11 (Rust book) pass this way; of the 21 absent or unrelated
+# questions asking two things refused, none has every part pass (each asks one thing the
+# pack lacks): benchmarks/results/issue47_gate_parts.md.
+MAX_PARTS = 3
 
 
 def writes_subject(values: Mapping[str, float], names_unknown: bool = False) -> bool:
@@ -221,6 +228,32 @@ def decide(question: str, similarities: Sequence[float], top_texts: Sequence[str
     return {"rule": rule, "passed": passed, "confidence": round(p, 4), "cut": round(cut, 4),
             "calibrated_passed": calibrated, "writes_subject": written,
             "signals": {k: round(v, 4) for k, v in values.items()}}
+
+
+def parts_to_search(question: str, verdict: Mapping[str, object]) -> list[str]:
+    """The things a question asks (asks.py `parts`) to search alone when the calibrated
+    gate refused it (`verdict`, of `decide`) though it found candidates: two to MAX_PARTS
+    of them, not for a whole-pack question; else []."""
+    if verdict["calibrated_passed"] or "parts" in verdict:
+        return []
+    asked = parts(question)
+    if not 1 < len(asked) <= MAX_PARTS or question_kind(question) is not None:
+        return []
+    return asked
+
+
+def with_parts(verdict: dict[str, object], alone: Sequence[Mapping[str, object]]
+               ) -> dict[str, object]:
+    """`verdict` once the things its question asks were searched `alone` (their verdicts,
+    of `decide`): calibrated_passed when every one passed, and passed too when the
+    calibrated rule decides; `parts` lists each thing's confidence and cut."""
+    every = bool(alone) and all(v["calibrated_passed"] for v in alone)
+    out = {**verdict, "parts": [{"confidence": v["confidence"], "cut": v["cut"],
+                                 "passed": v["calibrated_passed"]} for v in alone]}
+    if every:
+        out["calibrated_passed"] = True
+        out["passed"] = verdict["passed"] or verdict["rule"] == "calibrated"
+    return out
 
 
 def reason(result) -> str:
