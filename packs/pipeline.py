@@ -78,21 +78,22 @@ FIND: tuple[Stage, ...] = (
         st.opts.enabled("hybrid") and st.opts.enabled("title_match")
         and st.opts.fusion == "rrf")),
 )
+# A part of a question searched alone: the candidates and the gate's verdict on them.
+PART_SEARCH: tuple[Stage, ...] = (*FIND, Stage("gate", selection.confidence_gate))
 
 
 def confidence_gate(st: QueryState, pack: PackReader) -> None:
     """selection.confidence_gate; a question that asks several things and that the
-    calibrated gate refuses passes when each thing it asks, searched alone (FIND, without
-    Claude's rephrasings), passes (gate.parts_to_search, gate.with_parts): its halves may
+    calibrated gate refuses passes when each thing it asks, searched alone (PART_SEARCH,
+    without Claude's rephrasings), passes (gate.parts_to_search, gate.with_parts): its halves may
     sit on two pages, each as close to its half as any question about one thing."""
     selection.confidence_gate(st, pack)
-    asked = gate.parts_to_search(st.question, st.verdict) if len(st.sims) else []
+    asked = gate.parts_to_search(st.question, st.verdict) if st.sims else []
     if not asked:
         return
     opts = dataclasses.replace(st.opts, multi_query=False)
-    alone = (*FIND, Stage("gate", selection.confidence_gate))
-    verdicts = [run(QueryState(part, opts, usage=zero_query_usage()), pack, alone).verdict
-                for part in asked]
+    verdicts = [run(QueryState(part, opts, usage=zero_query_usage()), pack,
+                    PART_SEARCH).verdict for part in asked]
     st.verdict = gate.with_parts(st.verdict, verdicts)
     st.gated = not st.verdict["passed"]
 
