@@ -204,6 +204,25 @@ def test_whole_short_items_and_short_paragraphs_are_units():
     assert ("sentence", "Limits cap usage.") in kinds
 
 
+def test_a_long_item_or_paragraph_opens_with_a_unit_of_its_first_sentences():
+    long = " ".join(["It goes on about other things at some length, word after word."] * 6)
+    md = ("- The memory limit defines a limit for that cgroup. If the container allocates "
+          f"more memory than this limit, the kernel stops the process. {long}\n\n"
+          f"Limits are set per container. They cap usage. {long}\n")
+    units = candidates(md)
+    item = ("The memory limit defines a limit for that cgroup. If the container allocates "
+            "more memory than this limit, the kernel stops the process. It goes on")
+    opening = [u for u in units if u.kind == "item" and u.display.startswith(item)]
+    assert len(opening) == 1 and len(opening[0].display.split()) == 59  # 5 sentences fit 60
+    assert ("item", "The memory limit defines a limit for that cgroup.") in [
+        (u.kind, u.display) for u in units]  # its sentences stay units
+    para = [u for u in units if u.kind == "paragraph"]
+    assert len(para) == 1 and para[0].display.startswith("Limits are set per container. They")
+    assert len(para[0].display.split()) == 56  # 2 + 4 sentences
+    short = [(u.kind, u.display) for u in candidates("- One. Two. Three. Four. Five.\n")]
+    assert short == [("item", "One. Two. Three. Four. Five.")]  # whole, no opening beside it
+
+
 # --- selection ---------------------------------------------------------------------------------
 
 

@@ -8,6 +8,8 @@ citation quote.
 - a list item of at most ITEM_WORDS words is one unit, whole (`item`);
 - a paragraph of 2-4 sentences and at most PARAGRAPH_WORDS words is a unit too
   (`paragraph`: a definition and the sentence that completes it), beside its sentences;
+  of a longer paragraph or list item, its opening sentences that fit PARAGRAPH_WORDS
+  (at least two) are (`paragraph`, `item`);
 - a sentence or item that ends with ":" (a sentence also with "," as "In particular,"
   does) and ends its paragraph is a lead-in: it is only ever quoted together with
   the list, table or code block it introduces, an item the items nested under it
@@ -318,6 +320,8 @@ def _candidates(text: str, links: bool) -> tuple[Unit, ...]:
                 if whole:
                     out.append(_merged(text, whole, "item"))
             continue
+        if u is parts[0] and len(parts) > 2 and (opening := _opening(text, parts, leads)):
+            out.append(opening)
         if any(ch.isalnum() for ch in u.display) and not (
                 _is_leadin(u) and _words(u) <= DANGLING_WORDS):
             out.append(u)
@@ -336,3 +340,24 @@ def first_sentence(text: str) -> str:
         if u.kind != "heading" and any(ch.isalnum() for ch in u.display):
             return u.display
     return text.strip()
+
+
+
+def _opening(text: str, parts: list[Unit], leads: dict[int, Unit]) -> Unit | None:
+    """The first sentences of a paragraph or list item too long to be one unit, as many as
+    fit PARAGRAPH_WORDS (at least two, up to a lead-in): a statement with the sentence that
+    completes it ("The memory limit defines a memory limit for that cgroup. If the container
+    tries to allocate more memory than this limit, the Linux kernel out-of-memory subsystem
+    activates ...", the opening of a list item of 62 words). None when the block is a unit
+    whole already."""
+    total = sum(map(_words, parts))
+    if total <= ITEM_WORDS if parts[0].kind == "item" else (
+            len(parts) <= 4 and total <= PARAGRAPH_WORDS):
+        return None
+    n, words = 0, 0
+    for p in parts:
+        if p.start in leads or words + _words(p) > PARAGRAPH_WORDS:
+            break
+        n, words = n + 1, words + _words(p)
+    return _merged(text, parts[:n], "item" if parts[0].kind == "item" else "paragraph") \
+        if n >= 2 else None
