@@ -65,6 +65,9 @@ class SearchOptions:
         entity names the pack knows.
       multi_query: ask Claude (`expansion_model`) for 2 rephrasings and merge their vector
         results (off by default: it sends the question to the Anthropic API).
+      part_search: a question that asks two or three things ("Which flag ..., and which
+        file ...?") has each searched alone; a thing whose best section is of a page the
+        results lack puts that section second (packs.pipeline.part_search).
       cross_encoder: rerank candidates with a sentence-transformers CrossEncoder.
       graph_rerank: fuse vector rank with article centrality; "rrf" mode is
         1/(60+vector_rank) + 0.5/(60+centrality_rank), "weighted" is
@@ -132,6 +135,7 @@ class SearchOptions:
     title_match: bool = True
     query_analysis: bool = True
     multi_query: bool = False
+    part_search: bool = True
     expansion_model: str = DEFAULT_EXPANSION_MODEL
     cross_encoder: bool = False
     cross_encoder_model: str = DEFAULT_CROSS_ENCODER

@@ -1,9 +1,10 @@
 """The retrieval pipeline: the list of search stages, and the runner that walks it.
 
     analysis (+ filters) → BM25 started → embed → vector (+ keyword vectors) → multi-query
-    → BM25 + fusion → title match → gate → pool → cross-encoder → diversification
-    → graph rerank → the chosen sections → multi-document expansion → quality filter
-    → graph facts → few-shot → dedupe → scores → context
+    → BM25 + fusion → title match → gate → each part of a question searched alone → pool
+    → cross-encoder → diversification → graph rerank → the chosen sections
+    → multi-document expansion → quality filter → graph facts → few-shot → dedupe → scores
+    → context
 
 Each stage is a function of (state, pack) in packs/retrieval/candidates.py or
 selection.py, over one `QueryState` (packs/retrieval/state.py) and the pack as a
@@ -28,8 +29,9 @@ from packs import answer
 from packs.llm.usage import zero_query_usage
 from packs.options import MAX_QUESTION_CHARS, MAX_QUESTION_INPUT_CHARS, SearchOptions
 from packs.result import SearchResult
-from packs.retrieval import candidates, finish, gate, graph, selection
+from packs.retrieval import asks, candidates, finish, gate, graph, hybrid, selection
 from packs.retrieval.candidates import BM25_CANDIDATES, CANDIDATES
+from packs.retrieval.question_kinds import question_kind
 from packs.retrieval.state import PackReader, QueryState
 
 __all__ = ["ASK_FIELDS", "BM25_CANDIDATES", "CANDIDATES", "FIND", "SEARCH", "TAIL",
@@ -98,9 +100,35 @@ def confidence_gate(st: QueryState, pack: PackReader) -> None:
     st.gated = not st.verdict["passed"]
 
 
+def part_search(st: QueryState, pack: PackReader) -> None:
+    """A question that asks two or three things (asks.py `parts`), not a whole-pack one:
+    each thing is searched alone (FIND, without Claude's rephrasings), and when its best
+    section is of a page none of the first `max_results` candidates is from, that section
+    goes second, just under the first: the page that answers the second thing is among
+    the results even when the whole question's words all favour the first thing's page."""
+    asked = asks.parts(st.question)
+    if not 1 < len(asked) <= gate.MAX_PARTS or question_kind(st.question) is not None:
+        return
+    opts = dataclasses.replace(st.opts, multi_query=False)
+    shown = {st.rows[i].article_id for i in st.order[:st.opts.max_results]}
+    for part in asked:
+        found = run(QueryState(part, opts, usage=zero_query_usage()), pack, FIND)
+        best = found.order[0] if found.order else None
+        if best is None or found.rows[best].article_id in shown:
+            continue
+        st.rows.setdefault(best, found.rows[best])
+        st.stages.setdefault(best, []).append("part_search")
+        st.scores[best] = max(st.scores.values(), default=1.0) * PART_SCORE
+    st.order = hybrid.ranked(st.scores)
+
+
+# A part's page that was missing goes just under the first candidate (see part_search).
+PART_SCORE = 0.999
+
 SEARCH: tuple[Stage, ...] = (
     *FIND,
     Stage("gate", confidence_gate),
+    Stage("part_search", part_search, _on("part_search")),
     Stage("pool", selection.pool),
     Stage("cross_encoder", selection.cross_encoder, _on("cross_encoder")),
     Stage("diversify", selection.diversify),

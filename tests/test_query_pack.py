@@ -541,3 +541,24 @@ def test_a_question_asking_two_things_passes_when_each_passes_searched_alone(tmp
         # a question about one thing is not searched again
         one = p.search("How do I set autoretry_for on a Celery task?", use_cache=False)
         assert one.gated and "parts" not in one.gate
+
+
+def test_each_thing_a_question_asks_is_searched_and_its_page_joins_the_results(tmp_path,
+                                                                                embedder):
+    """Two things asked in one question, the first on a page the whole question's search
+    does not show among its results: searched alone, that thing's page goes second. With
+    the stage off, the results hold the other thing's page only."""
+    from packs import KnowledgePack
+    from packs.options import SearchOptions
+
+    question = ("Which port does the scheduler listen on by default, and which command "
+                "lists the jobs in the dead letter queue?")
+    with KnowledgePack.open(build_pack(tmp_path, embedder)) as p:
+        off = p.search(question, SearchOptions(max_results=2, part_search=False),
+                       use_cache=False)
+        on = p.search(question, SearchOptions(max_results=2), use_cache=False)
+    assert [s.heading_path for s in off.sections] == ["Queues > Dead letter queue",
+                                                      "Queues > Priority queues"]
+    assert [s.heading_path for s in on.sections] == ["Queues > Dead letter queue",
+                                                     "Kestrel overview > Installation"]
+    assert "part_search" in on.sections[1].stages and "part_search" in on.timings_ms
