@@ -102,19 +102,22 @@ def confidence_gate(st: QueryState, pack: PackReader) -> None:
 
 def part_search(st: QueryState, pack: PackReader) -> None:
     """A question that asks two or three things (asks.py `parts`), not a whole-pack one:
-    each thing is searched alone (FIND, without Claude's rephrasings), and when its best
-    section is of a page none of the first `max_results` candidates is from, that section
-    goes second, just under the first: the page that answers the second thing is among
-    the results even when the whole question's words all favour the first thing's page."""
+    each thing is searched alone (FIND and the gate, without Claude's rephrasings), and
+    when its best section is of a page none of the first `max_results` candidates is from,
+    that section goes second, just under the first: the page that answers the second thing
+    is among the results even when the whole question's words all favour the first
+    thing's page. A thing the calibrated gate refuses alone adds nothing: a clause such as
+    "what value must it have?" matches no page of its own, and its best section is noise."""
     asked = asks.parts(st.question)
     if not 1 < len(asked) <= gate.MAX_PARTS or question_kind(st.question) is not None:
         return
     opts = dataclasses.replace(st.opts, multi_query=False)
     shown = {st.rows[i].article_id for i in st.order[:st.opts.max_results]}
     for part in asked:
-        found = run(QueryState(part, opts, usage=zero_query_usage()), pack, FIND)
+        found = run(QueryState(part, opts, usage=zero_query_usage()), pack, PART_SEARCH)
         best = found.order[0] if found.order else None
-        if best is None or found.rows[best].article_id in shown:
+        if (best is None or found.rows[best].article_id in shown
+                or not found.verdict.get("calibrated_passed")):
             continue
         st.rows.setdefault(best, found.rows[best])
         st.stages.setdefault(best, []).append("part_search")

@@ -562,3 +562,21 @@ def test_each_thing_a_question_asks_is_searched_and_its_page_joins_the_results(t
     assert [s.heading_path for s in on.sections] == ["Queues > Dead letter queue",
                                                      "Kestrel overview > Installation"]
     assert "part_search" in on.sections[1].stages and "part_search" in on.timings_ms
+
+
+def test_a_thing_asked_that_names_nothing_the_pack_holds_adds_no_page(tmp_path, embedder):
+    """The second thing asked names nothing the pack holds ("what value must it have"):
+    searched alone, the gate refuses it, so its best section (noise, of a page the results
+    lack) joins nothing; the results are those of the stage turned off."""
+    from packs import KnowledgePack
+    from packs.options import SearchOptions
+
+    question = ("Which command lists the jobs in the dead letter queue, and what value "
+                "must it have so that my changes are kept?")
+    with KnowledgePack.open(build_pack(tmp_path, embedder)) as p:
+        off = p.search(question, SearchOptions(max_results=2, part_search=False),
+                       use_cache=False)
+        on = p.search(question, SearchOptions(max_results=2), use_cache=False)
+    assert on.sections and not on.gated
+    assert [s.heading_path for s in on.sections] == [s.heading_path for s in off.sections]
+    assert not any("part_search" in s.stages for s in on.sections)
