@@ -543,20 +543,27 @@ def test_a_question_asking_two_things_passes_when_each_passes_searched_alone(tmp
         assert one.gated and "parts" not in one.gate
 
 
+def _searched_with_and_without_parts(pack_dir, question: str):
+    """(the search with the part search off, with it on), two results each."""
+    from packs import KnowledgePack
+    from packs.options import SearchOptions
+
+    with KnowledgePack.open(pack_dir) as p:
+        off = p.search(question, SearchOptions(max_results=2, part_search=False),
+                       use_cache=False)
+        on = p.search(question, SearchOptions(max_results=2), use_cache=False)
+    return off, on
+
+
 def test_each_thing_a_question_asks_is_searched_and_its_page_joins_the_results(tmp_path,
                                                                                 embedder):
     """Two things asked in one question, the first on a page the whole question's search
     does not show among its results: searched alone, that thing's page goes second. With
     the stage off, the results hold the other thing's page only."""
-    from packs import KnowledgePack
-    from packs.options import SearchOptions
-
-    question = ("Which port does the scheduler listen on by default, and which command "
-                "lists the jobs in the dead letter queue?")
-    with KnowledgePack.open(build_pack(tmp_path, embedder)) as p:
-        off = p.search(question, SearchOptions(max_results=2, part_search=False),
-                       use_cache=False)
-        on = p.search(question, SearchOptions(max_results=2), use_cache=False)
+    off, on = _searched_with_and_without_parts(
+        build_pack(tmp_path, embedder),
+        "Which port does the scheduler listen on by default, and which command lists the "
+        "jobs in the dead letter queue?")
     assert [s.heading_path for s in off.sections] == ["Queues > Dead letter queue",
                                                       "Queues > Priority queues"]
     assert [s.heading_path for s in on.sections] == ["Queues > Dead letter queue",
@@ -568,15 +575,10 @@ def test_a_thing_asked_that_names_nothing_the_pack_holds_adds_no_page(tmp_path, 
     """The second thing asked names nothing the pack holds ("what value must it have"):
     searched alone, the gate refuses it, so its best section (noise, of a page the results
     lack) joins nothing; the results are those of the stage turned off."""
-    from packs import KnowledgePack
-    from packs.options import SearchOptions
-
-    question = ("Which command lists the jobs in the dead letter queue, and what value "
-                "must it have so that my changes are kept?")
-    with KnowledgePack.open(build_pack(tmp_path, embedder)) as p:
-        off = p.search(question, SearchOptions(max_results=2, part_search=False),
-                       use_cache=False)
-        on = p.search(question, SearchOptions(max_results=2), use_cache=False)
+    off, on = _searched_with_and_without_parts(
+        build_pack(tmp_path, embedder),
+        "Which command lists the jobs in the dead letter queue, and what value must it have "
+        "so that my changes are kept?")
     assert on.sections and not on.gated
     assert [s.heading_path for s in on.sections] == [s.heading_path for s in off.sections]
     assert not any("part_search" in s.stages for s in on.sections)
