@@ -93,11 +93,19 @@ def confidence_gate(st: QueryState, pack: PackReader) -> None:
     asked = gate.parts_to_search(st.question, st.verdict) if st.sims else []
     if not asked:
         return
-    opts = dataclasses.replace(st.opts, multi_query=False)
-    verdicts = [run(QueryState(part, opts, usage=zero_query_usage()), pack,
-                    PART_SEARCH).verdict for part in asked]
+    verdicts = [searched_alone(st, pack, part).verdict for part in asked]
     st.verdict = gate.with_parts(st.verdict, verdicts)
     st.gated = not st.verdict["passed"]
+
+
+def searched_alone(st: QueryState, pack: PackReader, part: str) -> QueryState:
+    """The search of `part`, one thing `st`'s question asks, alone (PART_SEARCH, without
+    Claude's rephrasings); kept on `st`, so the gate and the part search run it once."""
+    if part not in st.alone:
+        opts = dataclasses.replace(st.opts, multi_query=False)
+        st.alone[part] = run(QueryState(part, opts, usage=zero_query_usage()), pack,
+                             PART_SEARCH)
+    return st.alone[part]
 
 
 def part_search(st: QueryState, pack: PackReader) -> None:
@@ -111,10 +119,9 @@ def part_search(st: QueryState, pack: PackReader) -> None:
     asked = asks.parts(st.question)
     if not 1 < len(asked) <= gate.MAX_PARTS or question_kind(st.question) is not None:
         return
-    opts = dataclasses.replace(st.opts, multi_query=False)
     shown = {st.rows[i].article_id for i in st.order[:st.opts.max_results]}
     for part in asked:
-        found = run(QueryState(part, opts, usage=zero_query_usage()), pack, PART_SEARCH)
+        found = searched_alone(st, pack, part)
         best = found.order[0] if found.order else None
         if (best is None or found.rows[best].article_id in shown
                 or not found.verdict.get("calibrated_passed")):

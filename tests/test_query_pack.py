@@ -543,6 +543,28 @@ def test_a_question_asking_two_things_passes_when_each_passes_searched_alone(tmp
         assert one.gated and "parts" not in one.gate
 
 
+def test_a_refused_question_searches_each_thing_it_asks_once(tmp_path, embedder):
+    """The gate searches each thing a refused question asks alone, and the part search
+    reads those same searches: the page it adds is the best of the gate's own search of
+    that thing, and no thing is searched twice."""
+    from packs import KnowledgePack, pipeline
+    from packs.manifest import GateInfo
+    from packs.options import SearchOptions
+    from packs.retrieval import asks, gate
+    from packs.retrieval.state import QueryState
+
+    strict = GateInfo(version=gate.GATE_VERSION, bias=-7.0, cut=0.5,
+                      weights={"section_coverage": 10.0})
+    question = ("Which port does the scheduler listen on by default, and which command "
+                "lists the jobs in the dead letter queue?")
+    with KnowledgePack.open(build_pack(tmp_path, embedder, gate=strict)) as p:
+        st = pipeline.run(QueryState(question, SearchOptions(max_results=2)), p,
+                          pipeline.SEARCH)
+    assert list(st.alone) == asks.parts(question) and "parts" in st.verdict
+    added = [i for i in st.order if "part_search" in st.stages.get(i, [])]
+    assert added and added[0] in {alone.order[0] for alone in st.alone.values()}
+
+
 def _searched_with_and_without_parts(pack_dir, question: str):
     """(the search with the part search off, with it on), two results each."""
     from packs import KnowledgePack

@@ -98,6 +98,7 @@ class QueryState:
     # the gate and what was chosen
     verdict: dict[str, Any] = field(default_factory=dict)
     gated: bool = False
+    alone: dict[str, QueryState] = field(default_factory=dict)  # a part asked → its search
     distinct: int = 0  # the first results come from this many pages
     primary: list[RankedSection] = field(default_factory=list)
     related: list[RankedSection] = field(default_factory=list)
