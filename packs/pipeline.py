@@ -29,9 +29,8 @@ from packs import answer
 from packs.llm.usage import zero_query_usage
 from packs.options import MAX_QUESTION_CHARS, MAX_QUESTION_INPUT_CHARS, SearchOptions
 from packs.result import SearchResult
-from packs.retrieval import asks, candidates, finish, gate, graph, hybrid, selection
+from packs.retrieval import candidates, finish, gate, graph, hybrid, selection
 from packs.retrieval.candidates import BM25_CANDIDATES, CANDIDATES
-from packs.retrieval.question_kinds import question_kind
 from packs.retrieval.state import PackReader, QueryState
 
 __all__ = ["ASK_FIELDS", "BM25_CANDIDATES", "CANDIDATES", "FIND", "SEARCH", "TAIL",
@@ -109,15 +108,15 @@ def searched_alone(st: QueryState, pack: PackReader, part: str) -> QueryState:
 
 
 def part_search(st: QueryState, pack: PackReader) -> None:
-    """A question that asks two or three things (asks.py `parts`), not a whole-pack one:
+    """A question that asks two or three things (gate.asked_parts), not a whole-pack one:
     each thing is searched alone (FIND and the gate, without Claude's rephrasings), and
     when its best section is of a page none of the first `max_results` candidates is from,
     that section goes second, just under the first: the page that answers the second thing
     is among the results even when the whole question's words all favour the first
     thing's page. A thing the calibrated gate refuses alone adds nothing: a clause such as
     "what value must it have?" matches no page of its own, and its best section is noise."""
-    asked = asks.parts(st.question)
-    if not 1 < len(asked) <= gate.MAX_PARTS or question_kind(st.question) is not None:
+    asked = gate.asked_parts(st.question)
+    if not asked:
         return
     shown = {st.rows[i].article_id for i in st.order[:st.opts.max_results]}
     for part in asked:

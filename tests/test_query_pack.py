@@ -517,18 +517,25 @@ def test_a_recounted_vocabulary_is_kept_per_database_checksum(pack_dir, monkeypa
     assert again.code_sections == recount.code_sections
 
 
+def _strict_gate():
+    """A calibrated gate that reads only how much of the question the best single section
+    holds: it refuses a question whose two halves sit on two pages."""
+    from packs.manifest import GateInfo
+    from packs.retrieval import gate
+
+    return GateInfo(version=gate.GATE_VERSION, bias=-7.0, cut=0.5,
+                    weights={"section_coverage": 10.0})
+
+
 def test_a_question_asking_two_things_passes_when_each_passes_searched_alone(tmp_path,
                                                                               embedder):
     """A gate that reads how much of the question the best single section holds refuses a
     question whose two halves sit on two pages; searched alone, each half passes, so the
     question does. A half about another tool keeps it refused."""
     from packs import KnowledgePack
-    from packs.manifest import GateInfo
     from packs.retrieval import gate
 
-    strict = GateInfo(version=gate.GATE_VERSION, bias=-7.0, cut=0.5,
-                      weights={"section_coverage": 10.0})
-    with KnowledgePack.open(build_pack(tmp_path, embedder, gate=strict)) as p:
+    with KnowledgePack.open(build_pack(tmp_path, embedder, gate=_strict_gate())) as p:
         both = p.search("Which port does the scheduler listen on by default, and which "
                         "command lists the jobs in the dead letter queue?", use_cache=False)
         assert both.gate["confidence"] < both.gate["cut"] == 0.5 * gate.PARTS_CUT
@@ -544,20 +551,17 @@ def test_a_question_asking_two_things_passes_when_each_passes_searched_alone(tmp
 
 
 def test_a_refused_question_searches_each_thing_it_asks_once(tmp_path, embedder):
-    """The gate searches each thing a refused question asks alone, and the part search
-    reads those same searches: the page it adds is the best of the gate's own search of
-    that thing, and no thing is searched twice."""
+    """The gate searches each thing a refused question asks alone and keeps those
+    searches; the part search reads them: the page it adds is the best of the gate's own
+    search of one of those things."""
     from packs import KnowledgePack, pipeline
-    from packs.manifest import GateInfo
     from packs.options import SearchOptions
-    from packs.retrieval import asks, gate
+    from packs.retrieval import asks
     from packs.retrieval.state import QueryState
 
-    strict = GateInfo(version=gate.GATE_VERSION, bias=-7.0, cut=0.5,
-                      weights={"section_coverage": 10.0})
     question = ("Which port does the scheduler listen on by default, and which command "
                 "lists the jobs in the dead letter queue?")
-    with KnowledgePack.open(build_pack(tmp_path, embedder, gate=strict)) as p:
+    with KnowledgePack.open(build_pack(tmp_path, embedder, gate=_strict_gate())) as p:
         st = pipeline.run(QueryState(question, SearchOptions(max_results=2)), p,
                           pipeline.SEARCH)
     assert list(st.alone) == asks.parts(question) and "parts" in st.verdict

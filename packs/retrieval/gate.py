@@ -57,7 +57,7 @@ from packs.retrieval.question_kinds import question_kind
 __all__ = ["CALIBRATED", "DEFAULT_THRESHOLD", "FITTED_SIGNALS", "GATE_VERSION", "MAX_NAMES",
            "MAX_PARTS", "MAX_SPECIFIC", "MINILM", "PARTS_CUT", "RARE_SECTIONS", "SIGNALS",
            "SMALLEST_MEASURED", "SMALL_PACK", "TECHNICAL_SHARE", "TOP_SECTIONS", "Vocabulary",
-           "count_vocabulary", "decide", "decode_pairs", "encode_pairs", "gate_info",
+           "asked_parts", "count_vocabulary", "decide", "decode_pairs", "encode_pairs", "gate_info",
            "has_code", "name_runs", "pair_hash", "params_for", "params_of", "parts_to_search",
            "passes", "probability", "question_terms", "rare_names", "reason", "signals",
            "smallness", "specific_words", "terms", "text_pairs", "threshold", "with_parts",
@@ -230,16 +230,21 @@ def decide(question: str, similarities: Sequence[float], top_texts: Sequence[str
             "signals": {k: round(v, 4) for k, v in values.items()}}
 
 
-def parts_to_search(question: str, verdict: Mapping[str, object]) -> list[str]:
-    """The things a question asks (asks.py `parts`) to search alone when the calibrated
-    gate refused it (`verdict`, of `decide`) though it found candidates: two to MAX_PARTS
-    of them, not for a whole-pack question; else []."""
-    if verdict["calibrated_passed"] or "parts" in verdict:
-        return []
+def asked_parts(question: str) -> list[str]:
+    """The things a question asks (asks.py `parts`) when it asks two to MAX_PARTS of them
+    and is not a whole-pack question; else []."""
     asked = parts(question)
     if not 1 < len(asked) <= MAX_PARTS or question_kind(question) is not None:
         return []
     return asked
+
+
+def parts_to_search(question: str, verdict: Mapping[str, object]) -> list[str]:
+    """The things a question asks (`asked_parts`) to search alone when the calibrated
+    gate refused it (`verdict`, of `decide`) though it found candidates; else []."""
+    if verdict["calibrated_passed"] or "parts" in verdict:
+        return []
+    return asked_parts(question)
 
 
 def with_parts(verdict: dict[str, object], alone: Sequence[Mapping[str, object]]
