@@ -28,7 +28,9 @@ Rules (the pure core, `split_markdown`):
   the previous one, up to `overlap_words` words. A lead-in (a short paragraph ending in
   ":", or in "," as "In particular," does, before a list, table or code block) never ends a
   chunk: it opens the next one, with what it introduces (a bare connective of at most
-  packs/text.py's CONNECTIVE_WORDS words, with the sentence before it).
+  packs/text.py's CONNECTIVE_WORDS words, with the sentence before it), and with the
+  listing's caption between them when there is one ('<span class="filename">Filename:
+  src/main.rs</span>' in mdBook pages).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 from tasks.page_headings import clean_heading, heading_level, page_title, sections_under_titles
 
-SPLITTER_VERSION = "split-v13"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v15"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
@@ -59,6 +61,9 @@ SPLITTER_VERSION = "split-v13"  # v2: long lines cut at sentence ends; v3: leadi
 # v12: a bare connective lead-in ("In particular,") takes the sentence before it along
 # v13: a page that heads its sections with `#` (two or more after its title, each standing
 # alone) reads each heading one level deeper: its `#` sections are sections, not body text
+# v15: a listing's caption between a lead-in and its code block ('<span class="filename">')
+# goes with them: the lead-in is still one, and neither ends a chunk (v14, a draft that
+# carried every run of lead-ins, was never released)
 HEADING_SEP = " > "
 
 # The splitter's size rules: words are whitespace runs, and an over-long line is cut at
@@ -73,6 +78,10 @@ _CLOSED = re.compile(r"[.!?:][\"'”’)\]*_`]*$")
 # table or code block follows ("In particular,": the sentence goes on in the list).
 _LEADIN = re.compile(r":[\"'”’)\]*_`]*\s*$")
 _COMMA_LEADIN = re.compile(r",[\"'”’)\]*_`]*\s*$")  # prose only: a list's items end so
+# A paragraph that is one HTML element of a few words: the caption of the listing after it
+# ('<span class="filename">Filename: src/main.rs</span>', as mdBook pages write them). It
+# stands between a lead-in and what that introduces, and goes with them.
+_CAPTION = re.compile(r"^<(span|p|div|figcaption|em|strong)\b[^<>]*>[^<>]{1,80}</\1>$")
 
 
 @dataclass(frozen=True)
@@ -235,8 +244,9 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     starting with the previous chunk's trailing units up to overlap_words words. A lead-in
     (prose of at most max_words // 3 words ending with ":" or "," before a list, table or code
     block) never ends a chunk: it opens the next one, with what it introduces (cut so that
-    its first piece fits beside the lead-in). One before a paragraph introduced what the
-    page lacks (a listing a template directive included) and stays where it is."""
+    its first piece fits beside the lead-in), a caption between them (`_CAPTION`) with it.
+    One before a paragraph introduced what the page lacks (a listing a template directive
+    included) and stays where it is."""
     if max_words <= 0:
         raise ValueError("max_words must be positive")
     if _word_count(body) <= max_words:
@@ -244,7 +254,7 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     blocks = _blocks(body)
     units: list[tuple[str, str, bool]] = []  # (text, separator before it, is a lead-in)
     for k, (block, is_code) in enumerate(blocks):
-        lead = _word_count(units[-1][0]) if units and units[-1][2] else 0
+        lead = sum(_word_count(u[0]) for u in _leading_tail(units))
         room = max_words - lead  # what a lead-in before it leaves of the window
         if _word_count(block) > room:
             pieces = _split_big_block(block, room, is_code)
@@ -252,11 +262,14 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
         else:
             pieces = [(block, "\n\n")]
         last = pieces[-1][0]  # only a block's end introduces the next block
-        introduces = k + 1 < len(blocks) and (blocks[k + 1][1]
-                                              or _ITEM_LINE.match(blocks[k + 1][0]) is not None)
-        # prose that ends as a lead-in does, before what it would introduce
+        after = next((j for j in range(k + 1, len(blocks)) if not _is_caption(*blocks[j])),
+                     len(blocks))  # the next block that is no listing's caption
+        introduces = after < len(blocks) and (blocks[after][1]
+                                              or _ITEM_LINE.match(blocks[after][0]) is not None)
+        # prose that ends as a lead-in does (or a caption), before what it would introduce
         leading = introduces and not is_code and bool(
-            _LEADIN.search(last) or (_COMMA_LEADIN.search(last) and not _ITEM_LINE.match(last)))
+            _LEADIN.search(last) or (_COMMA_LEADIN.search(last) and not _ITEM_LINE.match(last))
+            or _is_caption(block, is_code))
         if leading and _word_count(last) > max_words // 3:
             # A long paragraph whose last sentence is the lead-in ("... the indicated
             # effects on the pod. In particular,"): that sentence goes with the list, and
@@ -284,7 +297,8 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     for unit in units:
         n = _word_count(unit[0])
         if current and count + n > max_words:
-            carried = [current.pop()] if current[-1][2] else []
+            carried = _leading_tail(current)
+            del current[len(current) - len(carried):]
             lead = sum(_word_count(u[0]) for u in carried)
             overlap: list[tuple[str, str, bool]] = []
             kept = 0
@@ -303,6 +317,20 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
         chunks.append(current)
     return ["".join(text if i == 0 else sep + text for i, (text, sep, _) in enumerate(c))
             for c in chunks]
+
+
+def _is_caption(block: str, is_code: bool) -> bool:
+    return not is_code and _CAPTION.match(block.strip()) is not None
+
+
+def _leading_tail(units: list[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
+    """The lead-in that ends `units` (with the caption after it, or the caption alone),
+    which goes with what comes next; empty when `units` ends otherwise."""
+    if not units or not units[-1][2]:
+        return []
+    if len(units) > 1 and units[-2][2] and _CAPTION.match(units[-1][0].strip()):
+        return units[-2:]
+    return units[-1:]
 
 
 def code_fraction(text: str) -> float:

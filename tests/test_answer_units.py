@@ -148,6 +148,32 @@ paragraph explains more of the output than anyone needs to read in one answer.
 To run only the ignored tests, use `cargo test -- --ignored`."""
 
 
+def test_a_lead_in_is_quoted_with_its_code_past_the_listing_caption():
+    # mdBook pages put a file name caption between a lead-in and its code block.
+    md = ("For example, to use optimization level 1 in the development profile, add these "
+          "two lines to _Cargo.toml_:\n\n"
+          '<span class="filename">Filename: Cargo.toml</span>\n\n'
+          "```toml\n[profile.dev]\nopt-level = 1\n```\n\nThis overrides the default.")
+    lead = next(u for u in candidates(md) if u.kind == "leadin")
+    assert lead.inner == "code"
+    assert lead.display.endswith("_Cargo.toml_:\n[profile.dev]\nopt-level = 1")
+    assert md[lead.start:lead.end].endswith("[profile.dev]\nopt-level = 1")
+
+
+def test_a_code_block_quoted_with_its_lead_in_is_not_quoted_again_alone():
+    # Chunks of a section overlap: the code block opens the next chunk too, where it is a
+    # unit of its own; quoting both shows the same listing twice.
+    listing = "```toml\n[profile.dev]\nopt-level = 0\n\n[profile.release]\nopt-level = 3\n```"
+    first = ("For example, here are the default values for the `opt-level` setting for the "
+             "`dev` and `release` profiles:\n\n" + listing)
+    second = listing + "\n\nThe `opt-level` setting controls how many optimizations apply."
+    picks = extractive.select("What opt-level do the dev and release profiles use by default?",
+                              [first, second], max_units=5, max_words=200)
+    gists = [" ".join(p.unit.display.split()) for p in picks]
+    assert any("opt-level = 3" in g for g in gists)
+    assert not [a for a in gists for b in gists if a != b and a in b]
+
+
 def test_a_lead_in_followed_by_prose_is_a_sentence_not_a_block_of_paragraphs():
     units = candidates(LISTING_GONE)
     assert not [u for u in units if u.kind == "leadin"]

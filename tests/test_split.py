@@ -180,6 +180,26 @@ def test_a_lead_in_before_a_paragraph_stays_in_its_chunk() -> None:
     assert chunks[0].endswith(lead) and chunks[1] == after
 
 
+def test_a_lead_in_and_the_caption_of_its_listing_open_the_chunk_of_the_code() -> None:
+    # The Rust book's Raw Identifiers: "... the raw identifier syntax, like this:" and the
+    # listing's '<span class="filename">' ended one chunk, the code (`r#match`) opened
+    # the next, and the answer quoted the lead-in alone.
+    intro = " ".join(f"a{j}" for j in range(40)) + "."
+    lead = "To use `match` as a function name, you need the raw identifier syntax, like this:"
+    caption = '<span class="filename">Filename: src/main.rs</span>'
+    code = "```rust\n" + "\n".join(f"fn r#match{i}(needle: &str) -> bool {{ true }}"
+                                    for i in range(3)) + "\n```"
+    body = "\n\n".join([intro, lead, caption, code, "This code will compile."])
+    chunks = chunk_text(body, max_words=64, overlap_words=10)
+    assert chunks[0] == intro
+    assert chunks[1].startswith(f"{lead}\n\n{caption}\n\n```rust\nfn r#match0")
+    assert set(" ".join(chunks).split()) == set(body.split())
+    # A caption before prose (its listing was included by a directive) stays where it is.
+    short = " ".join(f"a{j}" for j in range(30)) + "."
+    gone = chunk_text("\n\n".join([short, lead, caption, "b " * 40]), 64, 0)
+    assert gone[0].endswith(caption) and gone[1].startswith("b b")
+
+
 def test_chunks_with_lead_ins_keep_the_window_and_lose_nothing() -> None:
     import random
 

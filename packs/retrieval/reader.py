@@ -295,10 +295,15 @@ def _within(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:
 
 
 def _overlaps(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:
-    """The same text again (chunks of a section overlap; the same command on several
+    """The same text again, whole or inside the other (chunks of a section overlap: a code
+    block alone in one chunk and with its lead-in in the next; the same command on several
     pages, its comments aside), or overlapping spans."""
     (i, u), (j, v) = a, b
-    return (_gist(u) == _gist(v)) or (i == j and u.start < v.end and v.start < u.end)
+    if i == j and u.start < v.end and v.start < u.end:
+        return True
+    g, h = _gist(u), _gist(v)
+    short, long = (g, h) if len(g) <= len(h) else (h, g)
+    return bool(short) and f" {short} " in f" {long} "
 
 
 def _gist(u: Unit) -> str:

@@ -18,7 +18,10 @@ citation quote.
   CONNECTIVE_WORDS), and what
   follows, cut after the item, row or line that reaches LEADIN_WORDS words; its `brief` is
   the lead-in with each item's or row's head, what it names before ": " or its first
-  ITEM_HEAD words, for a question that asks for the list). A lead-in followed by a
+  ITEM_HEAD words, for a question that asks for the list). A listing's caption between a
+  lead-in and its code block ('<span class="filename">Filename: src/main.rs</span>', as
+  mdBook pages write them) is passed over: the lead-in introduces the code. A lead-in
+  followed by a
   paragraph or a heading, or that ends the text, introduced something the text lacks (a
   listing a template directive included, a quote): it is an ordinary sentence (none at
   all when it has at most DANGLING_WORDS words: "That code is:" says nothing alone), and
@@ -58,6 +61,10 @@ _COMMA_END = re.compile(r",[*_`\"')\]]*$")
 # A sentence that stops mid-clause, with no mark at all ("... with `runc`, set", "To list
 # all events you can use"), goes on in the code block or list after it, as a lead-in does.
 _OPEN_END = re.compile(r"[A-Za-z0-9`][*_\"')\]]*$")
+# A paragraph that is one HTML element of a few words is the caption of the listing after
+# it ('<span class="filename">Filename: src/main.rs</span>' between a lead-in and its code
+# block, as the Rust books write them): a lead-in introduces what comes after it.
+_CAPTION = re.compile(r"^<(span|p|div|figcaption|em|strong)\b[^<>]*>[^<>]{1,80}</\1>$")
 
 
 # --- candidates --------------------------------------------------------------------------------
@@ -177,6 +184,8 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
     nested = (_nested(text, units, k, _indent(text, block[0].start))
               if lead.kind == "item" else [])
     rest = nested or [u for u in units[k + 1:] if u.group != lead.group]
+    while rest and rest[0].kind == "sentence" and _CAPTION.match(rest[0].display):
+        rest = [u for u in rest if u.group != rest[0].group]  # the listing's caption
     if not rest or rest[0].kind not in _INTRODUCED:
         return None
     kind = rest[0].kind
