@@ -195,6 +195,19 @@ def test_the_same_command_on_several_pages_is_quoted_once():
     assert [s.index for s in reader.pick(ranked, units, {}, reader.Limits())] == [0, 2]
 
 
+def test_a_unit_that_says_a_picked_one_and_more_takes_its_place():
+    # "`OrderedReady` pod management is the default." was picked from one page; the same
+    # sentence with the one that says what it does, from another section, is no repeat
+    # to skip: it is quoted instead.
+    short = Unit(0, 9, "sentence", "`OrderedReady` pod management is the default for StatefulSets.")
+    whole = Unit(0, 9, "paragraph", "`OrderedReady` pod management is the default for "
+                 "StatefulSets. It tells the controller to respect the ordering guarantees.")
+    other = Unit(0, 9, "sentence", "`Parallel` pod management launches all Pods in parallel.")
+    units = [(0, short), (1, other), (2, whole)]
+    ranked = [reader.Scored(0, 3.0), reader.Scored(1, 2.9), reader.Scored(2, 2.8)]
+    assert [s.index for s in reader.pick(ranked, units, {}, reader.Limits())] == [2, 1]
+
+
 def test_a_what_happens_question_reads_the_conditions_of_units():
     text = ("A container may use memory up to its limit. If the container tries to allocate "
             "more memory than its limit, the kernel stops one of its processes. Limits "

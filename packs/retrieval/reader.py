@@ -283,6 +283,14 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
                 out.insert(out.index(inner[0]), s)
                 out[:] = [o for o in out if o not in inner]
             continue
+        shown = [o for o in out if units[o.index][0] != units[s.index][0]
+                 and _inside(units[o.index][1], units[s.index][1], strictly=True)]
+        if shown and fits(s, rest := [o for o in out if o not in shown]):
+            # It says what a picked unit says and more (the same sentence with the one
+            # after it, from another section): it takes that unit's place.
+            out.insert(out.index(shown[0]), s)
+            out[:] = [o for o in out if o in rest or o is s]
+            continue
         if not out or fits(s, out):
             out.append(s)
     return out
@@ -301,9 +309,14 @@ def _overlaps(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:
     (i, u), (j, v) = a, b
     if i == j and u.start < v.end and v.start < u.end:
         return True
+    return _inside(u, v) or _inside(v, u)
+
+
+def _inside(u: Unit, v: Unit, strictly: bool = False) -> bool:
+    """Whether v shows all of u's text (`_gist`), as whole words (`strictly`: and more)."""
     g, h = _gist(u), _gist(v)
-    short, long = (g, h) if len(g) <= len(h) else (h, g)
-    return bool(short) and f" {short} " in f" {long} "
+    return bool(g) and (len(g) < len(h) if strictly else len(g) <= len(h)) \
+        and f" {g} " in f" {h} "
 
 
 def _gist(u: Unit) -> str:
