@@ -18,7 +18,8 @@ units of each thing's own ranking first, in turn), and after it each unit whose 
 picked) is within `margin` of the best's, while they fit the limits: `max_units`,
 `per_section`, `max_words` (`multi_units` and `multi_words` for a question about several
 things; a first unit over the budget gives way to one that fits and
-scores within `long_margin`), no unit overlapping another or repeating its text. Units are
+scores within `long_margin`), no unit overlapping another or repeating its text (one that
+shows a picked unit's words and more, from another section, takes its place). Units are
 quoted whole, never cut. The version recorded with an answer (`Reader.version`) is the file's own
 `version` and its sha256, so an answer says which weights chose its passages.
 """
