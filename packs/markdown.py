@@ -43,6 +43,10 @@ _LANGUAGE_WORD = r"[A-Za-z0-9_+#.-]+"
 _LANGUAGE = re.compile(f"{_INFO_PREFIX}({_LANGUAGE_WORD})")
 HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
+# A paragraph that is one HTML element of a few words: the caption of the listing after it
+# ('<span class="filename">Filename: src/main.rs</span>', as mdBook pages write one between
+# a lead-in and its code block).
+LISTING_CAPTION = re.compile(r"^<(span|p|div|figcaption|em|strong)\b[^<>]*>[^<>]{1,80}</\1>$")
 
 LineKind = Literal["text", "open", "code", "close"]
 

@@ -42,7 +42,7 @@ import polars as pl
 
 from packs import format as fmt
 from packs import text as text_rules
-from packs.markdown import heading, iter_lines_with_fences, reference_labels
+from packs.markdown import LISTING_CAPTION, heading, iter_lines_with_fences, reference_labels
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
 from tasks.page_headings import clean_heading, heading_level, page_title, sections_under_titles
@@ -78,10 +78,6 @@ _CLOSED = re.compile(r"[.!?:][\"'”’)\]*_`]*$")
 # table or code block follows ("In particular,": the sentence goes on in the list).
 _LEADIN = re.compile(r":[\"'”’)\]*_`]*\s*$")
 _COMMA_LEADIN = re.compile(r",[\"'”’)\]*_`]*\s*$")  # prose only: a list's items end so
-# A paragraph that is one HTML element of a few words: the caption of the listing after it
-# ('<span class="filename">Filename: src/main.rs</span>', as mdBook pages write them). It
-# stands between a lead-in and what that introduces, and goes with them.
-_CAPTION = re.compile(r"^<(span|p|div|figcaption|em|strong)\b[^<>]*>[^<>]{1,80}</\1>$")
 
 
 @dataclass(frozen=True)
@@ -244,9 +240,9 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     starting with the previous chunk's trailing units up to overlap_words words. A lead-in
     (prose of at most max_words // 3 words ending with ":" or "," before a list, table or code
     block) never ends a chunk: it opens the next one, with what it introduces (cut so that
-    its first piece fits beside the lead-in), a caption between them (`_CAPTION`) with it.
-    One before a paragraph introduced what the page lacks (a listing a template directive
-    included) and stays where it is."""
+    its first piece fits beside the lead-in), a listing's caption between them
+    (packs/markdown.py `LISTING_CAPTION`) with it. One before a paragraph introduced what
+    the page lacks (a listing a template directive included) and stays where it is."""
     if max_words <= 0:
         raise ValueError("max_words must be positive")
     if _word_count(body) <= max_words:
@@ -320,7 +316,7 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
 
 
 def _is_caption(block: str, is_code: bool) -> bool:
-    return not is_code and _CAPTION.match(block.strip()) is not None
+    return not is_code and LISTING_CAPTION.match(block.strip()) is not None
 
 
 def _leading_tail(units: list[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
@@ -328,7 +324,7 @@ def _leading_tail(units: list[tuple[str, str, bool]]) -> list[tuple[str, str, bo
     which goes with what comes next; empty when `units` ends otherwise."""
     if not units or not units[-1][2]:
         return []
-    if len(units) > 1 and units[-2][2] and _CAPTION.match(units[-1][0].strip()):
+    if len(units) > 1 and units[-2][2] and LISTING_CAPTION.match(units[-1][0].strip()):
         return units[-2:]
     return units[-1:]
 

@@ -42,7 +42,7 @@ import re
 from functools import lru_cache
 
 from packs import text as text_rules
-from packs.markdown import outside_code_spans
+from packs.markdown import LISTING_CAPTION, outside_code_spans
 from packs.retrieval.segment import Unit, one_line, segment
 
 ITEM_WORDS = 60
@@ -61,10 +61,6 @@ _COMMA_END = re.compile(r",[*_`\"')\]]*$")
 # A sentence that stops mid-clause, with no mark at all ("... with `runc`, set", "To list
 # all events you can use"), goes on in the code block or list after it, as a lead-in does.
 _OPEN_END = re.compile(r"[A-Za-z0-9`][*_\"')\]]*$")
-# A paragraph that is one HTML element of a few words is the caption of the listing after
-# it ('<span class="filename">Filename: src/main.rs</span>' between a lead-in and its code
-# block, as the Rust books write them): a lead-in introduces what comes after it.
-_CAPTION = re.compile(r"^<(span|p|div|figcaption|em|strong)\b[^<>]*>[^<>]{1,80}</\1>$")
 
 
 # --- candidates --------------------------------------------------------------------------------
@@ -184,7 +180,7 @@ def _leadin(text: str, units: list[Unit], k: int, block: list[Unit]) -> Unit | N
     nested = (_nested(text, units, k, _indent(text, block[0].start))
               if lead.kind == "item" else [])
     rest = nested or [u for u in units[k + 1:] if u.group != lead.group]
-    while rest and rest[0].kind == "sentence" and _CAPTION.match(rest[0].display):
+    while rest and rest[0].kind == "sentence" and LISTING_CAPTION.match(rest[0].display):
         rest = [u for u in rest if u.group != rest[0].group]  # the listing's caption
     if not rest or rest[0].kind not in _INTRODUCED:
         return None
