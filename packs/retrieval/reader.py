@@ -279,22 +279,26 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
             continue  # a long passage well below the best would crowd out the others
         inner = [o for o in out if _within(units[o.index], units[s.index])]
         if listing and inner and units[s.index][1].kind == "leadin":
-            rest = [o for o in out if o not in inner]
-            if fits(s, rest):  # the list in place of its first item picked
-                out.insert(out.index(inner[0]), s)
-                out[:] = [o for o in out if o not in inner]
+            if fits(s, [o for o in out if o not in inner]):
+                _in_place_of(out, inner, s)  # the list in place of its first item picked
             continue
+        gist = _gist(units[s.index][1])
         shown = [o for o in out if units[o.index][0] != units[s.index][0]
-                 and _inside(units[o.index][1], units[s.index][1], strictly=True)]
-        if shown and fits(s, rest := [o for o in out if o not in shown]):
+                 and _shows(_gist(units[o.index][1]), gist, strictly=True)]
+        if shown and fits(s, [o for o in out if o not in shown]):
             # It says what a picked unit says and more (the same sentence with the one
             # after it, from another section): it takes that unit's place.
-            out.insert(out.index(shown[0]), s)
-            out[:] = [o for o in out if o in rest or o is s]
+            _in_place_of(out, shown, s)
             continue
         if not out or fits(s, out):
             out.append(s)
     return out
+
+
+def _in_place_of(out: list[Scored], old: list[Scored], new: Scored) -> None:
+    """`new` in `out` where the first of `old` was, every one of `old` gone."""
+    out.insert(out.index(old[0]), new)
+    out[:] = [o for o in out if o not in old]
 
 
 def _within(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:
@@ -310,14 +314,14 @@ def _overlaps(a: tuple[int, Unit], b: tuple[int, Unit]) -> bool:
     (i, u), (j, v) = a, b
     if i == j and u.start < v.end and v.start < u.end:
         return True
-    return _inside(u, v) or _inside(v, u)
-
-
-def _inside(u: Unit, v: Unit, strictly: bool = False) -> bool:
-    """Whether v shows all of u's text (`_gist`), as whole words (`strictly`: and more)."""
     g, h = _gist(u), _gist(v)
-    return bool(g) and (len(g) < len(h) if strictly else len(g) <= len(h)) \
-        and f" {g} " in f" {h} "
+    return _shows(g, h) or _shows(h, g)
+
+
+def _shows(part: str, whole: str, strictly: bool = False) -> bool:
+    """Whether gist `whole` has all of gist `part`, as whole words (`strictly`: and more)."""
+    return bool(part) and (len(part) < len(whole) if strictly else len(part) <= len(whole)) \
+        and f" {part} " in f" {whole} "
 
 
 def _gist(u: Unit) -> str:
