@@ -210,3 +210,54 @@ def test_entity_features_do_not_depend_on_the_order_of_the_sections():
     forward = entity_features("replicas", "setting", PackText(pages))
     assert forward == entity_features("replicas", "setting", PackText(pages[::-1]))
     assert forward == entity_features("replicas", "setting", PackText(pages[45:] + pages[:45]))
+
+
+def test_facts_that_lean_on_their_neighbours_are_seen_by_the_fact_model():
+    """Blind graph rounds 6 and 6b: the facts labelled wrong that the model kept leaned on
+    the text before them through a definite noun the section already named ("The
+    configuration is located ..."), "the same Secret", a supposition, or a bare step. The
+    features see each, and the shipped model keeps a sentence that reads on its own."""
+    from tasks.extract.judge import PackText, load_model, probability
+    from tasks.extract.judge_facts import fact_features
+
+    heading = "Secrets > Creating a Secret"
+    whole = "A Secret is an object that contains a small amount of sensitive data such as a password."
+    leaning = {
+        "same": "If you want to skip the Base64 encoding step, you can create the same "
+                "Secret using the `kubectl create secret` command.",
+        "subject_back": "The configuration is located under the `data.ClusterConfiguration` key.",
+        "setup": "Suppose a cluster runs a device plugin that advertises a resource on some nodes.",
+        "imperative": "Annotate any DaemonSets and Deployments to trigger pod replacement.",
+    }
+    content = (f"{whole}\n\nThis example writes the configuration of the cluster to a file "
+               "and encodes it.\n\n" + "\n\n".join(leaning.values()))
+    pages = [("https://d/secret", heading, content)] + [
+        (f"https://d/p{i}", f"Page {i}", f"Page {i} describes the topic number {i} in depth.")
+        for i in range(24)]
+    text = PackText(pages)
+    fact = load_model()["fact"]
+    own = fact_features(whole, heading, content, text)
+    assert not any(own[k] for k in leaning)
+    assert probability(own, fact) >= fact["threshold"]
+    for feature, sentence in leaning.items():
+        feats = fact_features(sentence, heading, content, text)
+        assert feats[feature] > 0, feature
+        assert probability(feats, fact) < probability(own, fact), feature
+
+
+def test_a_name_typed_as_code_but_never_written_as_code_is_seen_by_the_entity_model():
+    """Wrong types and generic phrases kept in blind round 6: a product name typed `code`
+    that the pages never put in backticks or a code block ("AppArmor"), and a phrase that
+    opens with a determiner ("the manifest")."""
+    from tasks.extract.judge import PackText, entity_features
+
+    pages = [("https://d/a", "Security > AppArmor",
+              "AppArmor is a Linux kernel security module. Set `appArmorProfile` on a Pod.\n\n"
+              "```shell\n# apply the manifest\nkubectl apply -f pod.yaml\n```")]
+    text = PackText(pages)
+    product = entity_features("AppArmor", "code", text)
+    field_ = entity_features("appArmorProfile", "code", text)
+    assert product["code_never_code"] == 1.0 and field_["code_never_code"] == 0.0
+    assert entity_features("AppArmor", "concept", text)["code_never_code"] == 0.0
+    assert entity_features("the manifest", "command", text)["determiner"] == 1.0
+    assert entity_features("kubectl apply", "command", text)["determiner"] == 0.0

@@ -49,6 +49,7 @@ flag flags option options setting settings key keys annotation annotations label
 resource resources object objects plugin plugins feature gate gates api attribute
 attributes keyword keywords operator operators policy policies controller file files
 directory variant variants interface interfaces endpoint endpoints signal metric""".split())
+_DETERMINER = re.compile(r"(?:the|a|an|your|my|our|this|that|these|those) ", re.I)
 _EXAMPLE_CUES = re.compile(r"\b(?:for example|e\.g\.|such as|for instance|like this|"
                            r"in this example|named|called)\b", re.I)
 
@@ -185,6 +186,7 @@ def entity_features(name: str, etype: str, text: PackText) -> dict[str, float]:
                 bare += line[a - 1:a] != "`"
             example += bool(_EXAMPLE_CUES.search(line))
     seen = max(1, spans + bare)
+    as_code = spans + fenced > 0  # written as code somewhere: in a code span or a block
     one_page = float(len(pages) <= 1)
     local_shape = feats["lower_word"] or feats["snake"] or feats["camel"]
     feats.update({
@@ -207,6 +209,9 @@ def entity_features(name: str, etype: str, text: PackText) -> dict[str, float]:
         "thing_cue": thing / seen,
         "example_cue": min(example, 3) / 3,
         "plain_share": text.plain_share(name),
+        # typed as code but never written as code: a product or plain word ("AppArmor")
+        "code_never_code": feats["type_code"] * float(not as_code),
+        "determiner": float(bool(_DETERMINER.match(name))),
     })
     return feats
 

@@ -9,8 +9,12 @@ through a definite noun ("The operation updates an existing object."), a list it
 completes a lead-in, or a step of one example. The features say where the sentence sits
 (first of its section or paragraph, in a list item, under a line that ends with ":"), how
 much it shares with its heading, whether it names something (a code span, a CamelCase or
-upper-case name, at its start), and how many of its definite nouns are plain words of the
-pack ("the list", "the error": `PackText.plain_share`), never the words themselves.
+upper-case name, at its start), how many of its definite nouns are plain words of the
+pack ("the list", "the error": `PackText.plain_share`) or were named earlier in its section
+("The configuration is located ..." after a sentence about the configuration), and whether
+it compares with something elsewhere ("the same Secret", "a similar rule"), sets up an
+example ("Suppose ...") or opens as a bare step ("Annotate ...", "Learn how ..."); never
+the words themselves.
 
 Pure: `fact_features(text, heading, content, pack_text)`; `fact_scores` gives
 probabilities. Never raises on odd text.
@@ -24,12 +28,18 @@ import re
 from packs import text as text_rules
 from tasks.extract.judge import PackText, probability
 
-FACT_FEATURES_VERSION = "fact-features-1"
+FACT_FEATURES_VERSION = "fact-features-2"
 _SUBJECT = re.compile(r"^(?:The|A|An) ([a-z][a-z-]+)\b")
 _DEFINITE = re.compile(r"\bthe ([a-z][a-z-]+)\b")
 _CONDITION = re.compile(r"^(?:If|When|Once|After|Before|While|Unless|Because|Since|Although)\b")
 _OTHER = re.compile(r"\b(?:both|either|neither|each of|the other|the remaining|the rest|"
                     r"the latter|the former|another)\b", re.I)
+_SAME = re.compile(r"\b(?:the same|similar|such an?)\b|^Other\b", re.I)
+_SETUP = re.compile(r"^(?:Suppose|Imagine|Hint|Please note|In this example|Let's|Let us)\b")
+_IMPERATIVE = frozenset(
+    "add annotate apply call check configure consider create define delete edit enable "
+    "ensure follow go install keep learn look make map note open read refer remember "
+    "replace run save see set specify stop try understand use visit write".split())
 _YOU = re.compile(r"\byour?\b", re.I)
 _MODAL = re.compile(r"\b(?:can|cannot|must|should|may|might|will)\b")
 _NAMED_START = re.compile(r"^(?:`|[A-Z][a-z]*[A-Z]|[A-Z]{2,})")
@@ -57,6 +67,7 @@ def fact_features(text: str, heading: str, content: str, pack: PackText) -> dict
     lines_before = [line for line in before[:line_start].splitlines() if line.strip()]
     subject = _SUBJECT.match(text)
     definite = _DEFINITE.findall(text)
+    earlier = set(_LONG_WORD.findall(before.lower()))
     per_word = 10 / max(1, len(words))
     heading_words = set(_LONG_WORD.findall(heading.lower()))
     own_words = set(_LONG_WORD.findall(text.lower()))
@@ -73,6 +84,11 @@ def fact_features(text: str, heading: str, content: str, pack: PackText) -> dict
         "named_start": float(bool(_NAMED_START.match(text))),
         "condition": float(bool(_CONDITION.match(text))),
         "other": float(bool(_OTHER.search(text))),
+        "same": float(bool(_SAME.search(text))),
+        "setup": float(bool(_SETUP.match(text))),
+        "imperative": float(bool(words) and words[0].lower() in _IMPERATIVE),
+        "subject_back": float(bool(subject) and subject.group(1) in earlier),
+        "def_back": sum(d in earlier for d in definite) * per_word,
         "you": float(bool(_YOU.search(text))),
         "modal": float(bool(_MODAL.search(text))),
         "log_words": math.log(max(1, len(words))),
