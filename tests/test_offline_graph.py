@@ -239,6 +239,9 @@ def test_facts_that_lean_on_their_neighbours_are_seen_by_the_fact_model():
     own = fact_features(whole, heading, content, text)
     assert not any(own[k] for k in leaning)
     assert probability(own, fact) >= fact["threshold"]
+    says_of_code = fact_features("The `or_insert` method returns a mutable reference to the "
+                                 "value for the key.", heading, content, text)
+    assert says_of_code["code_subject"] == 1.0 and own["code_subject"] == 0.0
     for feature, sentence in leaning.items():
         feats = fact_features(sentence, heading, content, text)
         assert feats[feature] > 0, feature

@@ -28,7 +28,7 @@ import re
 from packs import text as text_rules
 from tasks.extract.judge import PackText, probability
 
-FACT_FEATURES_VERSION = "fact-features-2"
+FACT_FEATURES_VERSION = "fact-features-3"
 _SUBJECT = re.compile(r"^(?:The|A|An) ([a-z][a-z-]+)\b")
 _DEFINITE = re.compile(r"\bthe ([a-z][a-z-]+)\b")
 _CONDITION = re.compile(r"^(?:If|When|Once|After|Before|While|Unless|Because|Since|Although)\b")
@@ -40,6 +40,8 @@ _IMPERATIVE = frozenset(
     "add annotate apply call check configure consider create define delete edit enable "
     "ensure follow go install keep learn look make map note open read refer remember "
     "replace run save see set specify stop try understand use visit write".split())
+_CODE_SUBJECT = re.compile(r"^(?:\S+ ){0,2}`[^`]+`(?: [a-z]+)? (?:is|are|was|has|have|returns?|"
+                           r"implements?|holds?|means|lets|allows|takes|creates?|provides?)\b")
 _YOU = re.compile(r"\byour?\b", re.I)
 _MODAL = re.compile(r"\b(?:can|cannot|must|should|may|might|will)\b")
 _NAMED_START = re.compile(r"^(?:`|[A-Z][a-z]*[A-Z]|[A-Z]{2,})")
@@ -89,6 +91,7 @@ def fact_features(text: str, heading: str, content: str, pack: PackText) -> dict
         "imperative": float(bool(words) and words[0].lower() in _IMPERATIVE),
         "subject_back": float(bool(subject) and subject.group(1) in earlier),
         "def_back": sum(d in earlier for d in definite) * per_word,
+        "code_subject": float(bool(_CODE_SUBJECT.match(text))),
         "you": float(bool(_YOU.search(text))),
         "modal": float(bool(_MODAL.search(text))),
         "log_words": math.log(max(1, len(words))),
