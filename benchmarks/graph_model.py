@@ -10,8 +10,11 @@ rust-book), a fresh sample of the v8 graph (graph_labels_v8: kubernetes, rust-bo
 cargo-book) and of the first model's graph (graph_labels_v9: drawn from what that model
 kept, so they are easier), and the blind rounds already scored (graph_labels_blind to
 graph_labels_blind7b: drawn from what the model of their day kept or added; dev data once
-scored),
-each with its features in the corpus's pack (the features read only the pages' text).
+scored), each with its features in the corpus's pack (the features read only the pages'
+text). The packs under --work are the harness's (benchmarks/common.py): a pack built with
+another model file is rebuilt with the tree's first, so a work folder kept as a baseline's
+graph is no place to fit in after a `--write`.
+
 The model is fitted on the labelled items today's rules propose (`candidates`: the
 population it will judge); an L2-regularised logistic regression on standardised
 features (Newton's method, numpy).
