@@ -9,7 +9,7 @@ Labels: every labelled entity of each folder: the before-labels of issue 48 (kub
 rust-book), a fresh sample of the v8 graph (graph_labels_v8: kubernetes, rust-book,
 cargo-book) and of the first model's graph (graph_labels_v9: drawn from what that model
 kept, so they are easier), and the blind rounds already scored (graph_labels_blind to
-graph_labels_blind7b: drawn from what the model of their day kept or added; dev data once
+graph_labels_blind8b: drawn from what the model of their day kept or added; dev data once
 scored), each with its features in the corpus's pack (the features read only the pages'
 text). The packs under --work are the harness's (benchmarks/common.py): a pack built with
 another model file is rebuilt with the tree's first, so a work folder kept as a baseline's
@@ -26,7 +26,7 @@ reaches `--target`; the model written is fitted on all the corpora.
 
 The fact model (tasks/extract/judge_facts.py) is fitted the same way on the labelled facts
 today's rules propose (`--fact-labels`: every folder above with facts, graph_labels_blind
-to graph_labels_blind7b the scored rounds; never a round not yet scored), each
+to graph_labels_blind8b the scored rounds; never a round not yet scored), each
 read in its section of the pack, its threshold the lowest whose pooled out-of-fold
 precision reaches `--fact-target`. `--write` writes the fact model beside the entity
 model already in the file (`--refit-entity` refits that too).
@@ -47,8 +47,8 @@ from benchmarks import common, corpora, graph_precision  # noqa: E402
 CORPORA = ("kubernetes", "rust-book", "cargo-book")
 SCORED = ("graph_labels_blind", "graph_labels_blind2", "graph_labels_blind3",
           "graph_labels_blind4", "graph_labels_blind5", "graph_labels_blind6",
-          "graph_labels_blind6b", "graph_labels_blind7",
-          "graph_labels_blind7b")  # blind rounds run once, now dev data
+          "graph_labels_blind6b", "graph_labels_blind7", "graph_labels_blind7b",
+          "graph_labels_blind8", "graph_labels_blind8b")  # blind rounds run once, now dev data
 LABELS = tuple(ROOT / "benchmarks/data" / d
                for d in ("graph_labels", "graph_labels_v8", "graph_labels_v9", *SCORED))
 FACT_LABELS = LABELS  # a folder without facts (graph_labels_v9, blind4) adds none
