@@ -317,9 +317,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         graph = load_graph(pack)
         print(f"{corpus}: read {graph.counts}", file=sys.stderr, flush=True)
         scores = {}
+        labelled_kinds = [k for k in KINDS if _path(args.labels, corpus, k).is_file()] or KINDS
         for kind in KINDS:
             keyed = items(graph, kind)
-            if not _path(args.labels, corpus, kind).is_file() and scores:
+            if kind not in labelled_kinds:  # a round may label some kinds only
                 print(f"{corpus} {kind}: no labels in {args.labels}, not scored",
                       file=sys.stderr)
                 continue

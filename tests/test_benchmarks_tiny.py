@@ -826,6 +826,15 @@ def test_graph_precision_keys_sample_and_arithmetic(tmp_path, capsys):
     assert '"name": "kubectl"' in text and '"text": "A new fact."' in text
     assert "| c | entities | 5 | 3 |" in (tmp_path / "r.md").read_text()
 
+    # A round that labels facts only (a stratum without entities) scores what it labels.
+    facts_only = tmp_path / "facts_only"
+    facts_only.mkdir()
+    (facts_only / "c_facts.jsonl").write_text((out / "c_facts.jsonl").read_text())
+    assert graph_precision.main(["score", "--pack", str(after), "--corpus", "c", "--labels",
+                                 str(facts_only)]) == 0
+    text = capsys.readouterr().out
+    assert "| c | facts | 2 | 1 | 1.000 |" in text and "| c | entities |" not in text
+
 
 def test_graph_precision_refuses_unlabelled_items():
     with pytest.raises(ValueError, match="no true/false label"):
