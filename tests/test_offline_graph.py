@@ -264,3 +264,27 @@ def test_a_name_typed_as_code_but_never_written_as_code_is_seen_by_the_entity_mo
     assert entity_features("AppArmor", "concept", text)["code_never_code"] == 0.0
     assert entity_features("the manifest", "command", text)["determiner"] == 1.0
     assert entity_features("kubectl apply", "command", text)["determiner"] == 0.0
+
+
+def test_a_fact_quoting_a_rejected_name_is_judged_by_the_fact_model_alone():
+    """A fact about a kept name that also quotes a name the entity model leaves out was
+    dropped with it; on the labelled facts those read on their own as often as the rest,
+    so only the fact model judges them now (a fact about a left-out name still goes)."""
+    from tasks.extract.assemble import assemble_judged
+    from tasks.extract.judge import PackText
+
+    fact = "A `Deployment` keeps running as many Pods as its `replicas` field says."
+    pages = [("https://d/deploy", "Deployments > Scaling", f"{fact}\n")] + [
+        (f"https://d/p{i}", f"Page {i}", f"Page {i} describes topic number {i} in depth.")
+        for i in range(24)]
+    extractions = [(f"s{i}", salvage(extract_offline(h, h, c)).extraction)
+                   for i, (_, h, c) in enumerate(pages)]
+    sections = {f"s{i}": (h, c) for i, (_, h, c) in enumerate(pages)}
+    lower_out = {"features": ["lower_word"], "mean": [0.0], "scale": [1.0], "weights": [-10.0],
+                 "bias": 5.0, "threshold": 0.5}  # rejects `replicas`, keeps `Deployment`
+    keep_all = {"features": [], "mean": [], "scale": [], "weights": [], "bias": 5.0,
+                "threshold": 0.5}
+    tables, rejected = assemble_judged(extractions, set(), PackText(pages),
+                                       {"entity": lower_out, "fact": keep_all}, sections)
+    assert "replicas" in rejected and "Deployment" in set(tables["entities"]["name"])
+    assert fact in set(tables["facts"]["text"])

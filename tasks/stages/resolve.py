@@ -34,8 +34,9 @@ class Resolve(Stage):
     # version); v4: packs under 20 pages not judged; v3 (issue 51): names rendered by
     # packs.markdown.inline_text, as the splitter renders headings (code spans' backticks
     # dropped, escapes resolved, code kept as written); v5: all of these; v6: the fact
-    # model judges the offline facts in their sections (tasks/extract/judge_facts.py)
-    VERSION = f"resolve-v6+{MODEL_DIGEST}"
+    # model judges the offline facts in their sections (tasks/extract/judge_facts.py); v7:
+    # a fact quoting a name the entity model rejects is judged like any other
+    VERSION = f"resolve-v7+{MODEL_DIGEST}"
     SCOPE = PACK
     INPUTS = ("extract", "split")
     TABLES = (fmt.ENTITIES, fmt.MENTIONS, fmt.RELATIONSHIPS, fmt.FACTS)
