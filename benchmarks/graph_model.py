@@ -192,6 +192,49 @@ def load_fact_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict
     return out
 
 
+def quoted_rejected(data: Path, work: Path, labels: list[Path], log) -> None:
+    """Of the labelled facts the shipped fact model keeps, the precision of those that quote
+    (as code) a name the shipped entity model rejects, beside the rest: the evidence for
+    judging such a fact by the fact model alone (tasks/extract/assemble.py)."""
+    from packs.markdown import fence_spans
+    from packs.text import CODE_SPAN
+    from tasks.extract.assemble import assemble
+    from tasks.extract.judge import entity_scores, load_model, probability
+    from tasks.extract.judge_facts import fact_features
+    from tasks.extract.offline import extract_offline
+    from tasks.extract.offline_names import bound_names
+    from tasks.extract.schema import salvage
+
+    model = load_model()
+    for corpus, sections, text, (_, proposed), rows in _labelled(data, work, labels, "facts"):
+        extractions, stop = [], set()
+        for s in sections:
+            try:
+                extractions.append((s["id"], salvage(extract_offline(
+                    s["title"] or "", s["heading_path"] or "", s["content"] or "")).extraction))
+            except ValueError:
+                continue
+            for a, b in fence_spans(s["content"] or ""):
+                stop |= bound_names(s["content"][a:b])
+        ents = assemble(extractions, stop)["entities"]
+        rejected: set[str] = set()
+        for name, aliases, p in zip(ents["name"], ents["aliases"].to_list(), entity_scores(
+                list(zip(ents["name"], ents["type"])), text, model)):
+            if p < model["entity"]["threshold"]:
+                rejected |= {name, *(aliases or [])}
+        by_id = {s["id"]: (s["heading_path"] or "", s["content"] or "") for s in sections}
+        split: dict[bool, list[bool]] = {True: [], False: []}
+        for r, _ in rows:
+            where = by_id.get(r["section_id"], (r["heading_path"] or "", r.get("context") or ""))
+            if r["key"] in proposed and probability(fact_features(r["text"], *where, text),
+                                                    model["fact"]) >= model["fact"]["threshold"]:
+                split[any(m.group(1).strip() in rejected
+                          for m in CODE_SPAN.finditer(r["text"]))].append(bool(r["label"]))
+        for quotes, labels_ in split.items():
+            log(f"{corpus}: facts kept that {'quote' if quotes else 'do not quote'} a rejected "
+                f"name: {len(labels_)}, precision {sum(labels_) / max(1, len(labels_)):.3f}")
+
+
 def fit_facts(rows: list[dict], target: float, log) -> dict:
     """The fact model fitted on every row, its threshold chosen by leave-one-corpus-out
     (see the module docstring)."""
@@ -250,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --write: refit the entity model too (else kept as written)")
     ap.add_argument("--write", type=Path, default=None, help="write the models here")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--quoted-rejected", action="store_true",
+                    help="only report the labelled facts that quote a rejected name")
     args = ap.parse_args(argv)
     if not any(corpora.available(args.data, c) for c in CORPORA):
         print(f"skipped: the labelled corpora are not under {args.data}")
@@ -260,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
         lines.append(line)
 
+    if args.quoted_rejected:
+        quoted_rejected(args.data, args.work, args.fact_labels or list(FACT_LABELS), log)
+        return 0
     rows = load_rows(args.data, args.work, args.labels or list(LABELS), log)
     names = sorted(rows[0]["x"])
     proposed = [r for r in rows if r["present"]]

@@ -133,7 +133,7 @@ def assemble_judged(extractions: list[tuple[str, Extraction]],
     # A fact that quotes a rejected name as code was left out here before the fact model
     # judged facts; of the labelled facts the model keeps, those read on their own about
     # as often as the rest (Kubernetes 0.93 against 0.91, the Rust book 0.90 against
-    # 0.94), so the fact model alone decides.
+    # 0.94: benchmarks/graph_model.py --quoted-rejected), so the fact model alone decides.
     keep = [True] * facts.height
     if "fact" in model and sections is not None:
         where = [sections.get(sid, ("", "")) for sid in facts["section_id"]]
