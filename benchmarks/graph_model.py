@@ -115,8 +115,8 @@ def pack_sections(pack: Path) -> list[dict]:
                          columns=["id", "title", "url", "heading_path", "content"]).to_pylist()
 
 
-def candidates(sections: list[dict]) -> tuple[set[str], set[str]]:
-    """(entity keys, fact keys) today's offline rules propose for `sections`, before the
+def proposed_tables(sections: list[dict]) -> dict:
+    """The entity and fact tables today's offline rules propose for `sections`, before the
     models judge them: the extractor on every section, resolved across the pack with the
     examples' bound names left out (what the resolve stage hands the models)."""
     from packs.markdown import fence_spans
@@ -134,7 +134,12 @@ def candidates(sections: list[dict]) -> tuple[set[str], set[str]]:
             continue
         for a, b in fence_spans(s["content"] or ""):
             stop |= bound_names(s["content"][a:b])
-    tables = assemble(extractions, stop)
+    return assemble(extractions, stop)
+
+
+def candidates(sections: list[dict]) -> tuple[set[str], set[str]]:
+    """(entity keys, fact keys) of `proposed_tables`."""
+    tables = proposed_tables(sections)
     ents = {graph_precision.entity_key(n, t) for n, t in
             tables["entities"].select("name", "type").iter_rows()}
     facts = {graph_precision.fact_key(t) for (t,) in tables["facts"].select("text").iter_rows()}
@@ -196,27 +201,13 @@ def quoted_rejected(data: Path, work: Path, labels: list[Path], log) -> None:
     """Of the labelled facts the shipped fact model keeps, the precision of those that quote
     (as code) a name the shipped entity model rejects, beside the rest: the evidence for
     judging such a fact by the fact model alone (tasks/extract/assemble.py)."""
-    from packs.markdown import fence_spans
     from packs.text import CODE_SPAN
-    from tasks.extract.assemble import assemble
     from tasks.extract.judge import entity_scores, load_model, probability
     from tasks.extract.judge_facts import fact_features
-    from tasks.extract.offline import extract_offline
-    from tasks.extract.offline_names import bound_names
-    from tasks.extract.schema import salvage
 
     model = load_model()
     for corpus, sections, text, (_, proposed), rows in _labelled(data, work, labels, "facts"):
-        extractions, stop = [], set()
-        for s in sections:
-            try:
-                extractions.append((s["id"], salvage(extract_offline(
-                    s["title"] or "", s["heading_path"] or "", s["content"] or "")).extraction))
-            except ValueError:
-                continue
-            for a, b in fence_spans(s["content"] or ""):
-                stop |= bound_names(s["content"][a:b])
-        ents = assemble(extractions, stop)["entities"]
+        ents = proposed_tables(sections)["entities"]
         rejected: set[str] = set()
         for name, aliases, p in zip(ents["name"], ents["aliases"].to_list(), entity_scores(
                 list(zip(ents["name"], ents["type"])), text, model)):
