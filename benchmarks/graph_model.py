@@ -199,8 +199,11 @@ def load_fact_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict
 
 def quoted_rejected(data: Path, work: Path, labels: list[Path], log) -> None:
     """Of the labelled facts the shipped fact model keeps, the precision of those that quote
-    (as code) a name the shipped entity model rejects, beside the rest: the evidence for
-    judging such a fact by the fact model alone (tasks/extract/assemble.py)."""
+    (as code) a name the shipped entity model rejects, beside the rest; and of those whose
+    own entity it rejects, split by whether they name a name it keeps. The first split is
+    why such a fact is judged by the fact model alone (tasks/extract/assemble.py); the
+    second looked as good, but the facts it would add scored 0.80 and 0.83 blind (round
+    11b), and they still go with their entity."""
     from packs.text import CODE_SPAN
     from tasks.extract.judge import entity_scores, load_model, probability
     from tasks.extract.judge_facts import fact_features
@@ -209,21 +212,31 @@ def quoted_rejected(data: Path, work: Path, labels: list[Path], log) -> None:
     for corpus, sections, text, (_, proposed), rows in _labelled(data, work, labels, "facts"):
         ents = proposed_tables(sections)["entities"]
         rejected: set[str] = set()
+        kept: set[str] = set()
         for name, aliases, p in zip(ents["name"], ents["aliases"].to_list(), entity_scores(
                 list(zip(ents["name"], ents["type"])), text, model)):
             if p < model["entity"]["threshold"]:
                 rejected |= {name, *(aliases or [])}
+            elif len(name) >= 3:
+                kept.add(name.lower())
         by_id = {s["id"]: (s["heading_path"] or "", s["content"] or "") for s in sections}
-        split: dict[bool, list[bool]] = {True: [], False: []}
+        split: dict[str, list[bool]] = {}
         for r, _ in rows:
             where = by_id.get(r["section_id"], (r["heading_path"] or "", r.get("context") or ""))
-            if r["key"] in proposed and probability(fact_features(r["text"], *where, text),
-                                                    model["fact"]) >= model["fact"]["threshold"]:
-                split[any(m.group(1).strip() in rejected
-                          for m in CODE_SPAN.finditer(r["text"]))].append(bool(r["label"]))
-        for quotes, labels_ in split.items():
-            log(f"{corpus}: facts kept that {'quote' if quotes else 'do not quote'} a rejected "
-                f"name: {len(labels_)}, precision {sum(labels_) / max(1, len(labels_)):.3f}")
+            if r["key"] not in proposed or probability(fact_features(
+                    r["text"], *where, text), model["fact"]) < model["fact"]["threshold"]:
+                continue
+            quotes = any(m.group(1).strip() in rejected for m in CODE_SPAN.finditer(r["text"]))
+            split.setdefault(f"that {'quote' if quotes else 'do not quote'} a rejected name",
+                             []).append(bool(r["label"]))
+            own = (r.get("entity") or "").strip("`")
+            if own in rejected:
+                names = any(k in r["text"].lower() for k in kept - {own.lower()})
+                split.setdefault(f"about a rejected name, naming {'a' if names else 'no'} kept "
+                                 "one", []).append(bool(r["label"]))
+        for group, labels_ in split.items():
+            log(f"{corpus}: facts kept {group}: {len(labels_)}, "
+                f"precision {sum(labels_) / max(1, len(labels_)):.3f}")
 
 
 def fit_facts(rows: list[dict], target: float, log) -> dict:
@@ -285,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", type=Path, default=None, help="write the models here")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--quoted-rejected", action="store_true",
-                    help="only report the labelled facts that quote a rejected name")
+                    help="only report the labelled facts that quote or are about a "
+                         "rejected name")
     args = ap.parse_args(argv)
     if not any(corpora.available(args.data, c) for c in CORPORA):
         print(f"skipped: the labelled corpora are not under {args.data}")
