@@ -205,20 +205,15 @@ def quoted_rejected(data: Path, work: Path, labels: list[Path], log) -> None:
     second looked as good, but the facts it would add scored 0.80 and 0.83 blind (round
     11b), and they still go with their entity."""
     from packs.text import CODE_SPAN
-    from tasks.extract.judge import entity_scores, load_model, probability
+    from tasks.extract.assemble import rejected_names
+    from tasks.extract.judge import load_model, probability
     from tasks.extract.judge_facts import fact_features
 
     model = load_model()
     for corpus, sections, text, (_, proposed), rows in _labelled(data, work, labels, "facts"):
         ents = proposed_tables(sections)["entities"]
-        rejected: set[str] = set()
-        kept: set[str] = set()
-        for name, aliases, p in zip(ents["name"], ents["aliases"].to_list(), entity_scores(
-                list(zip(ents["name"], ents["type"])), text, model)):
-            if p < model["entity"]["threshold"]:
-                rejected |= {name, *(aliases or [])}
-            elif len(name) >= 3:
-                kept.add(name.lower())
+        rejected = rejected_names(ents, text, model)
+        kept = {n.lower() for n in ents["name"] if n not in rejected and len(n) >= 3}
         by_id = {s["id"]: (s["heading_path"] or "", s["content"] or "") for s in sections}
         split: dict[str, list[bool]] = {}
         for r, _ in rows:

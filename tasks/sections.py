@@ -324,7 +324,7 @@ def _leading_tail(units: list[tuple[str, str, bool]]) -> list[tuple[str, str, bo
     which goes with what comes next; empty when `units` ends otherwise."""
     if not units or not units[-1][2]:
         return []
-    if len(units) > 1 and units[-2][2] and LISTING_CAPTION.match(units[-1][0].strip()):
+    if len(units) > 1 and units[-2][2] and _is_caption(units[-1][0], False):
         return units[-2:]
     return units[-1:]
 

@@ -107,6 +107,17 @@ def assemble(extractions: list[tuple[str, Extraction]],
 MIN_JUDGED_PAGES = 20
 
 
+def rejected_names(entities: pl.DataFrame, text: PackText, model: dict) -> set[str]:
+    """The names and aliases of the `entities` (an entities table) that the entity model
+    of `model` scores under its threshold in the pack `text`."""
+    scores = entity_scores(list(zip(entities["name"], entities["type"])), text, model)
+    rejected: set[str] = set()
+    for name, aliases, p in zip(entities["name"], entities["aliases"].to_list(), scores):
+        if p < model["entity"]["threshold"]:
+            rejected |= {name, *(aliases or [])}
+    return rejected
+
+
 def assemble_judged(extractions: list[tuple[str, Extraction]],
                     stop_names: set[str] | frozenset[str], text: PackText,
                     model: dict | None = None,
@@ -121,24 +132,18 @@ def assemble_judged(extractions: list[tuple[str, Extraction]],
     if text.pages < MIN_JUDGED_PAGES:
         return tables, []
     model = model or load_model()
-    ents = tables[ENTITIES]
-    scores = entity_scores(list(zip(ents["name"], ents["type"])), text, model)
-    rejected: set[str] = set()
-    for name, aliases, p in zip(ents["name"], ents["aliases"].to_list(), scores):
-        if p < model["entity"]["threshold"]:
-            rejected |= {name, *(aliases or [])}
+    rejected = rejected_names(tables[ENTITIES], text, model)
     if rejected:
         tables = assemble(extractions, set(stop_names) | rejected)
-    facts = tables[FACTS]
     # A fact that quotes a rejected name as code was left out here before the fact model
     # judged facts; of the labelled facts the model keeps, those read on their own about
     # as often as the rest (Kubernetes 0.93 against 0.91, the Rust book 0.90 against
     # 0.94: benchmarks/graph_model.py --quoted-rejected), so the fact model alone decides.
-    keep = [True] * facts.height
     if "fact" in model and sections is not None:
+        facts = tables[FACTS]
         where = [sections.get(sid, ("", "")) for sid in facts["section_id"]]
         probs = fact_scores([(t, h, c) for t, (h, c) in zip(facts["text"], where)], text,
                             model["fact"])
-        keep = [k and p >= model["fact"]["threshold"] for k, p in zip(keep, probs)]
-    tables[FACTS] = facts.filter(pl.Series(keep, dtype=pl.Boolean))
+        tables[FACTS] = facts.filter(pl.Series([p >= model["fact"]["threshold"] for p in probs],
+                                               dtype=pl.Boolean))
     return tables, sorted(rejected)
