@@ -165,9 +165,10 @@ def folds_by_page(items: Sequence, k: int, seed: int = 0) -> list[int]:
 
 
 def cross_validate(items: Sequence, split: list, l2: float, limits: reader.Limits,
-                   second: bool = True) -> list[str]:
+                   second: bool = True, places: Counter | None = None) -> list[str]:
     """Each item's answer by a reader fitted on the items of the other parts of `split`
-    (a part label per item)."""
+    (a part label per item); `places`, when given, counts where the gold groups the
+    answers miss were, by (corpus, `missed_places`)."""
     out: list[str | None] = [None] * len(items)
     for part in sorted(set(split)):
         train = [it for it, s in zip(items, split) if s != part]
@@ -175,4 +176,25 @@ def cross_validate(items: Sequence, split: list, l2: float, limits: reader.Limit
         for j, (it, s) in enumerate(zip(items, split)):
             if s == part:
                 out[j] = answer_of(model, it)
+                if places is not None:
+                    places.update((it.corpus, w) for w in missed_places(model, it, out[j]))
     return [a or "" for a in out]
+
+
+PLACES = ("ranked 1-3", "ranked 4-10", "ranked below 10", "in no unit read")
+
+
+def missed_places(model: reader.Reader, it, answer: str) -> list[str]:
+    """For each gold group of Item `it` that `answer` lacks, where it was (PLACES): in no
+    unit the reader read, or in units whose best the first model's ranking put where it
+    says (what to mend: the reading, the ranking, or the picking from a good ranking)."""
+    order = [s.index for s in reader.ranked(model, it.x, it.units)]
+    out = []
+    for g, group in enumerate(it.golds):
+        if answer_eval.contains(answer, [group]):
+            continue
+        held = {k for k, h in enumerate(it.hits) if g in h}
+        at = next((n for n, k in enumerate(order) if k in held), None)
+        out.append(PLACES[3] if at is None else PLACES[0] if at < 3 else
+                   PLACES[1] if at < 10 else PLACES[2])
+    return out

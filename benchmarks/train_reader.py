@@ -5,7 +5,7 @@ questions it was not fitted on.
         [--corpus kubernetes --corpus rust-book --corpus cargo-book --corpus xquad]
         [--folds 5] [--weights packs/retrieval/reader_weights.json]
         [--out benchmarks/results/issue47_train_reader.md] [--no-write] [--with-spent]
-        [--ablate FEATURE ...] [--no-similarity]
+        [--ablate FEATURE ...] [--no-similarity] [--keep-limits]
 
 Reads the dev questions of each corpus on its benchmark pack (benchmarks/reader_data.py:
 dev rows only, never a test split; with --with-spent also the spent rows, retired test
@@ -15,7 +15,8 @@ held out; the shipped weights are fitted so), then:
    question about several things) by k-fold cross-validation by page (the pages of each
    corpus dealt to --folds folds: no page has questions on both sides), on the mean
    containment over the corpora, among the settings whose answers average at most
-   WORDS_CAP words;
+   WORDS_CAP words (with --keep-limits it keeps those of the weights it replaces, so that
+   a change of features is measured alone);
 2. ships the second model (the units' similarity to the question, embedded at query time)
    only when it adds SIMILARITY_GAIN to that containment by the same cross-validation
    (with --no-similarity no unit is embedded and the first model alone ships: the data
@@ -25,7 +26,9 @@ held out; the shipped weights are fitted so), then:
    searches, the reader cross-validated by page, leave-one-corpus-out (fitted on the
    other corpora only), with the other choice of the second model, and in-sample; each
    the share of questions whose answer contains every gold group, gate on and off, with
-   95% bootstrap intervals, and the mean words; then per question class;
+   95% bootstrap intervals, and the mean words; then per question class; and where the
+   gold groups the cross-validated answers miss were (ranked 1-3, 4-10, lower by the
+   first model, or in no unit read: reader_fit.missed_places);
    with --ablate, also the reader cross-validated with those features left out (zeroed),
    the same folds and settings: what the features add, side by side;
 4. fits the reader on every dev question and writes its weights (--weights, loaded by
@@ -40,6 +43,7 @@ import itertools
 import statistics
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -102,6 +106,15 @@ def choose(items: list, folds: list[int], log, second: bool = False
     return l2, limits, rows
 
 
+def kept_limits(path: Path) -> tuple[float, reader.Limits, str]:
+    """(penalty, limits, why) of the weights at `path`, read whatever features they were
+    fitted on (--keep-limits)."""
+    before = common.json.loads(path.read_text(encoding="utf-8"))
+    why = (f"kept from the weights before (fitted {before['trained']['at']})"
+           + (f"; {before['trained']['limits']}" if "limits" in before["trained"] else ""))
+    return float(before["trained"]["l2"]), reader.Limits(**before["limits"]), why
+
+
 def classes(items: list, answers: list[str]) -> str:
     """Containment per question class (identifier, paraphrase, two-page) or kind."""
     hits = reader_fit.scores(answers, items)["gate off"]
@@ -150,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                          " and report them apart, beside the reader shipped before")
     ap.add_argument("--no-similarity", action="store_true",
                     help="embed no unit: fit and ship the first model alone")
+    ap.add_argument("--keep-limits", action="store_true",
+                    help="fit with the penalty and limits of the weights it replaces (--weights)"
+                         " instead of choosing them: a change of features measured alone")
     ap.add_argument("--ablate", action="append", default=[], choices=rf.FEATURES,
                     metavar="FEATURE", help="also cross-validate the reader with this feature "
                     "left out (repeatable: all of them at once), a column beside it")
@@ -169,13 +185,22 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{len(items)} dev questions, {sum(len(it.units) for it in items)} units; "
         f"{sum(it.labels.sum() == 0 for it in items)} with no unit that holds a gold group")
     folds = reader_fit.folds_by_page(items, args.folds)
-    log(f"\nchoosing the penalty and limits by {args.folds}-fold cross-validation by page "
-        f"(first model alone; at most {WORDS_CAP:g} words on average):")
-    l2, limits, _ = choose(items, folds, log)
-    log(f"chosen: l2 {l2:g}, {limits}")
+    kept = kept_limits(args.weights) if args.keep_limits else None
+    if kept:
+        l2, limits, _ = kept
+        log(f"\nkept from {args.weights.name}: l2 {l2:g}, {limits}")
+    else:
+        log(f"\nchoosing the penalty and limits by {args.folds}-fold cross-validation by page "
+            f"(first model alone; at most {WORDS_CAP:g} words on average):")
+        l2, limits, _ = choose(items, folds, log)
+        log(f"chosen: l2 {l2:g}, {limits}")
 
     corpora = [it.corpus for it in items]
-    without = reader_fit.cross_validate(items, folds, l2, limits, second=False)
+    places: Counter = Counter()
+    without = reader_fit.cross_validate(items, folds, l2, limits, second=False, places=places)
+    log("gold groups the first model's answers miss by CV, by where they were: " + "; ".join(
+        f"{c} " + ", ".join(f"{places[(c, w)]} {w}" for w in reader_fit.PLACES)
+        for c in sorted({it.corpus for it in items})))
     if args.no_similarity:
         with_sims, second = None, False
         log("no unit embedded (--no-similarity): the first model alone answers")
@@ -234,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                    "questions": {c: corpora.count(c) for c in sorted(set(corpora))},
                    "command": "python benchmarks/train_reader.py " + " ".join(
                        argv if argv is not None else sys.argv[1:])}
+        if kept:
+            trained["limits"] = kept[2]
         args.weights.write_text(common.json.dumps(final.to_json(NAME, trained), indent=1)
                                 + "\n", encoding="utf-8")
         reader.load.cache_clear()

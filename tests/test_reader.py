@@ -70,6 +70,27 @@ def test_a_fit_beats_a_trivial_model_on_a_tiny_fixture():
     assert top1(fitted) >= 0.6 > top1(trivial)
 
 
+def test_a_missed_gold_group_is_placed_by_the_rank_of_the_best_unit_that_holds_it():
+    from benchmarks.reader_data import Item
+    n, col = 12, rf.FEATURES.index("weighted_coverage")
+    x = np.zeros((n, len(rf.FEATURES)), dtype=np.float32)
+    x[:, col] = np.arange(n, 0, -1)  # unit k is ranked k-th (from 0)
+    weights = np.zeros(len(rf.FEATURES))
+    weights[col] = 1.0
+    model = reader.Reader("t", reader.Model(rf.FEATURES, np.zeros(len(rf.FEATURES)),
+                                            np.ones(len(rf.FEATURES)), weights), None,
+                          reader.Limits())
+    golds = [["alpha"], ["beta"], ["gamma"], ["delta"], ["omega"]]
+    hits = [[] for _ in range(n)]
+    hits[1], hits[6], hits[11], hits[4] = [0], [1], [2], [1]  # beta: ranked 5th at best
+    it = Item("q", "kubernetes", "page", "?", golds, "value", x, np.zeros(n), np.zeros(n),
+              hits, [f"u{k}" for k in range(n)],
+              [(0, Unit(10 * k, 10 * k + 5, "sentence", f"u{k}")) for k in range(n)])
+    assert reader_fit.missed_places(model, it, "- omega [1]") == [
+        "ranked 1-3", "ranked 4-10", "ranked below 10", "in no unit read"]
+    assert reader_fit.missed_places(model, it, "- alpha beta gamma delta omega") == []
+
+
 @pytest.mark.parametrize("identifier, want", [
     ("FOO_BAR=x=1", ("foo_bar",)), ("--max-surge=25%", ("--max-surge",)),
     ("net.Dial", ("dial",)), ("Vec::new()", ("new", "vec::new")),
