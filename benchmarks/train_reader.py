@@ -108,11 +108,16 @@ def choose(items: list, folds: list[int], log, second: bool = False
 
 def kept_limits(path: Path) -> tuple[float, reader.Limits, str]:
     """(penalty, limits, why) of the weights at `path`, read whatever features they were
-    fitted on (--keep-limits)."""
-    before = common.json.loads(path.read_text(encoding="utf-8"))
-    why = (f"kept from the weights before (fitted {before['trained']['at']})"
-           + (f"; {before['trained']['limits']}" if "limits" in before["trained"] else ""))
-    return float(before["trained"]["l2"]), reader.Limits(**before["limits"]), why
+    fitted on (--keep-limits); exits saying what is missing when they cannot be read."""
+    try:
+        before = common.json.loads(path.read_text(encoding="utf-8"))
+        trained = before["trained"]
+        why = (f"kept from the weights before (fitted {trained['at']})"
+               + (f"; {trained['limits']}" if "limits" in trained else ""))
+        return float(trained["l2"]), reader.Limits(**before["limits"]), why
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"--keep-limits: no penalty and limits to keep in {path} ({exc!r}); "
+                         "run without --keep-limits to choose them") from exc
 
 
 def classes(items: list, answers: list[str]) -> str:

@@ -91,6 +91,17 @@ def test_a_missed_gold_group_is_placed_by_the_rank_of_the_best_unit_that_holds_i
     assert reader_fit.missed_places(model, it, "- alpha beta gamma delta omega") == []
 
 
+def test_a_refit_can_keep_the_shipped_penalty_and_limits(tmp_path):
+    from benchmarks import train_reader
+    l2, limits, why = train_reader.kept_limits(reader.WEIGHTS_FILE)
+    shipped = reader.load()
+    assert limits == shipped.limits and l2 > 0 and why.startswith("kept from the weights")
+    broken = tmp_path / "weights.json"
+    broken.write_text('{"limits": {}}', encoding="utf-8")
+    with pytest.raises(SystemExit, match="no penalty and limits to keep"):
+        train_reader.kept_limits(broken)
+
+
 @pytest.mark.parametrize("identifier, want", [
     ("FOO_BAR=x=1", ("foo_bar",)), ("--max-surge=25%", ("--max-surge",)),
     ("net.Dial", ("dial",)), ("Vec::new()", ("new", "vec::new")),
