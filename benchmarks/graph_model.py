@@ -137,9 +137,8 @@ def proposed_tables(sections: list[dict]) -> dict:
     return assemble(extractions, stop)
 
 
-def candidates(sections: list[dict]) -> tuple[set[str], set[str]]:
-    """(entity keys, fact keys) of `proposed_tables`."""
-    tables = proposed_tables(sections)
+def candidates(tables: dict) -> tuple[set[str], set[str]]:
+    """(entity keys, fact keys) of the tables `proposed_tables` gives."""
     ents = {graph_precision.entity_key(n, t) for n, t in
             tables["entities"].select("name", "type").iter_rows()}
     facts = {graph_precision.fact_key(t) for (t,) in tables["facts"].select("text").iter_rows()}
@@ -148,8 +147,8 @@ def candidates(sections: list[dict]) -> tuple[set[str], set[str]]:
 
 def _labelled(data: Path, work: Path, labels: list[Path], kind: str):
     """Per corpus with labels of `kind` ("entities", "facts"): (corpus, its pack's sections,
-    their PackText, (entity keys, fact keys) today's rules propose (`candidates`), the
-    labelled rows with the folder each comes from)."""
+    their PackText, the tables today's rules propose (`proposed_tables`; their keys:
+    `candidates`), the labelled rows with the folder each comes from)."""
     from tasks.extract.judge import PackText
 
     for corpus in CORPORA:
@@ -161,7 +160,7 @@ def _labelled(data: Path, work: Path, labels: list[Path], kind: str):
         text = PackText([(s["url"], s["heading_path"], s["content"]) for s in sections])
         rows = [(json.loads(line), path.parent.name) for path in files
                 for line in path.read_text(encoding="utf-8").splitlines()]
-        yield corpus, sections, text, candidates(sections), rows
+        yield corpus, sections, text, proposed_tables(sections), rows
 
 
 def load_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
@@ -170,7 +169,8 @@ def load_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
     from tasks.extract.judge import entity_features
 
     out: list[dict] = []
-    for corpus, sections, text, (proposed, _), rows in _labelled(data, work, labels, "entities"):
+    for corpus, sections, text, tables, rows in _labelled(data, work, labels, "entities"):
+        proposed, _ = candidates(tables)
         mine = [{"corpus": corpus, "x": entity_features(r["name"], r["type"], text),
                  "y": bool(r["label"]), "present": r["key"] in proposed, "name": r["name"],
                  "source": source} for r, source in rows]
@@ -180,17 +180,24 @@ def load_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
     return out
 
 
+def _fact_sections(sections: list[dict]):
+    """A labelled fact's (heading path, content) to read it in: its section in the pack,
+    else the heading path and context its label kept."""
+    by_id = {s["id"]: (s["heading_path"] or "", s["content"] or "") for s in sections}
+    return lambda r: by_id.get(r["section_id"], (r["heading_path"] or "", r.get("context") or ""))
+
+
 def load_fact_rows(data: Path, work: Path, labels: list[Path], log) -> list[dict]:
     """Labelled facts of each corpus that today's rules propose, with their features read
     in their sections of the corpus's pack: {"corpus", "x", "y", "source"}."""
     from tasks.extract.judge_facts import fact_features
 
     out: list[dict] = []
-    for corpus, sections, text, (_, proposed), rows in _labelled(data, work, labels, "facts"):
-        by_id = {s["id"]: (s["heading_path"] or "", s["content"] or "") for s in sections}
+    for corpus, sections, text, tables, rows in _labelled(data, work, labels, "facts"):
+        _, proposed = candidates(tables)
+        where = _fact_sections(sections)
         mine = [{"corpus": corpus, "y": bool(r["label"]), "source": source,
-                 "x": fact_features(r["text"], *by_id.get(
-                     r["section_id"], (r["heading_path"] or "", r.get("context") or "")), text)}
+                 "x": fact_features(r["text"], *where(r), text)}
                 for r, source in rows if r["key"] in proposed]
         out += mine
         log(f"{corpus}: {len(mine)} labelled facts today's rules propose")
@@ -210,16 +217,16 @@ def quoted_rejected(data: Path, work: Path, labels: list[Path], log) -> None:
     from tasks.extract.judge_facts import fact_features
 
     model = load_model()
-    for corpus, sections, text, (_, proposed), rows in _labelled(data, work, labels, "facts"):
-        ents = proposed_tables(sections)["entities"]
+    for corpus, sections, text, tables, rows in _labelled(data, work, labels, "facts"):
+        _, proposed = candidates(tables)
+        ents = tables["entities"]
         rejected = rejected_names(ents, text, model)
         kept = {n.lower() for n in ents["name"] if n not in rejected and len(n) >= 3}
-        by_id = {s["id"]: (s["heading_path"] or "", s["content"] or "") for s in sections}
+        where = _fact_sections(sections)
         split: dict[str, list[bool]] = {}
         for r, _ in rows:
-            where = by_id.get(r["section_id"], (r["heading_path"] or "", r.get("context") or ""))
             if r["key"] not in proposed or probability(fact_features(
-                    r["text"], *where, text), model["fact"]) < model["fact"]["threshold"]:
+                    r["text"], *where(r), text), model["fact"]) < model["fact"]["threshold"]:
                 continue
             quotes = any(m.group(1).strip() in rejected for m in CODE_SPAN.finditer(r["text"]))
             split.setdefault(f"that {'quote' if quotes else 'do not quote'} a rejected name",
