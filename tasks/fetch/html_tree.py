@@ -8,9 +8,11 @@ empty anchors dropped; and `title`: the page's own title, not its site's or its 
 
 from __future__ import annotations
 
+import copy
 import html as html_lib
 import json
 import re
+from collections.abc import Callable
 from urllib.parse import urljoin
 
 import lxml.html
@@ -94,6 +96,82 @@ def unwrap_numbered_code(tree: lxml.html.HtmlElement) -> None:
             continue
         code.tail = table.tail
         table.getparent().replace(table, code)
+
+
+_TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "td", "th", "caption", "colgroup", "col")
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+def unwrap_layout(tree: lxml.html.HtmlElement) -> None:
+    # A table that lays a page out rather than holding data keeps its headings only as
+    # <div>s: trafilatura can write such a table as Markdown rows, so a page laid out in a
+    # table (LWN, a Tumblr theme, older generated docs) came out as rows of its chrome or as
+    # one row holding every article, no heading left. A table holding a heading (or marked
+    # role="presentation") becomes plain blocks; a data table stays a table.
+    for table in list(tree.iter("table")):
+        if table.get("role") == "presentation" or next(table.iter(*_HEADINGS), None) is not None:
+            for part in table.iter(*_TABLE_PARTS):
+                if next(part.iterancestors("table"), None) is table:
+                    part.tag = "div"
+            table.tag = "div"
+
+
+# A Markdown heading line of trafilatura's output.
+_MARKDOWN_HEADING = re.compile(r"^#{1,6} \S", re.M)
+_CHROME = ("nav", "header", "footer", "aside")
+
+
+def extract_keeping_headings(tree: lxml.html.HtmlElement,
+                             extract: Callable[[lxml.html.HtmlElement], str | None]
+                             ) -> str | None:
+    """`extract(tree)` (trafilatura's Markdown), but a page that came out without a heading
+    is read again with the element that holds its headings marked as its <article>, and
+    that reading kept when it has headings and about as many words (0.8-1.25 times).
+    trafilatura's recovery path, taken when no element looks like a content frame to it (a
+    page of plain <div>s, as LWN's once laid out in tables), keeps paragraphs and drops
+    every heading: such a page was one section however many headings it showed."""
+    frame = heading_frame(tree)
+    spare = None
+    if frame is not None:  # a copy before trafilatura rewrites the tree
+        path = tree.getroottree().getpath(frame)
+        spare = copy.deepcopy(tree)
+    first = extract(tree)
+    if spare is None or not first or _MARKDOWN_HEADING.search(first):
+        return first
+    found = spare.getroottree().xpath(path)
+    if not found:
+        return first
+    found[0].tag = "article"
+    again = extract(spare)
+    if not again or not _MARKDOWN_HEADING.search(again):
+        return first
+    ratio = len(again.split()) / max(len(first.split()), 1)
+    return again if 0.8 <= ratio <= 1.25 else first
+
+
+def heading_frame(tree: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """The innermost element holding every h2-h6 heading of the page outside its navigation,
+    header, footer and asides, when there are at least two, it is not the <body> itself and
+    it holds at least half of the words of the page's paragraphs; else None."""
+    body = tree.find("body")
+    if body is None:
+        return None
+    heads = [h for h in body.iter(*_HEADINGS[1:])
+             if next(h.iterancestors(*_CHROME), None) is None]
+    if len(heads) < 2:
+        return None
+    common = list(reversed(list(heads[0].iterancestors())))
+    for h in heads[1:]:
+        mine = set(h.iterancestors())
+        common = [a for a in common if a in mine]
+    frame = common[-1] if common else None
+    if frame is None or frame is body or frame.tag in ("html", "body"):
+        return None
+    return frame if 2 * _paragraph_words(frame) >= _paragraph_words(body) else None
+
+
+def _paragraph_words(element: lxml.html.HtmlElement) -> int:
+    return sum(len(p.text_content().split()) for p in element.iter("p"))
 
 
 def wrap_bare_pre(tree: lxml.html.HtmlElement) -> None:

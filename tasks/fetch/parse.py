@@ -30,9 +30,11 @@ from tasks.fetch.html_tree import (
     base_href,
     drop_edit_links,
     drop_empty_anchors,
+    extract_keeping_headings,
     join_definitions,
     preformatted_headings,
     title,
+    unwrap_layout,
     unwrap_numbered_code,
     wrap_bare_pre,
 )
@@ -255,21 +257,22 @@ def _html_to_markdown(html: str, url: str) -> tuple[str | None, str, list[str]]:
 
     base = base_href(tree, url)
     unwrap_numbered_code(tree)
+    unwrap_layout(tree)
     preformatted_headings(tree)
     wrap_bare_pre(tree)
     join_definitions(tree)
     drop_empty_anchors(tree)
     drop_edit_links(tree)
     meta = trafilatura.extract_metadata(copy.deepcopy(tree), default_url=url)
-    extracted = trafilatura.extract(
-        tree,
+    extracted = extract_keeping_headings(tree, lambda t: trafilatura.extract(
+        t,
         output_format="markdown",
         include_links=True,  # hrefs come back as written; we resolve them against `base`
         include_tables=True,
         include_images=False,
         include_comments=False,
         deduplicate=False,
-    )
+    ))
     markdown, links = tidy_markdown(extracted or "", base, page_url=url)
     return title(markdown, tree, meta.title if meta else None), markdown, links
 

@@ -46,8 +46,11 @@ NAME = "fetch"
 # v7: an HTML heading whose permalink is an icon (<a href="#x"><svg/></a>, before its text
 # or beside it in its wrapper <div>) keeps its text; v8: a code block whose lines are link
 # targets (MkDocs Material's anchored line numbers) is kept (it was dropped whole); v9: a
-# <meta> charset yields to bytes that are UTF-8 holding non-ASCII text (a page saved as UTF-8)
-VERSION = "fetch-v9"
+# <meta> charset yields to bytes that are UTF-8 holding non-ASCII text (a page saved as UTF-8);
+# v10: an HTML table holding a heading is read as blocks, not rows; a page that came out with
+# no heading (trafilatura found no content frame) is read again with the element holding its
+# headings marked as its <article>
+VERSION = "fetch-v10"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
