@@ -24,6 +24,7 @@ from lxml import etree
 
 from packs.markdown import Fence, line_kinds
 from tasks.fetch.asciidoc_source import asciidoc_document
+from tasks.fetch.html_math import math_as_text
 from tasks.fetch.html_tree import (
     PERMALINK_TEXT,
     as_document,
@@ -258,6 +259,7 @@ def _html_to_markdown(html: str, url: str) -> tuple[str | None, str, list[str]]:
     base = base_href(tree, url)
     unwrap_numbered_code(tree)
     unwrap_layout(tree)
+    math_as_text(tree)
     preformatted_headings(tree)
     wrap_bare_pre(tree)
     join_definitions(tree)

@@ -49,8 +49,9 @@ NAME = "fetch"
 # <meta> charset yields to bytes that are UTF-8 holding non-ASCII text (a page saved as UTF-8);
 # v10: an HTML table holding a heading is read as blocks, not rows; a page that came out with
 # no heading (trafilatura found no content frame) is read again with the element holding its
-# headings marked as its <article>
-VERSION = "fetch-v10"
+# headings marked as its <article>; v11: a formula (MathML, in Wikipedia's, KaTeX's or MathJax's
+# box) is read as linear text ("x^2", "a_(ij)") instead of being dropped
+VERSION = "fetch-v11"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
