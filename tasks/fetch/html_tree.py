@@ -28,7 +28,9 @@ def title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str 
     """The page's title: the `#` heading its main content opens with, when the <title>
     names it ("Configuration" in "Configuration - The Cargo Book"); else trafilatura's
     `guess` when a <meta> tag gives it (og:title and the like); else the <title>, less
-    what follows its last " - ", " | " or " — " (mostly the site's name). Without
+    what follows its last " - ", " | " or " — " (mostly the site's name; not when that
+    leaves one word before a longer rest: a brand, as in "Google - Site Reliability
+    Engineering"). Without
     a <meta> tag the guess is the first heading anywhere in the page: mdBook's hidden help
     box ("Keyboard shortcuts") opens every page of every book."""
     heads = tree.xpath("//head/title") or tree.xpath("//title")  # not an <svg>'s <title>
@@ -42,6 +44,8 @@ def title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str 
         if " ".join(guess.split()) in meta or not names:
             return guess
     site = _SITE_SUFFIX.fullmatch(names)  # "cargo build - The Cargo Book": the page's part
+    if site and " " not in site.group(1) and len(names[site.end(1):].split()) > 2:
+        site = None  # "Google - Site Reliability Engineering": a brand before the page's part
     return (site.group(1) if site else names) or _fallback_title(tree)
 
 

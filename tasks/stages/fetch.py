@@ -50,8 +50,10 @@ NAME = "fetch"
 # v10: an HTML table holding a heading is read as blocks, not rows; a page that came out with
 # no heading (trafilatura found no content frame) is read again with the element holding its
 # headings marked as its <article>; v11: a formula (MathML, in Wikipedia's, KaTeX's or MathJax's
-# box) is read as linear text ("x^2", "a_(ij)") instead of being dropped
-VERSION = "fetch-v11"
+# box) is read as linear text ("x^2", "a_(ij)") instead of being dropped; v12: a <title> whose
+# part before " - " is one word and its rest longer ("Google - Site Reliability Engineering")
+# is the title whole, not its brand alone
+VERSION = "fetch-v12"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
