@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import lxml.html
 
-from tasks.fetch.html_tree import heading_frame, unwrap_layout
+from tasks.fetch.html_blocks import heading_frame, unwrap_layout
 from tasks.fetch.parse import html_to_markdown
 from tasks.sections import split_markdown
 

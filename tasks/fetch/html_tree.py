@@ -8,11 +8,9 @@ empty anchors dropped; and `title`: the page's own title, not its site's or its 
 
 from __future__ import annotations
 
-import copy
 import html as html_lib
 import json
 import re
-from collections.abc import Callable
 from urllib.parse import urljoin
 
 import lxml.html
@@ -26,7 +24,8 @@ _SITE_SUFFIX = re.compile(r"(.+?)\s+[-|—–·]\s+[^-|—–·]{1,40}")
 
 def title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str | None:
     """The page's title: the `#` heading its main content opens with, when the <title>
-    names it ("Configuration" in "Configuration - The Cargo Book"); else trafilatura's
+    names it ("Configuration" in "Configuration - The Cargo Book") and it is not the site's
+    name that the <title> ends with; else trafilatura's
     `guess` when a <meta> tag gives it (og:title and the like); else the <title>, less
     what follows its last " - ", " | " or " — " (mostly the site's name; not when that
     leaves one word before a longer rest: a brand, as in "Google - Site Reliability
@@ -35,16 +34,21 @@ def title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str 
     box ("Keyboard shortcuts") opens every page of every book."""
     heads = tree.xpath("//head/title") or tree.xpath("//title")  # not an <svg>'s <title>
     names = " ".join(heads[0].text_content().split()) if heads else ""
+    site = _SITE_SUFFIX.fullmatch(names)  # "cargo build - The Cargo Book": the page's part
     first = next((line for line in markdown.splitlines() if line.strip()), "")
     m = _H1.fullmatch(first.strip())
-    if m and " ".join(m.group(1).split()).casefold() in names.casefold():
+    heading = " ".join(m.group(1).split()).casefold() if m else ""
+    # The site's own name as the heading its content opens with (Node.js's docs open every
+    # page with "# Node.js v20 documentation", titled "File system | Node.js v20 ..."): not
+    # the page's title.
+    brand = site is not None and heading == names[site.end(1):].strip(" -|—–·").casefold()
+    if heading and heading in names.casefold() and not brand:
         return m.group(1).strip()
-    if guess:
+    if guess and not (brand and " ".join(guess.split()).casefold() == heading):
         meta = {" ".join((c or "").split()) for c in tree.xpath("//meta/@content")}
         if " ".join(guess.split()) in meta or not names:
             return guess
-    site = _SITE_SUFFIX.fullmatch(names)  # "cargo build - The Cargo Book": the page's part
-    if site and " " not in site.group(1) and len(names[site.end(1):].split()) > 2:
+    if site and not brand and " " not in site.group(1) and len(names[site.end(1):].split()) > 2:
         site = None  # "Google - Site Reliability Engineering": a brand before the page's part
     return (site.group(1) if site else names) or _fallback_title(tree)
 
@@ -102,82 +106,6 @@ def unwrap_numbered_code(tree: lxml.html.HtmlElement) -> None:
         table.getparent().replace(table, code)
 
 
-_TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "td", "th", "caption", "colgroup", "col")
-_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
-
-
-def unwrap_layout(tree: lxml.html.HtmlElement) -> None:
-    # A table that lays a page out rather than holding data keeps its headings only as
-    # <div>s: trafilatura can write such a table as Markdown rows, so a page laid out in a
-    # table (LWN, a Tumblr theme, older generated docs) came out as rows of its chrome or as
-    # one row holding every article, no heading left. A table holding a heading (or marked
-    # role="presentation") becomes plain blocks; a data table stays a table.
-    for table in list(tree.iter("table")):
-        if table.get("role") == "presentation" or next(table.iter(*_HEADINGS), None) is not None:
-            for part in table.iter(*_TABLE_PARTS):
-                if next(part.iterancestors("table"), None) is table:
-                    part.tag = "div"
-            table.tag = "div"
-
-
-# A Markdown heading line of trafilatura's output.
-_MARKDOWN_HEADING = re.compile(r"^#{1,6} \S", re.M)
-_CHROME = ("nav", "header", "footer", "aside")
-
-
-def extract_keeping_headings(tree: lxml.html.HtmlElement,
-                             extract: Callable[[lxml.html.HtmlElement], str | None]
-                             ) -> str | None:
-    """`extract(tree)` (trafilatura's Markdown), but a page that came out without a heading
-    is read again with the element that holds its headings marked as its <article>, and
-    that reading kept when it has headings and about as many words (0.8-1.25 times).
-    trafilatura's recovery path, taken when no element looks like a content frame to it (a
-    page of plain <div>s, as LWN's once laid out in tables), keeps paragraphs and drops
-    every heading: such a page was one section however many headings it showed."""
-    frame = heading_frame(tree)
-    spare = None
-    if frame is not None:  # a copy before trafilatura rewrites the tree
-        path = tree.getroottree().getpath(frame)
-        spare = copy.deepcopy(tree)
-    first = extract(tree)
-    if spare is None or not first or _MARKDOWN_HEADING.search(first):
-        return first
-    found = spare.getroottree().xpath(path)
-    if not found:
-        return first
-    found[0].tag = "article"
-    again = extract(spare)
-    if not again or not _MARKDOWN_HEADING.search(again):
-        return first
-    ratio = len(again.split()) / max(len(first.split()), 1)
-    return again if 0.8 <= ratio <= 1.25 else first
-
-
-def heading_frame(tree: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
-    """The innermost element holding every h2-h6 heading of the page outside its navigation,
-    header, footer and asides, when there are at least two, it is not the <body> itself and
-    it holds at least half of the words of the page's paragraphs; else None."""
-    body = tree.find("body")
-    if body is None:
-        return None
-    heads = [h for h in body.iter(*_HEADINGS[1:])
-             if next(h.iterancestors(*_CHROME), None) is None]
-    if len(heads) < 2:
-        return None
-    common = list(reversed(list(heads[0].iterancestors())))
-    for h in heads[1:]:
-        mine = set(h.iterancestors())
-        common = [a for a in common if a in mine]
-    frame = common[-1] if common else None
-    if frame is None or frame is body or frame.tag in ("html", "body"):
-        return None
-    return frame if 2 * _paragraph_words(frame) >= _paragraph_words(body) else None
-
-
-def _paragraph_words(element: lxml.html.HtmlElement) -> int:
-    return sum(len(p.text_content().split()) for p in element.iter("p"))
-
-
 def wrap_bare_pre(tree: lxml.html.HtmlElement) -> None:
     # trafilatura fences <pre><code> but often turns a bare <pre> into a quote. A <pre>
     # holding links is left alone: that is a preformatted document (an RFC), not code.
@@ -189,6 +117,17 @@ def wrap_bare_pre(tree: lxml.html.HtmlElement) -> None:
         for child in list(pre):
             if child is not code:
                 code.append(child)  # moves the child (and its tail) into <code>
+    # A code block of one line with no line break after it ("<pre><code>kubectl get pods
+    # </code></pre>", the usual install command) came out as inline code run into the next
+    # paragraph: it ends with one. (Not in a table's cell, which shows it as inline code.)
+    for pre in tree.iter("pre"):
+        if (not pre.text_content().endswith("\n")
+                and next(pre.iterancestors("td", "th"), None) is None):
+            inner = pre[-1] if len(pre) and pre[-1].tag == "code" and not pre[-1].tail else pre
+            if len(inner):
+                inner[-1].tail = (inner[-1].tail or "") + "\n"
+            else:
+                inner.text = (inner.text or "") + "\n"
 
 
 def preformatted_headings(tree: lxml.html.HtmlElement) -> None:
@@ -223,10 +162,15 @@ def drop_empty_anchors(tree: lxml.html.HtmlElement) -> None:
     for a in list(tree.iter("a")):
         if a.get("href") is None and len(a) == 0 and not (a.text or "").strip():
             a.drop_tree()
+    # A permalink beside a heading in its <section> (rustdoc: <section><a href="#variant.None"
+    # class="anchor">§</a><h3>None</h3></section>) made the block read as links: each
+    # variant and its description were dropped. A "§" or "¶" that links within the page
+    # goes like an empty one.
     for h in list(tree.iter("h1", "h2", "h3", "h4", "h5", "h6")):
         wrapper = h.getparent()  # a heading's own wrapper, not the <pre> of an RFC's text
-        beside = wrapper.iterchildren("a") if wrapper is not None and wrapper.tag == "div" else ()
-        _drop_blank([*h.iter("a"), *beside])
+        beside = (wrapper.iterchildren("a")
+                  if wrapper is not None and wrapper.tag in ("div", "section") else ())
+        _drop_blank([*h.iter("a"), *beside], permalinks=True)
     # A code block whose lines are link targets (MkDocs Material's anchored line numbers:
     # <code><span><a id="__codelineno-0-1" href="#__codelineno-0-1"></a>export ...) was
     # dropped whole. (Only in a <code>: an RFC laid out in one <pre> keeps its anchors.)
@@ -234,10 +178,13 @@ def drop_empty_anchors(tree: lxml.html.HtmlElement) -> None:
         _drop_blank(list(code.iter("a")))
 
 
-def _drop_blank(anchors: list[lxml.html.HtmlElement]) -> None:
-    """Drop each of `anchors` that shows no text (its tail stays)."""
+def _drop_blank(anchors: list[lxml.html.HtmlElement], permalinks: bool = False) -> None:
+    """Drop each of `anchors` that shows no text (its tail stays); with `permalinks`, also
+    each that links within the page and shows only a permalink's mark (PERMALINK_TEXT)."""
     for a in anchors:
-        if not a.text_content().strip():
+        shown = a.text_content().strip()
+        if not shown or (permalinks and shown in PERMALINK_TEXT
+                         and (a.get("href") or "").startswith("#")):
             a.drop_tree()
 
 

@@ -24,6 +24,7 @@ from lxml import etree
 
 from packs.markdown import Fence, line_kinds
 from tasks.fetch.asciidoc_source import asciidoc_document
+from tasks.fetch.html_blocks import extract_keeping_headings, plain_blocks, plain_signature_headings
 from tasks.fetch.html_math import math_as_text
 from tasks.fetch.html_tree import (
     PERMALINK_TEXT,
@@ -31,11 +32,9 @@ from tasks.fetch.html_tree import (
     base_href,
     drop_edit_links,
     drop_empty_anchors,
-    extract_keeping_headings,
     join_definitions,
     preformatted_headings,
     title,
-    unwrap_layout,
     unwrap_numbered_code,
     wrap_bare_pre,
 )
@@ -258,12 +257,13 @@ def _html_to_markdown(html: str, url: str) -> tuple[str | None, str, list[str]]:
 
     base = base_href(tree, url)
     unwrap_numbered_code(tree)
-    unwrap_layout(tree)
     math_as_text(tree)
     preformatted_headings(tree)
+    plain_blocks(tree)  # layout tables, summaries, code tabs
     wrap_bare_pre(tree)
     join_definitions(tree)
     drop_empty_anchors(tree)
+    plain_signature_headings(tree)
     drop_edit_links(tree)
     meta = trafilatura.extract_metadata(copy.deepcopy(tree), default_url=url)
     extracted = extract_keeping_headings(tree, lambda t: trafilatura.extract(

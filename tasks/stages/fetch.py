@@ -52,8 +52,11 @@ NAME = "fetch"
 # headings marked as its <article>; v11: a formula (MathML, in Wikipedia's, KaTeX's or MathJax's
 # box) is read as linear text ("x^2", "a_(ij)") instead of being dropped; v12: a <title> whose
 # part before " - " is one word and its rest longer ("Google - Site Reliability Engineering")
-# is the title whole, not its brand alone
-VERSION = "fetch-v12"
+# is the title whole, not its brand alone; v13: rustdoc's items keep their headings (a summary
+# gives way to the heading it holds, a "§" beside a heading goes, a signature heading shows
+# its links' text), a <pre> of several <code> tabs is one code block each, a one-line code
+# block stays a block, and a page opening with the site's name is titled by its own part
+VERSION = "fetch-v13"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,

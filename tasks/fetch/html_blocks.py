@@ -1,0 +1,163 @@
+"""Blocks of an HTML page as its generator lays them out, made plain before trafilatura reads
+the page (tasks/fetch/parse.py): what the page shows as a heading stays a heading, and what
+it shows as a code block stays one.
+
+- `unwrap_layout`: a table that lays the page out (LWN, a Tumblr theme) is read as blocks;
+- `extract_keeping_headings`: a page trafilatura finds no content frame in (plain <div>s)
+  is read again with the element holding its headings marked as its article;
+- `open_summaries`: a <summary> holding a heading (rustdoc's methods) gives way to it, and
+  one that only labels its toggle ("Expand description") goes;
+- `plain_signature_headings`: a heading that is a code signature full of links (rustdoc)
+  shows its text;
+- `split_code_tabs`: a <pre> holding several <code> blocks (Node.js's ES module and
+  CommonJS examples) becomes one code block each.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+
+import lxml.html
+
+_TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "td", "th", "caption", "colgroup", "col")
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+def plain_blocks(tree: lxml.html.HtmlElement) -> None:
+    """The fix-ups of this module that run on the tree before anchors are dropped."""
+    unwrap_layout(tree)
+    open_summaries(tree)
+    split_code_tabs(tree)
+
+
+def unwrap_layout(tree: lxml.html.HtmlElement) -> None:
+    # A table that lays a page out rather than holding data keeps its headings only as
+    # <div>s: trafilatura can write such a table as Markdown rows, so a page laid out in a
+    # table (LWN, a Tumblr theme, older generated docs) came out as rows of its chrome or as
+    # one row holding every article, no heading left. A table holding a heading (or marked
+    # role="presentation") becomes plain blocks; a data table stays a table.
+    for table in list(tree.iter("table")):
+        if table.get("role") == "presentation" or next(table.iter(*_HEADINGS), None) is not None:
+            for part in table.iter(*_TABLE_PARTS):
+                if next(part.iterancestors("table"), None) is table:
+                    part.tag = "div"
+            table.tag = "div"
+
+
+# A Markdown heading line of trafilatura's output.
+_MARKDOWN_HEADING = re.compile(r"^#{1,6} \S", re.M)
+_CHROME = ("nav", "header", "footer", "aside")
+
+
+def extract_keeping_headings(tree: lxml.html.HtmlElement,
+                             extract: Callable[[lxml.html.HtmlElement], str | None]
+                             ) -> str | None:
+    """`extract(tree)` (trafilatura's Markdown), but a page that came out without a heading
+    is read again with the element that holds its headings marked as its <article>, and
+    that reading kept when it has headings and about as many words (0.8-1.25 times).
+    trafilatura's recovery path, taken when no element looks like a content frame to it (a
+    page of plain <div>s, as LWN's once laid out in tables), keeps paragraphs and drops
+    every heading: such a page was one section however many headings it showed."""
+    frame = heading_frame(tree)
+    spare = None
+    if frame is not None:  # a copy before trafilatura rewrites the tree
+        path = tree.getroottree().getpath(frame)
+        spare = copy.deepcopy(tree)
+    first = extract(tree)
+    if spare is None or not first or _MARKDOWN_HEADING.search(first):
+        return first
+    found = spare.getroottree().xpath(path)
+    if not found:
+        return first
+    found[0].tag = "article"
+    again = extract(spare)
+    if not again or not _MARKDOWN_HEADING.search(again):
+        return first
+    ratio = len(again.split()) / max(len(first.split()), 1)
+    return again if 0.8 <= ratio <= 1.25 else first
+
+
+def heading_frame(tree: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """The innermost element holding every h2-h6 heading of the page outside its navigation,
+    header, footer and asides, when there are at least two, it is not the <body> itself and
+    it holds at least half of the words of the page's paragraphs; else None."""
+    body = tree.find("body")
+    if body is None:
+        return None
+    heads = [h for h in body.iter(*_HEADINGS[1:])
+             if next(h.iterancestors(*_CHROME), None) is None]
+    if len(heads) < 2:
+        return None
+    common = list(reversed(list(heads[0].iterancestors())))
+    for h in heads[1:]:
+        mine = set(h.iterancestors())
+        common = [a for a in common if a in mine]
+    frame = common[-1] if common else None
+    if frame is None or frame is body or frame.tag in ("html", "body"):
+        return None
+    return frame if 2 * _paragraph_words(frame) >= _paragraph_words(body) else None
+
+
+def _paragraph_words(element: lxml.html.HtmlElement) -> int:
+    return sum(len(p.text_content().split()) for p in element.iter("p"))
+
+
+def open_summaries(tree: lxml.html.HtmlElement) -> None:
+    # trafilatura makes every <summary> a heading. One that holds a heading of its own
+    # (rustdoc: <details><summary><section><span>1.0.0 · Source</span><h4>pub fn is_some
+    # ...</h4></section></summary>) headed each method's section "1.0.0 · Source" with the
+    # method's own heading below it: such a summary is replaced by its headings (its
+    # version and source links go). A summary that only labels the toggle ("Expand
+    # description") is no heading at all.
+    for summary in list(tree.iter("summary")):
+        heads = list(summary.iter(*_HEADINGS))
+        if heads and summary.getparent() is not None:
+            at = summary
+            for head in heads:
+                head.tail = None
+                at.addnext(head)  # moves it out of the summary
+                at = head
+            head.tail, summary.tail = summary.tail, None
+            summary.getparent().remove(summary)
+        elif summary.text_content().strip().casefold() in _TOGGLE_LABELS:
+            summary.drop_tree()
+
+
+_TOGGLE_LABELS = frozenset({"expand description", "show description", "expand", "show more",
+                            "details", "show details"})
+
+
+def split_code_tabs(tree: lxml.html.HtmlElement) -> None:
+    # One <pre> holding several <code> blocks shows one at a time (Node.js's docs: the same
+    # example as an ES module and as CommonJS, behind a toggle): trafilatura ran them
+    # together as inline code ("`import ...;``const fs = require(...);`"). Each becomes a
+    # code block of its own, in order; the toggle goes.
+    for pre in list(tree.iter("pre")):
+        codes = pre.findall("code")
+        if len(codes) < 2 or pre.getparent() is None:
+            continue
+        at = pre
+        for code in codes:
+            block = lxml.html.Element("pre")
+            code.tail = None
+            block.append(code)  # moves it out of the old <pre>
+            at.addnext(block)
+            at = block
+        at.tail, pre.tail = pre.tail, None
+        pre.getparent().remove(pre)
+
+
+def plain_signature_headings(tree: lxml.html.HtmlElement) -> None:
+    # A heading that links to itself or holds several links is a signature (rustdoc's
+    # "pub const fn is_some(&self) -> bool", its name linking to its own anchor and each
+    # type to its page): trafilatura read such a block as links and dropped the method,
+    # heading and description, for 116 of 764 items on eight std pages. Its links show
+    # their text. A heading of one link to another page ("#### [crypto/tls](...)" in
+    # release notes) keeps it. (Run after the permalinks beside headings are dropped.)
+    for heading in tree.iter(*_HEADINGS):
+        links = list(heading.iter("a"))
+        if len(links) >= 2 or any((a.get("href") or "").startswith("#") for a in links):
+            for a in links:
+                a.drop_tag()
