@@ -1,18 +1,22 @@
 """HTML written by documentation generators, as the build reads it: rustdoc's API pages and
 Node.js's API pages, from the copies their toolchains install.
 
-    python benchmarks/generator_pages.py [--rustdoc DIR] [--node DIR] [--out FILE]
+    python benchmarks/generator_pages.py [--rustdoc DIR] [--node DIR] [--sphinx FILE]
+        [--out FILE]
 
 --rustdoc: a rustdoc tree (`rustup doc` installs one at
 ~/.rustup/toolchains/<toolchain>/share/doc/rust/html); --node: Node.js's API docs (Debian's
-nodejs-doc: /usr/share/doc/nodejs/api). Each page goes through
+nodejs-doc: /usr/share/doc/nodejs/api); --sphinx: a page Sphinx wrote (Python's IDLE help,
+idlelib/help.html, ships with CPython). Each page goes through
 `tasks.fetch.parse.html_to_markdown`, the code a build runs. Printed per page:
 
 - rustdoc: of its items (the <section> of each method, required method and variant), how
   many come out as a Markdown heading naming them, and the page's words;
 - Node.js: its <pre> code blocks (one per <code>: a tabbed example holds two) against the
   fenced blocks of the Markdown, and whether the title is the page's own part of its
-  <title> (not "Node.js ... Documentation", the site's name).
+  <title> (not "Node.js ... Documentation", the site's name);
+- Sphinx: the h2-h4 headings of its main content that come out as Markdown headings, and
+  its words.
 
 Skips a tree that is absent, with a message.
 """
@@ -74,11 +78,26 @@ def node(folder: Path, log) -> None:
         "titled by their own part of the <title>")
 
 
+def sphinx(page: Path, log) -> None:
+    raw = page.read_bytes()
+    main = lxml.html.document_fromstring(raw).xpath('//div[@role="main"]')
+    wanted = [" ".join(h.text_content().replace("¶", "").split())
+              for h in (main[0].iter("h2", "h3", "h4") if main else ())]
+    _, markdown, _ = html_to_markdown(raw, "http://127.0.0.1/library/idle.html")
+    heads = {h.lstrip("#").strip() for h in markdown.splitlines() if h.startswith("#")}
+    got = sum(1 for w in wanted if w in heads)
+    log(f"sphinx: {page}: {got} of {len(wanted)} headings kept, "
+        f"{len(markdown.split())} words")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rustdoc", type=Path, default=Path.home() / ".rustup" / "toolchains"
                     / "stable-x86_64-unknown-linux-gnu" / "share" / "doc" / "rust" / "html")
     ap.add_argument("--node", type=Path, default=Path("/usr/share/doc/nodejs/api"))
+    ap.add_argument("--sphinx", type=Path, default=Path(sys.base_prefix) / "lib"
+                    / f"python{sys.version_info.major}.{sys.version_info.minor}" / "idlelib"
+                    / "help.html")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
     args = ap.parse_args(argv)
     log, printed = common.printing_log()
@@ -88,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
             run(folder, log)
         else:
             log(f"skipped {name}: no pages under {folder}")
+    if args.sphinx.is_file():
+        sphinx(args.sphinx, log)
+    else:
+        log(f"skipped sphinx: no page at {args.sphinx}")
     if args.out:
         command = " ".join(["python benchmarks/generator_pages.py", *(argv or sys.argv[1:])])
         args.out.write_text("# Documentation generators' HTML, as the build reads it\n\n"

@@ -86,3 +86,19 @@ def test_a_page_opening_with_the_site_name_is_titled_by_its_own_part() -> None:
     assert html_to_markdown(html, "http://127.0.0.1/api/fs.html")[0] == "File system"
     path = html.replace("File system", "Path")
     assert html_to_markdown(path, "http://127.0.0.1/api/path.html")[0] == "Path"
+
+
+def test_a_section_whose_id_names_its_heading_is_not_taken_for_navigation() -> None:
+    # Sphinx: <section id="editing-and-navigation"><h2>Editing and Navigation</h2>: an id
+    # with "navigation" or "menu" in it made trafilatura drop the chapter as chrome.
+    body = ""
+    for heading, slug in (("Menus", "menus"), ("Editing and Navigation",
+                                               "editing-and-navigation")):
+        body += (f'<section id="{slug}"><span id="label-{slug}"></span><h2>{heading}<a class='
+                 f'"headerlink" href="#{slug}">¶</a></h2>' + PROSE.format(heading) * 2
+                 + "</section>")
+    _, markdown, _ = html_to_markdown(_page(body, "IDLE - Python documentation"),
+                                      "http://127.0.0.1/library/idle.html")
+    assert "## Menus" in _headings(markdown)
+    assert "## Editing and Navigation" in _headings(markdown)
+    assert "Editing and Navigation is described here" in markdown

@@ -2,6 +2,8 @@
 the page (tasks/fetch/parse.py): what the page shows as a heading stays a heading, and what
 it shows as a code block stays one.
 
+- `drop_heading_ids`: a section's id made from its heading ("editing-and-navigation") goes,
+  so that trafilatura does not take the section for the page's navigation;
 - `unwrap_layout`: a table that lays the page out (LWN, a Tumblr theme) is read as blocks;
 - `extract_keeping_headings`: a page trafilatura finds no content frame in (plain <div>s)
   is read again with the element holding its headings marked as its article;
@@ -27,9 +29,31 @@ _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 def plain_blocks(tree: lxml.html.HtmlElement) -> None:
     """The fix-ups of this module that run on the tree before anchors are dropped."""
+    drop_heading_ids(tree)
     unwrap_layout(tree)
     open_summaries(tree)
     split_code_tabs(tree)
+
+
+def drop_heading_ids(tree: lxml.html.HtmlElement) -> None:
+    # A section's id made from its heading (Sphinx: <section id="editing-and-navigation">
+    # <h2>Editing and Navigation</h2>) reads to trafilatura as the page's chrome when it
+    # holds "menu", "navigation", "comment", "footer" ...: Python's IDLE page lost its
+    # "Menus" and "Editing and Navigation" chapters, 1,800 of its 4,500 words. Such an id
+    # names the heading, not a part of the layout: it goes.
+    for element in tree.xpath("//*[@id][h1 or h2 or h3 or h4 or h5 or h6]"):
+        # its first child that shows text (a label's empty <span id> may come before it)
+        first = next((c for c in element if isinstance(c.tag, str)
+                      and c.text_content().strip()), None)
+        if first is None or first.tag not in _HEADINGS:
+            continue
+        heading = _slug(first.text_content())
+        if heading and _slug(re.sub(r"-\d+$", "", element.get("id", ""))) == heading:
+            del element.attrib["id"]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.casefold())
 
 
 def unwrap_layout(tree: lxml.html.HtmlElement) -> None:

@@ -55,8 +55,10 @@ NAME = "fetch"
 # is the title whole, not its brand alone; v13: rustdoc's items keep their headings (a summary
 # gives way to the heading it holds, a "§" beside a heading goes, a signature heading shows
 # its links' text), a <pre> of several <code> tabs is one code block each, a one-line code
-# block stays a block, and a page opening with the site's name is titled by its own part
-VERSION = "fetch-v13"
+# block stays a block, and a page opening with the site's name is titled by its own part;
+# v14: a section's id made from its heading ("editing-and-navigation") goes, so that
+# trafilatura does not drop the section as navigation
+VERSION = "fetch-v14"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
