@@ -15,6 +15,7 @@ import frontmatter
 import yaml
 
 from packs.markdown import heading, line_kinds
+from tasks.fetch.markdown_blocks import plain_callouts
 
 # [text](href "title"); not an image (!) and not an escaped \[ that trafilatura writes for a
 # literal bracket. Group 1 text, 2 href, 3 optional title.
@@ -102,12 +103,13 @@ def split_front_matter(text: str) -> tuple[dict[str, object], str]:
 
 def markdown_document(text: str, url: str) -> tuple[str | None, str, list[str]]:
     """A Markdown file as (title, markdown, links): front matter parsed (its `title`) and
-    removed, Hugo shortcodes, HTML comments and empty anchors cleaned, links ([t](href),
+    removed, Hugo shortcodes, HTML comments and empty anchors cleaned, callouts and tabs
+    written plainly (tasks/fetch/markdown_blocks.py), links ([t](href),
     <a href>, reference definitions, <autolinks>) resolved against `url`. Without a front-matter
     title, the first `# ` heading is the title. A file that is front matter only gets
     its `description` (else its title) as text."""
     meta, body = split_front_matter(text)
-    body = strip_shortcodes(body)
+    body = plain_callouts(strip_shortcodes(body))
     body = _outside_fences(body, lambda chunk: _EMPTY_ANCHOR.sub(
         "", _HTML_COMMENT.sub("", chunk)))
     body = re.sub(r"\n{3,}", "\n\n", body).strip()
