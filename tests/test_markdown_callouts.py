@@ -7,6 +7,7 @@ from __future__ import annotations
 from packs.retrieval.units import candidates
 from tasks.fetch.markdown_blocks import plain_callouts
 from tasks.fetch.markdown_source import markdown_document
+from tasks.fetch.parse import parse_document
 from tasks.sections import split_markdown
 
 PAGE = '''# Installation
@@ -69,3 +70,14 @@ def test_no_closing_line_and_empty_titles() -> None:
     assert plain_callouts('!!! note ""\n    Untitled.') == "Untitled."
     assert plain_callouts("??? question\n    Why?\n\nAfter.") == (
         "**Question**\n\nWhy?\n\nAfter.")
+
+
+def test_an_mdx_page_is_markdown_without_its_imports() -> None:
+    page = ("import Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n"
+            "# Install\n\nexport const version = '3.1';\n\nRun the installer for your "
+            "platform.\n\n```js\nimport x from 'y';\n```\n")
+    parsed = parse_document(page.encode(), "text/plain; charset=utf-8",
+                            "http://127.0.0.1/docs/install.mdx", "/docs/install.mdx")
+    assert parsed.status == "ok" and parsed.title == "Install"
+    assert "@theme" not in parsed.text and "export const" not in parsed.text
+    assert "```js\nimport x from 'y';\n```" in parsed.text  # code stays as written

@@ -16,10 +16,12 @@ the same way; Docusaurus and VitePress fence a callout with `:::` lines:
     :::
                                          Run `npm run build`.
 
-Left as they were, the markers read as words of the answer ('!!! note "Before you start"
-You need ...'), and a list or a paragraph indented under a marker is no list or paragraph.
-The block keeps its text, dedented, after a bold line naming it; a tab's name leads into
-its content as a lead-in does. Lines in a top-level code fence are never read as markers.
+Left as they were, the markers read as words of the answer ('!!! note "Before you start" You
+need ...'), and a list or a paragraph indented under a marker is no list or paragraph. The
+block keeps its text, dedented, after a bold line naming it; a tab's name leads into its
+content as a lead-in does. Lines in a top-level code fence are never read as markers. An MDX
+page's `import` and one-line `export` statements (`import Tabs from '@theme/Tabs';`) go too
+(`plain_callouts` drops them outside fences); its components are read by tasks/clean.py.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ _CALLOUT = re.compile(r'^(?:!!!|\?\?\?\+?)\s+([\w-]+)(?:\s+"([^"]*)")?\s*$')
 _TAB = re.compile(r'^===\+?\s+"([^"]*)"\s*$')  # === "Tab" (pymdownx.tabbed)
 _COLON_OPEN = re.compile(r"^(:{3,})\s*([\w-]+)(?:\s+(.*?))?\s*$")  # :::tip Title
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_MDX_STATEMENT = re.compile(r"""^(?:import\s+(?:[\w*{}\s,]+\s+from\s+)?['"][^'"]+['"];?"""
+                            r"|export\s+(?:default\s+)?(?:const|let|var|function)\s+\w+.*)\s*$")
 
 
 def plain_callouts(text: str) -> str:
@@ -52,6 +56,8 @@ def plain_callouts(text: str) -> str:
         if opened:
             fence = opened.group(1)[0] * 3
             out.append(line)
+            i += 1
+        elif _MDX_STATEMENT.match(line):
             i += 1
         elif callout or tab:
             name = _name(callout.group(1), callout.group(2)) if callout else tab.group(1)

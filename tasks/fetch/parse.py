@@ -50,7 +50,7 @@ from tasks.fetch.rst_source import rst_document
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown"})
 GENERIC_TYPES = frozenset({"", "text/plain", "application/octet-stream", "binary/octet-stream"})
-MARKDOWN_EXTS = (".md", ".markdown")
+MARKDOWN_EXTS = (".md", ".markdown", ".mdx")
 HTML_EXTS = (".html", ".htm", ".xhtml")
 TEXT_EXTS = (".txt", ".text")
 RST_EXTS = (".rst", ".rest")

@@ -58,8 +58,9 @@ NAME = "fetch"
 # block stays a block, and a page opening with the site's name is titled by its own part;
 # v14: a section's id made from its heading ("editing-and-navigation") goes, so that
 # trafilatura does not drop the section as navigation; v15: Markdown callouts and tabs (MkDocs
-# Material's "!!! note", '=== "Tab"', Docusaurus's ":::tip") are written as plain Markdown
-VERSION = "fetch-v15"
+# Material's "!!! note", '=== "Tab"', Docusaurus's ":::tip") are written as plain Markdown;
+# v16: an .mdx page is Markdown, its import and one-line export statements dropped
+VERSION = "fetch-v16"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
