@@ -553,10 +553,9 @@ def test_an_mdbook_page_is_titled_by_its_own_heading() -> None:
     # the site's name.
     page = html.replace("Configuration - The", "cargo build - The")
     assert html_to_markdown(page, "https://a.example/c.html")[0] == "cargo build"
-    # One word before a longer rest is a brand, not the page's part: the whole <title>.
-    brand = html.replace("Configuration - The Cargo Book", "Google - Site Reliability Engineering")
-    assert html_to_markdown(brand, "https://a.example/c.html")[0] == (
-        "Google - Site Reliability Engineering")
+    # A one-word page name keeps to its part too ("FAQ - The Cargo Book": "FAQ").
+    faq = html.replace("Configuration - The", "FAQ - The")
+    assert html_to_markdown(faq, "https://a.example/faq.html")[0] == "FAQ"
 
 
 def test_html_pages_are_parsed_one_at_a_time() -> None:

@@ -27,9 +27,7 @@ def title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str 
     names it ("Configuration" in "Configuration - The Cargo Book") and it is not the site's
     name that the <title> ends with; else trafilatura's
     `guess` when a <meta> tag gives it (og:title and the like); else the <title>, less
-    what follows its last " - ", " | " or " — " (mostly the site's name; not when that
-    leaves one word before a longer rest: a brand, as in "Google - Site Reliability
-    Engineering"). Without
+    what follows its last " - ", " | " or " — " (mostly the site's name). Without
     a <meta> tag the guess is the first heading anywhere in the page: mdBook's hidden help
     box ("Keyboard shortcuts") opens every page of every book."""
     heads = tree.xpath("//head/title") or tree.xpath("//title")  # not an <svg>'s <title>
@@ -48,8 +46,6 @@ def title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str 
         meta = {" ".join((c or "").split()) for c in tree.xpath("//meta/@content")}
         if " ".join(guess.split()) in meta or not names:
             return guess
-    if site and not brand and " " not in site.group(1) and len(names[site.end(1):].split()) > 2:
-        site = None  # "Google - Site Reliability Engineering": a brand before the page's part
     return (site.group(1) if site else names) or _fallback_title(tree)
 
 

@@ -59,8 +59,9 @@ NAME = "fetch"
 # v14: a section's id made from its heading ("editing-and-navigation") goes, so that
 # trafilatura does not drop the section as navigation; v15: Markdown callouts and tabs (MkDocs
 # Material's "!!! note", '=== "Tab"', Docusaurus's ":::tip") are written as plain Markdown;
-# v16: an .mdx page is Markdown, its import and one-line export statements dropped
-VERSION = "fetch-v16"
+# v16: an .mdx page is Markdown, its import and one-line export statements dropped; v17: v12
+# undone (it titled the Cargo book's "FAQ - The Cargo Book" whole)
+VERSION = "fetch-v17"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
