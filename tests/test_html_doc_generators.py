@@ -102,3 +102,17 @@ def test_a_section_whose_id_names_its_heading_is_not_taken_for_navigation() -> N
     assert "## Menus" in _headings(markdown)
     assert "## Editing and Navigation" in _headings(markdown)
     assert "Editing and Navigation is described here" in markdown
+
+
+def test_a_link_whose_text_is_code_is_resolved_and_counted() -> None:
+    # API docs link their names as code ("[`map`](enum.Option.html#method.map)"): the link
+    # was split at the code span, left relative in the text and missing from the links.
+    body = ('<p>Use <a href="../iter/trait.Iterator.html"><code>Iterator</code></a> or '
+            '<a href="enum.Option.html#method.map"><code>map</code></a>; <code>[a](b)</code> '
+            "is code, not a link. " + "Long enough to be a paragraph of its own. " * 3 + "</p>")
+    _, markdown, links = html_to_markdown(_page(body),
+                                          "http://127.0.0.1/std/option/enum.Option.html")
+    assert "[`Iterator`](http://127.0.0.1/std/iter/trait.Iterator.html)" in markdown
+    assert "[`map`](http://127.0.0.1/std/option/enum.Option.html#method.map)" in markdown
+    assert "`[a](b)`" in markdown
+    assert "http://127.0.0.1/std/iter/trait.Iterator.html" in links

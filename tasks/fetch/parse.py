@@ -348,15 +348,17 @@ def _tidy_heading(line: str) -> str:
 
 
 def _absolutise_links(line: str, base: str, page_url: str, links: list[str]) -> str:
-    # Inline code spans are left alone: `[a](b)` there is code, not a link.
-    pieces = INLINE_CODE.split(line)
-    # split() with one group pair yields [text, ticks, code, text, ticks, code, ...]
-    result: list[str] = []
-    for i in range(0, len(pieces), 3):
-        result.append(LINK.sub(lambda m: _link_sub(m, base, page_url, links), pieces[i]))
-        if i + 2 < len(pieces):
-            result.append(f"{pieces[i + 1]}{pieces[i + 2]}{pieces[i + 1]}")
-    return "".join(result)
+    # Inline code spans are left alone: `[a](b)` there is code, not a link. Each stands
+    # as a mark while the links are read, so that a link whose text is code
+    # ("[`map`](enum.Option.html#method.map)", API docs' usual link) is one too.
+    spans: list[str] = []
+
+    def mark(m: re.Match[str]) -> str:
+        spans.append(m.group(0))
+        return f"\x00{len(spans) - 1}\x00"
+
+    masked = LINK.sub(lambda m: _link_sub(m, base, page_url, links), INLINE_CODE.sub(mark, line))
+    return re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], masked)
 
 
 def _link_sub(m: re.Match[str], base: str, page_url: str, links: list[str]) -> str:

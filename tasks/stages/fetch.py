@@ -60,8 +60,9 @@ NAME = "fetch"
 # trafilatura does not drop the section as navigation; v15: Markdown callouts and tabs (MkDocs
 # Material's "!!! note", '=== "Tab"', Docusaurus's ":::tip") are written as plain Markdown;
 # v16: an .mdx page is Markdown, its import and one-line export statements dropped; v17: v12
-# undone (it titled the Cargo book's "FAQ - The Cargo Book" whole)
-VERSION = "fetch-v17"
+# undone (it titled the Cargo book's "FAQ - The Cargo Book" whole); v18: an HTML link whose
+# text is code ("[`map`](enum.Option.html#method.map)") is resolved and counted
+VERSION = "fetch-v18"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
