@@ -174,12 +174,13 @@ def split_code_tabs(tree: lxml.html.HtmlElement) -> None:
 
 
 def plain_signature_headings(tree: lxml.html.HtmlElement) -> None:
-    # A heading that links to itself or holds several links is a signature (rustdoc's
-    # "pub const fn is_some(&self) -> bool", its name linking to its own anchor and each
-    # type to its page): trafilatura read such a block as links and dropped the method,
-    # heading and description, for 116 of 764 items on eight std pages. Its links show
-    # their text. A heading of one link to another page ("#### [crypto/tls](...)" in
-    # release notes) keeps it. (Run after the permalinks beside headings are dropped.)
+    # A heading that links to itself or holds several links is a signature (rustdoc's "pub
+    # const fn is_some(&self) -> bool", its name linking to its own anchor and each type to
+    # its page): trafilatura read such a block as links and dropped the method, heading and
+    # description, for about one item in seven of the std pages that
+    # benchmarks/generator_pages.py reads. Its links show their text. A heading of one link
+    # to another page ("#### [crypto/tls](...)" in release notes) keeps it. (Run after the
+    # permalinks beside headings are dropped.)
     for heading in tree.iter(*_HEADINGS):
         links = list(heading.iter("a"))
         if len(links) >= 2 or any((a.get("href") or "").startswith("#") for a in links):
