@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import re
 
+from packs.markdown import line_kinds
+
 # !!! note "Title", ??? tip, ???+ warning "" (MkDocs Material / Python-Markdown admonitions)
 _CALLOUT = re.compile(r'^(?:!!!|\?\?\?\+?)\s+([\w-]+)(?:\s+"([^"]*)")?\s*$')
 _TAB = re.compile(r'^===\+?\s+"([^"]*)"\s*$')  # === "Tab" (pymdownx.tabbed)
 _COLON_OPEN = re.compile(r"^(:{3,})\s*([\w-]+)(?:\s+(.*?))?\s*$")  # :::tip Title
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _MDX_STATEMENT = re.compile(r"""^(?:import\s+(?:[\w*{}\s,]+\s+from\s+)?['"][^'"]+['"];?"""
                             r"|export\s+(?:default\s+)?(?:const|let|var|function)\s+\w+.*)\s*$")
 
@@ -40,21 +41,13 @@ _MDX_STATEMENT = re.compile(r"""^(?:import\s+(?:[\w*{}\s,]+\s+from\s+)?['"][^'"]
 def plain_callouts(text: str) -> str:
     """`text` with its callouts and tabs written as plain Markdown (the module docstring)."""
     lines = text.split("\n")
+    kinds = [kind for _, kind, _ in line_kinds(lines)]  # fences read as the splitter reads them
     out: list[str] = []
-    fence: str | None = None
     i = 0
     while i < len(lines):
         line = lines[i]
-        if fence is not None:
-            out.append(line)
-            if line.strip().startswith(fence):
-                fence = None
-            i += 1
-            continue
-        opened = _FENCE.match(line)
         callout, tab, colon = _CALLOUT.match(line), _TAB.match(line), _COLON_OPEN.match(line)
-        if opened:
-            fence = opened.group(1)[0] * 3
+        if kinds[i] != "text":  # a fence's line: code, as written
             out.append(line)
             i += 1
         elif _MDX_STATEMENT.match(line):
