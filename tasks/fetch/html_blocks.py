@@ -138,13 +138,7 @@ def open_summaries(tree: lxml.html.HtmlElement) -> None:
     for summary in list(tree.iter("summary")):
         heads = list(summary.iter(*_HEADINGS))
         if heads and summary.getparent() is not None:
-            at = summary
-            for head in heads:
-                head.tail = None
-                at.addnext(head)  # moves it out of the summary
-                at = head
-            head.tail, summary.tail = summary.tail, None
-            summary.getparent().remove(summary)
+            _replace_by(summary, heads)
         elif summary.text_content().strip().casefold() in _TOGGLE_LABELS:
             summary.drop_tree()
 
@@ -160,17 +154,29 @@ def split_code_tabs(tree: lxml.html.HtmlElement) -> None:
     # code block of its own, in order; the toggle goes.
     for pre in list(tree.iter("pre")):
         codes = pre.findall("code")
-        if len(codes) < 2 or pre.getparent() is None:
-            continue
-        at = pre
-        for code in codes:
-            block = lxml.html.Element("pre")
-            code.tail = None
-            block.append(code)  # moves it out of the old <pre>
-            at.addnext(block)
-            at = block
-        at.tail, pre.tail = pre.tail, None
-        pre.getparent().remove(pre)
+        if len(codes) >= 2 and pre.getparent() is not None:
+            _replace_by(pre, [_in_pre(code) for code in codes])
+
+
+def _in_pre(code: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
+    """A new <pre> holding `code` (moved into it, without its tail)."""
+    block = lxml.html.Element("pre")
+    code.tail = None
+    block.append(code)
+    return block
+
+
+def _replace_by(old: lxml.html.HtmlElement, elements: list[lxml.html.HtmlElement]) -> None:
+    """`old` replaced by `elements` in order (each moved there without its tail); the
+    last takes `old`'s tail."""
+    at = old
+    for element in elements:
+        element.tail = None
+        at.addnext(element)
+        at = element
+    at.tail = old.tail
+    old.tail = None
+    old.getparent().remove(old)
 
 
 def plain_signature_headings(tree: lxml.html.HtmlElement) -> None:
