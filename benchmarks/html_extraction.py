@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     articles = run_articles(bench, args.limit) if bench.is_dir() else None
     docs = run_docs(docs_dir) if docs_dir.is_dir() else None
-    titles = run_titles(docs_dir) if docs_dir.is_dir() else None
+    titles = run_every_page(docs_dir) if docs_dir.is_dir() else None
     if args.json:
         print(json.dumps({"machine": _machine(), "articles": articles, "docs": docs,
                           "titles": titles}, indent=2))
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_titles(folder: Path) -> dict[str, float]:
+def run_every_page(folder: Path) -> dict[str, float]:
     """Over every page of `folder` (readability-test-pages), with html_to_markdown: how many
     come out with the title their expected-metadata.json gives (`same` of `pages`), and the
     mean token F1 of their Markdown against the text of their expected.html (`f1_mean` over
