@@ -1,8 +1,9 @@
-"""HTML written by documentation generators, as the build reads it: rustdoc's API pages and
-Node.js's API pages, from the copies their toolchains install.
+"""HTML written by documentation generators, as the build reads it: rustdoc's API pages,
+Node.js's API pages, a Sphinx page and C libraries' DocBook and gtk-doc manuals, from the
+copies their toolchains and Debian's packages install.
 
     python benchmarks/generator_pages.py [--rustdoc DIR] [--node DIR] [--sphinx FILE]
-        [--out FILE]
+        [--docbook DIR ...] [--out FILE]
 
 --rustdoc: a rustdoc tree (`rustup doc` installs one at
 ~/.rustup/toolchains/<toolchain>/share/doc/rust/html); --node: Node.js's API docs (Debian's
@@ -16,7 +17,12 @@ idlelib/help.html, ships with CPython). Each page goes through
   fenced blocks of the Markdown, and whether the title is the page's own part of its
   <title> (not "Node.js ... Documentation", the site's name);
 - Sphinx: the h2-h4 headings of its main content that come out as Markdown headings, and
-  its words.
+  its words;
+- DocBook and gtk-doc (--docbook, each folder's pages; by default libxslt's gtk-doc manual
+  from libxslt1-dev, libtasn1's from libtasn1-6-dev, Valgrind's from valgrind): per folder,
+  the h2-h4 headings outside <nav>, <header> and <footer> against the Markdown's headings
+  outside code blocks, the <pre> blocks against its fenced code blocks, and the words of
+  the page's text against the Markdown's.
 
 Skips a tree that is absent, with a message.
 """
@@ -34,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 import lxml.html  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from packs.markdown import line_kinds  # noqa: E402
 from tasks.fetch.parse import html_to_markdown  # noqa: E402
 
 RUST_PAGES = ("std/option/enum.Option.html", "std/vec/struct.Vec.html",
@@ -90,6 +97,30 @@ def sphinx(page: Path, log) -> None:
         f"{len(markdown.split())} words")
 
 
+DOCBOOK = (Path("/usr/share/doc/libxslt1-dev/gtk-doc/html/libxslt"),
+           Path("/usr/share/gtk-doc/html/libtasn1"), Path("/usr/share/doc/valgrind/html"))
+
+
+def docbook(folder: Path, log) -> None:
+    counts = [0] * 6  # headings, kept; <pre>, fenced; words, kept
+    for page in sorted(folder.glob("*.html")):
+        raw = page.read_bytes()
+        _, markdown, _ = html_to_markdown(raw, f"http://127.0.0.1/{page.name}")
+        tree = lxml.html.document_fromstring(re.sub(rb"\A\s*<\?xml[^>]*\?>", b"", raw))
+        for chrome in tree.xpath("//script|//style|//nav|//header|//footer"):
+            chrome.drop_tree()
+        kinds = list(line_kinds(markdown.splitlines()))
+        found = (len(tree.xpath("//h2|//h3|//h4")),
+                 sum(k == "text" and re.match(r"#{1,6} \S", line) is not None
+                     for line, k, _ in kinds),
+                 len(tree.xpath("//pre")), sum(k == "open" for _, k, _ in kinds),
+                 len(tree.text_content().split()), len(markdown.split()))
+        counts = [a + b for a, b in zip(counts, found)]
+    heads, kept, pres, fenced, words, out = counts
+    log(f"docbook: {folder}: {kept} headings of {heads}, {fenced} code blocks fenced of "
+        f"{pres}, {out} words of {words}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rustdoc", type=Path, default=Path.home() / ".rustup" / "toolchains"
@@ -98,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sphinx", type=Path, default=Path(sys.base_prefix) / "lib"
                     / f"python{sys.version_info.major}.{sys.version_info.minor}" / "idlelib"
                     / "help.html")
+    ap.add_argument("--docbook", type=Path, action="append", default=None,
+                    help="a folder of DocBook or gtk-doc pages (repeatable)")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
     args = ap.parse_args(argv)
     log, printed = common.printing_log()
@@ -111,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         sphinx(args.sphinx, log)
     else:
         log(f"skipped sphinx: no page at {args.sphinx}")
+    for folder in args.docbook or DOCBOOK:
+        if any(folder.glob("*.html")):
+            docbook(folder, log)
+        else:
+            log(f"skipped docbook: no pages under {folder}")
     if args.out:
         command = " ".join(["python benchmarks/generator_pages.py", *(argv or sys.argv[1:])])
         args.out.write_text("# Documentation generators' HTML, as the build reads it\n\n"

@@ -23,6 +23,8 @@ from collections.abc import Callable
 
 import lxml.html
 
+from packs.markdown import line_kinds
+
 _TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "td", "th", "caption", "colgroup", "col")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
@@ -83,24 +85,51 @@ def extract_keeping_headings(tree: lxml.html.HtmlElement,
     that reading kept when it has headings and about as many words (0.8-1.25 times).
     trafilatura's recovery path, taken when no element looks like a content frame to it (a
     page of plain <div>s, as LWN's once laid out in tables), keeps paragraphs and drops
-    every heading: such a page was one section however many headings it showed."""
+    every heading: such a page was one section however many headings it showed.
+    A page whose headings sit straight in its <body> (gtk-doc and DocBook write them so)
+    is read again with the body's content wrapped in an <article>. That reading is kept
+    when it restores at least half of those headings, with 0.8-2 times the words: the
+    recovery path also drops much of such a page's text and each function's signature.
+    A news page's headings (menus, related stories) come back a few at most, and only
+    chrome with them."""
     frame = heading_frame(tree)
+    heads = len(_content_headings(tree.find("body")))
+    if frame is None and heads >= 2:
+        frame = tree.find("body")
     spare = None
     if frame is not None:  # a copy before trafilatura rewrites the tree
         path = tree.getroottree().getpath(frame)
         spare = copy.deepcopy(tree)
     first = extract(tree)
-    if spare is None or not first or _MARKDOWN_HEADING.search(first):
+    if spare is None or not first or _has_heading(first):
         return first
     found = spare.getroottree().xpath(path)
     if not found:
         return first
-    found[0].tag = "article"
+    body = found[0].tag == "body"
+    if body:
+        article = lxml.html.Element("article")
+        article.text, found[0].text = found[0].text, None
+        article.extend(list(found[0]))
+        found[0].append(article)
+    else:
+        found[0].tag = "article"
     again = extract(spare)
-    if not again or not _MARKDOWN_HEADING.search(again):
-        return first
-    ratio = len(again.split()) / max(len(first.split()), 1)
-    return again if 0.8 <= ratio <= 1.25 else first
+    restored = _headings(again or "")
+    ratio = len((again or "").split()) / max(len(first.split()), 1)
+    if body:
+        return again if 2 * restored >= heads and 0.8 <= ratio <= 2.0 else first
+    return again if restored and 0.8 <= ratio <= 1.25 else first
+
+
+def _has_heading(markdown: str) -> bool:
+    return _headings(markdown) > 0
+
+
+def _headings(markdown: str) -> int:
+    """The headings of `markdown` outside its code blocks (not a C "# define")."""
+    return sum(kind == "text" and _MARKDOWN_HEADING.match(line) is not None
+               for line, kind, _ in line_kinds(markdown.splitlines()))
 
 
 def heading_frame(tree: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
@@ -108,10 +137,7 @@ def heading_frame(tree: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
     header, footer and asides, when there are at least two, it is not the <body> itself and
     it holds at least half of the words of the page's paragraphs; else None."""
     body = tree.find("body")
-    if body is None:
-        return None
-    heads = [h for h in body.iter(*_HEADINGS[1:])
-             if next(h.iterancestors(*_CHROME), None) is None]
+    heads = _content_headings(body)
     if len(heads) < 2:
         return None
     common = list(reversed(list(heads[0].iterancestors())))
@@ -122,6 +148,14 @@ def heading_frame(tree: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
     if frame is None or frame is body or frame.tag in ("html", "body"):
         return None
     return frame if 2 * _paragraph_words(frame) >= _paragraph_words(body) else None
+
+
+def _content_headings(body: lxml.html.HtmlElement | None) -> list[lxml.html.HtmlElement]:
+    """The h2-h6 headings of `body` outside its navigation, header, footer and asides."""
+    if body is None:
+        return []
+    return [h for h in body.iter(*_HEADINGS[1:])
+            if next(h.iterancestors(*_CHROME), None) is None]
 
 
 def _paragraph_words(element: lxml.html.HtmlElement) -> int:

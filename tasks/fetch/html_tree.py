@@ -53,6 +53,7 @@ def title(markdown: str, tree: lxml.html.HtmlElement, guess: str | None) -> str 
 # <!--{ "Title": "Effective Go", "Template": true }-->).
 _FRONT_MATTER = re.compile(r"\A\s*<!--\s*(\{.*?\})\s*-->", re.S)
 _DOCUMENT_TAG = re.compile(r"<(html|head|body)[\s>/]", re.I)
+_XML_DECLARATION = re.compile(r"\A\ufeff?\s*<\?xml\b[^>]*\?>")
 
 
 def as_document(html: str) -> str:
@@ -61,7 +62,10 @@ def as_document(html: str) -> str:
     templates would wrap it) becomes the body of one, its content in a <main> and its
     front matter's "Title" (or "title") as its <title>: trafilatura reads a page whose
     headings sit directly in <body> as loose text and drops every heading, so each
-    fragment page came out as one section. A document comes back as it is."""
+    fragment page came out as one section. A document comes back as it is, less an XML
+    declaration that opens it (XHTML, as DocBook and gtk-doc write it): lxml refuses text
+    that declares its encoding, so such a page came out empty."""
+    html = _XML_DECLARATION.sub("", html, count=1)
     if _DOCUMENT_TAG.search(html):
         return html
     name = None
@@ -102,10 +106,33 @@ def unwrap_numbered_code(tree: lxml.html.HtmlElement) -> None:
         table.getparent().replace(table, code)
 
 
+# A <pre>'s class that says it holds code, whatever links it has (DocBook and gtk-doc:
+# "programlisting", "synopsis", "screen"; highlighters: "language-c", "sourceCode").
+_CODE_CLASS = re.compile(r"\b(programlisting|synopsis|screen|code|source\w*|highlight\w*|"
+                         r"lang(uage)?-[\w+#-]+)\b", re.I)
+
+
 def wrap_bare_pre(tree: lxml.html.HtmlElement) -> None:
     # trafilatura fences <pre><code> but often turns a bare <pre> into a quote. A <pre>
-    # holding links is left alone: that is a preformatted document (an RFC), not code.
-    for pre in tree.iter("pre"):
+    # holding links is left alone: that is a preformatted document (an RFC), not code,
+    # unless its class says it is code: gtk-doc's and DocBook's signatures link every type
+    # and mark each parameter with an inline <code>, and trafilatura pulled those out of
+    # the block. Such a block is its text, in one <code>, each <br> a line break.
+    for pre in list(tree.iter("pre")):
+        whole = (len(pre) == 1 and pre[0].tag == "code" and not (pre.text or "").strip()
+                 and not (pre[0].tail or "").strip())
+        if whole:
+            continue
+        if _CODE_CLASS.search(pre.get("class", "")):
+            for br in pre.iter("br"):
+                if not (br.tail or "").startswith("\n"):
+                    br.tail = "\n" + (br.tail or "")
+            text = pre.text_content()
+            for child in list(pre):
+                pre.remove(child)
+            pre.text = None
+            etree.SubElement(pre, "code").text = text
+            continue
         if pre.find(".//code") is not None or pre.find(".//a") is not None:
             continue
         code = etree.SubElement(pre, "code")

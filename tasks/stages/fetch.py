@@ -61,8 +61,12 @@ NAME = "fetch"
 # Material's "!!! note", '=== "Tab"', Docusaurus's ":::tip") are written as plain Markdown;
 # v16: an .mdx page is Markdown, its import and one-line export statements dropped; v17: v12
 # undone (it titled the Cargo book's "FAQ - The Cargo Book" whole); v18: an HTML link whose
-# text is code ("[`map`](enum.Option.html#method.map)") is resolved and counted
-VERSION = "fetch-v18"
+# text is code ("[`map`](enum.Option.html#method.map)") is resolved and counted; v19: an XHTML
+# page opening with an XML declaration is read (it came out empty), a page whose headings sit
+# straight in its <body> is read again with that content as its article (gtk-doc, DocBook), a
+# C "# define" in a code block is no heading, and a <pre> whose class says code
+# ("programlisting") is one code block even with links and inline <code> in it
+VERSION = "fetch-v19"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
