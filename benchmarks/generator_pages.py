@@ -1,9 +1,9 @@
 """HTML written by documentation generators, as the build reads it: rustdoc's API pages,
-Node.js's API pages, a Sphinx page and C libraries' DocBook and gtk-doc manuals, from the
-copies their toolchains and Debian's packages install.
+Node.js's API pages, a Sphinx page, C libraries' DocBook and gtk-doc manuals and npm's
+command pages, from the copies their toolchains and Debian's packages install.
 
     python benchmarks/generator_pages.py [--rustdoc DIR] [--node DIR] [--sphinx FILE]
-        [--docbook DIR ...] [--out FILE]
+        [--folder DIR ...] [--out FILE]
 
 --rustdoc: a rustdoc tree (`rustup doc` installs one at
 ~/.rustup/toolchains/<toolchain>/share/doc/rust/html); --node: Node.js's API docs (Debian's
@@ -18,9 +18,10 @@ idlelib/help.html, ships with CPython). Each page goes through
   <title> (not "Node.js ... Documentation", the site's name);
 - Sphinx: the h2-h4 headings of its main content that come out as Markdown headings, and
   its words;
-- DocBook and gtk-doc (--docbook, each folder's pages; by default libxslt's gtk-doc manual
-  from libxslt1-dev, libtasn1's from libtasn1-6-dev, Valgrind's from valgrind): per folder,
-  the h2-h4 headings outside <nav>, <header> and <footer> against the Markdown's headings
+- folders of pages (--folder, repeatable; by default libxslt's gtk-doc manual from
+  libxslt1-dev, libtasn1's from libtasn1-6-dev, Valgrind's DocBook manual from valgrind,
+  npm's command pages from npm's own install): per folder,
+  the h1-h6 headings outside <nav>, <header> and <footer> against the Markdown's headings
   outside code blocks, the <pre> blocks against its fenced code blocks, and the words of
   the page's text against the Markdown's.
 
@@ -97,11 +98,12 @@ def sphinx(page: Path, log) -> None:
         f"{len(markdown.split())} words")
 
 
-DOCBOOK = (Path("/usr/share/doc/libxslt1-dev/gtk-doc/html/libxslt"),
-           Path("/usr/share/gtk-doc/html/libtasn1"), Path("/usr/share/doc/valgrind/html"))
+FOLDERS = (Path("/usr/share/doc/libxslt1-dev/gtk-doc/html/libxslt"),
+           Path("/usr/share/gtk-doc/html/libtasn1"), Path("/usr/share/doc/valgrind/html"),
+           Path("/usr/lib/node_modules/npm/docs/output/commands"))
 
 
-def docbook(folder: Path, log) -> None:
+def folder_pages(folder: Path, log) -> None:
     counts = [0] * 6  # headings, kept; <pre>, fenced; words, kept
     for page in sorted(folder.glob("*.html")):
         raw = page.read_bytes()
@@ -110,14 +112,14 @@ def docbook(folder: Path, log) -> None:
         for chrome in tree.xpath("//script|//style|//nav|//header|//footer"):
             chrome.drop_tree()
         kinds = list(line_kinds(markdown.splitlines()))
-        found = (len(tree.xpath("//h2|//h3|//h4")),
+        found = (len(tree.xpath("//h1|//h2|//h3|//h4|//h5|//h6")),
                  sum(k == "text" and re.match(r"#{1,6} \S", line) is not None
                      for line, k, _ in kinds),
                  len(tree.xpath("//pre")), sum(k == "open" for _, k, _ in kinds),
                  len(tree.text_content().split()), len(markdown.split()))
         counts = [a + b for a, b in zip(counts, found)]
     heads, kept, pres, fenced, words, out = counts
-    log(f"docbook: {folder}: {kept} headings of {heads}, {fenced} code blocks fenced of "
+    log(f"folder: {folder}: {kept} headings of {heads}, {fenced} code blocks fenced of "
         f"{pres}, {out} words of {words}")
 
 
@@ -129,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sphinx", type=Path, default=Path(sys.base_prefix) / "lib"
                     / f"python{sys.version_info.major}.{sys.version_info.minor}" / "idlelib"
                     / "help.html")
-    ap.add_argument("--docbook", type=Path, action="append", default=None,
-                    help="a folder of DocBook or gtk-doc pages (repeatable)")
+    ap.add_argument("--folder", type=Path, action="append", default=None,
+                    help="a folder of a generator's pages (repeatable)")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the output")
     args = ap.parse_args(argv)
     log, printed = common.printing_log()
@@ -144,11 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         sphinx(args.sphinx, log)
     else:
         log(f"skipped sphinx: no page at {args.sphinx}")
-    for folder in args.docbook or DOCBOOK:
+    for folder in args.folder or FOLDERS:
         if any(folder.glob("*.html")):
-            docbook(folder, log)
+            folder_pages(folder, log)
         else:
-            log(f"skipped docbook: no pages under {folder}")
+            log(f"skipped folder: no pages under {folder}")
     if args.out:
         command = " ".join(["python benchmarks/generator_pages.py", *(argv or sys.argv[1:])])
         args.out.write_text("# Documentation generators' HTML, as the build reads it\n\n"

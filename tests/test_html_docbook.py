@@ -1,6 +1,7 @@
 """HTML as DocBook and gtk-doc write it (C library manuals: libxslt, libtasn1, Valgrind)
-keeps its text, headings and signatures. Each page is a small copy of the generator's
-markup, as Debian installs those manuals under /usr/share/doc."""
+keeps its text, headings and signatures, and a code block in a list item (the Cargo book's
+and npm's examples) stays a code block. Each page is a small copy of the generator's markup,
+as Debian and the toolchains install those manuals."""
 
 from __future__ import annotations
 
@@ -109,3 +110,37 @@ def test_a_news_page_with_headings_in_its_menus_is_not_read_again() -> None:
     _, markdown, _ = html_to_markdown(page, "http://127.0.0.1/news/bridge.html")
     assert "Paragraph 7 of the story" in markdown
     assert not _text_headings(markdown)
+
+
+PROSE = ("<p>Some prose that explains the steps below at length, so that the page reads as "
+         "an article for the extractor and keeps its parts.</p>")
+
+
+def test_a_code_block_in_a_list_item_is_fenced_apart() -> None:
+    # trafilatura wrote "1. Build the package: ```", the code, then a fence alone on a line
+    # that, read as Markdown, opened a block holding the rest of the page (the Cargo book's
+    # and npm's EXAMPLES sections).
+    page = ("<html><body><article><h1>cargo build</h1>" + PROSE +
+            "<ol><li><p>Build the local package:</p><pre><code>cargo build\n</code></pre></li>"
+            "<li><p>Build with optimizations:</p><pre><code>cargo build --release\n</code>"
+            "</pre></li></ol><h2>See also</h2>"
+            "<p>The <a href='cargo-run.html'>run command</a> builds and runs it.</p>"
+            + PROSE + "</article></body></html>")
+    _, markdown, links = html_to_markdown(page, "http://127.0.0.1/commands/cargo-build.html")
+    assert _code_blocks(markdown) == ["cargo build", "cargo build --release"]
+    assert "## See also" in _text_headings(markdown)
+    assert "http://127.0.0.1/commands/cargo-run.html" in links
+    assert markdown.count("```") == 4  # no stray fence left open at the end
+
+
+def test_inline_code_broken_across_lines_stays_inline() -> None:
+    # DocBook breaks a long <code class="computeroutput"> across source lines; it came out
+    # as a fence opened after "identical to", and the headings after it read as code.
+    page = ("<html><body><article><h1>Callgrind</h1>" + PROSE +
+            "<p>It runs at a slowdown of around factor 2 (identical to <code class="
+            "'computeroutput'>valgrind\n    --tool=none</code>).</p><h2>Options</h2>" + PROSE
+            + "</article></body></html>")
+    _, markdown, _ = html_to_markdown(page, "http://127.0.0.1/cl-manual.html")
+    assert "(identical to `valgrind --tool=none`)." in markdown
+    assert "## Options" in _text_headings(markdown)
+    assert not _code_blocks(markdown)

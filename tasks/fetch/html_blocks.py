@@ -100,7 +100,7 @@ def extract_keeping_headings(tree: lxml.html.HtmlElement,
     if frame is not None:  # a copy before trafilatura rewrites the tree
         path = tree.getroottree().getpath(frame)
         spare = copy.deepcopy(tree)
-    first = extract(tree)
+    first = fences_apart(extract(tree))
     if spare is None or not first or _has_heading(first):
         return first
     found = spare.getroottree().xpath(path)
@@ -114,12 +114,37 @@ def extract_keeping_headings(tree: lxml.html.HtmlElement,
         found[0].append(article)
     else:
         found[0].tag = "article"
-    again = extract(spare)
+    again = fences_apart(extract(spare))
     restored = _headings(again or "")
     ratio = len((again or "").split()) / max(len(first.split()), 1)
     if body:
         return again if 2 * restored >= heads and 0.8 <= ratio <= 2.0 else first
     return again if restored and 0.8 <= ratio <= 1.25 else first
+
+
+# A fence that trafilatura opened at the end of a line of text: a code block in a list item
+# ("1. Install it with: ```", the code on the lines after it).
+_FENCE_AFTER_TEXT = re.compile(r"^(?P<text>.*?\S)[ \t]*(?P<fence>```+[\w+#.-]*)[ \t]*$")
+
+
+def fences_apart(markdown: str | None) -> str | None:
+    """`markdown` with each code fence that trafilatura wrote at the end of a line of text
+    on a line of its own. A <pre> inside a list item came out as "1. Install it with:
+    ```", its code on the lines after and its closing fence alone on a line: read as
+    Markdown, that closing fence opened a block holding the rest of the page (its headings
+    included), closed by a stray fence at its end."""
+    if not markdown:
+        return markdown
+    lines = markdown.splitlines()
+    start = 0
+    while True:  # one fence at a time: each changes how the lines after it read
+        found = next((n for n, (line, kind, _) in enumerate(line_kinds(lines))
+                      if n >= start and kind == "text" and _FENCE_AFTER_TEXT.match(line)), None)
+        if found is None:
+            return "\n".join(lines)
+        m = _FENCE_AFTER_TEXT.match(lines[found])
+        lines[found:found + 1] = [m.group("text"), "", m.group("fence")]
+        start = found + 3
 
 
 def _has_heading(markdown: str) -> bool:

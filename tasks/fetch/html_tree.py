@@ -2,8 +2,9 @@
 
 Fix-ups that keep what trafilatura would lose or garble: a page served as an HTML fragment
 read as the main content of a document (`as_document`), code blocks with line numbers
-unwrapped, bare <pre> wrapped as code, a definition list's term joined to its definition,
-empty anchors dropped; and `title`: the page's own title, not its site's or its chrome's.
+unwrapped, each <pre> one code block and inline code on one line (`plain_code`), a
+definition list's term joined to its definition, empty anchors dropped; and `title`: the
+page's own title, not its site's or its chrome's.
 """
 
 from __future__ import annotations
@@ -112,7 +113,37 @@ _CODE_CLASS = re.compile(r"\b(programlisting|synopsis|screen|code|source\w*|high
                          r"lang(uage)?-[\w+#-]+)\b", re.I)
 
 
-def wrap_bare_pre(tree: lxml.html.HtmlElement) -> None:
+def plain_code(tree: lxml.html.HtmlElement) -> None:
+    """Code as the page shows it: each <pre> a code block (`_code_blocks`), and inline code
+    in a sentence on one line (`_inline_code`)."""
+    _code_blocks(tree)
+    _inline_code(tree)
+
+
+def _inline_code(tree: lxml.html.HtmlElement) -> None:
+    # Inline code whose text breaks across lines in the source (DocBook: "(identical to
+    # <code class="computeroutput">valgrind\n --tool=none</code>)") came out of trafilatura
+    # as a fenced block opened after the words before it. The splitter then read its
+    # closing fence as an opening one, and the rest of the page as code, every heading
+    # included. Code inside a sentence (text beside it) keeps its words on one line; a
+    # <code> alone in its block may be a code block and is left as it is.
+    for code in tree.iter("code", "tt", "kbd", "samp"):
+        if "\n" not in code.text_content() or next(code.iterancestors("pre"), None) is not None:
+            continue
+        before = code.getprevious()
+        beside = ((before.tail if before is not None else code.getparent().text) or "").strip()
+        if not (beside or (code.tail or "").strip()):
+            continue
+        for element in code.iter():
+            element.text = _ONE_LINE.sub(" ", element.text) if element.text else element.text
+            if element is not code and element.tail:
+                element.tail = _ONE_LINE.sub(" ", element.tail)
+
+
+_ONE_LINE = re.compile(r"[ \t]*\n\s*")
+
+
+def _code_blocks(tree: lxml.html.HtmlElement) -> None:
     # trafilatura fences <pre><code> but often turns a bare <pre> into a quote. A <pre>
     # holding links is left alone: that is a preformatted document (an RFC), not code,
     # unless its class says it is code: gtk-doc's and DocBook's signatures link every type

@@ -33,10 +33,10 @@ from tasks.fetch.html_tree import (
     drop_edit_links,
     drop_empty_anchors,
     join_definitions,
+    plain_code,
     preformatted_headings,
     title,
     unwrap_numbered_code,
-    wrap_bare_pre,
 )
 from tasks.fetch.markdown_source import (
     INLINE_CODE,
@@ -260,7 +260,7 @@ def _html_to_markdown(html: str, url: str) -> tuple[str | None, str, list[str]]:
     math_as_text(tree)
     preformatted_headings(tree)
     plain_blocks(tree)  # layout tables, summaries, code tabs
-    wrap_bare_pre(tree)
+    plain_code(tree)
     join_definitions(tree)
     drop_empty_anchors(tree)
     plain_signature_headings(tree)

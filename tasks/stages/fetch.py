@@ -65,8 +65,11 @@ NAME = "fetch"
 # page opening with an XML declaration is read (it came out empty), a page whose headings sit
 # straight in its <body> is read again with that content as its article (gtk-doc, DocBook), a
 # C "# define" in a code block is no heading, and a <pre> whose class says code
-# ("programlisting") is one code block even with links and inline <code> in it
-VERSION = "fetch-v19"
+# ("programlisting") is one code block even with links and inline <code> in it; v20: a code
+# block in a list item keeps its fences on lines of their own (the fence after the item's
+# text made the rest of the page one code block), and inline code broken across lines in
+# the source stays inline
+VERSION = "fetch-v20"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
