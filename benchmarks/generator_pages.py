@@ -18,9 +18,10 @@ idlelib/help.html, ships with CPython). Each page goes through
   <title> (not "Node.js ... Documentation", the site's name);
 - Sphinx: the h2-h4 headings of its main content that come out as Markdown headings, and
   its words;
-- folders of pages (--folder, repeatable; by default libxslt's gtk-doc manual from
-  libxslt1-dev, libtasn1's from libtasn1-6-dev, Valgrind's DocBook manual from valgrind,
-  npm's command pages from npm's own install): per folder,
+- folders of pages, or single pages (--folder, repeatable; by default libxslt's gtk-doc
+  manual from libxslt1-dev, libtasn1's from libtasn1-6-dev, Valgrind's DocBook manual from
+  valgrind, npm's command pages from npm's own install, and MANUALS, the one-page manuals
+  of Debian packages: texinfo's, DocBook's, AsciiDoc's, GCC's release notes): per entry,
   the h1-h6 headings outside <nav>, <header> and <footer> against the Markdown's headings
   outside code blocks, the <pre> blocks against its fenced code blocks, and the words of
   the page's text against the Markdown's.
@@ -101,11 +102,16 @@ def sphinx(page: Path, log) -> None:
 FOLDERS = (Path("/usr/share/doc/libxslt1-dev/gtk-doc/html/libxslt"),
            Path("/usr/share/gtk-doc/html/libtasn1"), Path("/usr/share/doc/valgrind/html"),
            Path("/usr/lib/node_modules/npm/docs/output/commands"))
+MANUALS = tuple(Path("/usr/share/doc") / m for m in (
+    "bc/bc.html", "time/time.html", "nettle-dev/nettle.html", "bzip2/manual.html",
+    "fontconfig/fontconfig-user.html", "xtrans-dev/xtrans.html",
+    "libexpat1-dev/expat.html/reference.html", "python3/python-policy.html",
+    "base-passwd/users-and-groups.html", "ninja-build/manual.html", "gcc-12-base/NEWS.html"))
 
 
 def folder_pages(folder: Path, log) -> None:
     counts = [0] * 6  # headings, kept; <pre>, fenced; words, kept
-    for page in sorted(folder.glob("*.html")):
+    for page in sorted(folder.glob("*.html")) if folder.is_dir() else [folder]:
         raw = page.read_bytes()
         _, markdown, _ = html_to_markdown(raw, f"http://127.0.0.1/{page.name}")
         tree = lxml.html.document_fromstring(re.sub(rb"\A\s*<\?xml[^>]*\?>", b"", raw))
@@ -146,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         sphinx(args.sphinx, log)
     else:
         log(f"skipped sphinx: no page at {args.sphinx}")
-    for folder in args.folder or FOLDERS:
-        if any(folder.glob("*.html")):
+    for folder in args.folder or (*FOLDERS, *MANUALS):
+        if folder.is_file() or any(folder.glob("*.html")):
             folder_pages(folder, log)
         else:
             log(f"skipped folder: no pages under {folder}")

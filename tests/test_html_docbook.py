@@ -144,3 +144,34 @@ def test_inline_code_broken_across_lines_stays_inline() -> None:
     assert "(identical to `valgrind --tool=none`)." in markdown
     assert "## Options" in _text_headings(markdown)
     assert not _code_blocks(markdown)
+
+
+def test_release_notes_with_headings_in_the_body_keep_every_section() -> None:
+    # GCC's release notes: <h2> and <ul> straight in <body>. trafilatura's recovery path
+    # dropped every heading and half of the items; the page read again keeps both.
+    item = ("<li>The {0} front end now accepts the option <code>-f{0}</code>, which changes "
+            "how {0} programs are compiled, and the manual describes it at length.</li>")
+    names = ("Caveats", "Ada", "Fortran", "Go", "Rust", "Modula-2", "D", "Objective-C")
+    sections = "".join(f"<h2>{n}</h2><ul>" + "".join(item.format(f"{n}{i}") for i in range(4))
+                       + "</ul>" for n in names)
+    page = ("<html><head><title>GCC 12 Release Series - GNU Project</title></head><body>"
+            "<h1>GCC 12 Release Series<br/>Changes</h1><p>This page is a brief summary of the "
+            f"improvements in GCC 12, with links to the manual.</p>{sections}</body></html>")
+    _, markdown, _ = html_to_markdown(page, "http://127.0.0.1/gcc-12/changes.html")
+    assert [h for h in _text_headings(markdown) if h.startswith("## ")] == [
+        f"## {n}" for n in names]
+    assert all(f"`-f{n}{i}`" in markdown for n in names for i in range(4))
+
+
+def test_a_code_block_boxed_in_a_table_cell_stays_a_code_block() -> None:
+    # Older DocBook stylesheets box each program listing in a one-cell table; a <pre> in a
+    # cell came out as inline code in a Markdown row.
+    listing = ("<table border='0' bgcolor='#E0E0E0' width='100%'><tr><td><pre "
+               "class='programlisting'>  family   String  Font family names\n"
+               "  style    String  Font style</pre></td></tr></table>")
+    page = ("<html><body><article><h1>Fonts</h1>" + PROSE + "<h2>Font Properties</h2>"
+            + PROSE + listing + PROSE + "</article></body></html>")
+    _, markdown, _ = html_to_markdown(page, "http://127.0.0.1/fontconfig-user.html")
+    assert _code_blocks(markdown) == [
+        "  family   String  Font family names\n  style    String  Font style"]
+    assert "| " not in markdown

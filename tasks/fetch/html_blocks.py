@@ -63,9 +63,14 @@ def unwrap_layout(tree: lxml.html.HtmlElement) -> None:
     # <div>s: trafilatura can write such a table as Markdown rows, so a page laid out in a
     # table (LWN, a Tumblr theme, older generated docs) came out as rows of its chrome or as
     # one row holding every article, no heading left. A table holding a heading (or marked
-    # role="presentation") becomes plain blocks; a data table stays a table.
+    # role="presentation"), or of one cell holding a code block (DocBook boxes each code
+    # block so, and a <pre> in a cell came out as inline code), becomes plain blocks; a
+    # data table stays a table.
     for table in list(tree.iter("table")):
-        if table.get("role") == "presentation" or next(table.iter(*_HEADINGS), None) is not None:
+        cells = [c for c in table.iter("td", "th") if next(c.iterancestors("table")) is table]
+        boxed = len(cells) == 1 and cells[0].find(".//pre") is not None
+        if (table.get("role") == "presentation" or boxed
+                or next(table.iter(*_HEADINGS), None) is not None):
             for part in table.iter(*_TABLE_PARTS):
                 if next(part.iterancestors("table"), None) is table:
                     part.tag = "div"
@@ -88,8 +93,9 @@ def extract_keeping_headings(tree: lxml.html.HtmlElement,
     every heading: such a page was one section however many headings it showed.
     A page whose headings sit straight in its <body> (gtk-doc and DocBook write them so)
     is read again with the body's content wrapped in an <article>. That reading is kept
-    when it restores at least half of those headings, with 0.8-2 times the words: the
-    recovery path also drops much of such a page's text and each function's signature.
+    when it restores at least half of those headings, with at least 0.8 times the words
+    (often more: the recovery path also drops much of such a page's text, and each of a
+    gtk-doc page's signatures; GCC's release notes lost 2,500 of their 4,300 words).
     A news page's headings (menus, related stories) come back a few at most, and only
     chrome with them."""
     frame = heading_frame(tree)
@@ -118,7 +124,7 @@ def extract_keeping_headings(tree: lxml.html.HtmlElement,
     restored = _headings(again or "")
     ratio = len((again or "").split()) / max(len(first.split()), 1)
     if body:
-        return again if 2 * restored >= heads and 0.8 <= ratio <= 2.0 else first
+        return again if 2 * restored >= heads and ratio >= 0.8 else first
     return again if restored and 0.8 <= ratio <= 1.25 else first
 
 
