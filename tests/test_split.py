@@ -52,6 +52,22 @@ def test_sections_follow_headings_with_paths_and_order() -> None:
     assert secs[4].body == ""
 
 
+def test_a_top_heading_that_repeats_the_title_is_not_repeated_in_the_path() -> None:
+    # Node.js's pages head their content "## Events" under the title "Events": its
+    # sections read "Events > Error events", not "Events > Events > Error events".
+    secs = sections_from_markdown(
+        "Intro.\n\n## Events\n\nAbout events.\n\n### Error events\n\nErrors.\n\n"
+        "## events\n\nAgain.\n\n### Deeper\n\nx\n\n## Other\n\ny\n", "Events")
+    assert [" > ".join(s.heading_path) for s in secs] == [
+        "Events", "Events", "Events > Error events", "Events", "Events > Deeper",
+        "Events > Other"]
+    assert [s.title for s in secs] == [
+        "Events", "Events", "Error events", "events", "Deeper", "Other"]
+    # only the top heading: a deeper one that happens to repeat the title stays
+    deeper = sections_from_markdown("## Pods\n\n### Usage\n\n#### Pods\n\nx\n", "Pods")
+    assert " > ".join(deeper[-1].heading_path) == "Pods > Usage > Pods"
+
+
 def test_fence_with_tildes_and_longer_backticks() -> None:
     text = "intro\n\n~~~\n## not a heading\n~~~\n\n````\n```\n## still code\n```\n````\n## Real\nx\n"
     secs = sections_from_markdown(text, "T")
