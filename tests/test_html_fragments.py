@@ -126,7 +126,10 @@ def test_a_preformatted_internet_draft_keeps_its_section_headings() -> None:
 # A MediaWiki page (Wikipedia, ArchWiki): each heading carries its "[edit]" link.
 WIKI = """<html><head><title>Widget - ExampleWiki</title></head><body>
 <div id="content"><h1 id="firstHeading">Widget</h1>
-<div id="mw-content-text">
+<a class="mw-jump-link" href="#mw-head">Jump to navigation</a>
+<a class="mw-jump-link" href="#searchInput">Jump to search</a>
+<div id="mw-content-text"><div id="jump-to-nav" class="mw-jump">Jump to:
+<a href="#column-one">navigation</a>, <a href="#searchInput">search</a></div>
 <p>A widget is a small part a screen is built from. This article says where widgets came
 from and how the people who draw screens use them today in every kind of program.</p>
 <h2><span class="mw-headline" id="History">History</span><span class="mw-editsection">
@@ -147,3 +150,5 @@ def test_a_wiki_heading_loses_its_edit_link() -> None:
     heads = [line for line in markdown.splitlines() if line.startswith("#")]
     assert heads == ["# Widget", "## History", "### Toolkits"], heads
     assert "[edit]" not in markdown and "action=edit" not in markdown
+    # nor its "Jump to navigation" links (two generations of MediaWiki's markup)
+    assert "Jump to" not in markdown and "searchInput" not in markdown

@@ -198,10 +198,14 @@ def preformatted_headings(tree: lxml.html.HtmlElement) -> None:
 
 def drop_edit_links(tree: lxml.html.HtmlElement) -> None:
     # A MediaWiki heading (Wikipedia, ArchWiki, a project wiki) carries its "[edit]" link
-    # inside the heading: "History[edit]" would be the section's heading.
-    for span in list(tree.iter("span")):
-        if "mw-editsection" in (span.get("class") or "").split():
-            span.drop_tree()  # its tail stays
+    # inside the heading: "History[edit]" would be the section's heading. Its "Jump to
+    # navigation" and "Jump to search" links (class mw-jump-link, or in <div id=
+    # "jump-to-nav">) opened the article's text.
+    for element in list(tree.iter("span", "a", "div")):
+        classes = (element.get("class") or "").split()
+        if ("mw-editsection" in classes and element.tag == "span"
+                or "mw-jump-link" in classes or element.get("id") == "jump-to-nav"):
+            element.drop_tree()  # its tail stays
 
 
 def drop_empty_anchors(tree: lxml.html.HtmlElement) -> None:
