@@ -175,3 +175,15 @@ def test_a_code_block_boxed_in_a_table_cell_stays_a_code_block() -> None:
     assert _code_blocks(markdown) == [
         "  family   String  Font family names\n  style    String  Font style"]
     assert "| " not in markdown
+
+
+def test_a_texinfo_example_with_inline_markup_is_one_code_block() -> None:
+    # texinfo marks metasyntactic words in an example with <var> and brackets with <span
+    # class="roman">; trafilatura made those inline code and broke the block apart.
+    example = ('<div class="example"><pre class="example">time <span class="roman">[</span>'
+               'option&hellip;<span class="roman">]</span> <var>command</var> <span class='
+               '"roman">[</span><var>arg</var>&hellip;<span class="roman">]</span>\n</pre></div>')
+    page = ("<html><body><article><h1>GNU time</h1>" + PROSE + "<p>The format of the "
+            "<code>time</code> command is:</p>" + example + PROSE + "</article></body></html>")
+    _, markdown, _ = html_to_markdown(page, "http://127.0.0.1/time.html")
+    assert _code_blocks(markdown) == ["time [option…] command [arg…]"]

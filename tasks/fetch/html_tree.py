@@ -144,33 +144,29 @@ _ONE_LINE = re.compile(r"[ \t]*\n\s*")
 
 
 def _code_blocks(tree: lxml.html.HtmlElement) -> None:
-    # trafilatura fences <pre><code> but often turns a bare <pre> into a quote. A <pre>
-    # holding links is left alone: that is a preformatted document (an RFC), not code,
-    # unless its class says it is code: gtk-doc's and DocBook's signatures link every type
-    # and mark each parameter with an inline <code>, and trafilatura pulled those out of
-    # the block. Such a block is its text, in one <code>, each <br> a line break.
+    # trafilatura fences <pre><code> but often turns a bare <pre> into a quote, and the
+    # inline markup inside one (texinfo's <var>, <span class="roman">) into inline code
+    # that breaks the block apart. A <pre> holding links is left alone: that is a
+    # preformatted document (an RFC), not code, unless its class says it is code:
+    # gtk-doc's and DocBook's signatures link every type and mark each parameter with an
+    # inline <code>, and trafilatura pulled those out of the block. Any other <pre> is its
+    # text, in one <code>, each <br> a line break.
     for pre in list(tree.iter("pre")):
         whole = (len(pre) == 1 and pre[0].tag == "code" and not (pre.text or "").strip()
                  and not (pre[0].tail or "").strip())
         if whole:
             continue
-        if _CODE_CLASS.search(pre.get("class", "")):
-            for br in pre.iter("br"):
-                if not (br.tail or "").startswith("\n"):
-                    br.tail = "\n" + (br.tail or "")
-            text = pre.text_content()
-            for child in list(pre):
-                pre.remove(child)
-            pre.text = None
-            etree.SubElement(pre, "code").text = text
+        marked = pre.find(".//code") is not None or pre.find(".//a") is not None
+        if marked and not _CODE_CLASS.search(pre.get("class", "")):
             continue
-        if pre.find(".//code") is not None or pre.find(".//a") is not None:
-            continue
-        code = etree.SubElement(pre, "code")
-        code.text, pre.text = pre.text, None
+        for br in pre.iter("br"):
+            if not (br.tail or "").startswith("\n"):
+                br.tail = "\n" + (br.tail or "")
+        text = pre.text_content()
         for child in list(pre):
-            if child is not code:
-                code.append(child)  # moves the child (and its tail) into <code>
+            pre.remove(child)
+        pre.text = None
+        etree.SubElement(pre, "code").text = text
     # A code block of one line with no line break after it ("<pre><code>kubectl get pods
     # </code></pre>", the usual install command) came out as inline code run into the next
     # paragraph: it ends with one. (Not in a table's cell, which shows it as inline code.)
