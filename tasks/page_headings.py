@@ -1,7 +1,8 @@
 """A page's headings as the split stage reads them (tasks/sections.py): a heading's text as
 a reader sees it, the page's title (its own, else its leading heading, else its URL's last
-segment) and whether the page heads its sections with `#` as it does its title (an HTML
-page with an <h1> per section), so that every heading reads one level deeper.
+segment), whether the page heads its sections with `#` as it does its title (an HTML
+page with an <h1> per section), so that every heading reads one level deeper, and what of
+its headings a section's heading path names (`path_below`).
 """
 
 from __future__ import annotations
@@ -67,3 +68,21 @@ def page_title(title: str | None, url: str, text: str) -> tuple[str, str]:
     if lead is not None:
         return lead
     return url.rstrip("/").rsplit("/", 1)[-1], text
+
+
+# A heading that names the page's navigation, not a topic (npm's pages put their content
+# under "## Table of contents").
+_NAVIGATION_HEADING = re.compile(r"(table of )?contents|on this page|in this (article|page)",
+                                 re.I)
+_SECTION_NUMBER = re.compile(r"^(\d+(\.\d+)*\.?|[A-Z]\.)\s+")
+
+
+def path_below(title: str, names: list[str]) -> list[str]:
+    """The heading path's names after the title: a top heading that repeats the title (its
+    section number aside: "1 Measuring Program Resource Use") is not said twice, and a
+    navigation heading ("Table of contents") heads only its own section."""
+    def plain(name: str) -> str:
+        return _SECTION_NUMBER.sub("", name).casefold()
+    return [n for i, n in enumerate(names)
+            if not (i == 0 and plain(n) == plain(title))
+            and not (i < len(names) - 1 and _NAVIGATION_HEADING.fullmatch(n.strip()))]

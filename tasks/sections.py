@@ -16,9 +16,8 @@ Rules (the pure core, `split_markdown`):
   it. A heading's link target is not lost: the fetch stage collects it with the page's
   links (LINKS_TO).
 - A section's heading path starts at the page title: "Pods > Pod lifecycle > Restart policy",
-  so the title is part of what the vectors and the full-text index see for every section.
-  A top heading that repeats the title (Node.js's pages head their content "## Events"
-  under the title "Events") is not said twice: "Events > Error events".
+  so the title is part of what the vectors and the full-text index see for every section,
+  never twice, and without a navigation heading ("Table of contents"): `path_below`.
 - A page with no title (no front matter title, no `#` heading, no HTML <title>) that opens
   with a heading (mdBook chapters open with `## Chapter name`) takes that heading as its
   title; only a page with neither falls back to the last segment of its URL.
@@ -47,9 +46,15 @@ from packs import text as text_rules
 from packs.markdown import LISTING_CAPTION, heading, iter_lines_with_fences, reference_labels
 from tasks.clean import clean_markdown
 from tasks.link_graph import canonical_url
-from tasks.page_headings import clean_heading, heading_level, page_title, sections_under_titles
+from tasks.page_headings import (
+    clean_heading,
+    heading_level,
+    page_title,
+    path_below,
+    sections_under_titles,
+)
 
-SPLITTER_VERSION = "split-v16"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v17"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
@@ -65,8 +70,8 @@ SPLITTER_VERSION = "split-v16"  # v2: long lines cut at sentence ends; v3: leadi
 # alone) reads each heading one level deeper: its `#` sections are sections, not body text
 # v15: a listing's caption between a lead-in and its code block ('<span class="filename">')
 # goes with them: the lead-in is still one, and neither ends a chunk (v14, a draft that
-# carried every run of lead-ins, was never released); v16: a top heading that repeats the title
-# is not repeated in the heading path ("Events > Error events", not "Events > Events > ...")
+# carried every run of lead-ins, was never released); v16-17: paths by `path_below` ("Events >
+# Error events", not "Events > Events > ..."; "npm-ci > Description", no "Table of contents")
 HEADING_SEP = " > "
 
 # The splitter's size rules: words are whitespace runs, and an over-long line is cut at
@@ -137,8 +142,7 @@ def sections_from_markdown(text: str, page_title: str) -> list[RawSection]:
             name = clean_heading(h.text, refs) or "(untitled)"
             stack = [(lv, n) for lv, n in stack if lv < level] + [(level, name)]
             current_title, current_level = name, level
-            current_path = (title, *(n for i, (_, n) in enumerate(stack)
-                                     if i or n.casefold() != title.casefold()))
+            current_path = (title, *path_below(title, [n for _, n in stack]))
             body = []
             seen_heading = True
             continue

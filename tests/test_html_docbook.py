@@ -187,3 +187,17 @@ def test_a_texinfo_example_with_inline_markup_is_one_code_block() -> None:
             "<code>time</code> command is:</p>" + example + PROSE + "</article></body></html>")
     _, markdown, _ = html_to_markdown(page, "http://127.0.0.1/time.html")
     assert _code_blocks(markdown) == ["time [option…] command [arg…]"]
+
+
+def test_a_heading_broken_across_lines_is_one_heading() -> None:
+    # DocBook breaks a chapter's title after its number ("3. \nProgramming with <code>
+    # libbzip2</code>"), GCC's notes break theirs with <br/>: the heading was "3." with
+    # its words in the body below it.
+    page = ('<html><body><article><h1 class="title">GCC 12 Release Series<br/>Changes, New '
+            'Features, and Fixes</h1>' + PROSE + '<h2 class="title"><a name="libprog"></a>3. '
+            '\nProgramming with <code class="computeroutput">libbzip2</code>\n</h2>' + PROSE
+            + "</article></body></html>")
+    title, markdown, _ = html_to_markdown(page, "http://127.0.0.1/manual.html")
+    assert _text_headings(markdown) == [
+        "# GCC 12 Release Series Changes, New Features, and Fixes",
+        "## 3. Programming with `libbzip2`"]

@@ -63,6 +63,16 @@ def test_a_top_heading_that_repeats_the_title_is_not_repeated_in_the_path() -> N
         "Events > Other"]
     assert [s.title for s in secs] == [
         "Events", "Events", "Error events", "events", "Deeper", "Other"]
+    # its section number aside (texinfo: "1 Measuring Program Resource Use")
+    numbered = sections_from_markdown("## 1 Measuring use\n\nx\n\n### 1.3 Output\n\ny\n",
+                                      "Measuring use")
+    assert [" > ".join(s.heading_path) for s in numbered] == [
+        "Measuring use", "Measuring use > 1.3 Output"]
+    # a navigation heading heads its own section, not those under it (npm's pages)
+    npm = sections_from_markdown("## Table of contents\n\n- [Synopsis](#synopsis)\n\n"
+                                 "### Synopsis\n\nx\n\n#### `omit`\n\ny\n", "npm-ci")
+    assert [" > ".join(s.heading_path) for s in npm] == [
+        "npm-ci > Table of contents", "npm-ci > Synopsis", "npm-ci > Synopsis > omit"]
     # only the top heading: a deeper one that happens to repeat the title stays
     deeper = sections_from_markdown("## Pods\n\n### Usage\n\n#### Pods\n\nx\n", "Pods")
     assert " > ".join(deeper[-1].heading_path) == "Pods > Usage > Pods"

@@ -252,8 +252,22 @@ def plain_signature_headings(tree: lxml.html.HtmlElement) -> None:
     # benchmarks/generator_pages.py reads. Its links show their text. A heading of one link
     # to another page ("#### [crypto/tls](...)" in release notes) keeps it. (Run after the
     # permalinks beside headings are dropped.)
+    # A heading's text broken across source lines (DocBook: "3. \nProgramming with
+    # <code>libbzip2</code>") is one line too: trafilatura kept the break, and the heading
+    # was "3." with its words in the body below it.
     for heading in tree.iter(*_HEADINGS):
         links = list(heading.iter("a"))
         if len(links) >= 2 or any((a.get("href") or "").startswith("#") for a in links):
             for a in links:
                 a.drop_tag()
+        for br in list(heading.iter("br")):  # "GCC 12 Release Series<br/>Changes, ..."
+            br.tail = " " + (br.tail or "")
+            br.drop_tag()
+        for element in heading.iter():
+            if element.text and "\n" in element.text:
+                element.text = _LINE_BREAK.sub(" ", element.text)
+            if element is not heading and element.tail and "\n" in element.tail:
+                element.tail = _LINE_BREAK.sub(" ", element.tail)
+
+
+_LINE_BREAK = re.compile(r"\s*\n\s*")
