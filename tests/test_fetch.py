@@ -418,6 +418,12 @@ def test_sniff_and_classify() -> None:
     assert classify("text/x-markdown", "/x", b"# hi") == ("markdown", None)
     assert classify("application/xhtml+xml", "/x", b"<html/>") == ("html", None)
     assert classify(None, "page.htm", b"<p>x</p>") == ("html", None)
+    # no type, no extension: a document is sniffed, after an XML declaration or comments
+    # (XHTML as DocBook writes it), not a text that merely mentions <html>
+    xhtml = b'<?xml version="1.0" encoding="UTF-8"?>\n<!-- made by xsltproc -->\n<html><p>x'
+    assert classify(None, "/doc/intro", xhtml) == ("html", None)
+    assert classify(None, "/doc/notes", b"hello <html>") == (
+        "unsupported", "unknown content type for /doc/notes")
     assert classify("text/plain", "/notes.txt", b"hello") == ("text", None)
     assert classify("application/pdf", "/a.pdf", b"%PDF-1.7") == ("unsupported", "unsupported content type application/pdf")
     assert classify("application/octet-stream", "/a.md", b"%PDF-1.7") == (

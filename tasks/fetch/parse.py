@@ -80,21 +80,11 @@ MARKUPS = {
 
 # Leading bytes of common binary formats (a PNG named .html must not reach the parser).
 MAGIC = (
-    (b"%PDF-", "PDF document"),
-    (b"\x89PNG\r\n\x1a\n", "PNG image"),
-    (b"PK\x03\x04", "ZIP archive"),
-    (b"\x1f\x8b", "gzip data"),
-    (b"\xff\xd8\xff", "JPEG image"),
-    (b"GIF87a", "GIF image"),
-    (b"GIF89a", "GIF image"),
-    (b"\x7fELF", "ELF executable"),
-    (b"\x00asm", "WebAssembly module"),
-    (b"7z\xbc\xaf\x27\x1c", "7z archive"),
-    (b"Rar!\x1a\x07", "RAR archive"),
-    (b"BZh", "bzip2 data"),
-    (b"\xfd7zXZ\x00", "xz data"),
-    (b"OggS", "Ogg media"),
-    (b"ID3", "MP3 audio"),
+    (b"%PDF-", "PDF document"), (b"\x89PNG\r\n\x1a\n", "PNG image"), (b"PK\x03\x04", "ZIP archive"),
+    (b"\x1f\x8b", "gzip data"), (b"\xff\xd8\xff", "JPEG image"), (b"GIF87a", "GIF image"),
+    (b"GIF89a", "GIF image"), (b"\x7fELF", "ELF executable"), (b"\x00asm", "WebAssembly module"),
+    (b"7z\xbc\xaf\x27\x1c", "7z archive"), (b"Rar!\x1a\x07", "RAR archive"), (b"BZh", "bzip2 data"),
+    (b"\xfd7zXZ\x00", "xz data"), (b"OggS", "Ogg media"), (b"ID3", "MP3 audio"),
 )
 # WHATWG: a page labelled Latin-1 or ASCII is decoded as windows-1252 (curly quotes etc.).
 _CHARSET_ALIASES = {"iso8859-1": "cp1252", "latin-1": "cp1252", "ascii": "cp1252"}
@@ -167,9 +157,12 @@ def is_text_type(mtype: str) -> bool:
     return mtype in HTML_TYPES | MARKDOWN_TYPES | GENERIC_TYPES or mtype.startswith("text/")
 
 
-def _looks_like_html(body: bytes) -> bool:
-    head = body[:1024].lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html"))
+def _looks_like_html(body: bytes) -> bool:  # an XML declaration or comments may come first
+    return _HTML_START.match(body[:4096]) is not None
+
+
+_HTML_START = re.compile(rb"(?:\s|<\?xml[^>]*\?>|<!--.*?-->)*<(?:!doctype\s+html|html)\b",
+                         re.I | re.S)
 
 
 def _valid_codec(label: str | None) -> str | None:

@@ -73,8 +73,9 @@ NAME = "fetch"
 # and a one-cell table holding a code block (DocBook's box) is read as blocks; v22: MediaWiki's
 # "Jump to navigation" and "Jump to search" links go; v23: a <pre> without links is its text in
 # one code block, its inline markup (texinfo's <var>) no longer breaking it into inline code;
-# v24: a heading broken across source lines or by <br> is one line (DocBook's "3. Programming")
-VERSION = "fetch-v24"
+# v24: a heading broken across source lines or by <br> is one line (DocBook's "3. Programming");
+# v25: a body with no type and no extension is sniffed as HTML after an XML declaration too
+VERSION = "fetch-v25"
 PAGE_COLUMNS = {
     "url": pl.Utf8, "status": pl.Utf8, "http_status": pl.Int64, "final_url": pl.Utf8,
     "content_type": pl.Utf8, "etag": pl.Utf8, "last_modified": pl.Utf8,
