@@ -18,6 +18,7 @@ it shows as a code block stays one.
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 from collections.abc import Callable
 
@@ -142,15 +143,16 @@ def fences_apart(markdown: str | None) -> str | None:
     if not markdown:
         return markdown
     lines = markdown.splitlines()
-    start = 0
+    start = 0  # outside any code block: the lines before it read as they did
     while True:  # one fence at a time: each changes how the lines after it read
-        found = next((n for n, (line, kind, _) in enumerate(line_kinds(lines))
-                      if n >= start and kind == "text" and _FENCE_AFTER_TEXT.match(line)), None)
+        found = next((start + n for n, (line, kind, _)
+                      in enumerate(line_kinds(itertools.islice(lines, start, None)))
+                      if kind == "text" and _FENCE_AFTER_TEXT.match(line)), None)
         if found is None:
             return "\n".join(lines)
         m = _FENCE_AFTER_TEXT.match(lines[found])
         lines[found:found + 1] = [m.group("text"), "", m.group("fence")]
-        start = found + 3
+        start = found + 2  # the fence, now on a line of its own, opens the block
 
 
 def _has_heading(markdown: str) -> bool:
