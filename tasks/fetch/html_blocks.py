@@ -4,13 +4,16 @@ it shows as a code block stays one.
 
 - `drop_heading_ids`: a section's id made from its heading ("editing-and-navigation") goes,
   so that trafilatura does not take the section for the page's navigation;
-- `unwrap_layout`: a table that lays the page out (LWN, a Tumblr theme) is read as blocks;
-- `extract_keeping_headings`: a page trafilatura finds no content frame in (plain <div>s)
-  is read again with the element holding its headings marked as its article;
+- `unwrap_layout`: a table that lays the page out (LWN, a Tumblr theme) or boxes one code
+  block (DocBook) is read as blocks;
+- `extract_keeping_headings`: a page trafilatura finds no content frame in (plain <div>s,
+  headings straight in <body>) is read again with the element holding its headings marked
+  as its article; `fences_apart` puts back on its own line a fence trafilatura wrote after
+  a list item's text;
 - `open_summaries`: a <summary> holding a heading (rustdoc's methods) gives way to it, and
   one that only labels its toggle ("Expand description") goes;
 - `plain_signature_headings`: a heading that is a code signature full of links (rustdoc)
-  shows its text;
+  shows its text, and a heading broken across lines is one line;
 - `split_code_tabs`: a <pre> holding several <code> blocks (Node.js's ES module and
   CommonJS examples) becomes one code block each.
 """
@@ -25,6 +28,7 @@ from collections.abc import Callable
 import lxml.html
 
 from packs.markdown import line_kinds
+from tasks.fetch.html_tree import on_one_line
 
 _TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "td", "th", "caption", "colgroup", "col")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -265,11 +269,4 @@ def plain_signature_headings(tree: lxml.html.HtmlElement) -> None:
         for br in list(heading.iter("br")):  # "GCC 12 Release Series<br/>Changes, ..."
             br.tail = " " + (br.tail or "")
             br.drop_tag()
-        for element in heading.iter():
-            if element.text and "\n" in element.text:
-                element.text = _LINE_BREAK.sub(" ", element.text)
-            if element is not heading and element.tail and "\n" in element.tail:
-                element.tail = _LINE_BREAK.sub(" ", element.tail)
-
-
-_LINE_BREAK = re.compile(r"\s*\n\s*")
+        on_one_line(heading)

@@ -134,13 +134,20 @@ def _inline_code(tree: lxml.html.HtmlElement) -> None:
         beside = ((before.tail if before is not None else code.getparent().text) or "").strip()
         if not (beside or (code.tail or "").strip()):
             continue
-        for element in code.iter():
-            element.text = _ONE_LINE.sub(" ", element.text) if element.text else element.text
-            if element is not code and element.tail:
-                element.tail = _ONE_LINE.sub(" ", element.tail)
+        on_one_line(code)
 
 
-_ONE_LINE = re.compile(r"[ \t]*\n\s*")
+def on_one_line(element: lxml.html.HtmlElement) -> None:
+    """Each line break in `element`'s text (its own tail aside) and the spaces around it
+    become one space."""
+    for inner in element.iter():
+        if inner.text and "\n" in inner.text:
+            inner.text = _LINE_BREAK.sub(" ", inner.text)
+        if inner is not element and inner.tail and "\n" in inner.tail:
+            inner.tail = _LINE_BREAK.sub(" ", inner.tail)
+
+
+_LINE_BREAK = re.compile(r"\s*\n\s*")
 
 
 def _code_blocks(tree: lxml.html.HtmlElement) -> None:
