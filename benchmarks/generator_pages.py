@@ -114,7 +114,7 @@ def folder_pages(folder: Path, log) -> None:
     for page in sorted(folder.glob("*.html")) if folder.is_dir() else [folder]:
         raw = page.read_bytes()
         _, markdown, _ = html_to_markdown(raw, f"http://127.0.0.1/{page.name}")
-        tree = lxml.html.document_fromstring(re.sub(rb"\A\s*<\?xml[^>]*\?>", b"", raw))
+        tree = lxml.html.document_fromstring(raw)  # as bytes, its XML declaration is read
         for chrome in tree.xpath("//script|//style|//nav|//header|//footer"):
             chrome.drop_tree()
         kinds = list(line_kinds(markdown.splitlines()))
