@@ -53,8 +53,14 @@ from tasks.page_headings import (
     path_below,
     sections_under_titles,
 )
+from tasks.section_pieces import (
+    ITEM_LINE,
+    split_big_block,
+    word_count,
+    wrapped_sentences,
+)
 
-SPLITTER_VERSION = "split-v17"  # v2: long lines cut at sentence ends; v3: leading heading as title
+SPLITTER_VERSION = "split-v18"  # v2: long lines cut at sentence ends; v3: leading heading as title
 # v4: fences and headings by packs.markdown (indented fences, "## C#", "```ls```" is no fence)
 # v5: template directives (mdBook includes, Hugo shortcodes, MDX components) removed first
 # v6: a hard-wrapped paragraph over the window is cut between sentences, not at a wrap
@@ -72,15 +78,9 @@ SPLITTER_VERSION = "split-v17"  # v2: long lines cut at sentence ends; v3: leadi
 # goes with them: the lead-in is still one, and neither ends a chunk (v14, a draft that
 # carried every run of lead-ins, was never released); v16-17: paths by `path_below` ("Events >
 # Error events", not "Events > Events > ..."; "npm-ci > Description", no "Table of contents")
+# v18: a sentence hard-wrapped inside a quote ("> ... the\n> module's code in:") is one
 HEADING_SEP = " > "
 
-# The splitter's size rules: words are whitespace runs, and an over-long line is cut at
-# packs/text.py's sentence ends; changing either re-splits every pack (SPLITTER_VERSION).
-_WORD = re.compile(r"\S+")
-# A line that starts a block of its own inside a paragraph: a list item, table row, quote.
-_ITEM_LINE = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|\||>)")
-# The end of a line that ends its sentence: . ! ? or :, then closing quotes or marks.
-_CLOSED = re.compile(r"[.!?:][\"'”’)\]*_`]*$")
 # The end of a lead-in: prose that introduces the list, table or code block after it.
 # A lead-in ends in ":" ("such as:"), or in "," when it is the paragraph's end and a list,
 # table or code block follows ("In particular,": the sentence goes on in the list).
@@ -169,80 +169,6 @@ def _blocks(body: str) -> list[tuple[str, bool]]:
     return blocks
 
 
-def _word_count(text: str) -> int:
-    return len(_WORD.findall(text))
-
-
-def _sentences(line: str) -> list[str]:
-    """A line of prose cut at its sentence ends (packs/text.py's `sentence_spans`)."""
-    line = line.strip()
-    return [line[a:b] for a, b in text_rules.sentence_spans(line)]
-
-
-def _split_big_block(text: str, max_words: int, is_code: bool) -> list[tuple[str, str]]:
-    """Cut one block longer than max_words into pieces. Prose: one piece per sentence
-    (`_wrapped_sentences`: a hard-wrapped sentence stays whole, so a chunk never ends in
-    the middle of one; a sentence still longer than max_words is cut at words), so that
-    chunks end at sentence ends and can overlap by whole sentences. Code: runs of lines.
-    Returns (piece, separator that joins it to the piece before it)."""
-    if is_code:
-        return _line_runs(text, max_words)
-    pieces: list[tuple[str, str]] = []
-    for sentence, sep in _wrapped_sentences(text):
-        if _word_count(sentence) <= max_words:
-            pieces.append((sentence, sep))
-            continue
-        cut = _word_runs(sentence, max_words)
-        pieces += [(cut[0], sep)] + [(run, " ") for run in cut[1:]]
-    return pieces
-
-
-def _word_runs(text: str, max_words: int) -> list[str]:
-    """`text` cut into runs of max_words words (whitespace joined as one space)."""
-    words = text.split()
-    return [" ".join(words[i : i + max_words]) for i in range(0, len(words), max_words)]
-
-
-def _wrapped_sentences(text: str) -> list[tuple[str, str]]:
-    """The sentences of a prose block as (text, separator before it): a line break inside
-    a sentence (a hard wrap) is kept inside it; a list item, table row or quote line
-    always starts a new one, and a line ending in . ! ? or : ends one."""
-    out: list[list[str]] = []  # [text, separator]
-    open_ = False  # the last sentence runs on to the next line
-    for line in text.splitlines():
-        indent = line[: len(line) - len(line.lstrip())]
-        parts = _sentences(line)
-        if not parts:
-            continue
-        for k, part in enumerate(parts):
-            if k == 0 and open_ and not _ITEM_LINE.match(line):
-                out[-1][0] += "\n" + indent + part
-            else:
-                out.append([indent + part if k == 0 else part, "\n" if k == 0 else " "])
-        open_ = not _CLOSED.search(parts[-1])
-    return [(t, sep) for t, sep in out]
-
-
-def _line_runs(text: str, max_words: int) -> list[tuple[str, str]]:
-    """Runs of whole lines of ≤ max_words words (a longer line is cut at words)."""
-    pieces: list[tuple[str, str]] = []
-    current: list[str] = []
-    count = 0
-    for line in text.splitlines():
-        n = _word_count(line)
-        if current and count + n > max_words:
-            pieces.append(("\n".join(current), "\n"))
-            current, count = [], 0
-        if n > max_words:
-            pieces += [(run, "\n") for run in _word_runs(line, max_words)]
-            continue
-        current.append(line)
-        count += n
-    if current:
-        pieces.append(("\n".join(current), "\n"))
-    return pieces
-
-
 def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     """Pack blocks (and the pieces of over-long blocks) into chunks of ≤ max_words, each
     starting with the previous chunk's trailing units up to overlap_words words. A lead-in
@@ -253,15 +179,15 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
     the page lacks (a listing a template directive included) and stays where it is."""
     if max_words <= 0:
         raise ValueError("max_words must be positive")
-    if _word_count(body) <= max_words:
+    if word_count(body) <= max_words:
         return [body]
     blocks = _blocks(body)
     units: list[tuple[str, str, bool]] = []  # (text, separator before it, is a lead-in)
     for k, (block, is_code) in enumerate(blocks):
-        lead = sum(_word_count(u[0]) for u in _leading_tail(units))
+        lead = sum(word_count(u[0]) for u in _leading_tail(units))
         room = max_words - lead  # what a lead-in before it leaves of the window
-        if _word_count(block) > room:
-            pieces = _split_big_block(block, room, is_code)
+        if word_count(block) > room:
+            pieces = split_big_block(block, room, is_code)
             pieces = [(pieces[0][0], "\n\n"), *pieces[1:]]
         else:
             pieces = [(block, "\n\n")]
@@ -269,47 +195,47 @@ def chunk_text(body: str, max_words: int, overlap_words: int) -> list[str]:
         after = next((j for j in range(k + 1, len(blocks)) if not _is_caption(*blocks[j])),
                      len(blocks))  # the next block that is no listing's caption
         introduces = after < len(blocks) and (blocks[after][1]
-                                              or _ITEM_LINE.match(blocks[after][0]) is not None)
+                                              or ITEM_LINE.match(blocks[after][0]) is not None)
         # prose that ends as a lead-in does (or a caption), before what it would introduce
         leading = introduces and not is_code and bool(
-            _LEADIN.search(last) or (_COMMA_LEADIN.search(last) and not _ITEM_LINE.match(last))
+            _LEADIN.search(last) or (_COMMA_LEADIN.search(last) and not ITEM_LINE.match(last))
             or _is_caption(block, is_code))
-        if leading and _word_count(last) > max_words // 3:
+        if leading and word_count(last) > max_words // 3:
             # A long paragraph whose last sentence is the lead-in ("... the indicated
             # effects on the pod. In particular,"): that sentence goes with the list, and
             # the one before it too when the lead-in is a bare connective.
-            said = _wrapped_sentences(last)
+            said = wrapped_sentences(last)
             tail = said[-1][0] if len(said) > 1 else ""
-            if len(said) > 2 and _word_count(tail) <= text_rules.CONNECTIVE_WORDS:
+            if len(said) > 2 and word_count(tail) <= text_rules.CONNECTIVE_WORDS:
                 # A bare connective ("In particular,") says nothing alone: the sentence
                 # before it goes along when both fit.
                 two = said[-2][0] + said[-1][1] + tail
-                if last.endswith(two) and _word_count(two) <= max_words // 3:
+                if last.endswith(two) and word_count(two) <= max_words // 3:
                     tail = two
-            if tail and last.endswith(tail) and _word_count(tail) <= max_words // 3:
+            if tail and last.endswith(tail) and word_count(tail) <= max_words // 3:
                 cut = len(last) - len(tail)
                 head = last[:cut].rstrip()
                 pieces = [*pieces[:-1], (head, pieces[-1][1]),
                           (tail, last[len(head):cut] or " ")]
                 last = tail
-        leads = leading and _word_count(last) <= max_words // 3
+        leads = leading and word_count(last) <= max_words // 3
         units += [(text, sep, False) for text, sep in pieces[:-1]]
         units.append((last, pieces[-1][1], leads))
     chunks: list[list[tuple[str, str, bool]]] = []
     current: list[tuple[str, str, bool]] = []
     count = head = 0  # head: units of `current` that repeat the end of the last chunk
     for unit in units:
-        n = _word_count(unit[0])
+        n = word_count(unit[0])
         if current and count + n > max_words:
             carried = _leading_tail(current)
             del current[len(current) - len(carried):]
-            lead = sum(_word_count(u[0]) for u in carried)
+            lead = sum(word_count(u[0]) for u in carried)
             overlap: list[tuple[str, str, bool]] = []
             kept = 0
             if len(current) > head:  # else the chunk would only repeat the last one's end
                 chunks.append(current)
                 for prev in reversed(current):
-                    m = _word_count(prev[0])
+                    m = word_count(prev[0])
                     if kept + m > overlap_words or kept + m + lead + n > max_words:
                         break
                     overlap.insert(0, prev)
@@ -341,7 +267,7 @@ def code_fraction(text: str) -> float:
     """Share of words inside code fences."""
     total = code = 0
     for line, in_code in iter_lines_with_fences(text):
-        n = _word_count(line)
+        n = word_count(line)
         total += n
         code += n if in_code else 0
     return code / total if total else 0.0
@@ -392,7 +318,7 @@ def split_pages(pages: pl.DataFrame, max_words: int, overlap_words: int) -> pl.D
                 "article_id": art, "url": page["url"], "page_title": title,
                 "title": c.title, "heading_path": c.heading_path, "level": c.level,
                 "position": c.position, "chunk": c.chunk, "content": c.content,
-                "content_hash": chash, "word_count": _word_count(c.content),
+                "content_hash": chash, "word_count": word_count(c.content),
                 "is_code": c.is_code,
             })
     df = pl.DataFrame(rows, schema=SECTION_SCHEMA)

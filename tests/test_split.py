@@ -429,3 +429,25 @@ def test_a_page_that_heads_its_sections_with_h1_keeps_them_as_sections() -> None
     secs = sections_from_markdown(comments, "T")
     assert [s.title for s in secs] == ["T", "Real"]
     assert "This manifest mounts /data on the host\nThe mount is read-only." in secs[0].body
+
+
+def test_a_sentence_wrapped_inside_a_quote_is_never_cut_at_its_wrap() -> None:
+    # The Rust book's "Alternate File Paths" note is one long blockquote; each of its lines
+    # was cut as a sentence of its own, so a chunk opened with "> module's code in:" and
+    # the answer quoted "module's code in:" and "project can end up with many files ..."
+    # as bullets.
+    filler = "\n".join(f"> Filler sentence {i} says something plain." for i in range(12))
+    body = ("> ### Alternate File Paths\n>\n" + filler + "\n>\n"
+            "> For a module named `front_of_house` declared in the crate root, the\n"
+            "> compiler will look for the module's code in:\n>\n"
+            "> - _src/front_of_house.rs_ (what we covered)\n"
+            "> - _src/front_of_house/mod.rs_ (older style, still supported path)\n>\n"
+            "> The main downside to the style that uses files named _mod.rs_ is that your\n"
+            "> project can end up with many files named _mod.rs_, which can get confusing.")
+    chunks = chunk_text(body, max_words=40, overlap_words=0)
+    assert len(chunks) > 2
+    for c in chunks:  # every chunk opens where a sentence, item or heading of the quote does
+        first = c.split("\n", 1)[0].lstrip("> ")
+        assert first[:1].isupper() or first.startswith(("- ", "#")), c
+    assert any("the\n> compiler will look for the module's code in:" in c for c in chunks)
+    assert set(" ".join(chunks).split()) == set(body.split())
