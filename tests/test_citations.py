@@ -156,7 +156,9 @@ def test_offline_answer_cites_spans_of_the_sections_table(pack):
     answer = pack.ask("What is the default value of max_attempts?", use_cache=False)
     assert answer["query_type"] == "retrieval_only"
     lines = answer["answer"].splitlines()
-    assert lines[2].startswith("- Its fields are max_attempts, which defaults to 5,")
+    # "Its fields ..." is quoted with the sentence that says whose (extractive.with_antecedent).
+    assert lines[2].startswith("- RetryPolicy is a Python class you attach to a job with the "
+                               "retry argument. Its fields are max_attempts, which defaults to 5,")
     table = pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet")
     stored = dict(zip(table["id"], table["content"]))
     assert [c["n"] for c in answer["citations"]] == markers(answer["answer"])

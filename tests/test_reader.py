@@ -542,3 +542,45 @@ def test_equally_rare_terms_give_the_same_features_whatever_the_hash_seed():
     assert len(seen) == 1, seen
     firsts = dict(eval(seen.pop()))  # noqa: S307 - the list of pairs printed above
     assert firsts["The Shah "] == 1.0 and firsts["Iran gave"] == 0.0
+
+
+def test_a_quote_that_opens_with_this_comes_with_the_sentence_it_points_at():
+    """Kubernetes' Cassandra tutorial: "This setting is for your safety ..." was quoted
+    alone, without the sentence that says what the setting is."""
+    content = ("Deleting or scaling a StatefulSet down does not delete the volumes associated "
+               "with the StatefulSet. This setting is for your safety because your data is "
+               "more valuable than automatically purging all related StatefulSet resources.\n\n"
+               "This paragraph opens a new one. StatefulSets run stateful apps.")
+    passages = [rf.Passage(content, similarity=0.5, rank=0)]
+    units = extractive.units_of("Are the volumes of a StatefulSet deleted with it?", passages)
+    safety, opens, run = (next(u for _, u in units if u.kind == "sentence"
+                               and u.display.startswith(w))
+                          for w in ("This setting", "This paragraph", "StatefulSets run"))
+    joined = extractive.with_antecedent(extractive.Pick(0, safety, 1.0), units, passages, set())
+    assert joined.unit.display.startswith("Deleting or scaling a StatefulSet down")
+    assert joined.unit.display.endswith("related StatefulSet resources.")
+    assert content[joined.unit.start:joined.unit.end] == joined.unit.display
+    # The sentence before already picked, a paragraph's first sentence, or one that
+    # points at nothing: unchanged.
+    deleting = next(u for _, u in units if u.display.startswith("Deleting"))
+    for unit, taken in ((safety, {(0, deleting.start)}), (opens, set()), (run, set())):
+        pick = extractive.Pick(0, unit, 1.0)
+        assert extractive.with_antecedent(pick, units, passages, taken).unit == unit
+    # In an answer, only while the answer stays within its word budget.
+    q = "Why is this setting for your safety?"
+    one = [rf.Passage(content.split("\n\n")[0], similarity=0.5, rank=0)]
+    wide, tight = (extractive.select(q, one, max_words=n)[0].unit.display for n in (110, 20))
+    assert wide.startswith("Deleting or scaling") and tight.startswith("This setting")
+
+
+def test_a_bare_listing_file_caption_is_never_quoted():
+    """mdBook's '<span class="filename">Filename: src/main.rs</span>' before a listing the
+    page includes from a file it lacks was quoted as an answer's bullet."""
+    content = ('Comments can also be placed at the end of lines of code.\n\n'
+               '<span class="filename">Filename: src/main.rs</span>\n\n'
+               'A comment at the end of a line starts with two slashes.')
+    passages = [rf.Passage(content, similarity=0.5, rank=0)]
+    picks = extractive.select("Where does the file src/main.rs put its comments?", passages)
+    assert picks and not any(p.unit.display.startswith("Filename:") for p in picks)
+    assert any(u.display == "Filename: src/main.rs"
+               for _, u in extractive.units_of("src/main.rs", passages))  # a unit, unquoted

@@ -16,7 +16,10 @@ question that asks about two things (packs/retrieval/asks.py `parts`: "..., and 
 the whole question; whole units only, within the word budget. For a why question, a
 picked sentence whose reason is the next sentence of its paragraph ("... This is because
 ...") is quoted with it, and the answer's first quote with the short sentence after it,
-whatever it opens with (`with_reason`).
+whatever it opens with (`with_reason`). Whatever the question, a picked sentence that opens
+with a pronoun or a demonstrative ("This setting is for your safety ...") is quoted with the
+sentence before it, so that it says what it points at (`with_antecedent`), while the
+answer stays within the word budget.
 Each is one bullet with its [n] ([n, pack] with several packs); a bullet whose value lives
 in its section's heading or page title (a release, a version, a name the unit does not
 write) opens with that heading. Each quote is the unit's span of its section, so
@@ -154,7 +157,46 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
         taken = {(p.section, p.unit.start) for p in picks}
         picks = [with_reason(p, units, passages, taken, lead=k == 0)
                  for k, p in enumerate(picks)]
-    return picks
+    taken = {(p.section, p.unit.start) for p in picks}
+    room = limits.max_words - sum(len(p.unit.display.split()) for p in picks)
+    out = []
+    for p in picks:  # within the answer's word budget, best quote first
+        q = with_antecedent(p, units, passages, taken)
+        extra = len(q.unit.display.split()) - len(p.unit.display.split())
+        if extra <= room:
+            room -= extra
+            p = q
+        out.append(p)
+    return out
+
+
+# A sentence that leans on the one before it: it opens with a pronoun or a demonstrative
+# ("This setting is for your safety because ...", "It then ...").
+_POINTS_BACK = re.compile(r"^(?:this|that|these|those|it|its|they|their|such|then|so)\b", re.I)
+ANTECEDENT_WORDS = 35  # the most words of the sentence a leaning quote is shown with
+
+
+def with_antecedent(pick: Pick, units: Sequence[tuple[int, Unit]],
+                    passages: Sequence[rf.Passage], taken: set[tuple[int, int]]) -> Pick:
+    """A picked sentence that opens with a pronoun or a demonstrative, quoted with the
+    sentence before it in its paragraph (of ANTECEDENT_WORDS words at most, and not picked
+    itself), so that the quote says what "this" is: "Deleting or scaling a StatefulSet down
+    does not delete the volumes associated with the StatefulSet. This setting is for your
+    safety ..." `taken`: the picks' (section, start)."""
+    i, u = pick.section, pick.unit
+    if u.kind != "sentence" or not _POINTS_BACK.match(u.display):
+        return pick
+    before = [v for j, v in units if j == i and v.kind == "sentence" and v.end <= u.start]
+    if not before:
+        return pick
+    prev = max(before, key=lambda v: v.end)
+    gap = passages[i].content[prev.end:u.start]
+    if (gap.strip() or "\n\n" in gap or (i, prev.start) in taken
+            or len(prev.display.split()) > ANTECEDENT_WORDS):
+        return pick
+    joined = Unit(prev.start, u.end, "sentence", f"{prev.display} {u.display}", block=u.block,
+                  group=u.group)
+    return dataclasses.replace(pick, unit=joined)
 
 
 # A sentence that gives the reason for the one before it: "This is because ...", "This is

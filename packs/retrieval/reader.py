@@ -19,7 +19,8 @@ picked) is within `margin` of the best's, while they fit the limits: `max_units`
 `per_section`, `max_words` (`multi_units` and `multi_words` for a question about several
 things; a first unit over the budget gives way to one that fits and
 scores within `long_margin`), no unit overlapping another or repeating its text (one that
-shows a picked unit's words and more, from another section, takes its place). Units are
+shows a picked unit's words and more, from another section, takes its place), and no bare
+"Filename: src/main.rs" (the caption of a listing the page lacks). Units are
 quoted whole, never cut. The version recorded with an answer (`Reader.version`) is the file's own
 `version` and its sha256, so an answer says which weights chose its passages.
 """
@@ -30,6 +31,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,9 @@ from packs.retrieval import reader_features as rf
 from packs.retrieval.units import LONG_WORDS, Unit
 
 WEIGHTS_FILE = Path(__file__).with_name("reader_weights.json")
+# A unit that only names a listing's file (mdBook's "Filename: src/main.rs" caption, its
+# listing included from a file the page lacks) says nothing: never quoted.
+_FILE_CAPTION = re.compile(r"^\s*Filename: \S+\s*$")
 T = TypeVar("T")
 
 
@@ -236,7 +241,10 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
     if not ranked:
         return []
     total = sum(weights.values()) or 1.0
-    pool = list(ranked[:max(limits.top_n, limits.max_units * 4)])
+    pool = [s for s in ranked[:max(limits.top_n, limits.max_units * 4)]
+            if not _FILE_CAPTION.match(units[s.index][1].display)]
+    if not pool:
+        return []
     terms = {s.index: set(rf.unit_terms_of(units[s.index][1])) & set(weights)
              for s in [*pool, *(s for lead in leads for s in lead)]}
     best = pool[0].score
@@ -254,7 +262,8 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
     for _ in range(limits.lead_depth):  # the best units for each part that still fit, in turn
         for lead in leads:
             s = next((s for s in lead[:limits.top_n]
-                      if fits(s, out) and all(o.index != s.index for o in out)), None)
+                      if fits(s, out) and all(o.index != s.index for o in out)
+                      and not _FILE_CAPTION.match(units[s.index][1].display)), None)
             if s is not None and len(out) < limits.max_units:
                 out.append(s)
     pool = [s for s in pool if all(o.index != s.index for o in out)]
