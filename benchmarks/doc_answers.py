@@ -217,6 +217,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = (corpora.load_rows(args.questions) if args.questions else load_questions(name))
         with KnowledgePack.open(corpus.built.pack_dir) as pack:
             bad = check_golds(pack, rows, corpus.built.base_url)
+            if rows and len(bad) == len(rows):  # no gold page at all: the URLs do not match
+                raise SystemExit(
+                    f"{name}: no question's gold page is in {corpus.built.pack_dir} under "
+                    f"{corpus.built.base_url}; the pack was built under other URLs than "
+                    f"{args.work / name / 'state.json'} records: delete that file to rebuild")
             log(f"\n{name}: {len(rows)} questions, pack {corpus.built.pack_dir}; gold strings "
                 f"missing from their gold pages in the pack: {bad or 'none'}")
             for split in (("ids",) if args.ids else ("dev", "test") if args.split == "both"
