@@ -153,11 +153,10 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
     chosen = reader.choose(model, x, units, term_w, reader.memo(similarity, units), parts, limits,
                            listing="list" in types, first=first)
     picks = [Pick(units[s.index][0], units[s.index][1], s.score) for s in chosen]
+    taken = {(p.section, p.unit.start) for p in picks}  # a joined quote keeps its start
     if "why" in types:
-        taken = {(p.section, p.unit.start) for p in picks}
         picks = [with_reason(p, units, passages, taken, lead=k == 0)
                  for k, p in enumerate(picks)]
-    taken = {(p.section, p.unit.start) for p in picks}
     room = limits.max_words - sum(len(p.unit.display.split()) for p in picks)
     out = []
     for p in picks:  # within the answer's word budget, best quote first
@@ -194,9 +193,7 @@ def with_antecedent(pick: Pick, units: Sequence[tuple[int, Unit]],
     if (gap.strip() or "\n\n" in gap or (i, prev.start) in taken
             or len(prev.display.split()) > ANTECEDENT_WORDS):
         return pick
-    joined = Unit(prev.start, u.end, "sentence", f"{prev.display} {u.display}", block=u.block,
-                  group=u.group)
-    return dataclasses.replace(pick, unit=joined)
+    return dataclasses.replace(pick, unit=_joined(prev, u, picked=u))
 
 
 # A sentence that gives the reason for the one before it: "This is because ...", "This is
@@ -230,9 +227,14 @@ def with_reason(pick: Pick, units: Sequence[tuple[int, Unit]], passages: Sequenc
             or not (_REASON_NEXT.match(nxt.display)
                     or (lead and len(nxt.display.split()) <= LEAD_NEXT_WORDS))):
         return pick
-    joined = Unit(u.start, nxt.end, "sentence", f"{u.display} {nxt.display}", block=u.block,
-                  group=u.group)
-    return dataclasses.replace(pick, unit=joined)
+    return dataclasses.replace(pick, unit=_joined(u, nxt, picked=u))
+
+
+def _joined(first: Unit, second: Unit, picked: Unit) -> Unit:
+    """Two sentences of a paragraph, one after the other, as one sentence unit, in the
+    block and group of the one `picked`."""
+    return Unit(first.start, second.end, "sentence", f"{first.display} {second.display}",
+                block=picked.block, group=picked.group)
 
 
 # --- the answer text ---------------------------------------------------------------------------

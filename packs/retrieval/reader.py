@@ -241,8 +241,10 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
     if not ranked:
         return []
     total = sum(weights.values()) or 1.0
-    pool = [s for s in ranked[:max(limits.top_n, limits.max_units * 4)]
-            if not _FILE_CAPTION.match(units[s.index][1].display)]
+    def says_something(s: Scored) -> bool:
+        return not _FILE_CAPTION.match(units[s.index][1].display)
+
+    pool = [s for s in ranked[:max(limits.top_n, limits.max_units * 4)] if says_something(s)]
     if not pool:
         return []
     terms = {s.index: set(rf.unit_terms_of(units[s.index][1])) & set(weights)
@@ -263,7 +265,7 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
         for lead in leads:
             s = next((s for s in lead[:limits.top_n]
                       if fits(s, out) and all(o.index != s.index for o in out)
-                      and not _FILE_CAPTION.match(units[s.index][1].display)), None)
+                      and says_something(s)), None)
             if s is not None and len(out) < limits.max_units:
                 out.append(s)
     pool = [s for s in pool if all(o.index != s.index for o in out)]
