@@ -48,7 +48,7 @@ SINGLE_SETS = ("k8s_answers", "rust_answers", "cargo_answers", "k8s_questions", 
 LABELLED_SETS = ("release_kinds",)
 MIN_DF = 2
 FOLDS = 8
-VERSION = "kinds-2026-11-30"
+VERSION = "kinds-2026-12-04"
 
 
 def _shown(path: Path) -> str:

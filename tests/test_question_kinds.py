@@ -29,6 +29,20 @@ def test_features_read_the_asking_sentence_with_identifiers_as_code():
     assert f["rule:list"] == 1
     assert f["plurals"] == 0.5  # flags, objects
     assert qk.features("What is a Pod?", None)["rule:none"] == 1
+    assert f["head:none"] == 1  # "Give me ..." asks with no which/what noun
+
+
+@pytest.mark.parametrize(("sentence", "number"), [
+    ("Which guide does the book point me to for those implementation details?", "singular"),
+    ("Which family of standard library methods does that?", "singular"),
+    ("Which kubelet settings control container log rotation?", "plural"),
+    ("Which feature gates does the kubelet read?", "plural"),  # the gates, not a feature
+    ("What kinds of volume can a Pod mount?", "plural"),
+    ("What is a Pod?", "none"),
+])
+def test_the_number_of_the_noun_a_question_asks_for(sentence, number):
+    assert qk.features(sentence, None)["head:" + number] == 1
+    assert sum(k.startswith("head:") for k in qk.features(sentence, None)) == 1
 
 
 def test_probabilities_are_the_softmax_of_the_weights(tmp_path):
@@ -61,7 +75,10 @@ def test_missing_weights_name_the_file(tmp_path):
 def test_shipped_model_reads_each_kind():
     # single-passage questions keep the single-passage answer
     for single in ("What is a Pod?", "How do I drain a node?",
-                   "Which flag sets the grace period?", "Why does a restarted Pod get a "
+                   "Which flag sets the grace period?",
+                   "I want to understand how a growable vector is laid out in memory under the "
+                   "hood. Which guide does the book point me to for those implementation "
+                   "details?", "Why does a restarted Pod get a "
                    "different IP address?", "How many replicas does the example Deployment run?"):
         assert qk.question_kind(single) is None, single
     assert qk.question_kind("List all the feature gates the docs mention.") == "list"

@@ -26,6 +26,9 @@ left out), lower case, a code span or identifier read as "<code>" and a number a
 - `last:` the last word;
 - `ctx`: the question sets a scene in a sentence of its own first;
 - `plurals`: how many plural words it has (at most 4, over 4);
+- `head:` whether the noun a which/what sentence asks for is plural, singular or absent
+  (whole_pack_questions.py `head_number`): "Which guide does the book point me to for those
+  implementation details?" asks for one thing, though it names details;
 - `rule:` the hand rules' kind ("rule:none" for a question about one thing).
 """
 
@@ -43,10 +46,11 @@ from packs.retrieval import compare
 from packs.retrieval.asks import asking, parts
 from packs.retrieval.reader import read_weights
 from packs.retrieval.whole_pack_overview import about_itself
-from packs.retrieval.whole_pack_questions import form_kind, head_phrase, requested, rule_kind
+from packs.retrieval.whole_pack_questions import (form_kind, head_number, head_phrase, requested,
+                                                  rule_kind)
 
 WEIGHTS_FILE = Path(__file__).with_name("kind_weights.json")
-FEATURES_VERSION = "kinds-1"
+FEATURES_VERSION = "kinds-2"
 NONE = "none"  # the class of a question about one thing
 RULE_TRUST = 0.6  # "none" must be this probable to overrule the hand rules' whole-pack reading
 # A list of documents ("Which guides does the Troubleshooting Applications part offer?") is
@@ -105,6 +109,7 @@ def features(question: str, rule: str | None) -> dict[str, float]:
     f["ctx"] = 1.0 if sentence.strip() != question.strip() else 0.0
     f["plurals"] = min(4, sum(1 for w in words if _PLURAL.fullmatch(w))) / 4
     f["rule:" + (rule or NONE)] = 1.0
+    f["head:" + head_number(_ASIDE.sub("", sentence))] = 1.0
     return f
 
 

@@ -295,6 +295,18 @@ def asks_several(question: str) -> bool:
     return "and" in (w.lower() for w in words) or any(w.endswith(",") for w in words)
 
 
+def head_number(sentence: str) -> str:
+    """Whether the noun a which/what question asks for is "plural" ("Which kubelet settings
+    control ...", "What kinds of volume ..."), "singular" ("Which guide does the book point
+    me to ...?", "Which family of methods ...") or "none" (no noun: "What is ...?"). Its
+    first three words decide: "Which feature gates ..." names gates, not a feature."""
+    m = _HEAD.search(sentence)
+    phrase = [w.strip(",") for w in _phrase(m.group(2).split())] if m else []
+    if not phrase:
+        return "none"
+    return "plural" if m.group(1) or any(_plural(w) for w in phrase[:3]) else "singular"
+
+
 # "Which special kinds of types ...": the noun after "kinds of" is the one asked for.
 _KINDS_OF = re.compile(r"^(\s*(?:which|what)\s+(?:[\w.-]+\s+){1,4}?)(?:kinds|sorts|forms) of\s+",
                        re.I)
