@@ -498,6 +498,19 @@ def test_a_why_answer_quotes_the_reason_that_follows_its_sentence():
                                   set()).unit == jobs
 
 
+def test_a_why_answer_never_joins_a_sentence_of_the_next_paragraph():
+    """A blank line ends a paragraph: the next paragraph's first sentence is no reason for
+    the one before it, even when it opens "This is because" (the lead quote too)."""
+    content = ("The CronJob may not be scheduled when startingDeadlineSeconds is below 10 "
+               "seconds.\n \nThis is because the controller checks things every 10 seconds.")
+    passages = [rf.Passage(content, similarity=0.5, rank=0)]
+    units = extractive.units_of("Why is my CronJob not scheduled?", passages)
+    first = next(u for _, u in units if u.display.startswith("The CronJob"))
+    for lead in (False, True):
+        assert extractive.with_reason(extractive.Pick(0, first, 1.0), units, passages, set(),
+                                      lead=lead).unit == first
+
+
 def test_a_why_answers_first_quote_comes_with_the_short_sentence_after_it():
     """The answer's first quote takes the next sentence of its paragraph whatever that opens
     with (a book says "This way, ..." for its reason), the others only a stated reason, and

@@ -189,8 +189,7 @@ def with_antecedent(pick: Pick, units: Sequence[tuple[int, Unit]],
     if not before:
         return pick
     prev = max(before, key=lambda v: v.end)
-    gap = passages[i].content[prev.end:u.start]
-    if (gap.strip() or "\n\n" in gap or (i, prev.start) in taken
+    if (not _one_paragraph(passages[i].content[prev.end:u.start]) or (i, prev.start) in taken
             or len(prev.display.split()) > ANTECEDENT_WORDS):
         return pick
     return dataclasses.replace(pick, unit=_joined(prev, u, picked=u))
@@ -223,11 +222,20 @@ def with_reason(pick: Pick, units: Sequence[tuple[int, Unit]], passages: Sequenc
     if not after:
         return pick
     nxt = min(after, key=lambda v: v.start)
-    if (content[u.end:nxt.start].strip() or (i, nxt.start) in taken
+    if (not _one_paragraph(content[u.end:nxt.start]) or (i, nxt.start) in taken
             or not (_REASON_NEXT.match(nxt.display)
                     or (lead and len(nxt.display.split()) <= LEAD_NEXT_WORDS))):
         return pick
     return dataclasses.replace(pick, unit=_joined(u, nxt, picked=u))
+
+
+def _one_paragraph(gap: str) -> bool:
+    """Whether the text between two sentences keeps them in one paragraph: white space
+    with no blank line (a blank line ends a paragraph, as in Markdown)."""
+    return not gap.strip() and _BLANK_LINE.search(gap) is None
+
+
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
 def _joined(first: Unit, second: Unit, picked: Unit) -> Unit:
