@@ -11,6 +11,7 @@ made from the recorded base URL.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
@@ -179,7 +180,28 @@ def build_cached(name: str, pages: Sequence[Page], work: Path, model: str = MODE
                  description: str = "", settings: dict[str, object] | None = None) -> BuiltPack:
     """The pack of `pages` under work/name/: reused when the pages, model, splitter and
     `settings` (extra pack.toml keys) are unchanged, else served and built with the offline
-    extractor. Raises flows.build.BuildError."""
+    extractor. One process at a time (`_one_at_a_time`). Raises flows.build.BuildError."""
+    with _one_at_a_time(work / name):
+        return _build_cached(name, pages, work, model, description, settings)
+
+
+@contextmanager
+def _one_at_a_time(folder: Path) -> Iterator[None]:
+    """Hold the benchmark pack `folder`'s lock file while its state is read and rebuilt.
+    Two benchmarks started on one --work dir both rebuilt the pack, and state.json kept the
+    base URL of the build that lost, so no gold page matched; the second now waits, then
+    finds the pack the first built."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".state.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build_cached(name: str, pages: Sequence[Page], work: Path, model: str,
+                  description: str, settings: dict[str, object] | None) -> BuiltPack:
     folder = work / name
     state_file = folder / "state.json"
     extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in sorted((settings or {}).items()))

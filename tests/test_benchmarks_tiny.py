@@ -14,6 +14,7 @@ import pytest
 from benchmarks import (
     answer_eval,
     cold_answers,
+    common,
     corpora,
     doc_answers,
     extract_calls,
@@ -882,3 +883,24 @@ def test_whole_pack_items_the_pack_cannot_hold_are_left_out_of_recall():
     assert [i["item"] for i in kept[0]["items"]] == ["get", "title"] and len(kept) == 1
     assert dropped == ["q1: gone", "q1: elsewhere", "q2: x"]
     assert whole_pack.recall("kubectl get; Labels and Selectors", kept[0]["items"])[0] == 1.0
+
+
+def test_one_benchmark_at_a_time_reads_and_rebuilds_a_pack(tmp_path):
+    """Two benchmarks on one --work dir: the second waits for the first's build, so the
+    pack's state never names the base URL of a build that lost."""
+    import threading
+
+    order = []
+
+    def second():
+        with common._one_at_a_time(tmp_path / "kubernetes"):
+            order.append("second")
+
+    with common._one_at_a_time(tmp_path / "kubernetes"):
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        waiting.join(timeout=0.5)
+        assert waiting.is_alive()  # blocked while the first holds the pack
+        order.append("first")
+    waiting.join(timeout=10)
+    assert order == ["first", "second"]
