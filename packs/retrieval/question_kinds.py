@@ -46,8 +46,13 @@ from packs.retrieval import compare
 from packs.retrieval.asks import asking, parts
 from packs.retrieval.reader import read_weights
 from packs.retrieval.whole_pack_overview import about_itself
-from packs.retrieval.whole_pack_questions import (form_kind, head_number, head_phrase, requested,
-                                                  rule_kind)
+from packs.retrieval.whole_pack_questions import (
+    form_kind,
+    head_number,
+    head_phrase,
+    requested,
+    rule_kind,
+)
 
 WEIGHTS_FILE = Path(__file__).with_name("kind_weights.json")
 FEATURES_VERSION = "kinds-2"
