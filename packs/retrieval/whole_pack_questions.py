@@ -300,11 +300,17 @@ def head_number(sentence: str) -> str:
     control ...", "What kinds of volume ..."), "singular" ("Which guide does the book point
     me to ...?", "Which family of methods ...") or "none" (no noun: "What is ...?"). Its
     first three words decide: "Which feature gates ..." names gates, not a feature."""
-    m = _HEAD.search(sentence)
-    phrase = [w.strip(",") for w in _phrase(m.group(2).split())] if m else []
-    if not phrase:
+    m, phrase = _asked_phrase(sentence)
+    if m is None or not phrase:
         return "none"
     return "plural" if m.group(1) or any(_plural(w) for w in phrase[:3]) else "singular"
+
+
+def _asked_phrase(text: str) -> tuple[re.Match[str] | None, list[str]]:
+    """The which/what match (`_HEAD`) in `text` and the words of the noun phrase after it,
+    up to where it ends (`_phrase`), trailing commas off; (None, []) without one."""
+    m = _HEAD.search(text)
+    return m, [w.strip(",") for w in _phrase(m.group(2).split())] if m else []
 
 
 # "Which special kinds of types ...": the noun after "kinds of" is the one asked for.
@@ -332,8 +338,7 @@ def head_phrase(question: str) -> list[str]:
     """The words of the noun phrase a list question asks for, up to its last plural word
     ("Which kernel sysctl parameters do ..." → ["kernel", "sysctl", "parameters"]; "What
     container images ..." → ["container", "images"]); [] when it names no plural."""
-    m = _HEAD.search(_KINDS_OF.sub(r"\1", question))
-    phrase = [w.strip(",") for w in _phrase(m.group(2).split())] if m else []
+    _, phrase = _asked_phrase(_KINDS_OF.sub(r"\1", question))
     plural = [k for k, w in enumerate(phrase) if _plural(w)]
     return phrase[:plural[-1] + 1] if plural else []
 
