@@ -5,6 +5,7 @@ is shown with the quote. No real data and no retraining on it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -584,6 +585,30 @@ def test_a_quote_that_opens_with_this_comes_with_the_sentence_it_points_at():
     one = [rf.Passage(content.split("\n\n")[0], similarity=0.5, rank=0)]
     wide, tight = (extractive.select(q, one, max_words=n)[0].unit.display for n in (110, 20))
     assert wide.startswith("Deleting or scaling") and tight.startswith("This setting")
+
+
+def test_a_question_about_several_things_gives_its_quotes_the_same_budget_as_its_choice():
+    """reader.budget decides the words once: a question about two things is chosen within
+    `multi_words`, and a leaning quote may take the sentence before it within the same
+    words (its room was counted from `max_words` alone)."""
+    content = ("The controller keeps the claims when a set is scaled down to zero replicas. "
+               "This setting is for your safety because your data is more valuable than "
+               "automatically purging all related StatefulSet resources.\n\n"
+               "Each Pod of a StatefulSet gets a stable network identity from its ordinal index.")
+    q = ("Why is this setting for your safety, and what network identity does each Pod of a "
+         "StatefulSet get?")
+    shipped = reader.load()
+    limits = dataclasses.replace(shipped.limits, margin=0.0, lead_depth=1, cover=0.0)
+    several = reader.budget(dataclasses.replace(limits, max_words=20), several=True)
+    assert several.max_words == limits.multi_words and several.max_units >= limits.multi_units
+    assert reader.budget(limits, several=False) == limits
+    one_each = dataclasses.replace(shipped, limits=limits)  # the best unit of each part alone
+    picks = extractive.select(q, [rf.Passage(content, similarity=0.5, rank=0)], max_words=20,
+                              weights=one_each)
+    assert [p.unit.display.split(".")[0] for p in picks] == [
+        "The controller keeps the claims when a set is scaled down to zero replicas",
+        "Each Pod of a StatefulSet gets a stable network identity from its ordinal index"]
+    assert "This setting is for your safety" in picks[0].unit.display
 
 
 def test_a_bare_listing_file_caption_is_never_quoted():

@@ -142,9 +142,10 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
                          part_passages(passages, sims) if sims is not None else passages,
                          units, pack_idf)
              for p, sims in zip(asked, part_sims)]
-    limits = dataclasses.replace(
+    limits = reader.budget(dataclasses.replace(
         model.limits, **{k: v for k, v in (("max_units", max_units), ("per_section", per_section),
-                                           ("max_words", max_words)) if v is not None})
+                                           ("max_words", max_words)) if v is not None}),
+        several=bool(parts))
     term_w = rf.term_weights(question, [rf.unit_terms_of(u) for _, u in units], pack_idf)
     paired = compare.things(question) if len(parts) == 2 else None
     first = [] if paired is None else [

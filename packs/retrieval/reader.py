@@ -201,16 +201,24 @@ def choose(reader: Reader, x: np.ndarray, units: Sequence[tuple[int, Unit]],
     for each part first, then the best for the whole question (`pick`). `first`: for each
     part, given its ranked units, the position of the one that leads that part's units
     (packs/retrieval/compare.py `leader`; None: the best ranked)."""
-    limits = limits or reader.limits
+    limits = budget(limits or reader.limits, several=bool(parts))
     leads = [ranked(reader, xp, units, sims) for xp in parts]
     for lead, leader in zip(leads, first):
         k = leader([units[s.index][1] for s in lead])
         if k:
             lead.insert(0, lead.pop(k))
-    if leads:
-        limits = dataclasses.replace(limits, max_units=max(limits.max_units, limits.multi_units),
-                                     max_words=max(limits.max_words, limits.multi_words))
     return pick(ranked(reader, x, units, sims), units, weights, limits, leads, listing)
+
+
+def budget(limits: Limits, several: bool) -> Limits:
+    """The limits an answer is chosen within: for a question about `several` things, at
+    least `multi_units` units in `multi_words` words. The one place that decides it, so
+    that what fills the answer after the choice (extractive.select's quotes that lean on
+    the sentence before) counts the same words."""
+    if not several:
+        return limits
+    return dataclasses.replace(limits, max_units=max(limits.max_units, limits.multi_units),
+                               max_words=max(limits.max_words, limits.multi_words))
 
 
 def ranked(reader: Reader, x: np.ndarray, units: Sequence[tuple[int, Unit]],
