@@ -3,7 +3,9 @@ the answers a fitted reader gives them (benchmarks/train_reader.py runs both).
 
 Each model is a conditional logit: the scores of one question's units go through a
 softmax, and the fit maximises the probability it gives the units whose bullet contains a
-gold group (soft targets: a unit with two groups counts twice), with an L2 penalty, by
+gold group (soft targets: a unit with two groups counts twice, and of the units that hold
+the gold a shorter one counts more, as its words to the power -CONCISE: an answer has room
+for more of them), with an L2 penalty, by
 Newton's method with a backtracking line search. Features are standardised on the
 training units first (their mean and spread ship with the weights). Each corpus weighs
 the same in the fit, whatever its number of questions, so XQuAD's 600 do not drown the
@@ -85,25 +87,37 @@ def _corpus_weights(items: Sequence) -> list[float]:
     return [len(items) / (k * n[it.corpus]) for it in items]
 
 
+# Of two units that hold a gold group, one of n words is taught n^-CONCISE as much: chosen
+# by 5-fold CV by page on the dev and spent rows (benchmarks/results/
+# issue47_concise_targets.md: 0, 0.15-0.5 and 1 tried; 0.25 answers more in fewer words).
+CONCISE = 0.25
+
+
 def _targets(labels: np.ndarray) -> np.ndarray:
     return labels / labels.sum()
 
 
-def cases(items: Sequence) -> list[tuple]:
-    """(item, features, labels, weight) of each question a fit learns from, and of each
+def cases(items: Sequence, concise: float = CONCISE) -> list[tuple]:
+    """(item, features, targets, weight) of each question a fit learns from, and of each
     part of a question about several things whose gold groups follow its parts (the part's
     own ranking must find its group); questions with no unit that holds a gold group teach
-    nothing and are left out. Each corpus weighs the same (`_corpus_weights`)."""
+    nothing and are left out. A target is the unit's number of gold groups times its words
+    to the power -`concise`. Each corpus weighs the same (`_corpus_weights`)."""
     usable = [it for it in items if it.labels.sum() > 0]
-    return [(it, x, labels, wq) for it, wq in zip(usable, _corpus_weights(usable))
-            for x, labels in [(it.x, it.labels), *zip(it.parts, it.part_labels())]
-            if labels.sum() > 0]
+    out = []
+    for it, wq in zip(usable, _corpus_weights(usable)):
+        shorter = np.asarray([max(1, len(u.display.split())) for _, u in it.units],
+                             dtype=np.float64) ** -concise
+        out += [(it, x, labels * shorter, wq)
+                for x, labels in [(it.x, it.labels), *zip(it.parts, it.part_labels())]
+                if labels.sum() > 0]
+    return out
 
 
-def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True
-        ) -> reader.Reader:
+def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True,
+        concise: float = CONCISE) -> reader.Reader:
     """The reader fitted on `items` (their `cases`)."""
-    taught = cases(items)
+    taught = cases(items, concise)
     first = fit_logit([x for _, x, _, _ in taught], [_targets(lab) for _, _, lab, _ in taught],
                       [wq for *_, wq in taught], l2, rf.FEATURES)
     model = reader.Reader("fit", first, None, limits)
@@ -165,14 +179,15 @@ def folds_by_page(items: Sequence, k: int, seed: int = 0) -> list[int]:
 
 
 def cross_validate(items: Sequence, split: list, l2: float, limits: reader.Limits,
-                   second: bool = True, places: Counter | None = None) -> list[str]:
+                   second: bool = True, places: Counter | None = None,
+                   concise: float = CONCISE) -> list[str]:
     """Each item's answer by a reader fitted on the items of the other parts of `split`
     (a part label per item); `places`, when given, counts where the gold groups the
     answers miss were, by (corpus, `missed_places`)."""
     out: list[str | None] = [None] * len(items)
     for part in sorted(set(split)):
         train = [it for it, s in zip(items, split) if s != part]
-        model = fit(train, l2, limits, second)
+        model = fit(train, l2, limits, second, concise)
         for j, (it, s) in enumerate(zip(items, split)):
             if s == part:
                 out[j] = answer_of(model, it)

@@ -5,7 +5,7 @@ questions it was not fitted on.
         [--corpus kubernetes --corpus rust-book --corpus cargo-book --corpus xquad]
         [--folds 5] [--weights packs/retrieval/reader_weights.json]
         [--out benchmarks/results/issue47_train_reader.md] [--no-write] [--with-spent]
-        [--ablate FEATURE ...] [--no-similarity] [--keep-limits]
+        [--ablate FEATURE ...] [--no-similarity] [--keep-limits] [--concise 0.25]
 
 Reads the dev questions of each corpus on its benchmark pack (benchmarks/reader_data.py:
 dev rows only, never a test split; with --with-spent also the spent rows, retired test
@@ -28,7 +28,8 @@ held out; the shipped weights are fitted so), then:
    the share of questions whose answer contains every gold group, gate on and off, with
    95% bootstrap intervals, and the mean words; then per question class; and where the
    gold groups the cross-validated answers miss were (ranked 1-3, 4-10, lower by the
-   first model, or in no unit read: reader_fit.missed_places);
+   first model, or in no unit read: reader_fit.missed_places); and, beside it, the reader
+   whose fit teaches every gold-holding unit alike (--concise 0: reader_fit.CONCISE);
    with --ablate, also the reader cross-validated with those features left out (zeroed),
    the same folds and settings: what the features add, side by side;
 4. fits the reader on every dev question and writes its weights (--weights, loaded by
@@ -74,8 +75,8 @@ def _by_corpus(values: list[float], items: list) -> float:
                                              if it.corpus == c) for c in corpora)
 
 
-def choose(items: list, folds: list[int], log, second: bool = False
-           ) -> tuple[float, reader.Limits, list]:
+def choose(items: list, folds: list[int], log, second: bool = False,
+           concise: float = reader_fit.CONCISE) -> tuple[float, reader.Limits, list]:
     """(penalty, limits, the grid's rows): the best mean containment by k-fold CV among the
     settings whose answers average at most WORDS_CAP words (the issue's 120 words, less a
     margin: the blind splits ask more about two things, which get longer answers)."""
@@ -85,7 +86,7 @@ def choose(items: list, folds: list[int], log, second: bool = False
         models = {}
         for part in sorted(set(folds)):
             models[part] = reader_fit.fit([it for it, f in zip(items, folds) if f != part],
-                                          l2, base, second)
+                                          l2, base, second, concise)
         for margin, cover, depth, (m_units, m_words) in itertools.product(
                 MARGINS, COVERS, DEPTHS, MULTI):
             limits = reader.Limits(top_n=top_n, margin=margin, cover=cover, lead_depth=depth,
@@ -163,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weights", type=Path, default=reader.WEIGHTS_FILE)
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--no-write", action="store_true", help="report only: write no weights")
+    ap.add_argument("--concise", type=float, default=reader_fit.CONCISE,
+                    help="a gold-holding unit of n words is taught n^-CONCISE as much "
+                         f"(default {reader_fit.CONCISE:g}; 0: all alike, as before)")
     ap.add_argument("--with-spent", action="store_true",
                     help="fit on the spent rows too (retired test splits: reader_data.dev_rows)"
                          " and report them apart, beside the reader shipped before")
@@ -197,12 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         log(f"\nchoosing the penalty and limits by {args.folds}-fold cross-validation by page "
             f"(first model alone; at most {WORDS_CAP:g} words on average):")
-        l2, limits, _ = choose(items, folds, log)
+        l2, limits, _ = choose(items, folds, log, concise=args.concise)
         log(f"chosen: l2 {l2:g}, {limits}")
 
     corpora = [it.corpus for it in items]
     places: Counter = Counter()
-    without = reader_fit.cross_validate(items, folds, l2, limits, second=False, places=places)
+    without = reader_fit.cross_validate(items, folds, l2, limits, second=False, places=places,
+                                        concise=args.concise)
     log("gold groups the first model's answers miss by CV, by where they were: " + "; ".join(
         f"{c} " + ", ".join(f"{places[(c, w)]} {w}" for w in reader_fit.PLACES)
         for c in sorted({it.corpus for it in items})))
@@ -210,13 +215,13 @@ def main(argv: list[str] | None = None) -> int:
         with_sims, second = None, False
         log("no unit embedded (--no-similarity): the first model alone answers")
     else:
-        with_sims = reader_fit.cross_validate(items, folds, l2, limits)
+        with_sims = reader_fit.cross_validate(items, folds, l2, limits, concise=args.concise)
         gain = (_by_corpus(reader_fit.scores(with_sims, items)["gate off"], items)
                 - _by_corpus(reader_fit.scores(without, items)["gate off"], items))
         second = gain >= SIMILARITY_GAIN
         log(f"the second model (unit similarity) adds {gain:+.3f} to the mean containment by "
             f"CV: {'shipped' if second else 'not shipped (the first model alone answers)'}")
-    final = reader_fit.fit(items, l2, limits, second)
+    final = reader_fit.fit(items, l2, limits, second, args.concise)
     cv = with_sims if second else without
     other = ({} if with_sims is None  # the choice not shipped, beside it
              else {"reader without unit similarity, CV": without} if second
@@ -225,15 +230,18 @@ def main(argv: list[str] | None = None) -> int:
         "baseline: first sentence": [it.baselines["first sentence"] for it in items],
         "baseline: turn-3 product": [it.baselines["turn-3 product"] for it in items],
         f"reader, {args.folds}-fold CV by page": cv,
-        **({"reader, leave-one-corpus-out": reader_fit.cross_validate(items, corpora, l2,
-                                                                       limits, second)}
+        **({"reader, leave-one-corpus-out": reader_fit.cross_validate(
+            items, corpora, l2, limits, second, concise=args.concise)}
            if len(set(corpora)) > 1 else {}),
         **other,
+        **({"reader, every gold unit taught alike (concise 0), CV": reader_fit.cross_validate(
+            items, folds, l2, limits, second, concise=0.0)} if args.concise else {}),
         "reader, in-sample": [reader_fit.answer_of(final, it) for it in items],
     }
     if args.ablate:  # the same folds and settings, the features zeroed (their weights stay 0)
         columns[f"reader without {', '.join(args.ablate)}, CV"] = reader_fit.cross_validate(
-            without_features(items, args.ablate), folds, l2, limits, second)
+            without_features(items, args.ablate), folds, l2, limits, second,
+            concise=args.concise)
     log("\nshare of dev questions whose answer contains every gold group (95% bootstrap "
         "interval), same searches:" + table(items, columns))
     if spent_ids:
@@ -261,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{k} {v:+.2f}" for k, v in sorted(weights.items(), key=lambda kv: -abs(kv[1]))))
     if not args.no_write:
         trained = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "l2": l2,
+                   "concise": args.concise,
                    "questions": {c: corpora.count(c) for c in sorted(set(corpora))},
                    "command": "python benchmarks/train_reader.py " + " ".join(
                        argv if argv is not None else sys.argv[1:])}

@@ -92,6 +92,26 @@ def test_a_missed_gold_group_is_placed_by_the_rank_of_the_best_unit_that_holds_i
     assert reader_fit.missed_places(model, it, "- alpha beta gamma delta omega") == []
 
 
+def test_of_two_units_that_hold_the_gold_the_fit_teaches_the_shorter_more():
+    """reader_fit.cases: a gold-holding unit of n words is taught n^-concise as much, so
+    the reader learns to prefer the short quote that says it (an answer has room for more
+    of them); concise 0 teaches them alike, and a unit without the gold is taught nothing."""
+    from benchmarks.reader_data import Item
+    texts = ["The default is 10 seconds.",
+             " ".join(["The probe runs every 10 seconds by default"] + ["and more"] * 20),
+             "Probes have fields."]
+    n = len(texts)
+    units = [(0, Unit(100 * k, 100 * k + len(t), "sentence", t)) for k, t in enumerate(texts)]
+    it = Item("q", "kubernetes", "page", "How often?", [["10 seconds"]], "number",
+              np.zeros((n, len(rf.FEATURES)), dtype=np.float32), np.zeros(n),
+              np.asarray([1.0, 1.0, 0.0]), [[0], [0], []], texts, units)
+    (_, _, taught, _), = reader_fit.cases([it])
+    assert taught[0] > taught[1] > 0 == taught[2]
+    assert taught[0] / taught[1] == pytest.approx((5 / 48) ** -reader_fit.CONCISE)
+    (_, _, alike, _), = reader_fit.cases([it], concise=0.0)
+    assert list(alike) == [1.0, 1.0, 0.0]
+
+
 def test_a_refit_can_keep_the_shipped_penalty_and_limits(tmp_path):
     from benchmarks import train_reader
     l2, limits, why = train_reader.kept_limits(reader.WEIGHTS_FILE)
