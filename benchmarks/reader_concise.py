@@ -39,10 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     log, _ = common.printing_log()
     log(common.machine_line())
     t0 = time.perf_counter()
-    items = []
-    for name in reader_data.CORPORA:
-        items += reader_data.load(name, args.data, args.work, log, spent=True,
-                                  similarity=False)
+    items = reader_data.load_all(args.data, args.work, log)
     spent = {r["id"] for name in reader_data.FILES
              for r in reader_data.dev_rows(name, spent=True) if r["split"] == "spent"}
     folds = reader_fit.folds_by_page(items, 5)

@@ -167,6 +167,14 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
                 {"first sentence": first, "turn-3 product": turn3}, parts)
 
 
+def load_all(data: Path, work: Path, log=print) -> list[Item]:
+    """The Items of every corpus (CORPORA) with their spent rows, no unit embedded: what the
+    shipped reader is fitted on (train_reader.py --with-spent --no-similarity), for the
+    studies that refit it (reader_concise.py, reader_static.py, reader_trees.py)."""
+    return [it for name in CORPORA
+            for it in load(name, data, work, log, spent=True, similarity=False)]
+
+
 def load(name: str, data: Path, work: Path, log=print, rows: list[dict] | None = None,
          spent: bool = False, similarity: bool = True) -> list[Item]:
     """The Items of corpus `name` (built or cached packs under `work`; cached Items); with

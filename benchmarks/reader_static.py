@@ -121,10 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     log(common.machine_line())
     t0 = time.perf_counter()
     words = Words(distil(args.vectors or args.work / "static-tokens.npy", log))
-    items = []
-    for name in reader_data.CORPORA:
-        items += reader_data.load(name, args.data, args.work, log, spent=True,
-                                  similarity=False)
+    items = reader_data.load_all(args.data, args.work, log)
     plain = {id(it): (it.x, it.parts) for it in items}
     soft = {}
     for it in items:

@@ -107,10 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     log, _ = common.printing_log()
     log(common.machine_line())
     t0 = time.perf_counter()
-    items = []
-    for name in reader_data.CORPORA:
-        items += reader_data.load(name, args.data, args.work, log, spent=True,
-                                  similarity=False)
+    items = reader_data.load_all(args.data, args.work, log)
     limits = reader.load().limits
     log(f"{len(items)} questions; {args.trees} trees of depth {args.depth}, rate {args.rate}, "
         f"min leaf {args.min_leaf}, over the best {args.top} units; limits {limits}")
