@@ -30,14 +30,19 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import answer_eval, common, corpora, xquad
+from packs.retrieval import unit_store
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ("kubernetes", "rust-book", "cargo-book", "xquad")
 FILES = {"kubernetes": "k8s_answers.jsonl", "rust-book": "rust_answers.jsonl",
          "cargo-book": "cargo_answers.jsonl"}
-READ_BY = ("packs/text.py", "packs/retrieval/segment.py", "packs/retrieval/units.py",
+# The modules whose source keys the cache: those that make the units and what the reader
+# reads of each (unit_store.RULES, the pack's stored units keyed the same way), and those
+# that read a question, search its passages and compute its features. unit_facts.py,
+# code_units.py, word_forms.py and markdown.py were missing: a change to one of them left
+# studies reading the features the code before it computed.
+READ_BY = (*(Path(m.__file__).relative_to(ROOT).as_posix() for m in unit_store.RULES),
            "packs/retrieval/asks.py", "packs/retrieval/reader_features.py",
-           "packs/retrieval/reader_question.py",
            "packs/retrieval/extractive.py", "packs/answer.py", "benchmarks/reader_data.py")
 
 
