@@ -88,8 +88,9 @@ def _corpus_weights(items: Sequence) -> list[float]:
 
 
 # Of two units that hold a gold group, one of n words is taught n^-CONCISE as much: chosen
-# by 5-fold CV by page on the dev and spent rows (benchmarks/results/
-# issue47_concise_targets.md: 0, 0.15-0.5 and 1 tried; 0.25 answers more in fewer words).
+# by 5-fold CV by page on the dev and spent rows (benchmarks/reader_concise.py, results/
+# issue47_concise_and_budget.md: 0, 0.15-0.5 and 1 tried; 0.25 answers more in fewer
+# words than 0 at each word budget tried).
 CONCISE = 0.25
 
 
