@@ -40,8 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     log(common.machine_line())
     t0 = time.perf_counter()
     items = reader_data.load_all(args.data, args.work, log)
-    spent = {r["id"] for name in reader_data.FILES
-             for r in reader_data.dev_rows(name, spent=True) if r["split"] == "spent"}
+    spent = reader_data.spent_ids()
     folds = reader_fit.folds_by_page(items, 5)
     l2, limits, _ = train_reader.kept_limits(reader.WEIGHTS_FILE)
     log(f"{len(items)} questions ({sum(it.id in spent for it in items)} spent rows); "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,6 +92,13 @@ def dev_rows(name: str, spent: bool = False) -> list[dict]:
              "split": "spent" if r["split"] == "test" else r["split"]}
             for r in rows if r["split"] in keep
             or (r["split"] == "test" and r.get("test_round") in ran)]
+
+
+def spent_ids(names: Sequence[str] = CORPORA) -> set[str]:
+    """The ids of the spent rows (`dev_rows` with `spent`, split "spent") of the corpora
+    among `names` that have answer files (FILES)."""
+    return {r["id"] for name in names if name in FILES
+            for r in dev_rows(name, spent=True) if r["split"] == "spent"}
 
 
 def ran_rounds(file: str) -> set[int]:

@@ -184,13 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     log(common.machine_line())
     t0 = time.perf_counter()
     items = []
-    spent_ids: set[str] = set()
     for name in args.corpus or reader_data.CORPORA:
         items += reader_data.load(name, args.data, args.work, log, spent=args.with_spent,
                                   similarity=not args.no_similarity)
-        if args.with_spent and name in reader_data.FILES:
-            spent_ids |= {r["id"] for r in reader_data.dev_rows(name, spent=True)
-                          if r["split"] == "spent"}
+    spent_ids = (reader_data.spent_ids(args.corpus or reader_data.CORPORA)
+                 if args.with_spent else set())
     log(f"{len(items)} dev questions, {sum(len(it.units) for it in items)} units; "
         f"{sum(it.labels.sum() == 0 for it in items)} with no unit that holds a gold group")
     folds = reader_fit.folds_by_page(items, args.folds)
