@@ -569,6 +569,14 @@ def test_tiny_kubernetes_build_benchmark(tmp_path, prefect_harness, capsys):
         assert f"| {label}" in out, label
 
 
+def test_an_answer_with_one_of_two_values_counts_for_one_value_not_for_every_value():
+    groups = [["kubectl drain"], ["--ignore-daemonsets"]]
+    answer = "Run `kubectl drain <node>` first."
+    assert answer_eval.contains_one(answer, groups)
+    assert not answer_eval.contains(answer, groups)
+    assert not answer_eval.contains_one("Cordon the node.", groups)
+
+
 def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
     _write_k8s(tmp_path)
     questions = tmp_path / "answers.jsonl"
@@ -595,6 +603,9 @@ def test_tiny_doc_answers_benchmark(tmp_path, prefect_harness, capsys):
     product = next(line for line in out.splitlines()
                    if line.startswith("| product: extractive answer"))
     assert product.split("|")[3].strip().startswith("1.000")  # gate off: both contained
+    one = next(line for line in out.splitlines()
+               if line.startswith(f"| {answer_eval.ONE_VALUE}"))
+    assert one.split("|")[3].strip().startswith("1.000")
     assert report.read_text().startswith("# Documentation answer sets")
 
 
@@ -659,6 +670,9 @@ def test_tiny_html_doc_answers_benchmark(tmp_path, prefect_harness, capsys, monk
     product = next(line for line in out.splitlines()
                    if line.startswith("| product: extractive answer"))
     assert product.split("|")[3].strip().startswith("1.000")  # gate off: both contained
+    one = next(line for line in out.splitlines()
+               if line.startswith(f"| {answer_eval.ONE_VALUE}"))
+    assert one.split("|")[3].strip().startswith("1.000")
     built = json.loads((tmp_path / "work" / "cargo-book" / "state.json").read_text())
     assert built["counts"]["articles"] == 2  # print.html (the whole book again) left out
 
