@@ -186,14 +186,32 @@ def test_a_request_to_gather_what_the_pages_say_is_across_them(tmp_path, questio
     ("What does Rust give you for reusing code and avoiding duplication? Give the main parts.",
      "overview"),
     ("How is Rust itself developed and released? Summarize what the book says.", "overview"),
-    ("How do I tell Kubernetes how many of my Pods must stay up during disruptions? Which "
-     "PodDisruptionBudget fields and values do the docs describe?", "list"),
 ])
 def test_a_list_or_summary_asked_for_in_a_sentence_of_its_own_is_one(tmp_path, question, kind):
-    # asked after a question, whatever a model reads in that question
+    # asked after a question in so many words, whatever a model reads in that question
     sure_of_none = qk.load(_weights(tmp_path, intercept=[-5.0, 5.0], weights={}))
     assert sure_of_none.kind(question) == kind
     assert qk.question_kind(question) is not None
+
+
+def test_a_list_asked_by_the_form_of_a_later_question_yields_to_a_sure_none(tmp_path):
+    question = ("How do I tell Kubernetes how many of my Pods must stay up during "
+                "disruptions? Which PodDisruptionBudget fields and values do the docs describe?")
+    # No request in so many words: the second question's form ("Which ... fields ...?")
+    # reads as a list, which stands unless the model is at least RULE_TRUST sure of "none".
+    weak = qk.load(_weights(tmp_path, intercept=[0.0, 0.3], weights={}))
+    assert weak.probabilities(question, "list")["none"] < qk.RULE_TRUST
+    assert weak.kind(question) == "list"
+    sure_of_none = qk.parse(_weights(tmp_path, intercept=[-5.0, 5.0], weights={}).read_bytes())
+    assert sure_of_none.kind(question) == qk.NONE
+    assert qk.question_kind(question) == "list"
+    # A scene, then a question about one setting and one list the same page gives: the
+    # shipped model is sure it is about one thing (a single-passage answer row).
+    pvc = ("I want to grow a PVC by editing its size. Which StorageClass field has to be true "
+           "for that to work, and which file systems can be resized on such a volume?")
+    assert qk.requested(pvc) == "list" and qk.outright(pvc) is None
+    assert qk.load().probabilities(pvc, "list")["none"] >= qk.RULE_TRUST
+    assert qk.question_kind(pvc) is None
 
 
 def test_naming_one_thing_is_no_request_for_a_list():

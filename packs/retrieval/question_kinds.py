@@ -50,6 +50,7 @@ from packs.retrieval.whole_pack_questions import (
     form_kind,
     head_number,
     head_phrase,
+    outright,
     requested,
     rule_kind,
 )
@@ -143,7 +144,8 @@ class KindModel:
         is at least RULE_TRUST probable, "overview" for a question about the pack itself (the
         module docstring) and for a list of DOCUMENTS, "across" for a question that asks to
         gather what the pages say, the kind a sentence of its own asks for where it would be
-        "none" (whole_pack_questions.py `requested`), "none" for how two things differ
+        "none" (whole_pack_questions.py `requested`; by its form, only while "none" is less
+        than RULE_TRUST probable), "none" for how two things differ
         (`two_things`) read as across the pack (or a list, asked "Compare A and B" or "...
         in each case") and for a question that opens with "why" (`_one_answer`)."""
         asked = requested(question)  # rule_kind, its request read once
@@ -160,9 +162,15 @@ class KindModel:
         if best == "list" and (head_phrase(question) or [""])[-1].lower() in DOCUMENTS:
             return "overview"
         kind = NONE if _one_answer(best, question) else best
+        if kind != NONE or asked is None:
+            return kind
         # "..., or how it is configured? List the settings.": a list asked for in so many
-        # words stays one, whatever the model reads in the question before it.
-        return asked if kind == NONE and asked is not None else kind
+        # words stays one, whatever the model reads in the question before it; one asked
+        # by the form of a question sentence of its own ("I want to grow a PVC. Which
+        # StorageClass field has to be true, and which file systems can be resized?")
+        # only where the model does not read the whole question as about one thing, at
+        # least RULE_TRUST probable, as for the hand rules' reading above.
+        return asked if outright(question) or probs[NONE] < RULE_TRUST else NONE
 
 
 # How two things differ, asked "in each case" or "compare A and B": the hand rules read

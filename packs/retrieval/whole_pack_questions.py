@@ -250,17 +250,24 @@ def form_kind(question: str) -> str | None:
 def requested(question: str) -> str | None:
     """"across" when one of the question's sentences asks to gather what several pages say
     (`_GATHER`), whatever else it asks; else the kind a sentence of its own after the first
-    asks for ("When do ...? List the situations.": "list"; "Summarize what the book
-    says.": "overview"; "...? Which fields do the docs describe?": "list"); else None."""
+    asks for in so many words ("When do ...? List the situations.": "list"; "Summarize
+    what the book says.": "overview") or by its form ("...? Which fields do the docs
+    describe?": "list"); else None."""
+    said = text_rules.sentences(question)[1:]
+    # "How do I tell Kubernetes how many Pods must stay up? Which PodDisruptionBudget fields
+    # and values do the docs describe?": a list asked in a question sentence of its own
+    return outright(question) or next(("list" for one in said
+                                       if one.endswith("?") and form_kind(one) == "list"), None)
+
+
+def outright(question: str) -> str | None:
+    """What `requested` reads from a request in so many words ("Gather what the pages
+    say", "List the situations.", "Summarize ..."), not from a question's form."""
     sentences = text_rules.sentences(question)
     if any(map(_GATHER.search, sentences)):
         return "across"
     said = sentences[1:]
-    asked = next((kind for kind, pattern in _REQUESTS if any(map(pattern.search, said))), None)
-    # "How do I tell Kubernetes how many Pods must stay up? Which PodDisruptionBudget fields
-    # and values do the docs describe?": a list asked in a question sentence of its own
-    return asked or next(("list" for one in said
-                          if one.endswith("?") and form_kind(one) == "list"), None)
+    return next((kind for kind, pattern in _REQUESTS if any(map(pattern.search, said))), None)
 
 
 def _plural(word: str) -> bool:
