@@ -642,3 +642,26 @@ def test_a_bare_listing_file_caption_is_never_quoted():
     assert picks and not any(p.unit.display.startswith("Filename:") for p in picks)
     assert any(u.display == "Filename: src/main.rs"
                for _, u in extractive.units_of("src/main.rs", passages))  # a unit, unquoted
+
+
+def test_a_unit_reads_how_much_of_the_question_its_whole_section_covers():
+    # Another section of a cited page: only its whole text says it is the one about the
+    # question (eviction and its grace period), though no one sentence has every term.
+    q = "How long is the grace period when a node evicts a pod for memory pressure?"
+    passages = [
+        rf.Passage("Pods run on nodes. Each pod gets memory from its node.",
+                   heading="Nodes", title="Scheduling", similarity=0.7, rank=0),
+        rf.Passage("The kubelet evicts a pod under memory pressure. The grace period is "
+                   "set by a flag.", heading="Pressure", title="Scheduling"),
+    ]
+    units = extractive.units_of(q, passages)
+    x = rf.features(rf.analyse(q), passages, units)
+    cov, rel = (x[:, rf.FEATURES.index(f)] for f in ("sec_cov", "sec_cov_rel"))
+    first = [k for k, (i, _) in enumerate(units) if i == 0]
+    second = [k for k, (i, _) in enumerate(units) if i == 1]
+    assert first and second
+    # every unit of a section has the section's figure, whatever its own words
+    assert len({round(float(cov[k]), 6) for k in second}) == 1
+    assert cov[second[0]] > cov[first[0]] > 0.0
+    assert rel[second[0]] == 0.0 and rel[first[0]] < 0.0
+    assert float(cov[second[0]]) <= 1.0
