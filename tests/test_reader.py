@@ -665,5 +665,3 @@ def test_a_unit_reads_how_much_of_the_question_its_whole_section_covers():
     assert cov[second[0]] > cov[first[0]] > 0.0
     assert rel[second[0]] == 0.0 and rel[first[0]] < 0.0
     assert float(cov[second[0]]) <= 1.0
-    rank = x[:, rf.FEATURES.index("sec_cov_rank")]
-    assert rank[second[0]] == 1.0 and rank[first[0]] == 0.5

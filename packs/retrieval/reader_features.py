@@ -22,9 +22,8 @@ whether it asks how to do something. A unit's features:
                        question, less the best section's; 1 / (rank + 1) among the cited
                        sections (0 for another section of a cited page, `extra`); issue
                        34's prior (the better of the rank's and the similarity's)
-    sec_cov, sec_cov_rel, sec_cov_rank   the share of the question's term weight the
-                       unit's whole section has (its units' terms together), that less the
-                       best section's, and 1 / (the section's rank by it + 1):
+    sec_cov, sec_cov_rel   the share of the question's term weight the unit's whole section
+                       has (its units' terms together), and that less the best section's:
                        which of a cited page's other sections is about the question, where
                        the heading and the section's similarity do not say (of the gold
                        strings the reader missed, ranked below 10th, 6 in 10 sat in such a
@@ -94,7 +93,7 @@ from packs.retrieval.unit_facts import KINDS, SHAPE, facts, opening, terms_of
 from packs.retrieval.unit_facts import plain as plain  # re-exported: callers read it here
 from packs.retrieval.units import Unit
 
-READER_FEATURES_VERSION = "reader-features-v12"
+READER_FEATURES_VERSION = "reader-features-v11"
 K1, B = 1.2, 0.75  # BM25's constants
 TYPES = ("number", "name", "person", "place", "why", "list", "default", "term")
 FEATURES = (
@@ -104,8 +103,7 @@ FEATURES = (
     *(f"type_{t}" for t in TYPES), "howto_code", "defines", "defines_asked", "meta",
     "links", "novelty", "number", "code", "bigrams", "rare_first", "fragment", "caption",
     "dangling", "output", "elsewhere", "howto_command", "condition", "condition_asked",
-    "howto_output", "noun_code", "noun_shape", "asks", "sec_cov", "sec_cov_rel",
-    "sec_cov_rank")
+    "howto_output", "noun_code", "noun_shape", "asks", "sec_cov", "sec_cov_rel")
 SIM_FEATURES = ("unit_sim", "unit_sim_rel", "unit_sim_best")
 SECTION_PRIOR, SIMILARITY_SCALE = 0.5, 0.1  # issue 34's prior, kept as one feature
 NO_SIMILARITY = -0.5  # sec_sim_rel of a section whose similarity is unknown
@@ -284,8 +282,7 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
     }
     for name in sec[units[0][0]]:  # the section's features, as `_section_features` names them
         col[name] = [sec[i][name] for i, _ in units]
-    col["sec_cov"], col["sec_cov_rel"], col["sec_cov_rank"] = _section_coverage(
-        units, known, weights, total)
+    col["sec_cov"], col["sec_cov_rel"] = _section_coverage(units, known, weights, total)
     for j, name in enumerate(SHAPE):
         col[name] = [f.shape[j] for f in known]
     for t in TYPES:
@@ -298,18 +295,15 @@ def features(q: Question, passages: Sequence[Passage], units: Sequence[tuple[int
 
 
 def _section_coverage(units: Sequence[tuple[int, Unit]], known: Sequence, weights: dict[str, float],
-                      total: float) -> tuple[list[float], list[float], list[float]]:
-    """Per unit, (sec_cov, sec_cov_rel, sec_cov_rank): the share of the question's term
-    weight among the terms of all its section's units, that less the best section's, and
-    1 / (the section's rank by that share + 1), a tie to the section read first."""
+                      total: float) -> tuple[list[float], list[float]]:
+    """Per unit, (sec_cov, sec_cov_rel): the share of the question's term weight among the
+    terms of all its section's units, and that less the best section's."""
     terms: dict[int, set[str]] = {}
     for (i, _), f in zip(units, known):
         terms.setdefault(i, set()).update(f.term_set)
     cov = {i: sum(w for t, w in weights.items() if t in ts) / total for i, ts in terms.items()}
     best = max(cov.values())
-    rank = {i: 1.0 / (r + 1) for r, i in enumerate(sorted(cov, key=lambda i: -cov[i]))}
-    return ([cov[i] for i, _ in units], [cov[i] - best for i, _ in units],
-            [rank[i] for i, _ in units])
+    return [cov[i] for i, _ in units], [cov[i] - best for i, _ in units]
 
 
 def _noun_features(nouns: frozenset[str], u: Unit, raw: str) -> tuple[float, float]:
