@@ -27,7 +27,7 @@ whether it asks how to do something. A unit's features:
                        which of a cited page's other sections is about the question, where
                        the heading and the section's similarity do not say (of the gold
                        strings the reader missed, ranked below 10th, 6 in 10 sat in such a
-                       section; benchmarks/results/issue47_section_coverage.md)
+                       section; benchmarks/results/issue47_session12.md)
     position, first    the unit's place among its section's candidates
     kind_*             sentence, item, paragraph, leadin, code, row
     log_words, short, long   its length
