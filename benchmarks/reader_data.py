@@ -143,10 +143,7 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
     from packs.retrieval.reader import embedded_text
 
     result = pack.search(row["question"], use_cache=False, gate_threshold=-1.0)
-    cited, extra = result.cited(), page_sections(pack, result)
-    asked = asks.parts(row["question"])
-    part_sims = _part_similarity(pack, result)([*cited, *extra], asked) if asked else []
-    _, passages, part_sims = extractive.passages_of(cited, extra, part_sims=part_sims)
+    sections, passages = extractive.passages_of(result.cited(), page_sections(pack, result))
     units = extractive.units_of(row["question"], passages)
     idf = pack_idf(pack)
     q = rf.analyse(row["question"])
@@ -168,9 +165,12 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
         qvec = np.asarray(result.question_vector, dtype=np.float32)
         sims[:] = [float(vectors[t].astype(np.float32) @ qvec) for t in embedded]
     weights = rf.term_weights(row["question"], [rf.unit_terms_of(u) for _, u in units], idf)
+    cited = result.cited()
     turn3 = answer_eval.body(baseline.answer(row["question"], cited, pack_idf=baseline.idf_of(
-        pack.vocabulary()), extra=extra)[0]) if cited else ""
+        pack.vocabulary()), extra=page_sections(pack, result))[0]) if cited else ""
     first = baseline.first_sentence(cited[0].content) if cited else ""
+    asked = asks.parts(row["question"])
+    part_sims = _part_similarity(pack, result)(sections, asked) if asked else []
     parts = [rf.features(rf.analyse(p, row["question"]),
                          extractive.part_passages(passages, sims), units, idf)
              for p, sims in zip(asked, part_sims)]

@@ -80,7 +80,7 @@ def query_side(pack, rows: list[dict], log) -> None:
         extractive.answer(result.question, result.cited(), pack_idf=idf, extra=extra)
         answer_ms.append(1000 * (time.perf_counter() - t0))
         # What the second model would add: embedding the first model's best units.
-        sections, passages, _ = extractive.passages_of(result.cited(), extra)
+        sections, passages = extractive.passages_of(result.cited(), extra)
         units = extractive.units_of(result.question, passages)
         x = rf.features(rf.analyse(result.question), passages, units, idf)
         best = reader.ranked(shipped, x, units)

@@ -11,7 +11,7 @@ import pytest
 
 from packs import text
 from packs.result import RankedSection
-from packs.retrieval import asks, extractive, reader, scores
+from packs.retrieval import extractive, reader, scores
 from packs.retrieval import reader_features as rf
 from packs.retrieval.units import Unit, candidates
 from tasks.clean import clean_markdown
@@ -615,29 +615,6 @@ def test_an_extra_section_far_less_similar_than_the_best_is_not_read():
     # A list's passages reach further (whole_pack_offline.LIST_REACH): its items sit in
     # other sections of the pages it cites.
     assert "1 second by default" in extractive.answer(q, far[0], extra=far[1], reach=1.0)[0]
-
-
-def test_an_extra_section_near_one_part_of_the_question_is_read():
-    # The section that answers the second thing can be far from the whole question and
-    # near that thing alone: it is read when its similarity to a part is within reach of
-    # that part's best (each part's similarity to every section of the cited pages).
-    q = ("Which probe restarts a container that stops answering, and how long does a probe "
-         "wait before it gives up?")
-    cited, extra = _probe_sections(0.45)  # 0.25 below the whole question's best: too far
-    assert len(asks.parts(q)) == 2
-
-    def part_similarity(near_timing: float):
-        def similarity(sections, parts):
-            assert [s.id for s in sections] == ["Overview", "History", "Liveness", "t"]
-            return [[0.7, 0.3, 0.8, 0.2], [0.6, 0.3, 0.62, near_timing]]
-        return similarity
-
-    def answer(**kw):
-        return extractive.answer(q, cited, extra=extra, **kw)[0]
-    assert "1 second by default" not in answer()
-    assert "1 second by default" in answer(part_similarity=part_similarity(0.58))
-    # Far from every part too (0.25 below the second part's best): not read.
-    assert "1 second by default" not in answer(part_similarity=part_similarity(0.37))
 
 
 def test_list_as_a_verb_does_not_ask_for_a_list():

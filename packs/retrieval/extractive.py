@@ -320,32 +320,18 @@ def bullet(question: str, unit: Unit, raw: str, passage: rf.Passage) -> str:
 
 
 def passages_of(cited: Sequence[RankedSection], extra: Sequence[RankedSection] = (),
-                reach: float = EXTRA_REACH, part_sims: Sequence[Sequence[float | None]] = ()
-                ) -> tuple[list[RankedSection], list[rf.Passage], list[list[float | None]]]:
-    """(the sections read, as passages, each part's similarities to them): every cited
-    section, then the `extra` sections whose similarity is within `reach` of the best
-    one's, or (`part_sims`: each part's similarity to each of `cited` and `extra`, of a
-    question about several things) whose similarity to a part is within `reach` of that
-    part's best: the section that answers the second thing may be far from the whole
-    question and near its own part."""
-    everything = [*cited, *extra]
-    best = max((s.similarity for s in everything if s.similarity is not None), default=None)
-    tops = [max((v for v in row if v is not None), default=None) for row in part_sims]
-
-    def near(k: int, s: RankedSection) -> bool:
-        if best is None or (s.similarity is not None and s.similarity >= best - reach):
-            return True
-        return any(top is not None and row[k] is not None and row[k] >= top - reach
-                   for row, top in zip(part_sims, tops))
-
-    kept = [*range(len(cited)), *(k for k in range(len(cited), len(everything))
-                                  if near(k, everything[k]))]
-    sections = [everything[k] for k in kept]
-    passages = [rf.Passage(s.content, s.heading_path or "", getattr(s, "title", "") or "",
-                           None if s.similarity is None or math.isnan(s.similarity)
-                           else float(s.similarity), i if i < len(cited) else None)
-                for i, s in enumerate(sections)]
-    return sections, passages, [[row[k] for k in kept] for row in part_sims]
+                reach: float = EXTRA_REACH) -> tuple[list[RankedSection], list[rf.Passage]]:
+    """(the sections read, as passages): every cited section, then the `extra` sections
+    whose similarity is within `reach` of the best one's."""
+    best = max((s.similarity for s in [*cited, *extra] if s.similarity is not None),
+               default=None)
+    extra = [s for s in extra if best is None or (s.similarity is not None
+                                                  and s.similarity >= best - reach)]
+    sections = [*cited, *extra]
+    return sections, [rf.Passage(s.content, s.heading_path or "", getattr(s, "title", "") or "",
+                                 None if s.similarity is None or math.isnan(s.similarity)
+                                 else float(s.similarity), i if i < len(cited) else None)
+                      for i, s in enumerate(sections)]
 
 
 def answer(question: str, cited: Sequence[RankedSection], max_units: int | None = None,
@@ -362,21 +348,19 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
     similarities of unit texts to the question, each embedded with the encoder of its
     section's pack (None: the reader's first model alone); `part_similarity(sections,
     parts)`: each section's similarity to each part of a question about several things;
-    `reach`: an extra section is read within this of the best similarity (to the whole
-    question, or to one of its parts: `passages_of`). An extra section the answer quotes
-    is numbered after the cited ones and returned (a copy, `citation` set) so that
+    `reach`: an extra section is read within this of the best similarity. An extra section
+    the answer
+    quotes is numbered after the cited ones and returned (a copy, `citation` set) so that
     the caller lists it among the sources."""
-    asked = asks.parts(question)
-    part_sims = part_similarity([*cited, *extra], asked) if part_similarity and asked else []
-    sections, passages, part_sims = passages_of(cited, extra, reach, part_sims)
+    sections, passages = passages_of(cited, extra, reach)
     sims = None
     if similarity is not None:
         def sims(indices, texts):
             return similarity([sections[i] for i in indices], texts)
     per_part = None
-    if part_sims:
+    if part_similarity is not None:
         def per_part(parts):
-            return part_sims
+            return part_similarity(sections, parts)
     picks = select(question, passages, max_units, pack_idf=pack_idf, similarity=sims,
                    weights=weights, part_similarity=per_part, max_words=max_words)
     if not picks:
