@@ -196,6 +196,28 @@ def test_a_list_question_gets_the_list_in_place_of_one_of_its_items():
     assert [s.index for s in reader.pick(ranked, units, {}, limits, listing=True)] == [lead]
 
 
+def test_a_list_whose_brief_cuts_the_picked_item_does_not_take_its_place():
+    # A long list is read as its brief, each item cut to its head; the list in place of
+    # the item picked would cut the value the item carries ("... are `3.4.22+` and ...").
+    text = ("Key details include:\n\n"
+            "- The minimum recommended etcd versions to run in production are `3.4.22+` and "
+            "`3.5.6+`.\n"
+            "- etcd is a leader-based distributed system. Ensure that the leader periodically "
+            "sends heartbeats on time to all followers to keep the cluster stable.\n"
+            "- You should run etcd as a cluster with an odd number of members, so that a "
+            "majority of them can always agree on the state.\n"
+            "- Keep the etcd data directory on a fast disk that no other process writes to "
+            "heavily, since slow writes delay every request.\n")
+    question = "What are the etcd versions recommended for production?"
+    units = extractive.units_of(question, [rf.Passage(text, rank=0)])
+    lead = next(k for k, (_, u) in enumerate(units) if u.kind == "leadin")
+    item = next(k for k, (_, u) in enumerate(units) if "3.4.22+" in u.display)
+    assert "3.4.22+" not in units[lead][1].display  # the brief: heads only
+    ranked = [reader.Scored(item, 3.0), reader.Scored(lead, 2.5)]
+    picked = reader.pick(ranked, units, {}, reader.Limits(margin=2.0), listing=True)
+    assert [s.index for s in picked] == [item]
+
+
 def test_program_output_and_urls_are_told_apart_from_commands():
     text = ("The output is similar to this:\n\n```\ndeployment.apps/nginx rolled back\n```\n\n"
             "Roll back to the previous revision with:\n\n"

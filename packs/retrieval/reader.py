@@ -245,7 +245,8 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
     question's term weights (reader_features.term_weights), for the cover bonus; `leads`:
     a ranking per thing the question asks about, whose best `lead_depth` units that fit go
     first, one part after the other; `listing`: the question asks for a list, so a lead-in
-    whose list holds units already picked takes their place (the list, not one item)."""
+    whose list holds units already picked takes their place (the list, not one item),
+    where its brief shows them whole."""
     if not ranked:
         return []
     total = sum(weights.values()) or 1.0
@@ -298,8 +299,11 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
             continue  # a long passage well below the best would crowd out the others
         inner = [o for o in out if _within(units[o.index], units[s.index])]
         if listing and inner and units[s.index][1].kind == "leadin":
-            if fits(s, [o for o in out if o not in inner]):
-                _in_place_of(out, inner, s)  # the list in place of its first item picked
+            # The list in place of its first item picked, where its brief shows the items
+            # picked whole: a brief cuts an item to its head, and the value with it.
+            whole = all(_shows(_gist(units[o.index][1]), _gist(units[s.index][1])) for o in inner)
+            if whole and fits(s, [o for o in out if o not in inner]):
+                _in_place_of(out, inner, s)
             continue
         gist = _gist(units[s.index][1])
         shown = [o for o in out if units[o.index][0] != units[s.index][0]
