@@ -39,6 +39,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from packs import text as text_rules
 from packs.retrieval import reader_features as rf
 from packs.retrieval.units import LONG_WORDS, Unit
 
@@ -246,7 +247,7 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
     a ranking per thing the question asks about, whose best `lead_depth` units that fit go
     first, one part after the other; `listing`: the question asks for a list, so a lead-in
     whose list holds units already picked takes their place (the list, not one item),
-    where its brief shows them whole."""
+    where its brief shows their values (`_values`)."""
     if not ranked:
         return []
     total = sum(weights.values()) or 1.0
@@ -299,10 +300,11 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
             continue  # a long passage well below the best would crowd out the others
         inner = [o for o in out if _within(units[o.index], units[s.index])]
         if listing and inner and units[s.index][1].kind == "leadin":
-            # The list in place of its first item picked, where its brief shows the items
-            # picked whole: a brief cuts an item to its head, and the value with it.
-            whole = all(_shows(_gist(units[o.index][1]), _gist(units[s.index][1])) for o in inner)
-            if whole and fits(s, [o for o in out if o not in inner]):
+            # The list in place of its first item picked, where its brief shows the values
+            # of the items picked: a brief cuts an item to its head, the value with it.
+            shown = units[s.index][1].display
+            kept = all(v in shown for o in inner for v in _values(units[o.index][1].display))
+            if kept and fits(s, [o for o in out if o not in inner]):
                 _in_place_of(out, inner, s)
             continue
         gist = _gist(units[s.index][1])
@@ -345,6 +347,11 @@ def _shows(part: str, whole: str, strictly: bool = False) -> bool:
     """Whether gist `whole` has all of gist `part`, as whole words (`strictly`: and more)."""
     return bool(part) and (len(part) < len(whole) if strictly else len(part) <= len(whole)) \
         and f" {part} " in f" {whole} "
+
+
+def _values(text: str) -> list[str]:
+    """What a unit's text says that a shortened form may cut: its code spans and numbers."""
+    return [*text_rules.CODE_SPAN.findall(text), *text_rules.NUMBER.findall(text)]
 
 
 def _gist(u: Unit) -> str:
