@@ -302,8 +302,8 @@ def pick(ranked: Sequence[Scored], units: Sequence[tuple[int, Unit]],
         if listing and inner and units[s.index][1].kind == "leadin":
             # The list in place of its first item picked, where its brief shows the values
             # of the items picked: a brief cuts an item to its head, the value with it.
-            shown = units[s.index][1].display
-            kept = all(v in shown for o in inner for v in _values(units[o.index][1].display))
+            brief = units[s.index][1].display
+            kept = all(v in brief for o in inner for v in _values(units[o.index][1].display))
             if kept and fits(s, [o for o in out if o not in inner]):
                 _in_place_of(out, inner, s)
             continue
