@@ -161,14 +161,16 @@ def fingerprint(pages: Sequence[Page], model: str, settings: str = "") -> str:
     versions."""
     from tasks.extract.offline import OFFLINE_VERSION
     from tasks.sections import SPLITTER_VERSION
-    from tasks.stages import resolve, topics
+    from tasks.stages import resolve, topics, unit_vectors
     from tasks.stages.fetch import VERSION as FETCH_VERSION
 
-    # The graph's versions too: a pack whose extractor or topic map changed is rebuilt
-    # (its vectors are reused from the work folder).
+    # The graph's versions too, and the unit vectors' settings: a pack whose extractor,
+    # topic map or answer units changed is rebuilt (its vectors are reused from the work
+    # folder).
+    units = unit_vectors.STAGE.settings_key()
     h = hashlib.sha256(f"{LAYOUT_VERSION}\0{FETCH_VERSION}\0{SPLITTER_VERSION}\0{model}\0"
                        f"{settings}\0{OFFLINE_VERSION}\0{resolve.STAGE.VERSION}\0{topics.STAGE.VERSION}"
-                       .encode())
+                       f"\0{units}".encode())
     for p in pages:
         h.update(f"\0{p.path}\0{p.title}\0{p.markdown}".encode())
         if p.content_type != MARKDOWN:

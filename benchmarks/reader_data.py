@@ -44,7 +44,8 @@ FILES = {"kubernetes": "k8s_answers.jsonl", "rust-book": "rust_answers.jsonl",
 # studies reading the features the code before it computed.
 READ_BY = (*(Path(m.__file__).relative_to(ROOT).as_posix() for m in unit_store.RULES),
            "packs/retrieval/asks.py", "packs/retrieval/reader_features.py",
-           "packs/retrieval/extractive.py", "packs/answer.py", "benchmarks/reader_data.py")
+           "packs/retrieval/extractive.py", "packs/answer.py", "benchmarks/reader_data.py",
+           "packs/retrieval/unit_vectors.py")
 
 
 @dataclass
@@ -67,6 +68,8 @@ class Item:
     gated: bool = False  # the calibrated gate's verdict on the same search
     baselines: dict = field(default_factory=dict)  # label → answer text (answer_eval)
     parts: list = field(default_factory=list)  # FEATURES per unit for each part it asks
+    # each unit's similarity to the question from the pack's unit vectors (None: it has none)
+    usims: np.ndarray | None = None
 
     def part_labels(self) -> list[np.ndarray]:
         """Per part, which units hold its gold group, when the question has a group per
@@ -138,7 +141,7 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
     from benchmarks.baseline_turn3 import extractive as baseline
     from packs.answer import _part_similarity, page_sections
     from packs.answer import idf as pack_idf
-    from packs.retrieval import asks, extractive
+    from packs.retrieval import asks, extractive, unit_vectors
     from packs.retrieval import reader_features as rf
     from packs.retrieval.reader import embedded_text
 
@@ -170,6 +173,8 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
         pack.vocabulary()), extra=page_sections(pack, result))[0]) if cited else ""
     first = baseline.first_sentence(cited[0].content) if cited else ""
     asked = asks.parts(row["question"])
+    lookup = unit_vectors.similarity([(None, pack, result.question_vector)])
+    usims = unit_vectors.aligned(units, lambda i: lookup(sections[i]))
     part_sims = _part_similarity(pack, result)(sections, asked) if asked else []
     parts = [rf.features(rf.analyse(p, row["question"]),
                          extractive.part_passages(passages, sims), units, idf)
@@ -177,7 +182,7 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
     return Item(row["id"], corpus, row["group"], row["question"], row["golds"], row["kind"],
                 x, sims, np.asarray([len(h) for h in hits], dtype=np.float32), hits, texts,
                 units, weights, not result.gate.get("calibrated_passed", True),
-                {"first sentence": first, "turn-3 product": turn3}, parts)
+                {"first sentence": first, "turn-3 product": turn3}, parts, usims)
 
 
 def load_all(data: Path, work: Path, log=print) -> list[Item]:

@@ -17,6 +17,7 @@ query time), with their similarity to the question added.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchmarks import answer_eval
-from packs.retrieval import asks, reader
+from packs.retrieval import asks, reader, unit_vectors
 from packs.retrieval import reader_features as rf
 
 
@@ -115,12 +116,37 @@ def cases(items: Sequence, concise: float = CONCISE) -> list[tuple]:
     return out
 
 
-def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True,
-        concise: float = CONCISE) -> reader.Reader:
-    """The reader fitted on `items` (their `cases`)."""
+def with_units(items: Sequence) -> list:
+    """`items` with every unit's similarity to the question (their `usims`, from the
+    pack's unit vectors) added to their features, as reader.with_units adds them."""
+    if any(getattr(it, "usims", None) is None for it in items):
+        raise ValueError("an item has no unit similarities: its pack has no unit vectors "
+                         "(rebuild the benchmark packs)")
+    out = []
+    for it in items:
+        extra = unit_vectors.features(it.usims)
+        out.append(dataclasses.replace(it, x=np.hstack([it.x, extra]),
+                                       parts=[np.hstack([xp, extra]) for xp in it.parts]))
+    return out
+
+
+def _first(items: Sequence, l2: float, concise: float, features: tuple[str, ...]):
     taught = cases(items, concise)
-    first = fit_logit([x for _, x, _, _ in taught], [_targets(lab) for _, _, lab, _ in taught],
-                      [wq for *_, wq in taught], l2, rf.FEATURES)
+    return fit_logit([x for _, x, _, _ in taught], [_targets(lab) for _, _, lab, _ in taught],
+                     [wq for *_, wq in taught], l2, features)
+
+
+def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True,
+        concise: float = CONCISE, units: bool = False) -> reader.Reader:
+    """The reader fitted on `items` (their `cases`); with `units`, a first model that reads
+    every unit's similarity from the pack's unit vectors (and a plain one for packs without
+    them), and no second."""
+    if units:
+        return reader.Reader("fit", _first(with_units(items), l2, concise,
+                                           (*rf.FEATURES, *unit_vectors.FEATURES)),
+                             None, limits, _first(items, l2, concise, rf.FEATURES))
+    first = _first(items, l2, concise, rf.FEATURES)
+    taught = cases(items, concise)
     model = reader.Reader("fit", first, None, limits)
     if not second:
         return model
@@ -138,7 +164,8 @@ def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True,
 
 def answer_of(model: reader.Reader, it) -> str:
     """The answer the reader gives Item `it` (its bullets, each with a marker)."""
-    picks = reader.choose(model, it.x, it.units, it.weights, lambda ks: it.sims[ks], it.parts,
+    model, x, parts = reader.with_units(model, it.x, it.parts, getattr(it, "usims", None))
+    picks = reader.choose(model, x, it.units, it.weights, lambda ks: it.sims[ks], parts,
                           listing="list" in asks.question_types(it.question))
     return "\n".join(f"- {it.texts[s.index]} [1]" for s in picks)
 
@@ -181,14 +208,14 @@ def folds_by_page(items: Sequence, k: int, seed: int = 0) -> list[int]:
 
 def cross_validate(items: Sequence, split: list, l2: float, limits: reader.Limits,
                    second: bool = True, places: Counter | None = None,
-                   concise: float = CONCISE) -> list[str]:
+                   concise: float = CONCISE, units: bool = False) -> list[str]:
     """Each item's answer by a reader fitted on the items of the other parts of `split`
     (a part label per item); `places`, when given, counts where the gold groups the
     answers miss were, by (corpus, `missed_places`)."""
     out: list[str | None] = [None] * len(items)
     for part in sorted(set(split)):
         train = [it for it, s in zip(items, split) if s != part]
-        model = fit(train, l2, limits, second, concise)
+        model = fit(train, l2, limits, second, concise, units)
         for j, (it, s) in enumerate(zip(items, split)):
             if s == part:
                 out[j] = answer_of(model, it)
@@ -204,7 +231,8 @@ def missed_places(model: reader.Reader, it, answer: str) -> list[str]:
     """For each gold group of Item `it` that `answer` lacks, where it was (PLACES): in no
     unit the reader read, or in units whose best the first model's ranking put where it
     says (what to mend: the reading, the ranking, or the picking from a good ranking)."""
-    order = [s.index for s in reader.ranked(model, it.x, it.units)]
+    model, x, _ = reader.with_units(model, it.x, [], getattr(it, "usims", None))
+    order = [s.index for s in reader.ranked(model, x, it.units)]
     out = []
     for g, group in enumerate(it.golds):
         if answer_eval.contains(answer, [group]):

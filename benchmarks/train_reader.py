@@ -172,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
                          " and report them apart, beside the reader shipped before")
     ap.add_argument("--no-similarity", action="store_true",
                     help="embed no unit: fit and ship the first model alone")
+    ap.add_argument("--unit-vectors", action="store_true",
+                    help="fit the first model with every unit's similarity from the packs' "
+                         "unit vectors, and a plain one for packs without them")
     ap.add_argument("--keep-limits", action="store_true",
                     help="fit with the penalty and limits of the weights it replaces (--weights)"
                          " instead of choosing them: a change of features measured alone")
@@ -209,7 +212,14 @@ def main(argv: list[str] | None = None) -> int:
     log("gold groups the first model's answers miss by CV, by where they were: " + "; ".join(
         f"{c} " + ", ".join(f"{places[(c, w)]} {w}" for w in reader_fit.PLACES)
         for c in sorted({it.corpus for it in items})))
-    if args.no_similarity:
+    if args.unit_vectors:
+        with_sims, second = reader_fit.cross_validate(items, folds, l2, limits, False,
+                                                      concise=args.concise, units=True), False
+        gain = (_by_corpus(reader_fit.scores(with_sims, items)["gate off"], items)
+                - _by_corpus(reader_fit.scores(without, items)["gate off"], items))
+        log(f"every unit's similarity (the packs' unit vectors) adds {gain:+.3f} to the mean "
+            "containment by CV: shipped, with the plain model for packs without them")
+    elif args.no_similarity:
         with_sims, second = None, False
         log("no unit embedded (--no-similarity): the first model alone answers")
     else:
@@ -219,27 +229,29 @@ def main(argv: list[str] | None = None) -> int:
         second = gain >= SIMILARITY_GAIN
         log(f"the second model (unit similarity) adds {gain:+.3f} to the mean containment by "
             f"CV: {'shipped' if second else 'not shipped (the first model alone answers)'}")
-    final = reader_fit.fit(items, l2, limits, second, args.concise)
-    cv = with_sims if second else without
+    units = args.unit_vectors
+    final = reader_fit.fit(items, l2, limits, second, args.concise, units)
+    cv = with_sims if second or units else without
     other = ({} if with_sims is None  # the choice not shipped, beside it
-             else {"reader without unit similarity, CV": without} if second
+             else {"reader without unit similarity, CV": without} if second or units
              else {"reader with unit similarity, CV": with_sims})
     columns = {
         "baseline: first sentence": [it.baselines["first sentence"] for it in items],
         "baseline: turn-3 product": [it.baselines["turn-3 product"] for it in items],
         f"reader, {args.folds}-fold CV by page": cv,
         **({"reader, leave-one-corpus-out": reader_fit.cross_validate(
-            items, corpora, l2, limits, second, concise=args.concise)}
+            items, corpora, l2, limits, second, concise=args.concise, units=units)}
            if len(set(corpora)) > 1 else {}),
         **other,
         **({"reader, every gold unit taught alike (concise 0), CV": reader_fit.cross_validate(
-            items, folds, l2, limits, second, concise=0.0)} if args.concise else {}),
+            items, folds, l2, limits, second, concise=0.0, units=units)}
+           if args.concise else {}),
         "reader, in-sample": [reader_fit.answer_of(final, it) for it in items],
     }
     if args.ablate:  # the same folds and settings, the features zeroed (their weights stay 0)
         columns[f"reader without {', '.join(args.ablate)}, CV"] = reader_fit.cross_validate(
             without_features(items, args.ablate), folds, l2, limits, second,
-            concise=args.concise)
+            concise=args.concise, units=units)
     log("\nshare of dev questions whose answer contains every gold group (95% bootstrap "
         "interval), same searches:" + table(items, columns))
     if spent_ids:

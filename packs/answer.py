@@ -7,10 +7,10 @@ says only that (Claude's text is not shown: no invented answer); without a key, 
 Claude is unavailable, the answer is extractive and labelled (`query_type:
 "retrieval_only"`: packs/retrieval/extractive.py's learned reader quotes the passages of
 the cited sections and of the other sections of their pages, and `reader` names its
-weights); a gated question gets the gated fallback. Every answer's `citations`
-come from packs/citations.py, one per [n] marker, each checked against the cited section's
-stored text; when any is unverified, a line saying so ends the answer, and `unsupported`
-is true when an answer that should cite the pack has no verified citation at all.
+weights); a gated question gets the gated fallback. Every answer's `citations` come from
+packs/citations.py, one per [n] marker, each checked against the cited section's stored
+text; when any is unverified, a line saying so ends the answer, and `unsupported` is true
+when an answer that should cite the pack has no verified citation at all.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from packs.retrieval import (
     question_kinds,
     reader,
     synthesis,
+    unit_vectors,
     whole_pack,
     whole_pack_claude,
     whole_pack_offline,
@@ -272,6 +273,7 @@ def passages(pack: Any, result: SearchResult, note: str | None = None,
                              extra=page_sections(pack, result),
                              similarity=_similarity(pack, result),
                              part_similarity=_part_similarity(pack, result),
+                             unit_similarity=unit_vectors.similarity(_members(pack, result)),
                              max_units=max_units, max_words=max_words, reach=reach, **kw)
 
 

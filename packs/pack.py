@@ -36,7 +36,7 @@ from packs.layout import resolve_build_dir
 from packs.manifest import Manifest, read_manifest
 from packs.options import SearchOptions
 from packs.result import SearchResult
-from packs.retrieval import analysis, fewshot, gate, titles, unit_store
+from packs.retrieval import analysis, fewshot, gate, titles, unit_store, unit_vectors
 from packs.retrieval.cache import TTLCache
 
 EMBEDDING_MODEL_ENV = "KPACK_EMBEDDING_MODEL"
@@ -62,6 +62,7 @@ class KnowledgePack:
         self._titles: titles.TitleIndex | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._browse: Browse | None = None
+        self.unit_vectors = unit_vectors.Store(build_dir / fmt.TABLES_DIR)  # for the reader
         self.cache: TTLCache = cache if cache is not None else TTLCache()
         # {"key_id", "checked"} when the build is signed (checked: against `trust`)
         self.signature: dict | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -182,5 +182,59 @@ def embed_keywords(
         "id": sections["id"],
         "keyword_key": pl.Series(keys, dtype=pl.Utf8),
         "keyword_embedding": vector_column(matrix, embedder.dim),
+    })
+    return out, EmbedStats(computed, cached, time.perf_counter() - start)
+
+
+# --- unit vectors ---------------------------------------------------------------------------
+#
+# Every answer unit of every distinct section text (packs/retrieval/units.py, as the reader
+# reads them: `unit_vectors.embedded_text`), embedded with the pack's model in the build, so that
+# the reader scores every unit by its similarity to the question at the cost of a dot
+# product (packs/retrieval/unit_vectors.py). Vectors are keyed on a hash of the unit's
+# text: a rebuild encodes only the units of new or changed sections.
+
+
+@dataclass
+class UnitRows:
+    """The units of distinct section texts, in order: each one's section text key, its
+    position among that text's candidates, its text's hash; `texts` by hash."""
+
+    keys: list[str]
+    positions: list[int]
+    hashes: list[str]
+    texts: dict[str, str]
+
+
+def unit_rows(contents: Iterable[str]) -> UnitRows:
+    """The rows of every distinct text of `contents`, its candidates in order."""
+    from packs.retrieval import unit_store, unit_vectors, units
+
+    rows = UnitRows([], [], [], {})
+    for content in dict.fromkeys(contents):
+        key = unit_store.key(content)
+        for position, u in enumerate(units.candidates(content)):
+            text = unit_vectors.embedded_text(u)
+            digest = unit_store.key(text)
+            rows.keys.append(key)
+            rows.positions.append(position)
+            rows.hashes.append(digest)
+            rows.texts[digest] = text
+    return rows
+
+
+def embed_units(rows: UnitRows, embedder: Embedder, known: dict[str, np.ndarray] | None = None,
+                *, batch_size: int = 64, progress: Callable[[int, int], None] | None = None
+                ) -> tuple[pl.DataFrame, EmbedStats]:
+    """`rows` → (key, position, text_hash, embedding) and stats; units whose text hash is in
+    `known` (hash → vector of this model) are not encoded again."""
+    start = time.perf_counter()
+    matrix, computed, cached = _encode_cached(embedder, known or {}, rows.hashes,
+                                              rows.texts.__getitem__, batch_size, progress)
+    out = pl.DataFrame({
+        "key": pl.Series(rows.keys, dtype=pl.Utf8),
+        "position": pl.Series(rows.positions, dtype=pl.Int32),
+        "text_hash": pl.Series(rows.hashes, dtype=pl.Utf8),
+        "embedding": vector_column(matrix, embedder.dim),
     })
     return out, EmbedStats(computed, cached, time.perf_counter() - start)

@@ -18,6 +18,8 @@ from packs import format as fmt
 from packs.embedding import Embedder
 from packs.manifest import EmbeddingInfo, ExtractorInfo, GateInfo, Manifest
 from tasks.publish.atomic import publish, write_build
+from tasks.publish.tables import write_unit_vectors
+from tasks.vectors import embed_units, unit_rows
 
 BASE = "https://docs.kestrel.test"
 
@@ -185,11 +187,13 @@ def build_pack(
     pages=ARTICLES,
     extra=None,
     gate: GateInfo | None = None,
+    unit_vectors: bool = True,
 ) -> Path:
     """Publish a complete pack under `root/name` through the build's own publish path
     (tables, Kuzu, manifest, checksums, verification, the `current` pointer); returns
     that folder. `extra(tables)`: more tables to publish (the topic map), from the others;
-    `gate`: the manifest's gate parameters (none: the model's calibration)."""
+    `gate`: the manifest's gate parameters (none: the model's calibration); `unit_vectors`:
+    every answer unit's vector, as a build makes them (False: a pack built before them)."""
     pack_dir = root / name
     tables = make_tables(embedder, links, pages)
     if extra is not None:
@@ -211,7 +215,15 @@ def build_pack(
         avg_links_per_article=len(links) / tables[fmt.ARTICLES].height,
         gate=gate,
     )
-    publish(pack_dir, build_id, lambda tmp: write_build(tmp, tables, manifest, source))
+    def fill(tmp: Path) -> None:
+        write_build(tmp, tables, manifest, source)
+        if unit_vectors:  # as the build's unit_vectors stage and publish write them
+            rows = unit_rows(tables[fmt.SECTIONS]["content"].fill_null("").to_list())
+            part = root / f".unit-vectors-{name}.parquet"
+            embed_units(rows, embedder)[0].write_parquet(part)
+            write_unit_vectors(tmp / fmt.TABLES_DIR, [str(part)], embedder.model_id)
+
+    publish(pack_dir, build_id, fill)
     return pack_dir
 
 

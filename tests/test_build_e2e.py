@@ -236,6 +236,21 @@ def test_embeddings_are_normalised_with_the_manifest_dim(built) -> None:
     assert manifest["gate"] == gate_info(manifest["embedding"]["model"]).model_dump()
 
 
+def test_every_answer_unit_has_its_vector_from_the_build(built) -> None:
+    from packs.embedding import Embedder
+    from packs.retrieval import reader, unit_vectors, units
+
+    build_dir = Path(built["summary"]["build_dir"])
+    store = unit_vectors.Store(build_dir / fmt.TABLES_DIR)
+    assert store.usable
+    contents = _tables(build_dir)[fmt.SECTIONS]["content"].fill_null("").to_list()
+    texts = [reader.embedded_text(u) for c in contents for u in units.candidates(c)]
+    found = np.concatenate([store.vectors(c) for c in contents])
+    assert len(texts) > 20 and found.shape == (len(texts), 384)
+    wanted = Embedder(OFFLINE_MODEL).encode_documents(texts[:8])
+    assert np.allclose(found[:8], wanted, atol=1e-2)
+
+
 @pytest.mark.parametrize(("question", "page"), list(QUESTIONS.items()))
 def test_the_page_a_question_was_written_for_comes_first(built, question, page) -> None:
     # Ranking, not the gate: the gate is calibrated on packs of 300+ sections and is

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from packs import text as text_rules
 from packs.citations import no_marker
-from packs.retrieval import asks, compare, reader, unit_store
+from packs.retrieval import asks, compare, reader, unit_store, unit_vectors
 from packs.retrieval import reader_features as rf
 from packs.retrieval.asks import question_types
 from packs.retrieval.units import (
@@ -50,6 +50,8 @@ from packs.retrieval.units import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from packs.result import RankedSection
 
 __all__ = ["Pick", "Unit", "answer", "candidates", "first_sentence", "idf_of",
@@ -118,7 +120,8 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
            pack_idf: Callable[[str], float] | None = None, max_words: int | None = None,
            similarity: reader.Similarity | None = None,
            weights: reader.Reader | None = None,
-           part_similarity: Callable[[list[str]], Sequence[Sequence[float | None]]] | None = None
+           part_similarity: Callable[[list[str]], Sequence[Sequence[float | None]]] | None = None,
+           unit_similarity: Callable[[int], np.ndarray | None] | None = None
            ) -> list[Pick]:
     """The units that answer `question` best, in answer order, from `texts` (the
     sections' contents, best section first, with their `headings` paths when given; or
@@ -126,7 +129,9 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
     word to its IDF in the pack (see `idf_of`); `similarity`: see reader.rank; `weights`:
     the reader (the shipped one by default); `part_similarity(parts)`: for each part of a
     question about several things (asks.py `parts`), each passage's similarity to it,
-    else the parts read the passages as the whole question does. The limits default to the
+    else the parts read the passages as the whole question does; `unit_similarity(i)`:
+    passage i's units' similarities to the question (unit_vectors.similarity; None, or a
+    passage without them: the reader's plain model). The limits default to the
     reader's. [] when no section has a candidate."""
     passages = [t if isinstance(t, rf.Passage) else
                 rf.Passage(t, heading=(headings[i] if headings else ""), rank=i)
@@ -142,6 +147,8 @@ def select(question: str, texts: Sequence[str] | Sequence[rf.Passage],
                          part_passages(passages, sims) if sims is not None else passages,
                          units, pack_idf)
              for p, sims in zip(asked, part_sims)]
+    model, x, parts = reader.with_units(model, x, parts, None if unit_similarity is None
+                                        else unit_vectors.aligned(units, unit_similarity))
     limits = reader.budget(dataclasses.replace(
         model.limits, **{k: v for k, v in (("max_units", max_units), ("per_section", per_section),
                                            ("max_words", max_words)) if v is not None}),
@@ -338,7 +345,7 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
            note: str = RETRIEVAL_ONLY_NOTE, pack_idf: Callable[[str], float] | None = None,
            extra: Sequence[RankedSection] = (), similarity=None,
            weights: reader.Reader | None = None, part_similarity=None,
-           max_words: int | None = None, reach: float = EXTRA_REACH
+           max_words: int | None = None, reach: float = EXTRA_REACH, unit_similarity=None
            ) -> tuple[str, list[tuple[int, str]], list[RankedSection]]:
     """(answer, quotes, extra sections quoted): the units of the cited sections and of the
     `extra` sections (the rest of their pages, not in the context) that best answer the
@@ -348,10 +355,10 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
     similarities of unit texts to the question, each embedded with the encoder of its
     section's pack (None: the reader's first model alone); `part_similarity(sections,
     parts)`: each section's similarity to each part of a question about several things;
-    `reach`: an extra section is read within this of the best similarity. An extra section
-    the answer
-    quotes is numbered after the cited ones and returned (a copy, `citation` set) so that
-    the caller lists it among the sources."""
+    `reach`: an extra section is read within this of the best similarity;
+    `unit_similarity(section)`: its units' similarities (unit_vectors.similarity). An extra
+    section the answer quotes is numbered after the cited ones and returned (a copy,
+    `citation` set) so that the caller lists it among the sources."""
     sections, passages = passages_of(cited, extra, reach)
     sims = None
     if similarity is not None:
@@ -362,7 +369,8 @@ def answer(question: str, cited: Sequence[RankedSection], max_units: int | None 
         def per_part(parts):
             return part_similarity(sections, parts)
     picks = select(question, passages, max_units, pack_idf=pack_idf, similarity=sims,
-                   weights=weights, part_similarity=per_part, max_words=max_words)
+                   weights=weights, part_similarity=per_part, max_words=max_words,
+                   unit_similarity=unit_similarity and (lambda i: unit_similarity(sections[i])))
     if not picks:
         return "The pack has no passages relevant to this question.", [], []
     lines, quotes, used = [note, ""], [], []

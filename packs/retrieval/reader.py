@@ -5,9 +5,11 @@ benchmarks/train_reader.py, whose weights ship as data beside this module
 (reader_weights.json, read with the standard library and numpy):
 
 1. every unit of the sections (packs/retrieval/units.py) gets the FEATURES of
-   packs/retrieval/reader_features.py, standardised, and a score: the weights' dot
-   product (a conditional logit: the scores of one question's units are compared with
-   each other only);
+   packs/retrieval/reader_features.py and, where the pack has its unit vectors
+   (packs/retrieval/unit_vectors.py, made in the build), its similarity to the question
+   (`with_units`; a pack without them is scored by the `plain` model), standardised, and
+   a score: the weights' dot product (a conditional logit: the scores of one question's
+   units are compared with each other only);
 2. the `top_n` best are embedded with the pack's own encoder (`similarity`, when given:
    their cosine similarities to the question), and scored again with those added
    (SIM_FEATURES).
@@ -41,6 +43,7 @@ import numpy as np
 
 from packs import text as text_rules
 from packs.retrieval import reader_features as rf
+from packs.retrieval import unit_vectors
 from packs.retrieval.units import LONG_WORDS, Unit
 
 WEIGHTS_FILE = Path(__file__).with_name("reader_weights.json")
@@ -104,12 +107,34 @@ class Reader:
     first: Model
     second: Model | None
     limits: Limits
+    # the first model without the unit similarity features (unit_vectors.FEATURES), for a
+    # pack without unit vectors; None when the first model has none
+    plain: Model | None = None
 
     def to_json(self, name: str, trained: dict) -> dict:
         return {"version": name, "features_version": rf.READER_FEATURES_VERSION,
                 "first": self.first.to_json(),
                 "second": self.second.to_json() if self.second else None,
+                "plain": self.plain.to_json() if self.plain else None,
                 "limits": vars(self.limits), "trained": trained}
+
+    @property
+    def reads_units(self) -> bool:
+        """Whether its first model reads every unit's similarity (unit_vectors.FEATURES)."""
+        return self.first.features != rf.FEATURES
+
+
+def with_units(reader: Reader, x: np.ndarray, parts: Sequence[np.ndarray],
+               sims: np.ndarray | None) -> tuple[Reader, np.ndarray, list[np.ndarray]]:
+    """The reader and the features it scores: with every unit's similarity to the question
+    (`sims`, from the pack's unit vectors) added to `x` and to each part's, or, where there
+    are none (`sims` None), the reader's plain first model on the features as they are."""
+    if not reader.reads_units:
+        return reader, x, list(parts)
+    if sims is None:
+        return dataclasses.replace(reader, first=reader.plain), x, list(parts)
+    extra = unit_vectors.features(sims)
+    return reader, np.hstack([x, extra]), [np.hstack([xp, extra]) for xp in parts]
 
 
 def parse(raw: bytes) -> Reader:
@@ -123,14 +148,19 @@ def parse(raw: bytes) -> Reader:
                 f"{rf.READER_FEATURES_VERSION!r}: retrain (benchmarks/train_reader.py)")
         first = Model.from_json(d["first"])
         second = Model.from_json(d["second"]) if d.get("second") else None
+        plain = Model.from_json(d["plain"]) if d.get("plain") else None
         limits = Limits(**d.get("limits", {}))
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ReaderWeightsError(f"unreadable reader weights: {exc}") from exc
-    if first.features != rf.FEATURES or (
-            second is not None and second.features != (*rf.FEATURES, *rf.SIM_FEATURES)):
+    with_sims = (*rf.FEATURES, *unit_vectors.FEATURES)
+    if first.features not in (rf.FEATURES, with_sims) or (
+            second is not None and second.features != (*first.features, *rf.SIM_FEATURES)):
         raise ReaderWeightsError("the weights name other features than reader_features.py")
+    if first.features == with_sims and (plain is None or plain.features != rf.FEATURES):
+        raise ReaderWeightsError("weights that read unit vectors need a plain first model "
+                                 "for packs without them")
     return Reader(f"{d['version']}/{hashlib.sha256(raw).hexdigest()[:12]}", first, second,
-                  limits)
+                  limits, plain)
 
 
 @functools.lru_cache(maxsize=4)
@@ -157,12 +187,8 @@ class Scored:
 # (passage index of each text, the texts) → each text's cosine similarity to the question,
 # embedded with the encoder of the pack the passage comes from.
 Similarity = Callable[[Sequence[int], list[str]], np.ndarray]
-EMBED_WORDS = 64  # a unit is embedded by its first words (a long list costs no more)
-
-
-def embedded_text(u: Unit) -> str:
-    """What of a unit is embedded for its similarity to the question."""
-    return " ".join(u.display.split()[:EMBED_WORDS])
+EMBED_WORDS = unit_vectors.EMBED_WORDS
+embedded_text = unit_vectors.embedded_text
 
 
 def rank(reader: Reader, q: rf.Question, passages: Sequence[rf.Passage],

@@ -15,17 +15,20 @@ database is loaded from these files (tasks/publish/kuzu_store.py).
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from packs import format as fmt
 from packs import text as text_rules
 from packs.filters import fence_languages
-from packs.retrieval import unit_store
+from packs.retrieval import unit_store, unit_vectors
 from packs.retrieval.gate import encode_pairs, has_code, text_pairs
 
 Frame = pl.DataFrame | pl.LazyFrame
+log = logging.getLogger("kpack.publish")
 
 
 def _lazy(df: Frame) -> pl.LazyFrame:
@@ -162,6 +165,20 @@ def write_units(sections_path: Path, path: Path, reuse: Path | None = None) -> P
                 .unique(maintain_order=True).collect()["content"])
     unit_store.write(path, contents, reuse)
     return path
+
+
+def write_unit_vectors(tables_dir: Path, parts: list[str], model: str) -> Path:
+    """tables/unit_vectors.npy and .json (packs/retrieval/unit_vectors.py): the vectors of
+    every distinct section text's answer units, from the unit_vectors stage's shard files
+    (a text in several shards once)."""
+    df = (pl.scan_parquet(parts).unique(subset=["key", "position"], keep="first")
+          .sort("key", "position").collect())
+    matrix = (df["embedding"].to_numpy() if df.height
+              else np.zeros((0, 0), dtype=np.float32))
+    count = unit_vectors.write(tables_dir, df["key"].to_list(), df["position"].to_list(),
+                               matrix, model)
+    log.info("unit vectors: %d units of %d section texts", df.height, count)
+    return tables_dir / unit_vectors.INDEX_FILE
 
 
 def write_terms(sections_path: Path, path: Path) -> Path:

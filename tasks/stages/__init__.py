@@ -91,13 +91,14 @@ from tasks.stages import (
     resolve,
     split,
     topics,
+    unit_vectors,
 )
 from tasks.stages.base import SHARD, Stage
 from tasks.stages.common import BuildContext, stage_key
 
 PIPELINE: tuple[Stage, ...] = (
-    fetch.STAGE, split.STAGE, links.STAGE, extract.STAGE, embed.STAGE, keywords.STAGE,
-    resolve.STAGE, topics.STAGE, publish.STAGE,
+    fetch.STAGE, split.STAGE, links.STAGE, extract.STAGE, embed.STAGE, unit_vectors.STAGE,
+    keywords.STAGE, resolve.STAGE, topics.STAGE, publish.STAGE,
 )
 
 

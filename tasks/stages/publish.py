@@ -28,6 +28,7 @@ from tasks.extract.core import extractor_info
 from tasks.publish import atomic as publish_core
 from tasks.publish.guard import BuildFacts, GuardError
 from tasks.publish.guard import check as guard_check
+from tasks.publish.tables import write_unit_vectors
 from tasks.shards import Shard
 from tasks.stages.base import PACK, Stage
 from tasks.stages.common import BuildContext, ProgressFn, Record, log
@@ -150,6 +151,10 @@ class Publish(Stage):
             publish_core.write_build(tmp, tables, manifest, Path(ctx.source_folder),
                                      before if before is not None and before.is_dir() else None)
             manifest.encoder = write_encoder(tmp, ctx.model, ctx.query_encoder)
+            if inputs.get("unit_vectors"):  # every answer unit's vector, for the reader
+                write_unit_vectors(tmp / fmt.TABLES_DIR,
+                                   [r.paths["unit_vectors"] for r in inputs["unit_vectors"]],
+                                   ctx.embedding.model)
             if previous and (pack_root / fmt.BUILDS_DIR / previous).is_dir():
                 changes.update(diff_builds(pack_root / fmt.BUILDS_DIR / previous, tmp))
             else:
