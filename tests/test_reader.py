@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from benchmarks import reader_fit
-from packs.retrieval import asks, code_units, extractive, reader, units
+from packs.retrieval import asks, code_units, extractive, reader, unit_vectors, units
 from packs.retrieval import reader_features as rf
 from packs.retrieval.units import Unit
 from packs.text import stem, terms
@@ -22,7 +22,9 @@ from packs.text import stem, terms
 def test_the_shipped_weights_load_and_score():
     model = reader.load()
     assert model.version.startswith("reader-") and "/" in model.version
-    assert model.first.features == rf.FEATURES
+    # Every unit's similarity from the pack's unit vectors, and a plain model without it.
+    assert model.first.features == (*rf.FEATURES, *unit_vectors.FEATURES) and model.reads_units
+    assert model.plain is not None and model.plain.features == rf.FEATURES
     # The second model (unit similarity) ships only when cross-validation says it helps.
     assert model.second is None or model.second.features[-3:] == rf.SIM_FEATURES
     passages = [rf.Passage("Pods are the smallest deployable units. A pod holds containers.",
@@ -32,6 +34,9 @@ def test_the_shipped_weights_load_and_score():
                          similarity=lambda idx, texts: np.full(len(texts), 0.5))
     assert ranked and all(np.isfinite(s.score) for s in ranked)
     assert len(ranked) == (min(len(units), model.limits.top_n) if model.second else len(units))
+    with_sims = reader.rank(model, rf.analyse("What is a pod?"), passages, units,
+                            unit_sims=np.linspace(0.1, 0.9, len(units)))
+    assert len(with_sims) == len(ranked) and all(np.isfinite(s.score) for s in with_sims)
 
 
 def test_weights_for_other_features_are_refused(tmp_path):

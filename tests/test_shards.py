@@ -232,8 +232,9 @@ def test_threads_and_a_two_process_dask_cluster_build_the_same_pack(prefect_harn
     assert manifest["extra"]["shards"]["slots"] == 2  # 12 pages: too few to cut finer
     threads_manifest = json.loads((Path(threads["build_dir"]) / fmt.MANIFEST_FILE).read_text())
     assert threads_manifest["extra"]["shards"]["slots"] == 0
-    # 4 shards x 4 stages + links, resolve, topics and publish, all through the scheduler
-    assert dask["task_runs"] == threads["task_runs"] == 4 * SHARDS + 4
+    # 4 shards x 5 stages (fetch, split, extract, embed, unit_vectors) + links, resolve,
+    # topics and publish, all through the scheduler
+    assert dask["task_runs"] == threads["task_runs"] == 5 * SHARDS + 4
     # every task ran in one of the two worker processes, and both took a share
     assert sum(executed.values()) == dask["task_runs"] and min(executed.values()) > 0
     assert len(worker_pids) == 2 and os.getpid() not in worker_pids
@@ -259,7 +260,7 @@ def test_a_failing_shard_is_retried_alone(prefect_harness, tmp_path, monkeypatch
         source = write_source(tmp_path / "topics", base, names, 'extractor = "offline"\n')
         summary = run_build(source, tmp_path / "out", work_dir=tmp_path / "work")
     runs = {r.name: r for r in flow_task_runs("topics", summary["build_id"])}
-    stages = ("fetch", "split", "extract", "embed")
+    stages = ("fetch", "split", "extract", "embed", "unit_vectors")
     expected = {f"{s}-topics-{i}/{SHARDS}" for s in stages for i in range(1, SHARDS + 1)}
     assert set(runs) == expected | {"links-topics", "resolve-topics", "topics-topics",
                                     "publish-topics"}

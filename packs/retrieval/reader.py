@@ -193,11 +193,12 @@ embedded_text = unit_vectors.embedded_text
 
 def rank(reader: Reader, q: rf.Question, passages: Sequence[rf.Passage],
          units: Sequence[tuple[int, Unit]], pack_idf: Callable[[str], float] | None = None,
-         similarity: Similarity | None = None) -> list[Scored]:
-    """The units best first: all of them by the first model, or (with `similarity`) the
-    first model's `top_n` by the second. Ties go to the earlier section, then the earlier
-    unit."""
-    x = rf.features(q, passages, units, pack_idf)
+         similarity: Similarity | None = None,
+         unit_sims: np.ndarray | None = None) -> list[Scored]:
+    """The units best first: all of them by the first model (with the units' similarities
+    `unit_sims`, see `with_units`), or (with `similarity`) the first model's `top_n` by the
+    second. Ties go to the earlier section, then the earlier unit."""
+    reader, x, _ = with_units(reader, rf.features(q, passages, units, pack_idf), [], unit_sims)
     return ranked(reader, x, units, memo(similarity, units))
 
 
