@@ -118,6 +118,10 @@ class PackConfig(BaseModel):
     # keyword_vectors uses it). Off: it doubles embedding time and did not help on the
     # SciFact and Kubernetes benchmarks.
     keyword_vectors: bool = False
+    # Every answer unit's vector, for the offline reader (the unit_vectors stage): on by
+    # default; off saves its embedding time (about as many units as six times the sections)
+    # and the reader then scores with its plain model.
+    unit_vectors: bool = True
     # The query encoder each build carries (encoder/ in the build, sha256 in the manifest),
     # so apps query with the runtime install alone: "fp32" the ONNX export of the model;
     # "none" for teams that share one model across many packs (the manifest says so and

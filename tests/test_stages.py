@@ -115,10 +115,11 @@ def test_the_readme_task_run_bound_is_the_declared_one() -> None:
     once = sum(s.SCOPE == PACK for s in stages.PIPELINE)
     assert f"{per_shard} per-shard stages" in text and f"{once} that run once" in text
     assert f"at most {MAX_SHARDS} shards" in text
-    opt_in = [s for s in stages.PIPELINE if type(s).enabled is not Stage.enabled]
-    without = stages.max_task_runs() - sum(MAX_SHARDS if s.SCOPE == SHARD else 1
-                                           for s in opt_in)
+    optional = {s.NAME for s in stages.PIPELINE if type(s).enabled is not Stage.enabled}
+    assert optional == {"keywords", "unit_vectors"}
+    without = stages.max_task_runs() - MAX_SHARDS
     assert f"{without:,} without keyword vectors" in text
+    assert f"{without - MAX_SHARDS:,} with `unit_vectors = false` too" in text
 
 
 # --- the estimate, on the declarations -----------------------------------------------------

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from query_fixtures import build_pack, embedder  # noqa: F401 (fixtures)
 
 from packs.retrieval import reader, unit_store, unit_vectors, units
 from packs.retrieval import reader_features as rf
@@ -122,3 +123,19 @@ def test_weights_that_read_unit_vectors_need_a_plain_model() -> None:
     assert reader.parse(json.dumps(d).encode()).reads_units
     with pytest.raises(reader.ReaderWeightsError, match="plain"):
         reader.parse(json.dumps({**d, "plain": None}).encode())
+
+
+def test_a_pack_built_without_unit_vectors_answers_with_the_plain_model(tmp_path, embedder,
+                                                                         monkeypatch) -> None:
+    from packs import KnowledgePack
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    question = "What is the default value of max_attempts?"
+    answers = {}
+    for name, vectors in (("with", True), ("without", False)):
+        with KnowledgePack.open(build_pack(tmp_path / name, embedder, unit_vectors=vectors)) as pack:
+            assert pack.unit_vectors.usable is vectors
+            answers[name] = pack.ask(question, use_cache=False)
+    for answer in answers.values():  # both offline answers cite the pack, verified
+        assert answer["query_type"] == "retrieval_only"
+        assert answer["citations"] and all(c["verified"] for c in answer["citations"])

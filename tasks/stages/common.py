@@ -60,6 +60,7 @@ class BuildContext:
     source_folder: str
     description: str = ""
     keep_builds: int = 2
+    unit_vectors: bool = True  # pack.toml's unit_vectors: the unit_vectors stage runs
     faults: str = ""  # $KPACK_FAULTS of the driver (tasks.faults)
     force: bool = False  # publish even when the guard says the build is worse
     isolate_reduce: bool = False  # run resolve and publish in a child process (isolated.py)

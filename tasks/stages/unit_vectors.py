@@ -28,6 +28,10 @@ class UnitVectors(Stage):
     LINEAGE = True
     STATS = "unit_vectors"
 
+    def enabled(self, ctx: BuildContext) -> bool:
+        """Unless pack.toml says `unit_vectors = false`."""
+        return ctx.unit_vectors
+
     def settings(self, ctx: BuildContext) -> tuple:
         return (self.settings_key(), ctx.embedding.model, ctx.embedding.dim)
 
