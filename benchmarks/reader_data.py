@@ -70,7 +70,6 @@ class Item:
     parts: list = field(default_factory=list)  # FEATURES per unit for each part it asks
     # each unit's similarity to the question from the pack's unit vectors (None: it has none)
     usims: np.ndarray | None = None
-    part_usims: list = field(default_factory=list)  # the same for each part it asks
 
     def part_labels(self) -> list[np.ndarray]:
         """Per part, which units hold its gold group, when the question has a group per
@@ -176,10 +175,6 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
     asked = asks.parts(row["question"])
     lookup = unit_vectors.similarity([(None, pack, result.question_vector)])
     usims = unit_vectors.aligned(units, lambda i: lookup(sections[i]))
-    part_usims = []
-    for vector in (pack.embed_queries(asked) if asked and usims is not None else []):
-        of_part = unit_vectors.similarity([(None, pack, vector)])
-        part_usims.append(unit_vectors.aligned(units, lambda i, f=of_part: f(sections[i])))
     part_sims = _part_similarity(pack, result)(sections, asked) if asked else []
     parts = [rf.features(rf.analyse(p, row["question"]),
                          extractive.part_passages(passages, sims), units, idf)
@@ -187,7 +182,7 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
     return Item(row["id"], corpus, row["group"], row["question"], row["golds"], row["kind"],
                 x, sims, np.asarray([len(h) for h in hits], dtype=np.float32), hits, texts,
                 units, weights, not result.gate.get("calibrated_passed", True),
-                {"first sentence": first, "turn-3 product": turn3}, parts, usims, part_usims)
+                {"first sentence": first, "turn-3 product": turn3}, parts, usims)
 
 
 def load_all(data: Path, work: Path, log=print) -> list[Item]:
