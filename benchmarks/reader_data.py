@@ -139,11 +139,10 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
     (`vectors`: the unit vectors known so far, added to; None: no unit is embedded and every
     similarity is 0, for a fit of the first model alone)."""
     from benchmarks.baseline_turn3 import extractive as baseline
-    from packs.answer import _part_similarity, page_sections
+    from packs.answer import _members, _part_similarity, page_sections
     from packs.answer import idf as pack_idf
     from packs.retrieval import asks, extractive, unit_vectors
     from packs.retrieval import reader_features as rf
-    from packs.retrieval.reader import embedded_text
 
     result = pack.search(row["question"], use_cache=False, gate_threshold=-1.0)
     sections, passages = extractive.passages_of(result.cited(), page_sections(pack, result))
@@ -157,7 +156,7 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
             for t in texts]
     sims = np.zeros(len(units), dtype=np.float32)
     if vectors is not None:
-        embedded = [embedded_text(u) for _, u in units]
+        embedded = [unit_vectors.embedded_text(u) for _, u in units]
         todo = list(dict.fromkeys(t for t in embedded if t not in vectors))
         if todo:  # sentence-transformers: the vectors of the pack's encoder, faster here
             prefix = pack.embedder.spec.document_prefix
@@ -173,7 +172,7 @@ def read_question(pack, row: dict, corpus: str, vectors: dict | None) -> Item:
         pack.vocabulary()), extra=page_sections(pack, result))[0]) if cited else ""
     first = baseline.first_sentence(cited[0].content) if cited else ""
     asked = asks.parts(row["question"])
-    lookup = unit_vectors.similarity([(None, pack, result.question_vector)])
+    lookup = unit_vectors.similarity(_members(pack, result))  # as the answer reads them
     usims = unit_vectors.aligned(units, lambda i: lookup(sections[i]))
     part_sims = _part_similarity(pack, result)(sections, asked) if asked else []
     parts = [rf.features(rf.analyse(p, row["question"]),

@@ -40,7 +40,7 @@ def build_side(pack, sample: int, log) -> None:
     import polars as pl
 
     from packs import format as fmt
-    from packs.retrieval.reader import embedded_text
+    from packs.retrieval.unit_vectors import embedded_text
     from packs.retrieval.units import candidates
 
     table = pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
@@ -64,7 +64,7 @@ def build_side(pack, sample: int, log) -> None:
 def query_side(pack, rows: list[dict], log) -> None:
     from packs.answer import _similarity, page_sections
     from packs.answer import idf as pack_idf
-    from packs.retrieval import extractive, reader
+    from packs.retrieval import extractive, reader, unit_vectors
     from packs.retrieval import reader_features as rf
 
     shipped = reader.load()
@@ -83,12 +83,14 @@ def query_side(pack, rows: list[dict], log) -> None:
         sections, passages = extractive.passages_of(result.cited(), extra)
         units = extractive.units_of(result.question, passages)
         x = rf.features(rf.analyse(result.question), passages, units, idf)
-        best = reader.ranked(shipped, x, units)
+        plain, x, _ = reader.with_units(shipped, x, [], None)  # the units as a query embeds them
+        best = reader.ranked(plain, x, units)
         similarity = _similarity(pack, result)
         for n in TOP_N:
             top = [units[s.index] for s in best[:n]]
             t0 = time.perf_counter()
-            similarity([sections[i] for i, _ in top], [reader.embedded_text(u) for _, u in top])
+            similarity([sections[i] for i, _ in top],
+                       [unit_vectors.embedded_text(u) for _, u in top])
             embed_ms[n].append(1000 * (time.perf_counter() - t0))
     log(f"query time over {len(answer_ms)} dev questions, same searches: the offline answer "
         f"alone (the shipped reader, {'with' if shipped.second else 'without'} its second "

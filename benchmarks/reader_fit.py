@@ -124,14 +124,13 @@ def with_units(items: Sequence) -> list:
                          "(rebuild the benchmark packs)")
     out = []
     for it in items:
-        extra = unit_vectors.features(it.usims)
-        out.append(dataclasses.replace(it, x=np.hstack([it.x, extra]),
-                                       parts=[np.hstack([xp, extra]) for xp in it.parts]))
+        x, parts = reader.add_units(it.x, it.parts, it.usims)
+        out.append(dataclasses.replace(it, x=x, parts=parts))
     return out
 
 
-def _first(items: Sequence, l2: float, concise: float, features: tuple[str, ...]):
-    taught = cases(items, concise)
+def _first(taught: list[tuple], l2: float, features: tuple[str, ...]):
+    """The first model fitted on `taught` (`cases`)."""
     return fit_logit([x for _, x, _, _ in taught], [_targets(lab) for _, _, lab, _ in taught],
                      [wq for *_, wq in taught], l2, features)
 
@@ -141,12 +140,12 @@ def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True,
     """The reader fitted on `items` (their `cases`); with `units`, a first model that reads
     every unit's similarity from the pack's unit vectors (and a plain one for packs without
     them), and no second."""
-    if units:
-        return reader.Reader("fit", _first(with_units(items), l2, concise,
-                                           (*rf.FEATURES, *unit_vectors.FEATURES)),
-                             None, limits, _first(items, l2, concise, rf.FEATURES))
-    first = _first(items, l2, concise, rf.FEATURES)
     taught = cases(items, concise)
+    if units:
+        return reader.Reader("fit", _first(cases(with_units(items), concise), l2,
+                                           (*rf.FEATURES, *unit_vectors.FEATURES)),
+                             None, limits, _first(taught, l2, rf.FEATURES))
+    first = _first(taught, l2, rf.FEATURES)
     model = reader.Reader("fit", first, None, limits)
     if not second:
         return model

@@ -238,13 +238,13 @@ def test_embeddings_are_normalised_with_the_manifest_dim(built) -> None:
 
 def test_every_answer_unit_has_its_vector_from_the_build(built) -> None:
     from packs.embedding import Embedder
-    from packs.retrieval import reader, unit_vectors, units
+    from packs.retrieval import unit_vectors, units
 
     build_dir = Path(built["summary"]["build_dir"])
     store = unit_vectors.Store(build_dir / fmt.TABLES_DIR)
     assert store.usable
     contents = _tables(build_dir)[fmt.SECTIONS]["content"].fill_null("").to_list()
-    texts = [reader.embedded_text(u) for c in contents for u in units.candidates(c)]
+    texts = [unit_vectors.embedded_text(u) for c in contents for u in units.candidates(c)]
     found = np.concatenate([store.vectors(c) for c in contents])
     assert len(texts) > 20 and found.shape == (len(texts), 384)
     wanted = Embedder(OFFLINE_MODEL).encode_documents(texts[:8])

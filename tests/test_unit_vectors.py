@@ -55,7 +55,7 @@ def test_the_build_writes_a_vector_for_every_unit_in_candidate_order(tmp_path) -
     for text in TEXTS:
         found = store.vectors(text)
         wanted = _Vectors().encode_documents(
-            [reader.embedded_text(u) for u in units.candidates(text)])
+            [unit_vectors.embedded_text(u) for u in units.candidates(text)])
         assert found is not None and found.shape == wanted.shape
         assert np.allclose(found, wanted, atol=1e-2)  # stored as float16
     assert store.vectors("a text the pack does not hold") is None

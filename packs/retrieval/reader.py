@@ -133,8 +133,15 @@ def with_units(reader: Reader, x: np.ndarray, parts: Sequence[np.ndarray],
         return reader, x, list(parts)
     if sims is None:
         return dataclasses.replace(reader, first=reader.plain), x, list(parts)
+    return reader, *add_units(x, parts, sims)
+
+
+def add_units(x: np.ndarray, parts: Sequence[np.ndarray], sims: np.ndarray
+              ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """`x` and each part's features with the units' similarity features
+    (unit_vectors.features of `sims`) added."""
     extra = unit_vectors.features(sims)
-    return reader, np.hstack([x, extra]), [np.hstack([xp, extra]) for xp in parts]
+    return np.hstack([x, extra]), [np.hstack([xp, extra]) for xp in parts]
 
 
 def parse(raw: bytes) -> Reader:
@@ -187,8 +194,6 @@ class Scored:
 # (passage index of each text, the texts) → each text's cosine similarity to the question,
 # embedded with the encoder of the pack the passage comes from.
 Similarity = Callable[[Sequence[int], list[str]], np.ndarray]
-EMBED_WORDS = unit_vectors.EMBED_WORDS
-embedded_text = unit_vectors.embedded_text
 
 
 def rank(reader: Reader, q: rf.Question, passages: Sequence[rf.Passage],
@@ -213,7 +218,7 @@ def memo(similarity: Similarity | None, units: Sequence[tuple[int, Unit]]
         todo = [k for k in dict.fromkeys(ks) if k not in known]
         if todo:
             found = similarity([units[k][0] for k in todo],
-                               [embedded_text(units[k][1]) for k in todo])
+                               [unit_vectors.embedded_text(units[k][1]) for k in todo])
             known.update(zip(todo, (float(v) for v in found)))
         return np.asarray([known[k] for k in ks], dtype=np.float32)
     return sims

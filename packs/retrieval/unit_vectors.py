@@ -122,7 +122,7 @@ def features(sims: np.ndarray) -> np.ndarray:
     standard score among them, and that less the best's. Free of the encoder's scale (one
     model's cosines spread wider than another's), so weights fitted on one model's vectors
     read another's alike; a fit on all-MiniLM-L6-v2 vectors by 5-fold CV by page did as well
-    as with the raw cosines (benchmarks/results/issue47_unit_vectors.md)."""
+    as with the raw cosines (benchmarks/results/issue47_session14.md)."""
     s = np.asarray(sims, dtype=np.float64)
     if not len(s):
         return np.zeros((0, len(FEATURES)))
@@ -136,8 +136,8 @@ def similarity(members: Sequence[tuple[str | None, Any, Any]]
     from the vectors of the pack it comes from (`members`: (label, pack, the question's
     vector for it), packs.answer._members), or None when that pack has none for it or no
     vector of the question."""
-    by_label = {label: (member, qvec) for label, member, qvec in members}
-    asked: dict[str | None, np.ndarray] = {}
+    by_label = {label: (member, None if qvec is None else np.asarray(qvec, dtype=np.float32))
+                for label, member, qvec in members}
 
     def sims(section: Any) -> np.ndarray | None:
         label = getattr(section, "pack", None) if len(by_label) > 1 else next(iter(by_label))
@@ -146,9 +146,7 @@ def similarity(members: Sequence[tuple[str | None, Any, Any]]
         found = store.vectors(section.content) if store is not None else None
         if found is None or qvec is None:
             return None
-        if label not in asked:
-            asked[label] = np.asarray(qvec, dtype=np.float32)
-        return found @ asked[label]
+        return found @ qvec
     return sims
 
 
