@@ -925,3 +925,37 @@ def test_one_benchmark_at_a_time_reads_and_rebuilds_a_pack(tmp_path):
         order.append("first")
     waiting.join(timeout=10)
     assert order == ["first", "second"]
+
+
+def test_a_drafted_round_is_checked_against_its_pages_and_the_rows_before_it():
+    """benchmarks/check_round.py: a gold string must be on its page as a reader sees it
+    (a link's text, no backticks), not in the question, not an earlier row's on the same
+    page; ids, the round and the classes' shapes are checked."""
+    from benchmarks import check_round
+
+    pages = {"concepts/a.md": "Use [`kubectl drain`](/docs/x) to evict Pods safely.\n",
+             "concepts/b.md": "The default grace period is **30 seconds**.\n"}
+    written = [{"id": "k8s-ans-1", "question": "How do I evict pods?", "gold": ["concepts/a.md"],
+                "answers": [["evict Pods safely"]], "split": "dev"}]
+
+    def row(n, **kw):
+        return {"id": f"k8s-ans-{n}", "question": "What removes the workloads from a node?",
+                "class": "paraphrase", "gold": ["concepts/a.md"], "answers": [["kubectl drain"]],
+                "split": "test", "test_round": 9, **kw}
+
+    good = [row(10), row(11, question="How long is the grace period, and what evicts?",
+                         **{"class": "two-page"}, gold=["concepts/a.md", "concepts/b.md"],
+                         answers=[["kubectl drain"], ["30 seconds"]])]
+    assert check_round.check(good, pages, written, 9, "k8s-ans-", 10) == [
+        ("k8s-ans-10", []), ("k8s-ans-11", [])]
+    bad = [row(10, answers=[["evict Pods safely"]]),  # an earlier row's string
+           row(12, question="What does kubectl drain do?"),  # wrong id, answer in question
+           row(12, answers=[["kubectl cordon"]], question="What cordons?"),  # not on the page
+           row(13, **{"class": "compare"}, question="How do they differ?"),  # one group only
+           row(14, question="What removes the workloads from a node?")]  # asked already
+    found = [" ".join(p) for _, p in check_round.check(bad, pages, written, 9, "k8s-ans-", 10)]
+    assert "earlier row" in found[0] and "id should" not in found[0]
+    assert "id should be k8s-ans-11" in found[1] and "in the question" in found[1]
+    assert "not verbatim" in found[2]
+    assert "2 answer groups" in found[3]
+    assert "asked before" in found[4]
