@@ -1,0 +1,207 @@
+"""Study (issue 47, session 15): where the offline answer's misses are, and whether a unit's
+neighbours, read through the unit vectors, help the learned reader. Nothing here ships.
+
+    python benchmarks/unit_neighbours.py where --data ../shared/data --work W --corpus C
+    python benchmarks/unit_neighbours.py cv --data ../shared/data --work W VARIANT ...
+
+`where`: for every dev, spent and run test row of corpus C, the product's offline answer
+(packs.answer.passages, the shipped reader) and, by class, how many rows miss a gold group;
+of those, whether every missing group is in a unit the answer read (then the reading is at
+fault), else in one of the 50 units of the whole pack most similar to the question by the
+unit vectors (a pack-wide unit search could bring it), else nowhere near.
+
+`cv`: the reader cross-validated by page (5 folds, the shipped penalty and limits, unit
+vectors on: reader_fit.cross_validate) on the cached Items of all four corpora, with extra
+features from the units' similarities (VARIANT: base, prevnext, nb, sec, prevbest,
+nextbest) or with each pick joined to the unit after it when the reader scores that one
+within DELTA of the pick (VARIANT join-first:DELTA, join-all:DELTA).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import answer_eval, common, corpora, reader_data, reader_fit  # noqa: E402
+from packs.retrieval import asks, reader  # noqa: E402
+
+TOP_UNITS = 50
+
+
+def where(data: Path, work: Path, name: str) -> None:
+    import polars as pl
+
+    from packs import KnowledgePack
+    from packs import answer as ans
+    from packs import format as fmt
+    from packs.retrieval import extractive, unit_store
+
+    fold = answer_eval.fold
+    built = corpora.load(data, name, work).built
+    ran = reader_data.ran_rounds(reader_data.FILES[name])
+    rows = [r for r in corpora.load_rows(corpora.DATA_DIR / reader_data.FILES[name])
+            if r["split"] in ("dev", "spent") or r.get("test_round") in ran and r["split"] == "test"]
+    counts: dict[str, Counter] = defaultdict(Counter)
+    with KnowledgePack.open(built.pack_dir) as pack:
+        store = pack.unit_vectors
+        if not store.usable:
+            raise SystemExit(f"{built.pack_dir} has no unit vectors: rebuild it")
+        matrix = np.asarray(store._matrix, dtype=np.float32)
+        text_of: list[str | None] = [None] * len(matrix)
+        for (content,) in pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
+                                          columns=["content"]).iter_rows():
+            found = store._index.get(unit_store.key(content))
+            if found:
+                for j, u in enumerate(unit_store.candidates(content)[:found[1]]):
+                    text_of[found[0] + j] = fold(u.display)
+        for k, r in enumerate(rows, start=1):
+            c = counts[r.get("class") or "none"]
+            c["rows"] += 1
+            result = pack.search(r["question"], use_cache=False, gate_threshold=-1.0)
+            text = ans.passages(pack, result)[0]
+            if answer_eval.contains(text, r["answers"]):
+                continue
+            c["missed"] += 1
+            _, passages = extractive.passages_of(result.cited(), ans.page_sections(pack, result))
+            read = [fold(u.display) for _, u in extractive.units_of(r["question"], passages)]
+            missing = [g for g in r["answers"] if not answer_eval.contains(text, [g])]
+            unread = [g for g in missing
+                      if not any(fold(a) in t for t in read for a in g)]
+            if not unread:
+                c["in a unit read"] += 1
+                continue
+            top = np.argsort(-(matrix @ np.asarray(result.question_vector, np.float32)))
+            near = [text_of[i] for i in top[:TOP_UNITS] if text_of[i]]
+            c["in the pack's 50 nearest units" if all(
+                any(fold(a) in t for t in near for a in g) for g in unread) else "nowhere near"] += 1
+            if k % 200 == 0:
+                print(f"  {k}/{len(rows)} rows", flush=True)
+    for cls, c in sorted(counts.items()):
+        print(f"{name} {cls}: {dict(c)}")
+
+
+def _z(v: np.ndarray) -> np.ndarray:
+    return (v - v.mean()) / (v.std() + 1e-3)
+
+
+def neighbours(it) -> tuple[dict[int, int], dict[int, int]]:
+    """(next, previous) unit of each unit in its passage, by position."""
+    nxt, prev = {}, {}
+    by_passage: dict[int, list[int]] = defaultdict(list)
+    for k, (p, _) in enumerate(it.units):
+        by_passage[p].append(k)
+    for ks in by_passage.values():
+        ks = sorted(ks, key=lambda k: (it.units[k][1].start, it.units[k][1].end))
+        for a, b in zip(ks, ks[1:]):
+            nxt[a], prev[b] = b, a
+    return nxt, prev
+
+
+def extra_features(it, variant: str) -> np.ndarray:
+    """The VARIANT's columns for Item `it`, from its units' similarities."""
+    s = np.asarray(it.usims, dtype=np.float64)
+    n, z = len(s), _z(np.asarray(it.usims, dtype=np.float64))
+    nxt, prev = neighbours(it)
+    pz = np.asarray([z[prev[k]] if k in prev else z.min() for k in range(n)])
+    nz = np.asarray([z[nxt[k]] if k in nxt else z.min() for k in range(n)])
+    rank = np.empty(n)
+    rank[np.argsort(-s)] = np.arange(n)
+    best = {p: max(z[k] for k, (q, _) in enumerate(it.units) if q == p) for p, _ in it.units}
+    sec = np.asarray([best[p] for p, _ in it.units])
+    nb = (z + np.where(pz > z.min(), pz, z) + np.where(nz > z.min(), nz, z)) / 3
+    cols = {"base": [],
+            "prevnext": [pz - z.max(), nz - z.max()],
+            "nb": [nb - nb.max()],
+            "sec": [sec - sec.max()],
+            "prevbest": [np.asarray([float(k in prev and rank[prev[k]] == 0) for k in range(n)]),
+                         np.asarray([float(k in prev and rank[prev[k]] <= 2) for k in range(n)])],
+            "nextbest": [np.asarray([float(k in nxt and rank[nxt[k]] == 0) for k in range(n)])]}
+    return np.stack(cols[variant], axis=1) if cols[variant] else np.zeros((n, 0))
+
+
+def joined_answer(model: reader.Reader, it, every: bool, delta: float) -> str:
+    """reader_fit.answer_of, each pick (or the first only) joined to the unit after it when
+    the reader scores that one within `delta` of the pick, the last picks dropped to keep
+    the budget (ten words of slack)."""
+    model, x, parts = reader.with_units(model, it.x, it.parts, it.usims)
+    picks = reader.choose(model, x, it.units, it.weights, lambda ks: it.sims[ks], parts,
+                          listing="list" in asks.question_types(it.question))
+    texts = [it.texts[s.index] for s in picks]
+    score = {s.index: s.score for s in reader.ranked(model, x, it.units)}
+    nxt, _ = neighbours(it)
+    taken = {s.index for s in picks}
+    for j, s in enumerate(picks if every else picks[:1]):
+        b = nxt.get(s.index)
+        if b is not None and b not in taken and score[b] >= s.score - delta:
+            texts[j] = f"{texts[j]} {it.texts[b]}"
+            taken.add(b)
+    words = reader.budget(model.limits, several=bool(parts)).max_words + 10
+    while len(texts) > 1 and sum(len(t.split()) for t in texts) > words:
+        texts.pop()
+    return "\n".join(f"- {t} [1]" for t in texts)
+
+
+def cv(data: Path, work: Path, variants: list[str]) -> None:
+    from benchmarks.train_reader import kept_limits
+    from packs.retrieval import unit_vectors
+
+    items = reader_data.load_all(data, work, log=lambda *a: None)
+    l2, limits, _ = kept_limits(ROOT / "packs" / "retrieval" / "reader_weights.json")
+    folds = reader_fit.folds_by_page(items, 5)
+    plain_add, plain_answer, names = reader.add_units, reader_fit.answer_of, unit_vectors.FEATURES
+    for variant in variants:
+        extra: dict[int, np.ndarray] = {}
+        if variant.startswith("join-"):
+            every, delta = variant.startswith("join-all"), float(variant.split(":")[1])
+            reader_fit.answer_of = lambda m, it, e=every, d=delta: joined_answer(m, it, e, d)
+        else:
+            extra = {id(it.usims): extra_features(it, variant) for it in items}
+            width = next(iter(extra.values())).shape[1]
+            unit_vectors.FEATURES = (*names, *(f"{variant}_{i}" for i in range(width)))
+
+            def add_units(x, parts, sims, extra=extra):
+                x, parts = plain_add(x, parts, sims)
+                e = extra[id(sims)]
+                return np.hstack([x, e]), [np.hstack([p, e]) for p in parts]
+            reader.add_units = add_units
+        try:
+            answers = reader_fit.cross_validate(items, folds, l2, limits, second=False,
+                                                units=True)
+        finally:
+            reader.add_units, reader_fit.answer_of = plain_add, plain_answer
+            unit_vectors.FEATURES = names
+        cells = []
+        for corpus in sorted({it.corpus for it in items}):
+            idx = [k for k, it in enumerate(items) if it.corpus == corpus]
+            s = reader_fit.scores([answers[k] for k in idx], [items[k] for k in idx])
+            cells.append(f"{corpus} {statistics.fmean(s['gate off']):.3f} "
+                         f"({statistics.fmean(s['words']):.1f} w)")
+        print(f"{variant:14s} " + " | ".join(cells), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=("where", "cv"))
+    ap.add_argument("variants", nargs="*", default=["base"])
+    ap.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
+    ap.add_argument("--work", type=Path, default=common.DEFAULT_WORK)
+    ap.add_argument("--corpus", choices=("kubernetes", "rust-book"), default="kubernetes")
+    args = ap.parse_intermixed_args(argv)
+    print(common.machine_line())
+    if args.what == "where":
+        where(args.data, args.work, args.corpus)
+    else:
+        cv(args.data, args.work, args.variants)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
