@@ -4,9 +4,11 @@
         --round 49 --first 5101 DRAFT.jsonl
 
 A round is 20 test rows written from the pages alone (issue 47): ROUND_MIX of the classes,
-ids from --first in order, every gold string verbatim in its gold pages (as a reader sees
-them: Markdown links, backticks and emphasis left out; case and whitespace folded, as
-benchmarks/answer_eval.py scores), none inside its question, and fact-disjoint from the
+ids from --first in order, every gold string verbatim in its gold pages' Markdown as
+written (case and whitespace folded, as benchmarks/answer_eval.py scores: the offline
+answer quotes the sections' Markdown, links and backticks included, so a string that
+leaves out a page's `code` marks or link syntax can never be in an answer; doc_answers.py
+check_golds says the same of the built pack), none inside its question, and fact-disjoint from the
 rows already in the answer set (no gold string that an earlier row on the same page has,
 no question asked before; the draft's own ids, when already appended, aside): tests/test_benchmarks_tiny.py checks the frozen rounds the same
 way against the dev rows. Prints one line per row (OK, or what to fix) and a summary; the
@@ -17,7 +19,6 @@ freeze them (benchmarks/ledger.py freeze) before the change they judge is tried.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -30,17 +31,6 @@ from benchmarks import answer_eval, common, corpora  # noqa: E402
 ROUND_MIX = {"paraphrase": 8, "identifier": 5, "two-page": 4, "compare": 3}
 ANSWER_SETS = {"kubernetes": ("k8s_answers.jsonl", "k8s-ans-"),
                "rust-book": ("rust_answers.jsonl", "rust-ans-")}
-_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_EMPHASIS = re.compile(r"(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)")
-
-
-def shown(markdown: str) -> str:
-    """Page text as a reader sees it, near enough: links as their text, no backticks or
-    emphasis marks."""
-    text = _LINK.sub(r"\1", markdown).replace("`", "").replace("**", "").replace("__", "")
-    return _EMPHASIS.sub("", text)
-
-
 def problems(row: dict, pages: dict[str, str], earlier: dict[str, set[str]],
              asked: set[str]) -> list[str]:
     """What is wrong with one drafted row: `pages` maps each gold page to its Markdown
@@ -59,7 +49,7 @@ def problems(row: dict, pages: dict[str, str], earlier: dict[str, set[str]],
         if page not in pages:
             out.append(f"no page {page}")
         else:
-            texts.append(f"{fold(shown(pages[page]))} || {fold(pages[page])}")
+            texts.append(fold(pages[page]))
     if cls == "two-page" and len(gold) != 2:
         out.append("a two-page row has 2 gold pages")
     if cls in ("paraphrase", "identifier") and len(gold) != 1:

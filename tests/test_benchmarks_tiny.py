@@ -928,12 +928,13 @@ def test_one_benchmark_at_a_time_reads_and_rebuilds_a_pack(tmp_path):
 
 
 def test_a_drafted_round_is_checked_against_its_pages_and_the_rows_before_it():
-    """benchmarks/check_round.py: a gold string must be on its page as a reader sees it
-    (a link's text, no backticks), not in the question, not an earlier row's on the same
-    page; ids, the round and the classes' shapes are checked."""
+    """benchmarks/check_round.py: a gold string must be in its page's Markdown as written
+    (the answer quotes it so: a string that leaves out the page's backticks is refused),
+    not in the question, not an earlier row's on the same page; ids, the round and the
+    classes' shapes are checked."""
     from benchmarks import check_round
 
-    pages = {"concepts/a.md": "Use [`kubectl drain`](/docs/x) to evict Pods safely.\n",
+    pages = {"concepts/a.md": "Use kubectl drain to evict Pods safely, after `kubectl cordon`.\n",
              "concepts/b.md": "The default grace period is **30 seconds**.\n"}
     written = [{"id": "k8s-ans-1", "question": "How do I evict pods?", "gold": ["concepts/a.md"],
                 "answers": [["evict Pods safely"]], "split": "dev"}]
@@ -950,7 +951,7 @@ def test_a_drafted_round_is_checked_against_its_pages_and_the_rows_before_it():
         ("k8s-ans-10", []), ("k8s-ans-11", [])]
     bad = [row(10, answers=[["evict Pods safely"]]),  # an earlier row's string
            row(12, question="What does kubectl drain do?"),  # wrong id, answer in question
-           row(12, answers=[["kubectl cordon"]], question="What cordons?"),  # not on the page
+           row(12, answers=[["after kubectl cordon"]], question="What cordons?"),  # no backticks
            row(13, **{"class": "compare"}, question="How do they differ?"),  # one group only
            row(14, question="What removes the workloads from a node?")]  # asked already
     found = [" ".join(p) for _, p in check_round.check(bad, pages, written, 9, "k8s-ans-", 10)]
