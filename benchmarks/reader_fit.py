@@ -161,12 +161,18 @@ def fit(items: Sequence, l2: float, limits: reader.Limits, second: bool = True,
     return reader.Reader("fit", first, two, limits)
 
 
+def picks_of(model: reader.Reader, it) -> tuple[reader.Reader, np.ndarray, list, list]:
+    """(the reader as it scores Item `it`, its features, its parts' features, the units
+    its answer quotes)."""
+    model, x, parts = reader.with_units(model, it.x, it.parts, getattr(it, "usims", None))
+    return model, x, parts, reader.choose(model, x, it.units, it.weights,
+                                          lambda ks: it.sims[ks], parts,
+                                          listing="list" in asks.question_types(it.question))
+
+
 def answer_of(model: reader.Reader, it) -> str:
     """The answer the reader gives Item `it` (its bullets, each with a marker)."""
-    model, x, parts = reader.with_units(model, it.x, it.parts, getattr(it, "usims", None))
-    picks = reader.choose(model, x, it.units, it.weights, lambda ks: it.sims[ks], parts,
-                          listing="list" in asks.question_types(it.question))
-    return "\n".join(f"- {it.texts[s.index]} [1]" for s in picks)
+    return "\n".join(f"- {it.texts[s.index]} [1]" for s in picks_of(model, it)[3])
 
 
 def scores(answers: Sequence[str], items: Sequence) -> dict[str, list[float]]:

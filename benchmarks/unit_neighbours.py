@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import answer_eval, common, corpora, reader_data, reader_fit  # noqa: E402
-from packs.retrieval import asks, reader  # noqa: E402
+from packs.retrieval import reader  # noqa: E402
 
 TOP_UNITS = 50
 
@@ -46,22 +46,22 @@ def where(data: Path, work: Path, name: str) -> None:
 
     fold = answer_eval.fold
     built = corpora.load(data, name, work).built
-    ran = reader_data.ran_rounds(reader_data.FILES[name])
+    read = {r["id"] for r in reader_data.dev_rows(name, spent=True)}  # what the reader learns
     rows = [r for r in corpora.load_rows(corpora.DATA_DIR / reader_data.FILES[name])
-            if r["split"] in ("dev", "spent") or r.get("test_round") in ran and r["split"] == "test"]
+            if r["id"] in read]
     counts: dict[str, Counter] = defaultdict(Counter)
     with KnowledgePack.open(built.pack_dir) as pack:
         store = pack.unit_vectors
         if not store.usable:
             raise SystemExit(f"{built.pack_dir} has no unit vectors: rebuild it")
-        matrix = np.asarray(store._matrix, dtype=np.float32)
-        text_of: list[str | None] = [None] * len(matrix)
-        for (content,) in pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
-                                          columns=["content"]).iter_rows():
-            found = store._index.get(unit_store.key(content))
-            if found:
-                for j, u in enumerate(unit_store.candidates(content)[:found[1]]):
-                    text_of[found[0] + j] = fold(u.display)
+        blocks, text_of = [], []  # every distinct section text's unit vectors and texts
+        for content in pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
+                                       columns=["content"])["content"].unique().to_list():
+            found = store.vectors(content)
+            if found is not None:
+                blocks.append(found)
+                text_of += [fold(u.display) for u in unit_store.candidates(content)[:len(found)]]
+        matrix = np.concatenate(blocks)
         for k, r in enumerate(rows, start=1):
             c = counts[r.get("class") or "none"]
             c["rows"] += 1
@@ -71,15 +71,15 @@ def where(data: Path, work: Path, name: str) -> None:
                 continue
             c["missed"] += 1
             _, passages = extractive.passages_of(result.cited(), ans.page_sections(pack, result))
-            read = [fold(u.display) for _, u in extractive.units_of(r["question"], passages)]
+            seen = [fold(u.display) for _, u in extractive.units_of(r["question"], passages)]
             missing = [g for g in r["answers"] if not answer_eval.contains(text, [g])]
             unread = [g for g in missing
-                      if not any(fold(a) in t for t in read for a in g)]
+                      if not any(fold(a) in t for t in seen for a in g)]
             if not unread:
                 c["in a unit read"] += 1
                 continue
             top = np.argsort(-(matrix @ np.asarray(result.question_vector, np.float32)))
-            near = [text_of[i] for i in top[:TOP_UNITS] if text_of[i]]
+            near = [text_of[i] for i in top[:TOP_UNITS]]
             c["in the pack's 50 nearest units" if all(
                 any(fold(a) in t for t in near for a in g) for g in unread) else "nowhere near"] += 1
             if k % 200 == 0:
@@ -108,14 +108,16 @@ def neighbours(it) -> tuple[dict[int, int], dict[int, int]]:
 def extra_features(it, variant: str) -> np.ndarray:
     """The VARIANT's columns for Item `it`, from its units' similarities."""
     s = np.asarray(it.usims, dtype=np.float64)
-    n, z = len(s), _z(np.asarray(it.usims, dtype=np.float64))
+    n, z = len(s), _z(s)
     nxt, prev = neighbours(it)
     pz = np.asarray([z[prev[k]] if k in prev else z.min() for k in range(n)])
     nz = np.asarray([z[nxt[k]] if k in nxt else z.min() for k in range(n)])
     rank = np.empty(n)
     rank[np.argsort(-s)] = np.arange(n)
-    best = {p: max(z[k] for k, (q, _) in enumerate(it.units) if q == p) for p, _ in it.units}
-    sec = np.asarray([best[p] for p, _ in it.units])
+    passage = np.asarray([p for p, _ in it.units])
+    best = np.full(passage.max() + 1, -np.inf)
+    np.maximum.at(best, passage, z)
+    sec = best[passage]
     nb = (z + np.where(pz > z.min(), pz, z) + np.where(nz > z.min(), nz, z)) / 3
     cols = {"base": [],
             "prevnext": [pz - z.max(), nz - z.max()],
@@ -131,9 +133,7 @@ def joined_answer(model: reader.Reader, it, every: bool, delta: float) -> str:
     """reader_fit.answer_of, each pick (or the first only) joined to the unit after it when
     the reader scores that one within `delta` of the pick, the last picks dropped to keep
     the budget (ten words of slack)."""
-    model, x, parts = reader.with_units(model, it.x, it.parts, it.usims)
-    picks = reader.choose(model, x, it.units, it.weights, lambda ks: it.sims[ks], parts,
-                          listing="list" in asks.question_types(it.question))
+    model, x, parts, picks = reader_fit.picks_of(model, it)
     texts = [it.texts[s.index] for s in picks]
     score = {s.index: s.score for s in reader.ranked(model, x, it.units)}
     nxt, _ = neighbours(it)
