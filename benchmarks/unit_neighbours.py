@@ -14,7 +14,13 @@ unit vectors (a pack-wide unit search could bring it), else nowhere near.
 vectors on: reader_fit.cross_validate) on the cached Items of all four corpora, with extra
 features from the units' similarities (VARIANT: base, prevnext, nb, sec, prevbest,
 nextbest) or with each pick joined to the unit after it when the reader scores that one
-within DELTA of the pick (VARIANT join-first:DELTA, join-all:DELTA).
+within DELTA of the pick (VARIANT join-first:DELTA, join-all:DELTA), or (session 16) with
+each part of a question about several things (asks.parts) reading its units' similarity to
+that part, from the part's own vector (packs.answer._part_similarity embeds the parts
+already), instead of the whole question's: VARIANT part-own, part-mix (their mean),
+part-max (the larger). The parts' similarities are worked out once from the documentation
+packs under W (XQuAD's single such question reads the whole question's) and kept in
+W/reader-cache/part-sims.pkl.
 """
 
 from __future__ import annotations
@@ -129,6 +135,62 @@ def extra_features(it, variant: str) -> np.ndarray:
     return np.stack(cols[variant], axis=1) if cols[variant] else np.zeros((n, 0))
 
 
+def part_sims(items, data: Path, work: Path) -> dict[str, list[np.ndarray]]:
+    """Item id → for each part of its question, its units' similarities to that part (in
+    the Item's unit order), for the Items of the documentation corpora that have parts."""
+    import pickle
+
+    from packs import KnowledgePack
+    from packs.answer import page_sections
+    from packs.retrieval import asks, extractive, unit_vectors
+
+    cache = work / "reader-cache" / "part-sims.pkl"
+    found: dict[str, list[np.ndarray]] = (pickle.loads(cache.read_bytes())
+                                          if cache.is_file() else {})
+    for name in sorted({it.corpus for it in items} & set(reader_data.FILES)):
+        todo = [it for it in items if it.corpus == name and it.parts and it.id not in found]
+        if not todo:
+            continue
+        with KnowledgePack.open(corpora.load(data, name, work).built.pack_dir) as pack:
+            store = pack.unit_vectors
+            for it in todo:
+                result = pack.search(it.question, use_cache=False, gate_threshold=-1.0)
+                sections, passages = extractive.passages_of(result.cited(),
+                                                            page_sections(pack, result))
+                units = extractive.units_of(it.question, passages)
+                if [u.display for _, u in units] != [u.display for _, u in it.units]:
+                    continue  # the pack answers otherwise now: the Item's own sims stay
+                mats = [store.vectors(s.content) for s in sections]
+                sims = [unit_vectors.aligned(
+                            units, lambda i, v=v, m=mats: None if m[i] is None else m[i] @ v)
+                        for v in np.asarray(pack.embed_queries(asks.parts(it.question)),
+                                            np.float32)]
+                if len(sims) == len(it.parts) and all(s is not None for s in sims):
+                    found[it.id] = sims
+        print(f"  {name}: parts' similarities of {len(todo)} questions", flush=True)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(pickle.dumps(found))
+    return found
+
+
+def with_part_sims(plain_add, own: dict[int, list[np.ndarray]], mode: str):
+    """reader.add_units with each part reading its own similarities (`own`: by the id of
+    the Item's `usims`), as `mode` (own, mix, max) combines them with the question's."""
+    from packs.retrieval import unit_vectors
+
+    combine = {"own": lambda p, q: p, "mix": lambda p, q: (p + q) / 2,
+               "max": np.maximum}[mode]
+
+    def add_units(x, parts, sims):
+        x2, whole = plain_add(x, parts, sims)
+        mine = own.get(id(sims))
+        if mine is None:
+            return x2, whole
+        return x2, [np.hstack([xp, unit_vectors.features(combine(mine[j], sims))])
+                    for j, xp in enumerate(parts)]
+    return add_units
+
+
 def joined_answer(model: reader.Reader, it, every: bool, delta: float) -> str:
     """reader_fit.answer_of, each pick (or the first only) joined to the unit after it when
     the reader scores that one within `delta` of the pick, the last picks dropped to keep
@@ -159,7 +221,11 @@ def cv(data: Path, work: Path, variants: list[str]) -> None:
     plain_add, plain_answer, names = reader.add_units, reader_fit.answer_of, unit_vectors.FEATURES
     for variant in variants:
         extra: dict[int, np.ndarray] = {}
-        if variant.startswith("join-"):
+        if variant.startswith("part-"):
+            found = part_sims(items, data, work)
+            own = {id(it.usims): found[it.id] for it in items if it.id in found}
+            reader.add_units = with_part_sims(plain_add, own, variant.split("-", 1)[1])
+        elif variant.startswith("join-"):
             every, delta = variant.startswith("join-all"), float(variant.split(":")[1])
             reader_fit.answer_of = lambda m, it, e=every, d=delta: joined_answer(m, it, e, d)
         else:

@@ -960,3 +960,24 @@ def test_a_drafted_round_is_checked_against_its_pages_and_the_rows_before_it():
     assert "not verbatim" in found[2]
     assert "2 answer groups" in found[3]
     assert "asked before" in found[4]
+
+
+def test_a_list_answer_is_cut_by_its_parts():
+    from benchmarks import list_answer_words as law
+
+    answer = "\n".join([
+        "- The allowed values are:", "  - `NoSchedule`", "  - `NoExecute` [1]",
+        "- A second quote [2]", "- A third quote [3]",
+        "The items the pack names, each quoting the section it comes from:", "",
+        "- **`kubectl taint`**: `kubectl taint nodes node1 key1=value1:NoSchedule` [4]", "",
+        "More items: **`DiskPressure`** [5]", "",
+        "Less likely items, named in the same sections: **`False`** [6]"])
+    assert law.cut(answer) == answer
+    assert "Less likely" not in law.cut(answer, less=True)
+    assert "More items" in law.cut(answer, less=True)
+    both = law.cut(answer, less=True, more=True)
+    assert "More items" not in both and "kubectl taint" in both
+    two = law.cut(answer, bullets=2)
+    assert "A second quote" in two and "A third quote" not in two and "`NoExecute`" in two
+    assert "The items the pack names" in two
+    assert law.listed_items(answer) == 2
