@@ -9,7 +9,7 @@ the issue-47 mean over 120. Two sets of rows, all of them dev, spent or already 
 frozen and unrun):
 
 - **whole-pack rows** (the corpus's *_whole_pack*.jsonl: dev rows, and the test rows of
-  the round files, every one of which the ledger has run): item recall (whole_pack.recall)
+  every file whose test split the ledger has run): item recall (whole_pack.recall)
   and words of the product's list answer, of the same answer with a part cut (the "Less
   likely items" line, the "More items" line, the passage bullets above the list after the
   first N), of the passages alone (packs.answer.passages), and of a pack-wide unit search
@@ -72,12 +72,17 @@ def listed_items(text: str) -> int:
 
 
 def whole_pack_rows(name: str) -> list[dict]:
+    """The dev rows of corpus `name`'s whole-pack files, and the test rows of the files
+    whose test split the ledger records a run of ("spent"); never a frozen, unrun split."""
+    from benchmarks import ledger
+
     prefix = {"kubernetes": "k8s", "rust-book": "rust"}[name]
-    main = corpora.DATA_DIR / wp.FILES[name]
+    ran = ledger.ran_splits()
     rows = []
     for path in sorted(corpora.DATA_DIR.glob(f"{prefix}_whole_pack*.jsonl")):
+        spent = f"{path.name}:split=test" in ran
         for r in corpora.load_rows(path):
-            if r["split"] == "dev" or (path != main and r["split"] == "test"):
+            if r["split"] == "dev" or (spent and r["split"] == "test"):
                 rows.append({**r, "set": "dev" if r["split"] == "dev" else "spent"})
     return rows
 

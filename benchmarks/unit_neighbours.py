@@ -26,6 +26,7 @@ W/reader-cache/part-sims.pkl.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import statistics
 import sys
 from collections import Counter, defaultdict
@@ -135,9 +136,15 @@ def extra_features(it, variant: str) -> np.ndarray:
     return np.stack(cols[variant], axis=1) if cols[variant] else np.zeros((n, 0))
 
 
+def _units_key(it) -> str:
+    return hashlib.sha256("\n".join(u.display for _, u in it.units).encode()).hexdigest()
+
+
 def part_sims(items, data: Path, work: Path) -> dict[str, list[np.ndarray]]:
     """Item id → for each part of its question, its units' similarities to that part (in
-    the Item's unit order), for the Items of the documentation corpora that have parts."""
+    the Item's unit order), for the Items of the documentation corpora that have parts.
+    Kept per Item with a hash of its units, so a kept entry made for other units (the
+    packs or the Items built again) is worked out again, never read misaligned."""
     import pickle
 
     from packs import KnowledgePack
@@ -145,10 +152,11 @@ def part_sims(items, data: Path, work: Path) -> dict[str, list[np.ndarray]]:
     from packs.retrieval import asks, extractive, unit_vectors
 
     cache = work / "reader-cache" / "part-sims.pkl"
-    found: dict[str, list[np.ndarray]] = (pickle.loads(cache.read_bytes())
-                                          if cache.is_file() else {})
+    kept: dict[str, tuple[str, list[np.ndarray]]] = (pickle.loads(cache.read_bytes())
+                                                     if cache.is_file() else {})
     for name in sorted({it.corpus for it in items} & set(reader_data.FILES)):
-        todo = [it for it in items if it.corpus == name and it.parts and it.id not in found]
+        todo = [it for it in items if it.corpus == name and it.parts
+                and kept.get(it.id, ("",))[0] != _units_key(it)]
         if not todo:
             continue
         with KnowledgePack.open(corpora.load(data, name, work).built.pack_dir) as pack:
@@ -166,11 +174,13 @@ def part_sims(items, data: Path, work: Path) -> dict[str, list[np.ndarray]]:
                         for v in np.asarray(pack.embed_queries(asks.parts(it.question)),
                                             np.float32)]
                 if len(sims) == len(it.parts) and all(s is not None for s in sims):
-                    found[it.id] = sims
-        print(f"  {name}: parts' similarities of {len(todo)} questions", flush=True)
+                    kept[it.id] = (_units_key(it), sims)
+        print(f"  {name}: parts' similarities worked out for {len(todo)} questions",
+              flush=True)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_bytes(pickle.dumps(found))
-    return found
+    cache.write_bytes(pickle.dumps(kept))
+    return {it.id: kept[it.id][1] for it in items
+            if it.id in kept and kept[it.id][0] == _units_key(it)}
 
 
 def with_part_sims(plain_add, own: dict[int, list[np.ndarray]], mode: str):
