@@ -8,12 +8,14 @@ ids from --first in order, every gold string verbatim in its gold pages' Markdow
 written (case and whitespace folded, as benchmarks/answer_eval.py scores: the offline
 answer quotes the sections' Markdown, links and backticks included, so a string that
 leaves out a page's `code` marks or link syntax can never be in an answer; doc_answers.py
-check_golds says the same of the built pack), none inside its question, and fact-disjoint from the
-rows already in the answer set (no gold string that an earlier row on the same page has,
-no question asked before; the draft's own ids, when already appended, aside): tests/test_benchmarks_tiny.py checks the frozen rounds the same
-way against the dev rows. Prints one line per row (OK, or what to fix) and a summary; the
-exit status is 1 when any row has a problem. Then append the rows to the answer set and
-freeze them (benchmarks/ledger.py freeze) before the change they judge is tried.
+check_golds says the same of the built pack), none inside its question, and
+fact-disjoint from the rows already in the answer set (no gold string that an earlier row
+on the same page has, no question asked before; the draft's own ids, when already
+appended, aside): tests/test_benchmarks_tiny.py checks the frozen rounds the same way
+against the dev rows. The pages are the corpus's as the benchmark pack is built from them
+(corpora.doc_pages). Prints one line per row (OK, or what to fix) and a summary; the exit
+status is 1 when any row has a problem. Then append the rows to the answer set and freeze
+them (benchmarks/ledger.py freeze) before the change they judge is tried.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from benchmarks import answer_eval, common, corpora  # noqa: E402
 ROUND_MIX = {"paraphrase": 8, "identifier": 5, "two-page": 4, "compare": 3}
 ANSWER_SETS = {"kubernetes": ("k8s_answers.jsonl", "k8s-ans-"),
                "rust-book": ("rust_answers.jsonl", "rust-ans-")}
+
+
 def problems(row: dict, pages: dict[str, str], earlier: dict[str, set[str]],
              asked: set[str]) -> list[str]:
     """What is wrong with one drafted row: `pages` maps each gold page to its Markdown
@@ -104,13 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--round", type=int, required=True, help="the rows' test_round")
     ap.add_argument("--first", type=int, required=True, help="the number of the first id")
     args = ap.parse_args(argv)
-    folder, _, prefixes = corpora.DOCS[args.corpus]
-    root = args.data / folder
-    if not root.is_dir():
-        raise SystemExit(f"no {folder}/ under {args.data}: pass --data DIR holding it")
-    pages = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
-             for p in sorted(root.rglob("*.md"))
-             if p.relative_to(root).as_posix().startswith(prefixes)}
+    if not corpora.available(args.data, args.corpus):
+        raise SystemExit(f"no {corpora.DOCS[args.corpus][0]}/MANIFEST.jsonl under {args.data}: "
+                         "pass --data DIR holding it")
+    pages = {p.path.removeprefix("/"): p.markdown
+             for p in corpora.doc_pages(args.data, args.corpus)}
     file, prefix = ANSWER_SETS[args.corpus]
     rows = corpora.load_rows(args.draft)
     drafted = {r.get("id") for r in rows}  # a round already appended is checked again

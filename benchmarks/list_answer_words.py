@@ -33,13 +33,12 @@ import statistics
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import answer_eval, common, corpora, reader_data  # noqa: E402
 from benchmarks import whole_pack as wp  # noqa: E402
+from benchmarks.unit_neighbours import PackUnits  # noqa: E402
 
 LIST_PATH = "whole_pack_retrieval_only"
 CUTS = {"product": {}, "no less-likely line": {"less": True},
@@ -76,52 +75,14 @@ def whole_pack_rows(name: str) -> list[dict]:
     whose test split the ledger records a run of ("spent"); never a frozen, unrun split."""
     from benchmarks import ledger
 
-    prefix = {"kubernetes": "k8s", "rust-book": "rust"}[name]
     ran = ledger.ran_splits()
-    rows = []
-    for path in sorted(corpora.DATA_DIR.glob(f"{prefix}_whole_pack*.jsonl")):
+    rows = []  # k8s_whole_pack.jsonl and its rounds and dev sets, k8s_whole_pack_*.jsonl
+    for path in sorted(corpora.DATA_DIR.glob(f"{Path(wp.FILES[name]).stem}*.jsonl")):
         spent = f"{path.name}:split=test" in ran
         for r in corpora.load_rows(path):
             if r["split"] == "dev" or (spent and r["split"] == "test"):
                 rows.append({**r, "set": "dev" if r["split"] == "dev" else "spent"})
     return rows
-
-
-class PackUnits:
-    """Every unit of a pack with its vector and page, for the pack-wide unit search."""
-
-    def __init__(self, pack) -> None:
-        import polars as pl
-
-        from packs import format as fmt
-        from packs.retrieval import unit_store
-
-        store, blocks, self.texts, self.pages = pack.unit_vectors, [], [], []
-        sections = pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
-                                   columns=["content", "url"])
-        for content, url in dict(zip(sections["content"], sections["url"])).items():
-            found = store.vectors(content)
-            if found is None:
-                continue
-            units = unit_store.candidates(content)[:len(found)]
-            blocks.append(found[:len(units)])
-            self.texts += [u.display for u in units]
-            self.pages += [url] * len(units)
-        if not blocks:
-            raise SystemExit(f"{pack.path} has no unit vectors: rebuild it")
-        self.matrix = np.concatenate(blocks)
-
-    def per_page(self, vector, per: int, words: int) -> str:
-        """The best units for `vector`, at most `per` from a page, up to `words` words."""
-        out, taken, n = [], {}, 0
-        for i in np.argsort(-(self.matrix @ np.asarray(vector, dtype=np.float32))):
-            if n >= words:
-                break
-            if taken.get(self.pages[i], 0) < per:
-                taken[self.pages[i]] = taken.get(self.pages[i], 0) + 1
-                out.append(self.texts[i])
-                n += len(self.texts[i].split())
-        return "\n".join(out)
 
 
 def study(name: str, data: Path, work: Path, log) -> None:
@@ -132,17 +93,18 @@ def study(name: str, data: Path, work: Path, log) -> None:
     rule: list[tuple[str, float, float, int, int, int]] = []
     routed: list[tuple[bool, bool, int, int, int]] = []
 
-    def note(variant: str, split: str, text: str, items: list[dict]) -> float:
-        got = wp.recall(text, items)[0]
-        recall.setdefault(variant, {}).setdefault(split, []).append((got, len(text.split())))
-        return got
+    def note(variant: str, split: str, text: str, items: list[dict]) -> None:
+        recall.setdefault(variant, {}).setdefault(split, []).append(
+            (wp.recall(text, items)[0], len(text.split())))
 
     built = corpora.load(data, name, work).built
     with KnowledgePack.open(built.pack_dir) as pack:
         units = PackUnits(pack)
         rows = whole_pack_rows(name)
         for k, r in enumerate(rows, start=1):
-            result = pack.search(r["question"], use_cache=False)
+            # the gate off: the passages alone are read whatever it says (the product's
+            # ask() searches with it, as a user's question is)
+            result = pack.search(r["question"], use_cache=False, gate_threshold=-1.0)
             product = pack.ask(r["question"], use_cache=False)
             text, words = product["answer"], len(product["answer"].split())
             listed = product["query_type"] == LIST_PATH
@@ -155,8 +117,7 @@ def study(name: str, data: Path, work: Path, log) -> None:
                 note(f"product + pack-wide units ({extra} words)", r["set"],
                      text + "\n" + units.per_page(result.question_vector, 1, extra), r["items"])
             if listed:
-                alone = ans.passages(pack, pack.search(r["question"], use_cache=False,
-                                                       gate_threshold=-1.0))[0]
+                alone = ans.passages(pack, result)[0]
                 rule.append((r["set"], wp.recall(text, r["items"])[0],
                              wp.recall(alone, r["items"])[0], words, len(alone.split()),
                              listed_items(alone)))
@@ -177,10 +138,11 @@ def study(name: str, data: Path, work: Path, log) -> None:
     log(f"\n{name}: whole-pack rows, item recall (mean words)")
     for variant, by_split in recall.items():
         log(f"  {variant:42s} " + " | ".join(
-            f"{split} {statistics.fmean(g for g, _ in v):.3f} ({statistics.fmean(w for _, w in v):.0f} w, {len(v)} q)"
+            f"{split} {statistics.fmean(g for g, _ in v):.3f} "
+            f"({statistics.fmean(w for _, w in v):.0f} w, {len(v)} q)"
             for split, v in sorted(by_split.items())))
-    n_rows = len(routed)
-    log(f"{name}: answer-set rows answered as a list: {n_rows} of {len(answer_rows)}; contain "
+    log(f"{name}: answer-set rows answered as a list: {len(routed)} of {len(answer_rows)}; "
+        "contain "
         f"the gold: list {sum(a for a, *_ in routed)}, passages alone "
         f"{sum(b for _, b, *_ in routed)}; words: list "
         f"{statistics.fmean(c for *_, c, _, _ in routed):.0f}, passages alone "

@@ -43,13 +43,48 @@ from packs.retrieval import reader  # noqa: E402
 TOP_UNITS = 50
 
 
-def where(data: Path, work: Path, name: str) -> None:
-    import polars as pl
+class PackUnits:
+    """Every unit of a pack (each distinct section text's, once) with its vector from the
+    pack's unit vectors and the page it is on: the pack-wide unit search."""
 
+    def __init__(self, pack) -> None:
+        import polars as pl
+
+        from packs import format as fmt
+        from packs.retrieval import unit_store
+
+        store, blocks, self.texts, self.pages = pack.unit_vectors, [], [], []
+        if not store.usable:
+            raise SystemExit(f"{pack.path} has no unit vectors: rebuild it")
+        sections = pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
+                                   columns=["content", "url"])
+        for content, url in dict(zip(sections["content"], sections["url"])).items():
+            found = store.vectors(content)
+            if found is None:
+                continue
+            units = unit_store.candidates(content)[:len(found)]
+            blocks.append(found[:len(units)])
+            self.texts += [u.display for u in units]
+            self.pages += [url] * len(units)
+        self.matrix = np.concatenate(blocks)
+
+    def per_page(self, vector, per: int, words: int) -> str:
+        """The best units for `vector`, at most `per` from a page, up to `words` words."""
+        out, taken, n = [], {}, 0
+        for i in np.argsort(-(self.matrix @ np.asarray(vector, dtype=np.float32))):
+            if n >= words:
+                break
+            if taken.get(self.pages[i], 0) < per:
+                taken[self.pages[i]] = taken.get(self.pages[i], 0) + 1
+                out.append(self.texts[i])
+                n += len(self.texts[i].split())
+        return "\n".join(out)
+
+
+def where(data: Path, work: Path, name: str) -> None:
     from packs import KnowledgePack
     from packs import answer as ans
-    from packs import format as fmt
-    from packs.retrieval import extractive, unit_store
+    from packs.retrieval import extractive
 
     fold = answer_eval.fold
     built = corpora.load(data, name, work).built
@@ -58,17 +93,8 @@ def where(data: Path, work: Path, name: str) -> None:
             if r["id"] in read]
     counts: dict[str, Counter] = defaultdict(Counter)
     with KnowledgePack.open(built.pack_dir) as pack:
-        store = pack.unit_vectors
-        if not store.usable:
-            raise SystemExit(f"{built.pack_dir} has no unit vectors: rebuild it")
-        blocks, text_of = [], []  # every distinct section text's unit vectors and texts
-        for content in pl.read_parquet(pack.path / fmt.TABLES_DIR / f"{fmt.SECTIONS}.parquet",
-                                       columns=["content"])["content"].unique().to_list():
-            found = store.vectors(content)
-            if found is not None:
-                blocks.append(found)
-                text_of += [fold(u.display) for u in unit_store.candidates(content)[:len(found)]]
-        matrix = np.concatenate(blocks)
+        units = PackUnits(pack)
+        text_of = [fold(t) for t in units.texts]
         for k, r in enumerate(rows, start=1):
             c = counts[r.get("class") or "none"]
             c["rows"] += 1
@@ -85,10 +111,10 @@ def where(data: Path, work: Path, name: str) -> None:
             if not unread:
                 c["in a unit read"] += 1
                 continue
-            top = np.argsort(-(matrix @ np.asarray(result.question_vector, np.float32)))
+            top = np.argsort(-(units.matrix @ np.asarray(result.question_vector, np.float32)))
             near = [text_of[i] for i in top[:TOP_UNITS]]
-            c["in the pack's 50 nearest units" if all(
-                any(fold(a) in t for t in near for a in g) for g in unread) else "nowhere near"] += 1
+            close = all(any(fold(a) in t for t in near for a in g) for g in unread)
+            c["in the pack's 50 nearest units" if close else "nowhere near"] += 1
             if k % 200 == 0:
                 print(f"  {k}/{len(rows)} rows", flush=True)
     for cls, c in sorted(counts.items()):
